@@ -1,0 +1,272 @@
+"""The events of the log: one tagged union of frozen msgspec Structs.
+
+Evolution rules, because an old log must still decode:
+
+* a new field always has a default (``omit_defaults`` also keeps payloads small);
+* a tag is never reused or renamed, even after its event type is retired;
+* a change a default cannot express bumps ``SCHEMA_VERSION`` in ``_codec`` and adds an
+  upcaster there that rewrites the older payload.
+
+Order is the stream ID, never ``at``: ``at`` is the actor's wall clock, for reports only.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar, TypeAlias
+
+import msgspec
+
+from eventlog._ids import new_event_id
+
+NO_REASON = ""
+
+
+def _now() -> float:
+    return time.time()
+
+
+class Event(
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"
+):
+    """Fields every event carries: its id, who did it, and their wall clock."""
+
+    event_id: str = msgspec.field(default_factory=new_event_id)
+    actor: str
+    at: float = msgspec.field(default_factory=_now)
+
+    subject_kind: ClassVar[str] = "job"
+
+
+class TaskEvent(Event, frozen=True, kw_only=True):
+    """Something that happened to one task."""
+
+    task_id: str
+
+    subject_kind: ClassVar[str] = "task"
+
+
+class SiteEvent(Event, frozen=True, kw_only=True):
+    """Something that happened to one site (a scheme://host:port)."""
+
+    site: str
+
+    subject_kind: ClassVar[str] = "site"
+
+
+class Cursor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Where a task resumes: the next page to fetch and the last item already written."""
+
+    page: int = 0
+    url: str | None = None
+    last_item_key: str | None = None
+
+
+class Counts(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A task's running totals, carried by checkpoints so a resume restores them."""
+
+    pages: int = 0
+    items: int = 0
+    bytes: int = 0
+
+
+# --- task events -------------------------------------------------------------------------
+
+
+class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
+    """A task entered the queue (only the first time its fingerprint was seen)."""
+
+    url: str
+    site: str
+    depth: int = 0
+    priority: int = 0
+    parent_task_id: str | None = None
+
+
+class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):
+    """A worker took the task's lease; ``deliveries`` > 1 means it is a recovery."""
+
+    attempt: int
+    deliveries: int = 1
+
+
+class TaskReclaimed(TaskEvent, frozen=True, kw_only=True, tag="task.reclaimed"):
+    """A lease expired and another worker took the task over."""
+
+    attempt: int
+    previous_owner: str
+    deliveries: int
+    reason: str = "lease expired"
+
+
+class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint"):
+    """The task's whole resume state after a page: everything before it is done."""
+
+    attempt: int
+    cursor: Cursor
+    counts: Counts = Counts()
+
+
+class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
+    """One HTTP fetch, whatever its outcome."""
+
+    attempt: int
+    url: str
+    status: int
+    bytes: int = 0
+    elapsed_ms: float = 0.0
+    page: int = 0
+    error: str | None = None
+
+
+class ItemScraped(TaskEvent, frozen=True, kw_only=True, tag="task.item"):
+    """An output record; its ``key`` makes a refetched page write nothing twice."""
+
+    key: str
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class RetryScheduled(TaskEvent, frozen=True, kw_only=True, tag="task.retry_scheduled"):
+    """The task goes back to pending and runs again after ``delay_s``."""
+
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+class TaskDone(TaskEvent, frozen=True, kw_only=True, tag="task.done"):
+    """The task finished; terminal."""
+
+    attempt: int
+    reason: str = NO_REASON
+    counts: Counts = Counts()
+
+
+class TaskFailed(TaskEvent, frozen=True, kw_only=True, tag="task.failed"):
+    """The task ran out of attempts; terminal."""
+
+    attempt: int
+    reason: str
+
+
+class TaskAborted(TaskEvent, frozen=True, kw_only=True, tag="task.aborted"):
+    """Recovery gave up after too many deliveries; terminal."""
+
+    attempt: int
+    reason: str
+    deliveries: int
+    last_error: str | None = None
+    owners: tuple[str, ...] = ()
+
+
+class TaskPaused(TaskEvent, frozen=True, kw_only=True, tag="task.paused"):
+    """An operator (or an uncertain action) paused the task."""
+
+    reason: str
+
+
+class TaskResumed(TaskEvent, frozen=True, kw_only=True, tag="task.resumed"):
+    """An operator resumed a paused task."""
+
+    reason: str
+
+
+class TaskRetried(TaskEvent, frozen=True, kw_only=True, tag="task.retried"):
+    """An operator restarted a terminal task: the only way out of a terminal state."""
+
+    reason: str
+
+
+# --- site events -------------------------------------------------------------------------
+
+
+class SitePaused(SiteEvent, frozen=True, kw_only=True, tag="site.paused"):
+    """An operator paused every task of a site."""
+
+    reason: str
+
+
+class SiteResumed(SiteEvent, frozen=True, kw_only=True, tag="site.resumed"):
+    """An operator resumed a paused site."""
+
+    reason: str
+
+
+class CircuitOpened(SiteEvent, frozen=True, kw_only=True, tag="site.circuit_opened"):
+    """Too many consecutive failures: the site's tasks wait for a cooldown."""
+
+    reason: str
+    failures: int
+    cooldown_s: float
+
+
+class CircuitClosed(SiteEvent, frozen=True, kw_only=True, tag="site.circuit_closed"):
+    """A probe succeeded: the site's tasks run again."""
+
+    reason: str
+
+
+# --- job events --------------------------------------------------------------------------
+
+
+class JobPaused(Event, frozen=True, kw_only=True, tag="job.paused"):
+    """An operator paused the whole job."""
+
+    reason: str
+
+
+class JobResumed(Event, frozen=True, kw_only=True, tag="job.resumed"):
+    """An operator resumed the job."""
+
+    reason: str
+
+
+# --- side effects ------------------------------------------------------------------------
+
+
+class ActionIntended(TaskEvent, frozen=True, kw_only=True, tag="action.intended"):
+    """Written before an action that must never run twice."""
+
+    action_id: str
+
+
+class ActionDone(TaskEvent, frozen=True, kw_only=True, tag="action.done"):
+    """Written after the action ran; on resume the action is skipped."""
+
+    action_id: str
+    result: str | None = None
+
+
+AnyEvent: TypeAlias = (
+    TaskEnqueued
+    | TaskClaimed
+    | TaskReclaimed
+    | CheckpointSaved
+    | PageFetched
+    | ItemScraped
+    | RetryScheduled
+    | TaskDone
+    | TaskFailed
+    | TaskAborted
+    | TaskPaused
+    | TaskResumed
+    | TaskRetried
+    | SitePaused
+    | SiteResumed
+    | CircuitOpened
+    | CircuitClosed
+    | JobPaused
+    | JobResumed
+    | ActionIntended
+    | ActionDone
+)
+
+EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]
+TERMINAL_EVENT_TYPES: tuple[type[TaskEvent], ...] = (TaskDone, TaskFailed, TaskAborted)
+
+
+def tag_of(event_type: type[Event]) -> str:
+    """The wire tag of an event type (``"task.done"``)."""
+    tag = event_type.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag

@@ -1,0 +1,64 @@
+"""The one exception tree of crawlog.
+
+Errors from redis-py, DuckDB and httpx are translated into these at the boundary, with
+messages that tell the user what to do next::
+
+    CrawlogError
+    ├── ConfigError ............ bad input: a URL, a job name, an option, a data directory
+    ├── ServerError
+    │   ├── ServerUnreachable .. the Redis/Valkey server cannot be reached
+    │   └── ServerStartError ... the embedded valkey-server did not come up
+    ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
+    │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
+    └── LeaseLost .............. a fenced write by a worker that no longer owns the task
+"""
+
+from __future__ import annotations
+
+
+class CrawlogError(Exception):
+    """Base of every error crawlog raises on purpose."""
+
+
+class ConfigError(CrawlogError):
+    """Bad input from the user: a URL, a name, an option or a directory."""
+
+
+class ServerError(CrawlogError):
+    """Something is wrong with the Redis-protocol server."""
+
+
+class ServerUnreachable(ServerError):
+    """The server cannot be reached (refused, timed out, bad credentials)."""
+
+
+class ServerStartError(ServerError):
+    """The embedded valkey-server could not be started."""
+
+
+class EventDecodeError(CrawlogError):
+    """Bytes that do not decode to an event of a known tag and schema version."""
+
+
+class PoisonEntry(EventDecodeError):
+    """A stream entry that cannot be decoded; move it aside with ``dead_letter``."""
+
+    def __init__(self, stream: str, entry_id: str, reason: str, fields: dict[bytes, bytes]):
+        super().__init__(f"entry {entry_id} of {stream} cannot be decoded: {reason}")
+        self.stream = stream
+        self.entry_id = entry_id
+        self.reason = reason
+        self.fields = fields
+
+
+class LeaseLost(CrawlogError):
+    """The caller no longer owns the task's lease: another worker reclaimed it."""
+
+    def __init__(self, task_entry: str, consumer: str, owner: str | None):
+        holder = f"now held by {owner!r}" if owner else "no longer pending"
+        super().__init__(
+            f"lease on task entry {task_entry} lost by {consumer!r} ({holder}); nothing was written"
+        )
+        self.task_entry = task_entry
+        self.consumer = consumer
+        self.owner = owner

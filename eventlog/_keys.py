@@ -1,0 +1,96 @@
+"""Every Redis key crawlog uses, built in this one place.
+
+All keys of a job share the hash tag ``{job}`` (``{job:p}`` for partition ``p``), so that a
+server-side script can touch any of them atomically and a Redis Cluster keeps them in one
+slot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from eventlog._exceptions import ConfigError
+
+PREFIX = "crawlog"
+WORKERS_GROUP = "workers"
+"""Consumer group of every task lane: a worker's pending entry list *is* its leases."""
+
+LANE_HIGH = 0
+LANE_NORMAL = 1
+LANE_RECOVERY = 2
+"""Recovered work goes here so it never pre-empts fresh work."""
+LANES = (LANE_HIGH, LANE_NORMAL, LANE_RECOVERY)
+
+_JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_job_name(job: str) -> str:
+    """``job`` if it is a valid job name, else ``ConfigError`` saying what is allowed."""
+    if not _JOB_NAME.fullmatch(job):
+        raise ConfigError(
+            f"invalid job name {job!r}: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return job
+
+
+@dataclass(frozen=True)
+class JobKeys:
+    """The keys of one job (or of one partition of a job)."""
+
+    job: str
+    partition: int | None = None
+
+    def __post_init__(self) -> None:
+        check_job_name(self.job)
+        if self.partition is not None and self.partition < 0:
+            raise ConfigError(f"partition must be >= 0, not {self.partition}")
+
+    @property
+    def tag(self) -> str:
+        """The hash tag: ``{job}`` or ``{job:p}``."""
+        inner = self.job if self.partition is None else f"{self.job}:{self.partition}"
+        return "{" + inner + "}"
+
+    def _key(self, *parts: str | int) -> str:
+        return ":".join((PREFIX, self.tag, *map(str, parts)))
+
+    @property
+    def events(self) -> str:
+        """The progress log, read in order by the projector."""
+        return self._key("events")
+
+    def tasks(self, lane: int) -> str:
+        """The work queue of one priority lane (consumer group ``workers``)."""
+        if lane not in LANES:
+            raise ConfigError(f"no task lane {lane}; lanes are {LANES}")
+        return self._key("tasks", lane)
+
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        """Every lane's stream, highest priority first."""
+        return tuple(self.tasks(lane) for lane in LANES)
+
+    @property
+    def seen(self) -> str:
+        """Fingerprints of every task ever enqueued: a URL is enqueued once."""
+        return self._key("seen")
+
+    @property
+    def ckpt(self) -> str:
+        """Hash task id -> stream ID of its last checkpoint event (an index into the log)."""
+        return self._key("ckpt")
+
+    @property
+    def dead(self) -> str:
+        """Dead letters: entries that could not be decoded or processed."""
+        return self._key("dead")
+
+    def event_ids(self, generation: int) -> str:
+        """Event ids appended during one dedup-window generation."""
+        return self._key("eids", generation)
+
+    def worker_lock(self, worker: str) -> str:
+        """Held while a process lives under the worker name ``worker``."""
+        return self._key("worker", worker)

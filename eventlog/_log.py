@@ -1,0 +1,212 @@
+"""The progress log of a job: an append-only Redis stream of events."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import msgspec
+import redis.asyncio as aioredis
+
+from eventlog._codec import decode, encode
+from eventlog._connection import max_block_ms, redis_errors
+from eventlog._events import AnyEvent
+from eventlog._exceptions import ConfigError, EventDecodeError, PoisonEntry
+from eventlog._keys import JobKeys
+from eventlog._scripts import APPEND, DEAD_LETTER
+
+DEFAULT_DEDUP_WINDOW_S = 60
+"""A repeated ``event_id`` is skipped if it comes back within at least this many seconds."""
+DEFAULT_READ_COUNT = 1000
+MAX_EVENTS_PER_CALL = 1000
+"""Events per script call; bigger batches are split and pipelined in one round trip."""
+EVENT_FIELD = b"e"
+START = "0-0"
+"""The position before the first entry of any stream."""
+
+# Raw RESP2 replies, as hiredis hands them over with the callbacks removed.
+RawEntry = list[bytes | list[bytes]]
+
+
+class LogEntry(msgspec.Struct, frozen=True):
+    """One event and its position in the log."""
+
+    stream_id: str
+    event: AnyEvent
+
+
+class DeadLetter(msgspec.Struct, frozen=True):
+    """An entry moved aside, with why and from where."""
+
+    dead_id: str
+    stream: str
+    entry_id: str
+    reason: str
+    deliveries: int
+    fields: dict[bytes, bytes]
+
+
+def dedup_keys(keys: JobKeys, window_s: int, now: float | None = None) -> tuple[str, str]:
+    """The current and previous dedup generation sets.
+
+    Computed by the client: a redis-py retry resends the very same keys, and a producer's
+    own retry a generation later still finds the id in the previous set.
+    """
+    generation = int((time.time() if now is None else now) // window_s)
+    return keys.event_ids(generation), keys.event_ids(generation - 1)
+
+
+def decode_entry(stream: str, raw: RawEntry) -> LogEntry:
+    """A raw ``[id, [field, value, ...]]`` stream entry as a ``LogEntry``."""
+    entry_id = raw[0].decode()  # type: ignore[union-attr]
+    fields = raw[1]
+    try:
+        if len(fields) != 2 or fields[0] != EVENT_FIELD:
+            raise EventDecodeError(f"expected one field {EVENT_FIELD!r}")
+        return LogEntry(entry_id, decode(fields[1]))  # type: ignore[arg-type]
+    except EventDecodeError as exc:
+        pairs = dict(zip(fields[::2], fields[1::2], strict=False))
+        raise PoisonEntry(stream, entry_id, str(exc), pairs) from None  # type: ignore[arg-type]
+
+
+class EventLog:
+    """Appends events to a job's log and reads them back in order."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        job: str | JobKeys,
+        *,
+        dedup_window_s: int = DEFAULT_DEDUP_WINDOW_S,
+    ) -> None:
+        if dedup_window_s < 1:
+            raise ConfigError(f"dedup window must be at least 1 s, not {dedup_window_s}")
+        self.redis = redis
+        self.keys = job if isinstance(job, JobKeys) else JobKeys(job)
+        self.dedup_window_s = dedup_window_s
+        self._append = redis.register_script(APPEND)
+        self._dead_letter = redis.register_script(DEAD_LETTER)
+
+    def dedup_args(self) -> tuple[list[str], int]:
+        """Dedup generation keys and their time to live, for a script call now."""
+        return list(dedup_keys(self.keys, self.dedup_window_s)), 2 * self.dedup_window_s
+
+    async def append(self, event: AnyEvent) -> str | None:
+        """Append one event; its stream ID, or None if its ``event_id`` was already there."""
+        return (await self.append_many([event]))[0]
+
+    async def append_many(self, events: Sequence[AnyEvent]) -> list[str | None]:
+        """Append events in order, in one round trip; None for each repeated ``event_id``."""
+        if not events:
+            return []
+        dedup, ttl = self.dedup_args()
+        keys = [self.keys.events, *dedup]
+        with redis_errors("appending events"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for start in range(0, len(events), MAX_EVENTS_PER_CALL):
+                    args: list[str | bytes | int] = [ttl]
+                    for event in events[start : start + MAX_EVENTS_PER_CALL]:
+                        args += (event.event_id, encode(event))
+                    await self._append(keys=keys, args=args, client=pipe)
+                replies = await pipe.execute()
+        return [None if i is None else i.decode() for reply in replies for i in reply]
+
+    async def read_after(
+        self, after: str = START, count: int = DEFAULT_READ_COUNT, *, block_ms: int = 0
+    ) -> list[LogEntry]:
+        """Up to ``count`` events after stream ID ``after``, in log order.
+
+        With ``block_ms`` > 0, waits that long for an event if there is none yet (capped
+        below the socket timeout). A poison entry raises ``PoisonEntry``, but only once the
+        good entries before it have been returned: read again after the last one.
+        """
+        args: list[str | int] = ["XREAD", "COUNT", count]
+        if block_ms > 0:
+            args += ["BLOCK", min(block_ms, self._max_block_ms)]
+        args += ["STREAMS", self.keys.events, after]
+        with redis_errors("reading the event log"):
+            reply = await self.redis.execute_command(*args)
+        if not reply:
+            return []
+        return self._decode_all(reply[0][1])
+
+    async def read_range(
+        self, start: str = "-", end: str = "+", count: int | None = None
+    ) -> list[LogEntry]:
+        """Events with stream IDs in ``[start, end]`` (``(id`` excludes), in order."""
+        args: list[str | int] = ["XRANGE", self.keys.events, start, end]
+        if count is not None:
+            args += ["COUNT", count]
+        with redis_errors("reading the event log"):
+            reply = await self.redis.execute_command(*args)
+        return self._decode_all(reply)
+
+    async def read_ids(self, stream_ids: Sequence[str]) -> dict[str, AnyEvent]:
+        """The events at these stream IDs, in one round trip; trimmed ones are absent."""
+        with redis_errors("reading events by id"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for stream_id in stream_ids:
+                    pipe.execute_command("XRANGE", self.keys.events, stream_id, stream_id)
+                replies = await pipe.execute()
+        found: dict[str, AnyEvent] = {}
+        for reply in replies:
+            for entry in self._decode_all(reply, partial=False):
+                found[entry.stream_id] = entry.event
+        return found
+
+    async def dead_letter(
+        self, poison: PoisonEntry, *, group: str = "", deliveries: int = 0
+    ) -> str:
+        """Move a poison entry to the dead stream with its reason.
+
+        An event is only copied: the log is never edited, the reader skips past it. With
+        ``group``, the entry is a task held in that group, and it is acked and deleted too.
+        """
+        args: list[str | bytes | int] = [group, poison.entry_id, poison.reason, deliveries]
+        for field, value in poison.fields.items():
+            args += (field, value)
+        with redis_errors("dead-lettering an entry"):
+            dead_id = await self._dead_letter(keys=[poison.stream, self.keys.dead], args=args)
+        return str(dead_id.decode())
+
+    async def dead_letters(self, count: int = DEFAULT_READ_COUNT) -> list[DeadLetter]:
+        """Dead-lettered entries of the job, oldest first."""
+        with redis_errors("reading dead letters"):
+            reply = await self.redis.execute_command(
+                "XRANGE", self.keys.dead, "-", "+", "COUNT", count
+            )
+        letters = []
+        for dead_id, flat in reply:
+            meta = dict(zip(flat[::2], flat[1::2], strict=True))
+            letters.append(
+                DeadLetter(
+                    dead_id=dead_id.decode(),
+                    stream=meta.pop(b"stream").decode(),
+                    entry_id=meta.pop(b"entry").decode(),
+                    reason=meta.pop(b"reason").decode(),
+                    deliveries=int(meta.pop(b"deliveries")),
+                    fields={k.removeprefix(b"field:"): v for k, v in meta.items()},
+                )
+            )
+        return letters
+
+    async def length(self) -> int:
+        """Number of entries in the log stream (what Redis still holds)."""
+        with redis_errors("reading the log length"):
+            return int(await self.redis.xlen(self.keys.events))
+
+    @property
+    def _max_block_ms(self) -> int:
+        timeout = self.redis.connection_pool.connection_kwargs.get("socket_timeout")
+        return max_block_ms(timeout) if timeout else max_block_ms()
+
+    def _decode_all(self, raw: list[RawEntry], *, partial: bool = True) -> list[LogEntry]:
+        entries: list[LogEntry] = []
+        for item in raw:
+            try:
+                entries.append(decode_entry(self.keys.events, item))
+            except PoisonEntry:
+                if entries and partial:
+                    return entries
+                raise
+        return entries

