@@ -58,6 +58,8 @@ def client_for(url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S) 
             socket_connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
             decode_responses=False,
             health_check_interval=30,
+            # The raw stream replies are parsed here in their RESP2 shape (lists, not maps).
+            protocol=2,
         )
     except ValueError as exc:
         raise ConfigError(f"bad Redis URL {redacted(url)!r}: {exc}") from None
