@@ -26,8 +26,10 @@ def _now() -> float:
     return time.time()
 
 
+# gc=False: events are immutable values that cannot form reference cycles, and keeping
+# them out of the cycle collector's reach makes decoding a large batch markedly faster.
 class Event(
-    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type"
+    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False
 ):
     """Fields every event carries: its id, who did it, and their wall clock."""
 
@@ -54,7 +56,7 @@ class SiteEvent(Event, frozen=True, kw_only=True):
     subject_kind: ClassVar[str] = "site"
 
 
-class Cursor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Cursor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """Where a task resumes: the next page to fetch and the last item already written."""
 
     page: int = 0
@@ -62,7 +64,7 @@ class Cursor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     last_item_key: str | None = None
 
 
-class Counts(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Counts(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """A task's running totals, carried by checkpoints so a resume restores them."""
 
     pages: int = 0

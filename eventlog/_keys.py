@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from eventlog._exceptions import ConfigError
 
@@ -47,7 +48,7 @@ class JobKeys:
         if self.partition is not None and self.partition < 0:
             raise ConfigError(f"partition must be >= 0, not {self.partition}")
 
-    @property
+    @cached_property
     def tag(self) -> str:
         """The hash tag: ``{job}`` or ``{job:p}``."""
         inner = self.job if self.partition is None else f"{self.job}:{self.partition}"
@@ -56,7 +57,7 @@ class JobKeys:
     def _key(self, *parts: str | int) -> str:
         return ":".join((PREFIX, self.tag, *map(str, parts)))
 
-    @property
+    @cached_property
     def events(self) -> str:
         """The progress log, read in order by the projector."""
         return self._key("events")
@@ -67,22 +68,22 @@ class JobKeys:
             raise ConfigError(f"no task lane {lane}; lanes are {LANES}")
         return self._key("tasks", lane)
 
-    @property
+    @cached_property
     def lanes(self) -> tuple[str, ...]:
         """Every lane's stream, highest priority first."""
         return tuple(self.tasks(lane) for lane in LANES)
 
-    @property
+    @cached_property
     def seen(self) -> str:
         """Fingerprints of every task ever enqueued: a URL is enqueued once."""
         return self._key("seen")
 
-    @property
+    @cached_property
     def ckpt(self) -> str:
         """Hash task id -> stream ID of its last checkpoint event (an index into the log)."""
         return self._key("ckpt")
 
-    @property
+    @cached_property
     def dead(self) -> str:
         """Dead letters: entries that could not be decoded or processed."""
         return self._key("dead")

@@ -27,7 +27,10 @@ async def test_enqueue_writes_one_task_enqueued_event_per_new_task(
     queue = make_queue("w1")
     assert await queue.enqueue([task(1), task(2), task(1)], actor="seed") == [True, True, False]
     events = [e.event for e in await log.read_range()]
-    assert [(type(e), e.task_id) for e in events] == [(TaskEnqueued, "task-1"), (TaskEnqueued, "task-2")]
+    assert [(type(e), e.task_id) for e in events] == [
+        (TaskEnqueued, "task-1"),
+        (TaskEnqueued, "task-2"),
+    ]
 
 
 async def test_two_workers_never_get_the_same_task(make_queue: MakeQueue) -> None:

@@ -10,6 +10,7 @@ page.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -77,15 +78,15 @@ async def check_consistent(log: EventLog, queue: TaskQueue, redis_client: aiored
 
     # Each step's events are contiguous and complete: a checkpoint or a terminal event
     # always follows the PageFetched of the same page, written by the same script call.
-    for before, marker in zip(entries, entries[1:], strict=False):
+    for before, marker in itertools.pairwise(entries):
         if isinstance(marker.event, CheckpointSaved | TaskDone):
             assert isinstance(before.event, PageFetched)
             assert before.event.task_id == marker.event.task_id
             assert before.event.page == marker.event.counts.pages
-    for entry in entries:
-        if isinstance(entry.event, PageFetched):
-            i = entries.index(entry)
-            assert isinstance(entries[i + 1].event, CheckpointSaved | TaskDone), "half a step"
+    for fetched, after in itertools.pairwise([*entries, None]):
+        if isinstance(fetched.event, PageFetched):  # type: ignore[union-attr]
+            assert after is not None, "half a step: a fetch without its checkpoint"
+            assert isinstance(after.event, CheckpointSaved | TaskDone), "half a step"
 
     # A task is finished or still queued, never both, never neither.
     queued = await lane_task_ids(redis_client, queue)

@@ -65,4 +65,6 @@ async def test_a_poison_task_is_dead_lettered_and_the_rest_are_claimed(
     assert queue.poisoned == 1
     [letter] = await log.dead_letters()
     assert letter.stream == queue.keys.tasks(1) and "does not decode" in letter.reason
-    assert {lease.entry_id for lease in await queue.pending()} == {lease.entry_id for lease in claimed}
+    assert {lease.entry_id for lease in await queue.pending()} == {
+        lease.entry_id for lease in claimed
+    }
