@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from eventlog._events import AnyEvent
+from eventlog._events import AnyEvent, Event
 from eventlog._exceptions import EventDecodeError
 
 SCHEMA_VERSION = 1
@@ -49,7 +49,7 @@ def decode_current(payload: bytes) -> AnyEvent | None:
     return envelope.event if envelope.version == SCHEMA_VERSION else None
 
 
-def encode(event: AnyEvent) -> bytes:
+def encode(event: Event) -> bytes:
     """The wire bytes of one event."""
     return _encoder.encode((SCHEMA_VERSION, event))
 
@@ -87,6 +87,6 @@ def upcast(
             raise EventDecodeError(f"no upcaster from event schema version {step}")
         event = upcasters[step](event)
     try:
-        return msgspec.convert(event, AnyEvent)  # type: ignore[arg-type,no-any-return]
+        return msgspec.convert(event, AnyEvent)  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:
         raise EventDecodeError(f"not a crawlog event after upcasting: {exc}") from None

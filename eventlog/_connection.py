@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
@@ -93,8 +94,13 @@ async def ping(client: aioredis.Redis, url: str) -> None:
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
         raise ServerUnreachable(
             f"cannot reach Redis at {redacted(url)} ({exc}): is the server running? "
-            "Unset REDIS_URL to let crawlog start its own, or run `crawlog server start`"
+            "Check REDIS_URL, or unset it to let crawlog start its own server"
         ) from None
+
+
+async def command(client: aioredis.Redis, *args: str | bytes | int) -> Any:
+    """Run a raw command; its reply comes back unparsed for the stream commands."""
+    return await client.execute_command(*args)  # type: ignore[no-untyped-call]
 
 
 @contextmanager

@@ -263,7 +263,7 @@ AnyEvent: TypeAlias = (
     | ActionDone
 )
 
-EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]
+EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__
 TERMINAL_EVENT_TYPES: tuple[type[TaskEvent], ...] = (TaskDone, TaskFailed, TaskAborted)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 import redis.asyncio as aioredis
 
 from eventlog._codec import decode, decode_current, encode
-from eventlog._connection import max_block_ms, redis_errors
+from eventlog._connection import command, max_block_ms, redis_errors
 from eventlog._events import AnyEvent
 from eventlog._exceptions import ConfigError, EventDecodeError, PoisonEntry
 from eventlog._keys import JobKeys
@@ -25,7 +26,7 @@ START = "0-0"
 """The position before the first entry of any stream."""
 
 # Raw RESP2 replies, as hiredis hands them over with the callbacks removed.
-RawEntry = list[bytes | list[bytes]]
+RawEntry = list[Any]
 
 
 class LogEntry(msgspec.Struct, frozen=True, gc=False):
@@ -58,15 +59,15 @@ def dedup_keys(keys: JobKeys, window_s: int, now: float | None = None) -> tuple[
 
 def decode_entry(stream: str, raw: RawEntry) -> LogEntry:
     """A raw ``[id, [field, value, ...]]`` stream entry as a ``LogEntry``."""
-    entry_id = raw[0].decode()  # type: ignore[union-attr]
+    entry_id: str = raw[0].decode()
     fields = raw[1]
     try:
         if len(fields) != 2 or fields[0] != EVENT_FIELD:
             raise EventDecodeError(f"expected one field {EVENT_FIELD!r}")
-        return LogEntry(entry_id, decode(fields[1]))  # type: ignore[arg-type]
+        return LogEntry(entry_id, decode(fields[1]))
     except EventDecodeError as exc:
         pairs = dict(zip(fields[::2], fields[1::2], strict=False))
-        raise PoisonEntry(stream, entry_id, str(exc), pairs) from None  # type: ignore[arg-type]
+        raise PoisonEntry(stream, entry_id, str(exc), pairs) from None
 
 
 class EventLog:
@@ -125,7 +126,7 @@ class EventLog:
             args += ["BLOCK", min(block_ms, self._max_block_ms)]
         args += ["STREAMS", self.keys.events, after]
         with redis_errors("reading the event log"):
-            reply = await self.redis.execute_command(*args)
+            reply = await command(self.redis, *args)
         if not reply:
             return []
         return self._decode_all(reply[0][1])
@@ -138,7 +139,7 @@ class EventLog:
         if count is not None:
             args += ["COUNT", count]
         with redis_errors("reading the event log"):
-            reply = await self.redis.execute_command(*args)
+            reply = await command(self.redis, *args)
         return self._decode_all(reply)
 
     async def read_ids(self, stream_ids: Sequence[str]) -> dict[str, AnyEvent]:
@@ -172,9 +173,7 @@ class EventLog:
     async def dead_letters(self, count: int = DEFAULT_READ_COUNT) -> list[DeadLetter]:
         """Dead-lettered entries of the job, oldest first."""
         with redis_errors("reading dead letters"):
-            reply = await self.redis.execute_command(
-                "XRANGE", self.keys.dead, "-", "+", "COUNT", count
-            )
+            reply = await command(self.redis, "XRANGE", self.keys.dead, "-", "+", "COUNT", count)
         letters = []
         for dead_id, flat in reply:
             meta = dict(zip(flat[::2], flat[1::2], strict=True))
@@ -205,7 +204,7 @@ class EventLog:
         add = entries.append
         try:
             # The hot loop of every reader: one msgspec call per entry, nothing else.
-            for entry_id, (field, payload) in raw:  # type: ignore[misc]
+            for entry_id, (field, payload) in raw:
                 event = decode_current(payload) if field == EVENT_FIELD else None
                 if event is None:
                     break

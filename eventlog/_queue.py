@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from eventlog._codec import encode
-from eventlog._connection import redis_errors
+from eventlog._connection import command, redis_errors
 from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
@@ -175,7 +175,7 @@ class TaskQueue:
                 # One blocking read on every lane: whichever gets work first wakes us.
                 lanes = self.keys.lanes
                 block = min(block_ms, self.log._max_block_ms)
-                raw = await self.redis.execute_command(
+                raw = await command(self.redis, 
                     "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
                     "BLOCK", block, "STREAMS", *lanes, *([">"] * len(lanes)),
                 )  # fmt: skip
@@ -252,7 +252,7 @@ class TaskQueue:
     async def requeue(
         self,
         lease: Lease,
-        event: AnyEvent,
+        event: TaskEvent,
         task: Task,
         lane: int,
         *,
@@ -276,7 +276,7 @@ class TaskQueue:
             return {}
         with redis_errors("reading checkpoint pointers"):
             ids = await self.redis.hmget(self.keys.ckpt, list(task_ids))
-        return {t: i.decode() for t, i in zip(task_ids, ids, strict=True) if i is not None}
+        return {t: i.decode() for t, i in zip(task_ids, ids, strict=True) if isinstance(i, bytes)}
 
     async def _settle_call(
         self,

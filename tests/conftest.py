@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import redis
 import redis.asyncio as aioredis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from eventlog import EventLog, JobKeys, TaskQueue, connect
 from eventlog._server import valkey_binary
@@ -42,7 +44,7 @@ def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    with redis.Redis.from_url(url) as probe:
+    with redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0)) as probe:
         while True:
             try:
                 probe.ping()

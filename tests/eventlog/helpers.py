@@ -17,7 +17,12 @@ def checkpoint(task_id: str, page: int, actor: str = "w1") -> CheckpointSaved:
 
 def fetched(task_id: str, page: int, actor: str = "w1") -> PageFetched:
     return PageFetched(
-        actor=actor, task_id=task_id, attempt=1, url=f"http://site.test/{task_id}/{page}", status=200, page=page
+        actor=actor,
+        task_id=task_id,
+        attempt=1,
+        url=f"http://site.test/{task_id}/{page}",
+        status=200,
+        page=page,
     )
 
 

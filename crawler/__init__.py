@@ -1,0 +1,1 @@
+"""The crawler: spiders, fetching, workers, and the `crawlog` command line."""

@@ -1,0 +1,253 @@
+"""The ``crawlog`` command line.
+
+Each subcommand is one function; groups (``server``, later ``crawl``, ``worker``, ``report``...)
+hang off the top-level :data:`cli` group, and options that several commands share are
+defined once below. Errors crawlog raises on purpose (:class:`CrawlogError`) are printed as
+one line, ``crawlog: error: <message>``, with exit status 2; the traceback only with
+``--debug``.
+
+Exit status: 0 success, 1 "no" answers (e.g. ``server status`` when nothing runs), 2 errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import anyio
+import click
+
+from eventlog._connection import redacted
+from eventlog._exceptions import ConfigError, CrawlogError
+from eventlog._server import (
+    FSYNC_POLICIES,
+    REDIS_URL_ENV,
+    Fsync,
+    ServerStatus,
+    ensure_server,
+    resolve_data_dir,
+    server_status,
+    server_status_at,
+    stop_server,
+)
+
+EXIT_NO = 1
+EXIT_ERROR = 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# --- shared options ---------------------------------------------------------------------------
+
+
+def data_dir_option(command: F) -> F:
+    """``--data-dir DIR``: where crawlog keeps its server and data."""
+    return click.option(
+        "--data-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        metavar="DIR",
+        help="Data directory [default: $CRAWLOG_HOME, else ./.crawlog].",
+    )(command)
+
+
+def fsync_option(command: F) -> F:
+    """``--fsync POLICY``: how often the server fsyncs its append-only file."""
+    return click.option(
+        "--fsync",
+        type=click.Choice(FSYNC_POLICIES),
+        default=None,
+        help="fsync the append-only file every second (loses at most ~1 s of writes on a power "
+        "loss) or on every write (slower) [default: everysec].",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    """``--json``: machine-readable output."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+class _ReportedError(click.ClickException):
+    """A crawlog error, shown as one line on stderr."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, *, debug: bool) -> None:
+        # A message must stay one line: scripts and logs read stderr line by line.
+        super().__init__(" ".join(message.split("\n")))
+        self.debug = debug
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        if self.debug and self.__cause__ is not None:
+            traceback.print_exception(self.__cause__)
+        click.echo(f"crawlog: error: {self.message}", err=True)
+
+
+class _CrawlogGroup(click.Group):
+    """The top-level group: turns exceptions into one-line messages."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CrawlogError as exc:
+            raise _ReportedError(str(exc), debug=bool(ctx.params.get("debug"))) from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            raise _ReportedError(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+                "traceback, and please report it)",
+                debug=False,
+            ) from exc
+
+
+def _version() -> str:
+    try:
+        return metadata.version("crawlog")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# --- crawlog ----------------------------------------------------------------------------------
+
+
+@click.group(
+    "crawlog",
+    cls=_CrawlogGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Example:  crawlog server start",
+)
+@click.version_option(_version(), "--version", "-V", prog_name="crawlog")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+def cli(debug: bool) -> None:
+    """crawlog: a crawler whose progress is an event log."""
+
+
+# --- crawlog server ---------------------------------------------------------------------------
+
+
+@cli.group(epilog="Example:  crawlog server status --json")
+def server() -> None:
+    """Start, stop and inspect crawlog's private valkey-server."""
+
+
+@server.command(epilog="Example:  crawlog server start --data-dir ~/crawls --fsync always")
+@data_dir_option
+@fsync_option
+def start(data_dir: Path | None, fsync: Fsync | None) -> None:
+    """Start the server of a data directory, unless it is running."""
+    _refuse_external("start")
+    directory = resolve_data_dir(data_dir)
+    info = ensure_server(directory, fsync=fsync or "everysec")
+    if info.started:
+        click.echo(f"started valkey-server (pid {info.pid}) for {directory}")
+    else:
+        click.echo(f"valkey-server (pid {info.pid}) is already running for {directory}")
+        status = server_status(directory) if fsync else None
+        if status is not None and status.appendfsync != fsync:
+            click.echo(
+                f"crawlog: warning: the running server uses appendfsync {status.appendfsync}; "
+                f"run `crawlog server stop` and start it again to use {fsync}",
+                err=True,
+            )
+    click.echo(f"url: {info.url}")
+
+
+@server.command(epilog="Example:  crawlog server stop --data-dir ~/crawls")
+@data_dir_option
+def stop(data_dir: Path | None) -> None:
+    """Stop the server of a data directory (its data stays on disk)."""
+    _refuse_external("stop")
+    directory = resolve_data_dir(data_dir)
+    if stop_server(directory):
+        click.echo(f"stopped the valkey-server of {directory}")
+    else:
+        click.echo(f"no valkey-server is running for {directory}")
+
+
+@server.command(epilog="Example:  crawlog server status --json")
+@data_dir_option
+@json_option
+@click.pass_context
+def status(ctx: click.Context, data_dir: Path | None, as_json: bool) -> None:
+    """Show whether the server runs, and its settings (exit 1 if not running).
+
+    With REDIS_URL set, ping and describe that server instead.
+    """
+    url = os.environ.get(REDIS_URL_ENV)
+    directory = resolve_data_dir(data_dir)
+    found = anyio.run(server_status_at, url) if url else server_status(directory)
+    if found is None:
+        if as_json:
+            click.echo(json.dumps({"running": False, "data_dir": str(directory)}))
+        else:
+            click.echo(f"no valkey-server is running for {directory}")
+        ctx.exit(EXIT_NO)
+    if as_json:
+        click.echo(json.dumps(_status_dict(found), indent=2))
+    else:
+        click.echo(_status_text(found))
+
+
+def _refuse_external(action: str) -> None:
+    url = os.environ.get(REDIS_URL_ENV)
+    if url:
+        raise ConfigError(
+            f"REDIS_URL is set ({redacted(url)}): that is an external server, which crawlog "
+            f"uses but does not {action}; unset REDIS_URL to manage crawlog's own server"
+        )
+
+
+def _status_dict(found: ServerStatus) -> dict[str, Any]:
+    fields = asdict(found)
+    fields["data_dir"] = str(found.data_dir) if found.data_dir is not None else None
+    return {"running": True, "managed": found.data_dir is not None, **fields}
+
+
+def _status_text(found: ServerStatus) -> str:
+    where = f"data dir {found.data_dir}" if found.data_dir is not None else "external (REDIS_URL)"
+    lines = [
+        f"running:  valkey {found.version}, pid {found.pid}, up {_duration(found.uptime_s)}",
+        f"server:   {where}",
+        f"url:      {found.url}",
+        f"memory:   {found.used_memory_human}",
+        f"aof:      {'on' if found.aof_enabled else 'off'}, "
+        f"appendfsync {found.appendfsync or 'unknown'}",
+    ]
+    return "\n".join(lines)
+
+
+def _duration(seconds: int) -> str:
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {secs}s"
+    return f"{secs}s"
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the ``crawlog`` command line (the console script's entry point)."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="crawlog")
+
+
+if __name__ == "__main__":
+    main()

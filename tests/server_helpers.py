@@ -1,0 +1,49 @@
+"""Helpers for tests that start crawlog's private valkey-server in their own data directory."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from eventlog._exceptions import CrawlogError
+from eventlog._server import PID_FILE, _wait_gone, stop_server
+
+# Environment variables that would point crawlog somewhere other than the test's directory.
+CRAWLOG_ENV = ("REDIS_URL", "CRAWLOG_HOME")
+
+
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset the variables that redirect crawlog, here and in the subprocesses tests start."""
+    for name in CRAWLOG_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def stop_or_kill(directory: Path) -> None:
+    """Stop the server of ``directory`` whatever state the test left it in."""
+    with contextlib.suppress(CrawlogError):
+        stop_server(directory, timeout_s=5)
+    # A test that failed half-way may leave a server that no longer answers.
+    with contextlib.suppress(OSError, ValueError):
+        pid = int((directory / PID_FILE).read_text())
+        os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid, 5)
+
+
+@contextlib.contextmanager
+def server_dir(directory: Path) -> Iterator[Path]:
+    """``directory``, with whatever server a test started there stopped afterwards."""
+    try:
+        yield directory
+    finally:
+        stop_or_kill(directory)
+
+
+def python(code: str, *args: str) -> list[str]:
+    """argv running ``code`` in this interpreter (the venv with crawlog installed)."""
+    return [sys.executable, "-c", code, *args]
