@@ -23,6 +23,7 @@ from typing import IO, Any, TypeVar
 import anyio
 import click
 
+from crawler.demo import demo_command
 from eventlog._connection import redacted
 from eventlog._exceptions import ConfigError, CrawlogError
 from eventlog._server import (
@@ -239,6 +240,9 @@ def _duration(seconds: int) -> str:
     if minutes:
         return f"{minutes}m {secs}s"
     return f"{secs}s"
+
+
+cli.add_command(demo_command)
 
 
 # --- entry point ------------------------------------------------------------------------------

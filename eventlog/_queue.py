@@ -270,6 +270,27 @@ class TaskQueue:
         poison = PoisonEntry(self.keys.tasks(lane), entry_id, reason, fields)
         return await self.log.dead_letter(poison, group=WORKERS_GROUP, deliveries=deliveries)
 
+    async def remaining(self) -> int:
+        """Tasks not finished yet: waiting in a lane or leased (finished ones are deleted)."""
+        with redis_errors("counting remaining tasks"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for lane in self.keys.lanes:
+                    pipe.xlen(lane)
+                lengths = await pipe.execute()
+        return sum(lengths)
+
+    async def leases_of(self, consumer: str) -> list[tuple[int, str]]:
+        """(lane, entry id) of every lease ``consumer`` holds, without touching them."""
+        await self.ensure_groups()
+        held = []
+        with redis_errors("reading leases"):
+            for lane, key in enumerate(self.keys.lanes):
+                reply = await command(
+                    self.redis, "XPENDING", key, WORKERS_GROUP, "-", "+", 10_000, consumer
+                )
+                held += [(lane, entry[0].decode()) for entry in reply]
+        return held
+
     async def checkpoint_ids(self, task_ids: Sequence[str]) -> dict[str, str]:
         """Stream IDs of the last checkpoint of each task that has one, in one round trip."""
         if not task_ids:
