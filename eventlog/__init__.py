@@ -43,6 +43,7 @@ from eventlog._exceptions import (
     ServerError,
     ServerStartError,
     ServerUnreachable,
+    WorkerNameTaken,
 )
 from eventlog._ids import new_event_id
 from eventlog._keys import (
@@ -54,6 +55,7 @@ from eventlog._keys import (
     JobKeys,
     check_job_name,
 )
+from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_worker_name
 from eventlog._log import (
     DEFAULT_DEDUP_WINDOW_S,
     START,
@@ -66,6 +68,7 @@ from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
 __all__ = [
     "DEFAULT_DEDUP_WINDOW_S",
     "DEFAULT_LEASE_MS",
+    "DEFAULT_NAME_TTL_MS",
     "EVENT_TYPES",
     "LANES",
     "LANE_HIGH",
@@ -118,11 +121,13 @@ __all__ = [
     "TaskReclaimed",
     "TaskResumed",
     "TaskRetried",
+    "WorkerNameTaken",
     "check_job_name",
     "client_for",
     "connect",
     "decode",
     "encode",
+    "hold_worker_name",
     "lane_for",
     "max_block_ms",
     "new_event_id",

@@ -10,7 +10,8 @@ messages that tell the user what to do next::
     │   └── ServerStartError ... the embedded valkey-server did not come up
     ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
-    └── LeaseLost .............. a fenced write by a worker that no longer owns the task
+    ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
+    └── WorkerNameTaken ........ another live process holds this worker name
 """
 
 from __future__ import annotations
@@ -62,3 +63,15 @@ class LeaseLost(CrawlogError):
         self.task_entry = task_entry
         self.consumer = consumer
         self.owner = owner
+
+
+class WorkerNameTaken(CrawlogError):
+    """Another live process runs under this worker name (its leases are that process's)."""
+
+    def __init__(self, worker: str, expires_in_ms: int):
+        super().__init__(
+            f"worker name {worker!r} is held by another live process: pick another --name, "
+            f"or stop that process (a killed one releases the name within {expires_in_ms} ms)"
+        )
+        self.worker = worker
+        self.expires_in_ms = expires_in_ms

@@ -1,0 +1,57 @@
+"""The worker-name lock: one live process per worker name.
+
+A worker's leases are its name's PEL, so two processes restarting under one name would
+both resume the same pending entries. The name is held with a key that expires unless the
+holder keeps renewing it: a process killed with SIGKILL lets the name go after ``ttl_ms``
+of server time, never earlier.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import redis.asyncio as aioredis
+
+from eventlog._connection import redis_errors
+from eventlog._exceptions import WorkerNameTaken
+from eventlog._keys import JobKeys
+from eventlog._scripts import LOCK_ACQUIRE, LOCK_RELEASE
+
+DEFAULT_NAME_TTL_MS = 10_000
+RENEWALS_PER_TTL = 3
+"""Renew this many times per TTL, so a few slow round trips never let the name lapse."""
+
+
+@asynccontextmanager
+async def hold_worker_name(
+    redis: aioredis.Redis, keys: JobKeys, worker: str, *, ttl_ms: int = DEFAULT_NAME_TTL_MS
+) -> AsyncIterator[str]:
+    """Hold ``worker``'s name while the block runs; ``WorkerNameTaken`` if a live process has it.
+
+    Yields the holder's token. The name is renewed in the background and released on exit.
+    """
+    key, token = keys.worker_lock(worker), secrets.token_hex(16)
+    acquire = redis.register_script(LOCK_ACQUIRE)
+    with redis_errors("taking the worker name"):
+        if not await acquire(keys=[key], args=[token, ttl_ms]):
+            remaining = await redis.pttl(key)
+            raise WorkerNameTaken(worker, max(int(remaining), 0))
+
+    async def keep() -> None:
+        while True:
+            await anyio.sleep(ttl_ms / 1000 / RENEWALS_PER_TTL)
+            with redis_errors("renewing the worker name"):
+                if not await acquire(keys=[key], args=[token, ttl_ms]):
+                    raise WorkerNameTaken(worker, 0)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep)
+            yield token
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True), redis_errors("releasing the worker name"):
+            await redis.register_script(LOCK_RELEASE)(keys=[key], args=[token])
