@@ -30,10 +30,11 @@ RawEntry = list[Any]
 
 
 class LogEntry(msgspec.Struct, frozen=True, gc=False):
-    """One event and its position in the log."""
+    """One event, its position in the log, and its bytes as stored (the archive keeps those)."""
 
     stream_id: str
     event: AnyEvent
+    payload: bytes
 
 
 class DeadLetter(msgspec.Struct, frozen=True):
@@ -64,7 +65,7 @@ def decode_entry(stream: str, raw: RawEntry) -> LogEntry:
     try:
         if len(fields) != 2 or fields[0] != EVENT_FIELD:
             raise EventDecodeError(f"expected one field {EVENT_FIELD!r}")
-        return LogEntry(entry_id, decode(fields[1]))
+        return LogEntry(entry_id, decode(fields[1]), fields[1])
     except EventDecodeError as exc:
         pairs = dict(zip(fields[::2], fields[1::2], strict=False))
         raise PoisonEntry(stream, entry_id, str(exc), pairs) from None
@@ -208,7 +209,7 @@ class EventLog:
                 event = decode_current(payload) if field == EVENT_FIELD else None
                 if event is None:
                     break
-                add(LogEntry(entry_id.decode(), event))
+                add(LogEntry(entry_id.decode(), event, payload))
             else:
                 return entries
         except (ValueError, msgspec.DecodeError, msgspec.ValidationError):
