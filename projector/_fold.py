@@ -1,0 +1,370 @@
+"""The fold: ``apply(state, entry)`` for every event type, and nothing else.
+
+Pure: no I/O and no clock. The only time it knows is the actors' wall clocks carried by the
+events, and order is the stream ID. The task state machine (DESIGN.md)::
+
+    pending ──claimed──▶ running ──done/failed/aborted──▶ (terminal)
+       ▲                   │  retry scheduled / reclaimed
+       └───────────────────┘
+    pending, running ──paused──▶ paused ──resumed──▶ pending
+    terminal ──retried (operator)──▶ pending, attempt + 1
+
+An event the machine refuses is recorded as an ``Anomaly`` and counted by reason, never
+applied and never raised: a zombie's late write must not stop the projector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
+
+from eventlog import (
+    ActionDone,
+    ActionIntended,
+    AnyEvent,
+    CheckpointSaved,
+    CircuitClosed,
+    CircuitOpened,
+    ItemScraped,
+    JobPaused,
+    JobResumed,
+    LogEntry,
+    PageFetched,
+    RetryScheduled,
+    SitePaused,
+    SiteResumed,
+    TaskAborted,
+    TaskClaimed,
+    TaskDone,
+    TaskEnqueued,
+    TaskEvent,
+    TaskFailed,
+    TaskPaused,
+    TaskReclaimed,
+    TaskResumed,
+    TaskRetried,
+    tag_of,
+)
+from projector._state import (
+    ABORTED,
+    CIRCUIT_CLOSED,
+    CIRCUIT_OPEN,
+    DEDUP_WINDOW,
+    DONE,
+    FAILED,
+    MAX_ANOMALIES_KEPT,
+    PAUSED,
+    PENDING,
+    RUNNING,
+    TERMINAL,
+    Anomaly,
+    SiteState,
+    State,
+    TaskState,
+)
+
+# Each handler takes the state and an event of its own type.
+Handler = Callable[[State, Any], None]
+
+
+class Refused(Exception):
+    """Raised inside a handler to refuse an event; becomes an anomaly."""
+
+    def __init__(self, reason: str, task: TaskState | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.task = task
+
+
+def apply(state: State, entry: LogEntry) -> State:
+    """Fold one log entry into ``state`` (in place) and return it."""
+    event = entry.event
+    job = state.job
+    job.events += 1
+    state.position = entry.stream_id
+    seen = state.recent_event_ids
+    if event.event_id in seen:
+        job.repeats_ignored += 1
+        return state
+    seen[event.event_id] = job.events
+    if len(seen) >= 2 * DEDUP_WINDOW:
+        oldest_kept = job.events - DEDUP_WINDOW
+        state.recent_event_ids = {i: n for i, n in seen.items() if n > oldest_kept}
+    try:
+        _HANDLERS[type(event)](state, event)
+    except Refused as refused:
+        _record_anomaly(state, entry.stream_id, event, refused)
+    return state
+
+
+def fold(entries: Iterable[LogEntry], state: State | None = None) -> State:
+    """Fold ``entries`` in order into ``state`` (a new one if None)."""
+    state = State() if state is None else state
+    for entry in entries:
+        apply(state, entry)
+    return state
+
+
+def _record_anomaly(state: State, stream_id: str, event: AnyEvent, refused: Refused) -> None:
+    counts = state.job.anomalies
+    counts[refused.reason] = counts.get(refused.reason, 0) + 1
+    if len(state.anomalies) < MAX_ANOMALIES_KEPT:
+        state.anomalies.append(
+            Anomaly(
+                event_id=event.event_id,
+                stream_id=stream_id,
+                event_type=tag_of(type(event)),
+                task_id=event.task_id if isinstance(event, TaskEvent) else None,
+                from_status=refused.task.status if refused.task else None,
+                reason=refused.reason,
+            )
+        )
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _task(state: State, event: TaskEvent) -> TaskState:
+    task = state.tasks.get(event.task_id)
+    if task is None:
+        raise Refused("unknown task")
+    return task
+
+
+def _site(state: State, site: str) -> SiteState:
+    found = state.sites.get(site)
+    if found is None:
+        found = state.sites[site] = SiteState(site=site)
+    return found
+
+
+def _count(counts: dict[str, int], status: str, delta: int) -> None:
+    counts[status] = counts.get(status, 0) + delta
+
+
+def _move(state: State, task: TaskState, status: str, event: TaskEvent, reason: str) -> None:
+    """Change a task's status, keeping the site and job counts by status in step."""
+    site = state.sites[task.site].tasks
+    _count(site, task.status, -1)
+    _count(state.job.tasks, task.status, -1)
+    task.status = status
+    _count(site, status, 1)
+    _count(state.job.tasks, status, 1)
+    _touch(task, event, reason)
+
+
+def _touch(task: TaskState, event: TaskEvent, reason: str | None = None) -> None:
+    task.last_actor = event.actor
+    task.updated_at = event.at
+    if reason is not None:
+        task.last_reason = reason
+
+
+def _require(task: TaskState, allowed: frozenset[str], what: str) -> None:
+    if task.status not in allowed:
+        raise Refused(f"{what} while {task.status}", task)
+
+
+_NOT_TERMINAL = frozenset({PENDING, RUNNING, PAUSED})
+_ACTIVE = frozenset({PENDING, RUNNING})
+
+
+# --- task events ---------------------------------------------------------------------------
+
+
+def _enqueued(state: State, event: TaskEnqueued) -> None:
+    if event.task_id in state.tasks:
+        raise Refused("enqueued twice", state.tasks[event.task_id])
+    state.tasks[event.task_id] = TaskState(
+        task_id=event.task_id,
+        url=event.url,
+        site=event.site,
+        depth=event.depth,
+        parent_task_id=event.parent_task_id,
+        enqueued_at=event.at,
+        updated_at=event.at,
+        last_actor=event.actor,
+    )
+    _count(_site(state, event.site).tasks, PENDING, 1)
+    _count(state.job.tasks, PENDING, 1)
+
+
+def _claimed(state: State, event: TaskClaimed) -> None:
+    task = _task(state, event)
+    _require(task, _ACTIVE, "claimed")
+    task.owner, task.attempt, task.deliveries = event.actor, event.attempt, event.deliveries
+    _move(state, task, RUNNING, event, "claimed")
+
+
+def _reclaimed(state: State, event: TaskReclaimed) -> None:
+    task = _task(state, event)
+    _require(task, _ACTIVE, "reclaimed")
+    task.owner, task.deliveries = event.actor, event.deliveries
+    task.recoveries += 1
+    _move(state, task, RUNNING, event, event.reason)
+
+
+def _checkpoint(state: State, event: CheckpointSaved) -> None:
+    task = _task(state, event)
+    # A paused task may still save the page that was in flight when the pause came.
+    _require(task, _NOT_TERMINAL, "checkpoint")
+    task.checkpoint, task.counts = event.cursor, event.counts
+    _touch(task, event)
+
+
+def _page(state: State, event: PageFetched) -> None:
+    task = _task(state, event)
+    _require(task, _NOT_TERMINAL, "page fetched")
+    job, site = state.job, state.sites[task.site]
+    task.pages_fetched += 1
+    job.pages += 1
+    site.pages += 1
+    if event.page in task.fetched_pages:
+        task.refetches += 1
+        job.refetches += 1
+    else:
+        task.fetched_pages.add(event.page)
+    task.bytes += event.bytes
+    job.bytes += event.bytes
+    if event.error is not None:
+        task.last_error = event.error
+    _touch(task, event)
+
+
+def _item(state: State, event: ItemScraped) -> None:
+    task = _task(state, event)
+    _require(task, _NOT_TERMINAL, "item scraped")
+    # Output is keyed: a redone page emits the same keys, and each key counts once.
+    if event.key in state.item_keys:
+        state.job.duplicate_items += 1
+        return
+    state.item_keys.add(event.key)
+    task.items += 1
+    state.job.items += 1
+    _touch(task, event)
+
+
+def _retry_scheduled(state: State, event: RetryScheduled) -> None:
+    task = _task(state, event)
+    _require(task, _ACTIVE, "retry scheduled")
+    task.retries += 1
+    task.attempt = event.attempt + 1
+    task.owner = None
+    _move(state, task, PENDING, event, event.reason)
+
+
+def _terminal(status: str) -> Handler:
+    def handle(state: State, event: TaskDone | TaskFailed | TaskAborted) -> None:
+        task = _task(state, event)
+        _require(task, _ACTIVE, status)
+        task.attempt = event.attempt
+        task.owner = None
+        if isinstance(event, TaskDone):
+            task.counts = event.counts
+        elif isinstance(event, TaskAborted):
+            task.last_error = event.last_error or task.last_error
+            state.sites[task.site].failures += 1
+        else:
+            state.sites[task.site].failures += 1
+        _move(state, task, status, event, event.reason)
+
+    return handle
+
+
+def _paused(state: State, event: TaskPaused) -> None:
+    task = _task(state, event)
+    _require(task, _ACTIVE, "paused")
+    _move(state, task, PAUSED, event, event.reason)
+
+
+def _resumed(state: State, event: TaskResumed) -> None:
+    task = _task(state, event)
+    _require(task, frozenset({PAUSED}), "resumed")
+    task.owner = None
+    _move(state, task, PENDING, event, event.reason)
+
+
+def _retried(state: State, event: TaskRetried) -> None:
+    task = _task(state, event)
+    _require(task, TERMINAL, "retried")
+    task.attempt += 1
+    task.owner = None
+    _move(state, task, PENDING, event, event.reason)
+
+
+def _action_intended(state: State, event: ActionIntended) -> None:
+    task = _task(state, event)
+    if event.action_id in task.actions:
+        raise Refused("action intended twice", task)
+    task.actions[event.action_id] = "intended"
+    _touch(task, event)
+
+
+def _action_done(state: State, event: ActionDone) -> None:
+    task = _task(state, event)
+    if task.actions.get(event.action_id) != "intended":
+        raise Refused("action done without intent", task)
+    task.actions[event.action_id] = "done"
+    _touch(task, event)
+
+
+# --- site and job events -----------------------------------------------------------------
+
+
+def _site_paused(state: State, event: SitePaused) -> None:
+    site = _site(state, event.site)
+    site.paused, site.paused_reason = True, event.reason
+
+
+def _site_resumed(state: State, event: SiteResumed) -> None:
+    site = _site(state, event.site)
+    if not site.paused:
+        raise Refused("site resumed while not paused")
+    site.paused, site.paused_reason = False, event.reason
+
+
+def _circuit_opened(state: State, event: CircuitOpened) -> None:
+    site = _site(state, event.site)
+    site.circuit, site.circuit_reason = CIRCUIT_OPEN, event.reason
+
+
+def _circuit_closed(state: State, event: CircuitClosed) -> None:
+    site = _site(state, event.site)
+    site.circuit, site.circuit_reason = CIRCUIT_CLOSED, event.reason
+
+
+def _job_paused(state: State, event: JobPaused) -> None:
+    state.job.paused, state.job.paused_reason = True, event.reason
+
+
+def _job_resumed(state: State, event: JobResumed) -> None:
+    if not state.job.paused:
+        raise Refused("job resumed while not paused")
+    state.job.paused, state.job.paused_reason = False, event.reason
+
+
+_HANDLERS: dict[type[msgspec.Struct], Handler] = {
+    TaskEnqueued: _enqueued,
+    TaskClaimed: _claimed,
+    TaskReclaimed: _reclaimed,
+    CheckpointSaved: _checkpoint,
+    PageFetched: _page,
+    ItemScraped: _item,
+    RetryScheduled: _retry_scheduled,
+    TaskDone: _terminal(DONE),
+    TaskFailed: _terminal(FAILED),
+    TaskAborted: _terminal(ABORTED),
+    TaskPaused: _paused,
+    TaskResumed: _resumed,
+    TaskRetried: _retried,
+    ActionIntended: _action_intended,
+    ActionDone: _action_done,
+    SitePaused: _site_paused,
+    SiteResumed: _site_resumed,
+    CircuitOpened: _circuit_opened,
+    CircuitClosed: _circuit_closed,
+    JobPaused: _job_paused,
+    JobResumed: _job_resumed,
+}

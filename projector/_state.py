@@ -1,0 +1,136 @@
+"""The state the log folds into: tasks, sites and the job.
+
+Mutable msgspec Structs, owned by one fold: ``apply`` updates them in place (copying a
+whole state per event would make the projector a hundred times slower). Everything in here
+is derived from the log alone, so ``replay`` rebuilds it exactly; ``canonical`` is the
+byte form two states are compared by.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from eventlog import Counts, Cursor
+
+PENDING: Final = "pending"
+RUNNING: Final = "running"
+PAUSED: Final = "paused"
+DONE: Final = "done"
+FAILED: Final = "failed"
+ABORTED: Final = "aborted"
+STATUSES: Final = (PENDING, RUNNING, PAUSED, DONE, FAILED, ABORTED)
+TERMINAL: Final = frozenset({DONE, FAILED, ABORTED})
+
+CIRCUIT_CLOSED: Final = "closed"
+CIRCUIT_OPEN: Final = "open"
+
+DEDUP_WINDOW: Final = 100_000
+"""Event ids remembered to ignore a repeat: the append script already skips repeats within
+its own window, so this only has to catch the rare one it let through."""
+MAX_ANOMALIES_KEPT: Final = 10_000
+"""Anomalies kept in full; beyond, only counted (a runaway zombie must not fill memory)."""
+
+
+class TaskState(msgspec.Struct, kw_only=True, gc=False):
+    """One task as the log tells it."""
+
+    task_id: str
+    url: str
+    site: str
+    depth: int = 0
+    parent_task_id: str | None = None
+    status: str = PENDING
+    attempt: int = 1
+    owner: str | None = None
+    last_actor: str = ""
+    last_reason: str = ""
+    last_error: str | None = None
+    checkpoint: Cursor | None = None
+    counts: Counts = Counts()
+    pages_fetched: int = 0
+    refetches: int = 0
+    bytes: int = 0
+    items: int = 0
+    retries: int = 0
+    recoveries: int = 0
+    deliveries: int = 0
+    enqueued_at: float = 0.0
+    updated_at: float = 0.0
+    fetched_pages: set[int] = msgspec.field(default_factory=set)
+    actions: dict[str, str] = msgspec.field(default_factory=dict)
+    """Action id -> "intended" or "done" (the two-phase marker of ``ctx.once``)."""
+
+
+class SiteState(msgspec.Struct, kw_only=True, gc=False):
+    """One site: its tasks by status, and whether it may be crawled."""
+
+    site: str
+    tasks: dict[str, int] = msgspec.field(default_factory=dict)
+    paused: bool = False
+    paused_reason: str = ""
+    circuit: str = CIRCUIT_CLOSED
+    circuit_reason: str = ""
+    pages: int = 0
+    failures: int = 0
+
+
+class Anomaly(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An event the state machine refused: recorded, never applied."""
+
+    event_id: str
+    stream_id: str
+    event_type: str
+    task_id: str | None
+    from_status: str | None
+    reason: str
+
+
+class JobState(msgspec.Struct, kw_only=True, gc=False):
+    """Totals of the whole job."""
+
+    tasks: dict[str, int] = msgspec.field(default_factory=dict)
+    paused: bool = False
+    paused_reason: str = ""
+    events: int = 0
+    """Events folded (repeats and anomalies included)."""
+    repeats_ignored: int = 0
+    pages: int = 0
+    refetches: int = 0
+    bytes: int = 0
+    items: int = 0
+    duplicate_items: int = 0
+    anomalies: dict[str, int] = msgspec.field(default_factory=dict)
+    """Refused events counted by reason."""
+
+
+class State(msgspec.Struct, kw_only=True, gc=False):
+    """Everything the log folds into, and the stream ID of the last event folded."""
+
+    position: str = "0-0"
+    job: JobState = msgspec.field(default_factory=JobState)
+    tasks: dict[str, TaskState] = msgspec.field(default_factory=dict)
+    sites: dict[str, SiteState] = msgspec.field(default_factory=dict)
+    anomalies: list[Anomaly] = msgspec.field(default_factory=list)
+    item_keys: set[str] = msgspec.field(default_factory=set)
+    recent_event_ids: dict[str, int] = msgspec.field(default_factory=dict)
+    """Recently folded event ids -> their number in the fold (``job.events`` then).
+
+    Pruned in bulk to the last ``DEDUP_WINDOW`` when it reaches twice that: the numbers,
+    not the dict's order, decide what is kept, so a state restored from a snapshot (whose
+    maps are sorted) prunes exactly as the one that wrote it."""
+
+
+_canonical_encoder = msgspec.msgpack.Encoder(order="deterministic")
+_state_decoder = msgspec.msgpack.Decoder(State)
+
+
+def canonical(state: State) -> bytes:
+    """The state as bytes that are equal exactly when two states are equal."""
+    return _canonical_encoder.encode(state)
+
+
+def state_from_bytes(data: bytes) -> State:
+    """A state saved with ``canonical``."""
+    return _state_decoder.decode(data)
