@@ -62,6 +62,7 @@ from eventlog._log import (
     DeadLetter,
     EventLog,
     LogEntry,
+    stream_id_key,
 )
 from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
 
@@ -132,6 +133,7 @@ __all__ = [
     "max_block_ms",
     "new_event_id",
     "redacted",
+    "stream_id_key",
     "tag_of",
     "upcast",
 ]

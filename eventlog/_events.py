@@ -2,7 +2,9 @@
 
 Evolution rules, because an old log must still decode:
 
-* a new field always has a default (``omit_defaults`` also keeps payloads small);
+* a new field always has a default;
+* every field is written, defaults included: were defaults omitted, changing a default
+  would silently change what old events say;
 * a tag is never reused or renamed, even after its event type is retired;
 * a change a default cannot express bumps ``SCHEMA_VERSION`` in ``_codec`` and adds an
   upcaster there that rewrites the older payload.
@@ -28,9 +30,7 @@ def _now() -> float:
 
 # gc=False: events are immutable values that cannot form reference cycles, and keeping
 # them out of the cycle collector's reach makes decoding a large batch markedly faster.
-class Event(
-    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, tag_field="type", gc=False
-):
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     """Fields every event carries: its id, who did it, and their wall clock."""
 
     event_id: str = msgspec.field(default_factory=new_event_id)
@@ -56,7 +56,7 @@ class SiteEvent(Event, frozen=True, kw_only=True):
     subject_kind: ClassVar[str] = "site"
 
 
-class Cursor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+class Cursor(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Where a task resumes: the next page to fetch and the last item already written."""
 
     page: int = 0
@@ -64,7 +64,7 @@ class Cursor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=F
     last_item_key: str | None = None
 
 
-class Counts(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A task's running totals, carried by checkpoints so a resume restores them."""
 
     pages: int = 0

@@ -88,6 +88,11 @@ class JobKeys:
         """Dead letters: entries that could not be decoded or processed."""
         return self._key("dead")
 
+    @cached_property
+    def projector(self) -> str:
+        """The projector's committed position, published for those who wait for it."""
+        return self._key("projector")
+
     def event_ids(self, generation: int) -> str:
         """Event ids appended during one dedup-window generation."""
         return self._key("eids", generation)

@@ -48,6 +48,12 @@ class DeadLetter(msgspec.Struct, frozen=True):
     fields: dict[bytes, bytes]
 
 
+def stream_id_key(stream_id: str) -> tuple[int, int]:
+    """A stream ID as a sortable ``(ms, seq)`` pair: IDs do not sort as strings."""
+    ms, _, seq = stream_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
 def dedup_keys(keys: JobKeys, window_s: int, now: float | None = None) -> tuple[str, str]:
     """The current and previous dedup generation sets.
 
@@ -189,6 +195,12 @@ class EventLog:
                 )
             )
         return letters
+
+    async def last_id(self) -> str | None:
+        """Stream ID of the newest entry of the log, None if it is empty."""
+        with redis_errors("reading the end of the log"):
+            reply = await command(self.redis, "XREVRANGE", self.keys.events, "+", "-", "COUNT", 1)
+        return reply[0][0].decode() if reply else None
 
     async def length(self) -> int:
         """Number of entries in the log stream (what Redis still holds)."""

@@ -1,0 +1,205 @@
+"""The projector: reads the log in order, folds it, and commits archive + state + position.
+
+One projector per job. It reads the events stream from its own committed position (a plain
+ordered read, not a consumer group: the fold needs every event, in order, exactly once),
+folds each batch into the in-memory state and buffers it, and commits when the buffer is
+big enough or old enough: a new archive segment, sometimes a snapshot, then the manifest
+(``_store``). Only after the commit does it publish its position and trim the stream below
+it, so no event leaves Redis before it is archived.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import anyio
+import anyio.to_thread
+import redis.asyncio as aioredis
+
+from eventlog import EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
+from eventlog._connection import command, redis_errors
+from projector._archive import read_entries, write_segment
+from projector._fold import apply, fold
+from projector._state import State
+from projector._store import Manifest, Store
+
+DEFAULT_COMMIT_EVENTS = 50_000
+DEFAULT_COMMIT_INTERVAL_S = 1.0
+DEFAULT_SNAPSHOT_INTERVAL_S = 10.0
+DEFAULT_KEEP_TAIL_S = 60.0
+"""Events younger than this (by stream ID time) before the committed position stay in Redis."""
+READ_BATCH = 5_000
+
+
+class Projector:
+    """The projector of one job, as an async context manager."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        job: str,
+        data_dir: Path,
+        *,
+        commit_events: int = DEFAULT_COMMIT_EVENTS,
+        commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
+        snapshot_interval_s: float = DEFAULT_SNAPSHOT_INTERVAL_S,
+        keep_tail_s: float | None = DEFAULT_KEEP_TAIL_S,
+    ) -> None:
+        self.log = EventLog(redis, job)
+        self.store = Store(data_dir, job)
+        self.commit_events = commit_events
+        self.commit_interval_s = commit_interval_s
+        self.snapshot_interval_s = snapshot_interval_s
+        self.keep_tail_s = keep_tail_s
+        """None: never trim the stream."""
+        self.state = State()
+        self.manifest = Manifest(job=job)
+        self.position = self.manifest.position
+        self._buffer: list[LogEntry] = []
+        self._buffer_since = 0.0
+        self._snapshot_at = 0.0
+        self._lock = self.store.lock()
+
+    async def __aenter__(self) -> Self:
+        self._lock.__enter__()
+        try:
+            self.manifest = await anyio.to_thread.run_sync(self.store.recover)
+            self.state = await anyio.to_thread.run_sync(self._restore, self.manifest)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        self.position = self.manifest.position
+        self._snapshot_at = time.monotonic()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            # A stop (SIGTERM, Ctrl-C, cancellation) commits what was read: every buffered
+            # event is folded already, so the state and the buffer agree.
+            with anyio.CancelScope(shield=True):
+                if exc_type is None or issubclass(exc_type, anyio.get_cancelled_exc_class()):
+                    await self.commit(snapshot=True)
+        finally:
+            self._lock.__exit__(None, None, None)
+
+    def _restore(self, manifest: Manifest) -> State:
+        """The committed state: the snapshot, then every archived event after it."""
+        state = self.store.read_snapshot(manifest)
+        after = stream_id_key(state.position)
+        for segment, path in zip(
+            manifest.segments, self.store.segment_paths(manifest), strict=True
+        ):
+            if stream_id_key(segment.last_id) > after:
+                fold(read_entries(path, after=state.position), state)
+        return state
+
+    async def step(self, *, block_ms: int = 0) -> int:
+        """Read and fold one batch; commit if one is due. Returns the events read."""
+        try:
+            entries = await self.log.read_after(self.position, READ_BATCH, block_ms=block_ms)
+        except PoisonEntry as poison:
+            # Copied aside, never edited out of the log; reading goes on after it.
+            await self.log.dead_letter(poison)
+            self.position = poison.entry_id
+            return 0
+        if entries:
+            if not self._buffer:
+                self._buffer_since = time.monotonic()
+            for entry in entries:
+                apply(self.state, entry)
+            self._buffer += entries
+            self.position = entries[-1].stream_id
+        if self._commit_due():
+            await self.commit()
+        return len(entries)
+
+    async def run(self, *, until: str | None = None) -> None:
+        """Project until cancelled, or until the committed position reaches ``until``."""
+        goal = stream_id_key(until) if until is not None else None
+        while goal is None or stream_id_key(self.manifest.position) < goal:
+            await self.step(block_ms=self._block_ms())
+            if goal is not None and stream_id_key(self.position) >= goal:
+                await self.commit()
+
+    async def catch_up(self) -> None:
+        """Project everything in the stream now, and commit it."""
+        last = await self.log.last_id()
+        if last is not None:
+            await self.run(until=last)
+
+    async def commit(self, *, snapshot: bool = False) -> None:
+        """Archive the buffer, maybe snapshot, and commit the manifest; then publish and trim."""
+        due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
+        snapshot = due and self.manifest.snapshot_position != self.state.position
+        if not self._buffer and self.position == self.manifest.position and not snapshot:
+            return
+        self.manifest = await anyio.to_thread.run_sync(self._commit_files, self._buffer, snapshot)
+        self._buffer = []
+        if snapshot:
+            self._snapshot_at = time.monotonic()
+        await self._publish_and_trim()
+
+    def _commit_files(self, entries: list[LogEntry], snapshot: bool) -> Manifest:
+        old = self.manifest
+        segments = old.segments
+        if entries:
+            segments = (*segments, write_segment(self.store.archive, entries))
+        name, snapshot_position = old.snapshot, old.snapshot_position
+        if snapshot:
+            name, snapshot_position = self.store.write_snapshot(self.state), self.state.position
+        manifest = Manifest(
+            job=old.job,
+            position=self.position,
+            segments=segments,
+            snapshot=name,
+            snapshot_position=snapshot_position,
+            events=old.events + len(entries),
+        )
+        self.store.commit(manifest)
+        if name != old.snapshot:
+            self.store.remove_unreferenced(manifest)
+        return manifest
+
+    async def _publish_and_trim(self) -> None:
+        position = self.manifest.position
+        keys = self.log.keys
+        with redis_errors("publishing the projector position"):
+            await self.log.redis.set(keys.projector, position)
+            if self.keep_tail_s is not None and position != "0-0":
+                # MINID keeps everything at or after it, and never reaches past the committed
+                # position; "~" lets Redis trim whole nodes only, which is cheaper and only
+                # ever keeps more.
+                committed = stream_id_key(position)
+                tail_ms = int(self.keep_tail_s * 1000)
+                floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
+                minid = f"{max(floor[0], 0)}-{floor[1]}"
+                await command(self.log.redis, "XTRIM", keys.events, "MINID", "~", minid)
+
+    def _commit_due(self) -> bool:
+        if not self._buffer:
+            return False
+        return (
+            len(self._buffer) >= self.commit_events
+            or time.monotonic() - self._buffer_since >= self.commit_interval_s
+        )
+
+    def _block_ms(self) -> int:
+        if not self._buffer:
+            return int(self.commit_interval_s * 1000)
+        left = self.commit_interval_s - (time.monotonic() - self._buffer_since)
+        return max(1, int(left * 1000))
+
+
+async def committed_position(redis: aioredis.Redis, job: str) -> str | None:
+    """The position the job's projector last published, if any."""
+    with redis_errors("reading the projector position"):
+        value = await redis.get(JobKeys(job).projector)
+    return value.decode() if isinstance(value, bytes) else None

@@ -1,0 +1,189 @@
+"""The projector's files for one job, and the one atomic step that commits them.
+
+Layout, under ``<data dir>/jobs/<job>/``::
+
+    manifest.json           what is committed: position, segments, latest snapshot
+    archive/*.parquet       immutable segments of the log (``_archive``)
+    snapshots/*.msgpack     the folded state at some position
+    projector.lock          held by the one projector of the job
+
+Commit order is what makes the projector exactly-once: the new segment and snapshot files
+are written (temp, fsync, rename) first, and only then the manifest that names them is
+replaced. A crash before the manifest's rename leaves files no manifest names; ``open``
+deletes them, and the events they held are read again from Redis after the committed
+position. A crash after it loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from eventlog import START, ConfigError, CrawlogError, check_job_name, stream_id_key
+from projector._archive import SEGMENT_SUFFIX, SegmentInfo
+from projector._state import State, canonical, state_from_bytes
+
+MANIFEST = "manifest.json"
+ARCHIVE_DIR = "archive"
+SNAPSHOT_DIR = "snapshots"
+LOCK_FILE = "projector.lock"
+MANIFEST_VERSION = 1
+
+
+class ProjectorBusy(CrawlogError):
+    """Another projector process holds this job."""
+
+
+class Manifest(msgspec.Struct, frozen=True, kw_only=True):
+    """What is committed: everything up to ``position`` is archived, nothing after."""
+
+    version: int = MANIFEST_VERSION
+    job: str
+    position: str = START
+    """Stream ID up to which the log has been read and committed."""
+    segments: tuple[SegmentInfo, ...] = ()
+    snapshot: str | None = None
+    snapshot_position: str = START
+    """Stream ID of the last event folded into the snapshot."""
+    events: int = 0
+    """Events archived in all segments."""
+
+
+def job_dir(data_dir: Path, job: str) -> Path:
+    """Where the projector of ``job`` keeps its files."""
+    return data_dir / "jobs" / check_job_name(job)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``: readers see the old bytes or the new, never a mix."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as sink:
+        sink.write(data)
+        sink.flush()
+        os.fsync(sink.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+class Store:
+    """The committed files of one job's projector."""
+
+    def __init__(self, data_dir: Path, job: str) -> None:
+        self.job = job
+        self.root = job_dir(data_dir, job)
+        self.archive = self.root / ARCHIVE_DIR
+        self.snapshots = self.root / SNAPSHOT_DIR
+
+    def read_manifest(self) -> Manifest:
+        """The committed manifest (an empty one if nothing was committed yet); read-only."""
+        try:
+            data = (self.root / MANIFEST).read_bytes()
+        except FileNotFoundError:
+            return Manifest(job=self.job)
+        try:
+            return msgspec.json.decode(data, type=Manifest)
+        except msgspec.MsgspecError as exc:
+            raise CrawlogError(
+                f"{self.root / MANIFEST} is damaged ({exc}): `crawlog replay --job {self.job} "
+                "--from-redis` rebuilds the archive if the stream still holds the log"
+            ) from None
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the job's projector lock (one projector per job); ``ProjectorBusy`` if taken."""
+        self.prepare()
+        fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ProjectorBusy(
+                    f"another projector is running for job {self.job!r} "
+                    f"(it holds {self.root / LOCK_FILE}); one per job is enough"
+                ) from None
+            yield
+        finally:
+            os.close(fd)
+
+    def prepare(self) -> None:
+        """Create the job's directories."""
+        try:
+            for directory in (self.root, self.archive, self.snapshots):
+                directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create {self.root} ({exc.strerror or exc})") from None
+
+    def recover(self) -> Manifest:
+        """The committed manifest, after deleting files of commits that never completed.
+
+        Only for the lock holder: a reader must never delete what a commit in flight wrote.
+        """
+        manifest = self.read_manifest()
+        keep = {s.name for s in manifest.segments}
+        for path in self.archive.iterdir():
+            if path.name not in keep:
+                path.unlink()
+        for path in self.snapshots.iterdir():
+            if path.name != manifest.snapshot:
+                path.unlink()
+        return manifest
+
+    def commit(self, manifest: Manifest) -> None:
+        """Make ``manifest`` the committed one: the single atomic step of a commit."""
+        fsync_dir(self.archive)
+        fsync_dir(self.snapshots)
+        write_atomic(self.root / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)))
+
+    def write_snapshot(self, state: State) -> str:
+        """Write ``state`` as a new snapshot file (not yet committed); its name."""
+        ms, seq = stream_id_key(state.position)
+        name = f"state-{ms:015d}-{seq:08d}.msgpack"
+        path = self.snapshots / name
+        tmp = path.with_name(f".{name}.tmp")
+        with open(tmp, "wb") as sink:
+            sink.write(canonical(state))
+            sink.flush()
+            os.fsync(sink.fileno())
+        os.replace(tmp, path)
+        return name
+
+    def read_snapshot(self, manifest: Manifest) -> State:
+        """The state of the manifest's snapshot (an empty state if it has none)."""
+        if manifest.snapshot is None:
+            return State()
+        path = self.snapshots / manifest.snapshot
+        try:
+            return state_from_bytes(path.read_bytes())
+        except (OSError, msgspec.MsgspecError) as exc:
+            raise CrawlogError(
+                f"snapshot {path} cannot be read ({exc}): `crawlog replay --job {self.job}` "
+                "rebuilds the state from the archive"
+            ) from None
+
+    def segment_paths(self, manifest: Manifest) -> list[Path]:
+        """The committed segment files, in log order."""
+        return [self.archive / s.name for s in manifest.segments]
+
+    def remove_unreferenced(self, manifest: Manifest) -> None:
+        """Delete segments and snapshots a newly committed manifest no longer names."""
+        keep = {s.name for s in manifest.segments}
+        for path in self.archive.glob(f"*{SEGMENT_SUFFIX}"):
+            if path.name not in keep:
+                path.unlink(missing_ok=True)
+        for path in self.snapshots.glob("*.msgpack"):
+            if path.name != manifest.snapshot:
+                path.unlink(missing_ok=True)
