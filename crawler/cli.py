@@ -14,20 +14,22 @@ from __future__ import annotations
 import json
 import os
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 import anyio
 import click
 
+from crawler._cli_options import data_dir_option, fsync_option, json_option
+from crawler.cli_projector import project_command, replay_command
 from crawler.demo import demo_command
+from crawler.testsite import testsite_command
 from eventlog._connection import redacted
 from eventlog._exceptions import ConfigError, CrawlogError
 from eventlog._server import (
-    FSYNC_POLICIES,
     REDIS_URL_ENV,
     Fsync,
     ServerStatus,
@@ -40,39 +42,6 @@ from eventlog._server import (
 
 EXIT_NO = 1
 EXIT_ERROR = 2
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-# --- shared options ---------------------------------------------------------------------------
-
-
-def data_dir_option(command: F) -> F:
-    """``--data-dir DIR``: where crawlog keeps its server and data."""
-    return click.option(
-        "--data-dir",
-        type=click.Path(path_type=Path),
-        default=None,
-        metavar="DIR",
-        help="Data directory [default: $CRAWLOG_HOME, else ./.crawlog].",
-    )(command)
-
-
-def fsync_option(command: F) -> F:
-    """``--fsync POLICY``: how often the server fsyncs its append-only file."""
-    return click.option(
-        "--fsync",
-        type=click.Choice(FSYNC_POLICIES),
-        default=None,
-        help="fsync the append-only file every second (loses at most ~1 s of writes on a power "
-        "loss) or on every write (slower) [default: everysec].",
-    )(command)
-
-
-def json_option(command: F) -> F:
-    """``--json``: machine-readable output."""
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
-
 
 # --- errors -----------------------------------------------------------------------------------
 
@@ -243,6 +212,9 @@ def _duration(seconds: int) -> str:
 
 
 cli.add_command(demo_command)
+cli.add_command(testsite_command)
+cli.add_command(project_command)
+cli.add_command(replay_command)
 
 
 # --- entry point ------------------------------------------------------------------------------

@@ -232,3 +232,26 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+
+REBUILD_CKPT = """
+-- Point the ckpt index at checkpoints found by replaying the log, never backwards.
+-- KEYS: ckpt.  ARGV: task id, stream id pairs ('' as stream id: the task is terminal).
+-- A worker may checkpoint while this runs: a pointer newer than the replayed one stays.
+local function older(a, b)
+  local a_ms, a_seq = string.match(a, '(%d+)-(%d+)')
+  local b_ms, b_seq = string.match(b, '(%d+)-(%d+)')
+  a_ms, a_seq, b_ms, b_seq = tonumber(a_ms), tonumber(a_seq), tonumber(b_ms), tonumber(b_seq)
+  return a_ms < b_ms or (a_ms == b_ms and a_seq < b_seq)
+end
+local changed = 0
+for i = 1, #ARGV, 2 do
+  local current = redis.call('HGET', KEYS[1], ARGV[i])
+  if ARGV[i + 1] == '' then
+    changed = changed + redis.call('HDEL', KEYS[1], ARGV[i])
+  elseif current == false or older(current, ARGV[i + 1]) then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    changed = changed + 1
+  end
+end
+return changed
+"""

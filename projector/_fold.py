@@ -211,6 +211,7 @@ def _checkpoint(state: State, event: CheckpointSaved) -> None:
     # A paused task may still save the page that was in flight when the pause came.
     _require(task, _NOT_TERMINAL, "checkpoint")
     task.checkpoint, task.counts = event.cursor, event.counts
+    task.checkpoint_id = state.position  # ``apply`` sets it to this entry's ID first
     _touch(task, event)
 
 

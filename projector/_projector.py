@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 import redis.asyncio as aioredis
 
-from eventlog import EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
+from eventlog import CrawlogError, EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
 from eventlog._connection import command, redis_errors
 from projector._archive import read_entries, write_segment
 from projector._fold import apply, fold
@@ -172,7 +172,9 @@ class Projector:
         position = self.manifest.position
         keys = self.log.keys
         with redis_errors("publishing the projector position"):
+            # SET for those who ask, PUBLISH for those who wait (no polling).
             await self.log.redis.set(keys.projector, position)
+            await self.log.redis.publish(keys.projector, position)
             if self.keep_tail_s is not None and position != "0-0":
                 # MINID keeps everything at or after it, and never reaches past the committed
                 # position; "~" lets Redis trim whole nodes only, which is cheaper and only
@@ -196,6 +198,58 @@ class Projector:
             return int(self.commit_interval_s * 1000)
         left = self.commit_interval_s - (time.monotonic() - self._buffer_since)
         return max(1, int(left * 1000))
+
+
+def committed_state(store: Store, manifest: Manifest) -> State:
+    """The state a manifest commits: its snapshot, then every archived event after it."""
+    state = store.read_snapshot(manifest)
+    after = stream_id_key(state.position)
+    paths = store.segment_paths(manifest)
+    for segment, path in zip(manifest.segments, paths, strict=True):
+        if stream_id_key(segment.last_id) > after:
+            fold(read_entries(path, after=state.position), state)
+    return state
+
+
+READ_ATTEMPTS = 3
+
+
+def read_committed(store: Store) -> tuple[Manifest, State]:
+    """The committed manifest and its state, read without the projector's lock.
+
+    A projector running meanwhile may commit and delete the files an older manifest names
+    (a replaced snapshot, compacted segments): then read the newer manifest again.
+    """
+    for attempt in range(READ_ATTEMPTS):
+        manifest = store.read_manifest()
+        try:
+            return manifest, committed_state(store, manifest)
+        except CrawlogError:
+            if attempt == READ_ATTEMPTS - 1 or store.read_manifest() == manifest:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def wait_for_position(
+    redis: aioredis.Redis, job: str, goal: str, timeout_s: float
+) -> str | None:
+    """Wait until the job's projector has committed stream ID ``goal``.
+
+    Returns the committed position then, or None if ``timeout_s`` passed first.
+    """
+    target = stream_id_key(goal)
+    channel = JobKeys(job).projector
+    with redis_errors("waiting for the projector"), anyio.move_on_after(timeout_s):
+        async with redis.pubsub() as pubsub:
+            # Subscribe before reading the key: a commit in between is then never missed.
+            await pubsub.subscribe(channel)
+            position = await committed_position(redis, job)
+            while position is None or stream_id_key(position) < target:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+                if message is not None:
+                    position = message["data"].decode()
+            return position
+    return None
 
 
 async def committed_position(redis: aioredis.Redis, job: str) -> str | None:

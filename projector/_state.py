@@ -48,6 +48,8 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     last_reason: str = ""
     last_error: str | None = None
     checkpoint: Cursor | None = None
+    checkpoint_id: str | None = None
+    """Stream ID of the last checkpoint: what the ``ckpt`` index in Redis points at."""
     counts: Counts = Counts()
     pages_fetched: int = 0
     refetches: int = 0

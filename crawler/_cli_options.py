@@ -1,0 +1,47 @@
+"""Options that several ``crawlog`` commands share, defined once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from eventlog._server import FSYNC_POLICIES
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def data_dir_option(command: F) -> F:
+    """``--data-dir DIR``: where crawlog keeps its server and data."""
+    return click.option(
+        "--data-dir",
+        type=click.Path(path_type=Path),
+        default=None,
+        metavar="DIR",
+        help="Data directory [default: $CRAWLOG_HOME, else ./.crawlog].",
+    )(command)
+
+
+def fsync_option(command: F) -> F:
+    """``--fsync POLICY``: how often the server fsyncs its append-only file."""
+    return click.option(
+        "--fsync",
+        type=click.Choice(FSYNC_POLICIES),
+        default=None,
+        help="fsync the append-only file every second (loses at most ~1 s of writes on a power "
+        "loss) or on every write (slower) [default: everysec].",
+    )(command)
+
+
+def json_option(command: F) -> F:
+    """``--json``: machine-readable output."""
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
+
+
+def job_option(command: F) -> F:
+    """``--job NAME``: the job to act on."""
+    return click.option(
+        "--job", required=True, metavar="NAME", help="The job (its keys are crawlog:{NAME}:*)."
+    )(command)

@@ -1,0 +1,164 @@
+"""``crawlog project`` and ``crawlog replay``: run the projector, rebuild and check state."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import anyio
+import click
+
+from crawler._cli_options import data_dir_option, job_option
+from eventlog import CrawlogError, EventLog, connect, stream_id_key
+from eventlog._server import resolve_data_dir, resolve_url
+from projector._projector import (
+    DEFAULT_COMMIT_INTERVAL_S,
+    DEFAULT_KEEP_TAIL_S,
+    DEFAULT_SNAPSHOT_INTERVAL_S,
+    Projector,
+    committed_position,
+    wait_for_position,
+)
+from projector._replay import rebuild_checkpoint_index, replay
+from projector._replay import verify as verify_snapshot
+from projector._store import Store
+
+DEFAULT_WAIT_TIMEOUT_S = 60.0
+
+
+@click.command(
+    "project",
+    epilog="Example:  crawlog project --job shop",
+)
+@job_option
+@data_dir_option
+@click.option("--once", is_flag=True, help="Project what the log holds now, commit, and exit.")
+@click.option(
+    "--wait-for",
+    metavar="ID",
+    help="Do not project: wait until the running projector has committed stream ID ID "
+    "('last': the log's newest entry now), then exit 0 (1 on timeout).",
+)
+@click.option("--timeout", type=float, default=DEFAULT_WAIT_TIMEOUT_S, show_default=True,
+              help="Seconds --wait-for waits.")  # fmt: skip
+@click.option("--commit-interval", type=float, default=DEFAULT_COMMIT_INTERVAL_S,
+              show_default=True, help="Seconds between commits while events arrive.")  # fmt: skip
+@click.option("--snapshot-interval", type=float, default=DEFAULT_SNAPSHOT_INTERVAL_S,
+              show_default=True, help="Seconds between state snapshots.")  # fmt: skip
+@click.option("--keep-tail", type=float, default=DEFAULT_KEEP_TAIL_S, show_default=True,
+              help="Seconds of committed events left in Redis when trimming.")  # fmt: skip
+@click.option("--no-trim", is_flag=True, help="Never trim the stream in Redis.")
+@click.pass_context
+def project_command(
+    ctx: click.Context,
+    job: str,
+    data_dir: Path | None,
+    once: bool,
+    wait_for: str | None,
+    timeout: float,
+    commit_interval: float,
+    snapshot_interval: float,
+    keep_tail: float,
+    no_trim: bool,
+) -> None:
+    """Fold the job's log into state, archive it to Parquet, and trim Redis behind it.
+
+    Runs until SIGTERM or Ctrl-C (committing what it has read), or with --once until the
+    log's current end. One projector per job: a second one is refused.
+    """
+    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    if wait_for is not None:
+        reached = anyio.run(_wait_for, url, job, wait_for, timeout)
+        ctx.exit(0 if reached else 1)
+
+    async def run() -> None:
+        async with (
+            connect(url) as client,
+            Projector(
+                client, job, directory, commit_interval_s=commit_interval,
+                snapshot_interval_s=snapshot_interval, keep_tail_s=None if no_trim else keep_tail,
+            ) as projector,
+        ):  # fmt: skip
+            if once:
+                await projector.catch_up()
+            else:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+                    await projector.run()
+        manifest = projector.manifest
+        click.echo(f"committed {job} up to {manifest.position}: {manifest.events} events archived")
+
+    anyio.run(run)
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+async def _wait_for(url: str, job: str, target: str, timeout: float) -> bool:
+    async with connect(url) as client:
+        if target == "last":
+            last = await EventLog(client, job).last_id()
+            if last is None:
+                return True
+            target = last
+        try:
+            stream_id_key(target)
+        except ValueError:
+            raise CrawlogError(
+                f"--wait-for {target!r} is not a stream ID (like 1700000000000-0) nor 'last'"
+            ) from None
+        if await wait_for_position(client, job, target, timeout) is not None:
+            return True
+        position = await committed_position(client, job)
+        click.echo(f"crawlog: the projector of {job} has not reached {target} "
+                   f"(it is at {position or 'nothing yet'})", err=True)  # fmt: skip
+        return False
+
+
+@click.command("replay", epilog="Example:  crawlog replay --job shop --verify")
+@job_option
+@data_dir_option
+@click.option("--verify", is_flag=True,
+              help="Compare with the live snapshot; exit 1 if they differ.")  # fmt: skip
+@click.option("--rebuild-index", is_flag=True,
+              help="Point the checkpoint index in Redis at what the log says.")  # fmt: skip
+@click.pass_context
+def replay_command(
+    ctx: click.Context, job: str, data_dir: Path | None, verify: bool, rebuild_index: bool
+) -> None:
+    """Rebuild the job's whole state from the archive and the stream tail."""
+    directory = resolve_data_dir(data_dir)
+    store = Store(directory, job)
+    if verify:
+        if store.read_manifest().snapshot is None:
+            raise CrawlogError(
+                f"no projected state for job {job!r} under {directory}: "
+                f"run `crawlog project --job {job}` first"
+            )
+        position, found = verify_snapshot(store)
+        if found:
+            click.echo(f"replay differs from the live state at {position}:")
+            for line in found:
+                click.echo(f"  {line}")
+            ctx.exit(1)
+        click.echo(f"replay is identical to the live state at {position}")
+        if not rebuild_index:
+            return
+    url = resolve_url(data_dir)
+
+    async def run() -> None:
+        async with connect(url) as client:
+            state = await replay(client, store)
+            click.echo(
+                f"replayed {state.job.events} events of {job} up to {state.position}: "
+                f"{len(state.tasks)} tasks, {sum(state.job.anomalies.values())} anomalies"
+            )
+            if rebuild_index:
+                changed = await rebuild_checkpoint_index(client, job, state)
+                click.echo(f"checkpoint index rebuilt: {changed} entries changed")
+
+    anyio.run(run)
