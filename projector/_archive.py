@@ -133,6 +133,12 @@ def write_table(directory: Path, table: pa.Table) -> SegmentInfo:
     return SegmentInfo(name=name, first_id=first_id, last_id=last_id, events=table.num_rows)
 
 
+def merge_segments(directory: Path, segments: Sequence[SegmentInfo]) -> SegmentInfo:
+    """Write consecutive segments as one new segment (the old files stay until uncommitted)."""
+    tables = [read_table(directory / s.name) for s in segments]
+    return write_table(directory, pa.concat_tables(tables))
+
+
 def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
     """A segment's rows; ``ArchiveCorrupt`` naming the file if it cannot be read."""
     try:

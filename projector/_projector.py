@@ -17,11 +17,13 @@ from typing import Self
 
 import anyio
 import anyio.to_thread
+import msgspec
 import redis.asyncio as aioredis
 
 from eventlog import CrawlogError, EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
 from eventlog._connection import command, redis_errors
-from projector._archive import read_entries, write_segment
+from projector._archive import merge_segments, read_entries, write_segment
+from projector._compaction import plan as plan_compaction
 from projector._fold import apply, fold
 from projector._state import State
 from projector._store import Manifest, Store
@@ -166,7 +168,20 @@ class Projector:
         self.store.commit(manifest)
         if name != old.snapshot:
             self.store.remove_unreferenced(manifest)
-        return manifest
+        return self._compact(manifest)
+
+    def _compact(self, manifest: Manifest) -> Manifest:
+        """Merge a run of small segments, if there is one; a commit of its own."""
+        run = plan_compaction(manifest.segments)
+        if run is None:
+            return manifest
+        start, end = run
+        merged = merge_segments(self.store.archive, manifest.segments[start:end])
+        segments = (*manifest.segments[:start], merged, *manifest.segments[end:])
+        compacted = msgspec.structs.replace(manifest, segments=segments)
+        self.store.commit(compacted)
+        self.store.remove_unreferenced(compacted)
+        return compacted
 
     async def _publish_and_trim(self) -> None:
         position = self.manifest.position

@@ -78,9 +78,7 @@ async def test_projector_killed_at_random_ends_identical_to_a_fold_of_the_log(
     assert manifest.events == len(events)
     live = store.read_snapshot(manifest)
     assert canonical(live) == canonical(fold(appended))
-    verify = await anyio.run_process(
-        [sys.executable, "-m", "crawler.cli", "replay", "--job", job, "--data-dir", str(data_dir), "--verify"],
-        env=env, check=False,
-    )  # fmt: skip
+    replay = [sys.executable, "-m", "crawler.cli", "replay", "--job", job, "--verify"]
+    verify = await anyio.run_process([*replay, "--data-dir", str(data_dir)], env=env, check=False)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert b"identical" in verify.stdout
