@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import click
+import msgspec
 
 from eventlog import (
     CheckpointSaved,
@@ -38,6 +39,7 @@ from eventlog import (
     TaskReclaimed,
     connect,
 )
+from eventlog._connection import command
 from eventlog._server import resolve_url
 
 DEMO_TASKS = 200
@@ -48,6 +50,7 @@ DEMO_LEASE_MS = 1_500
 """Short leases so the demo's recovery happens within seconds."""
 KILL_AT = 0.4
 PROGRESS_EVERY_S = 0.5
+KILL_POLL_S = 0.002
 IDLE_BLOCK_MS = 200
 
 OnStep = Callable[[str, str], Awaitable[None]]
@@ -220,8 +223,12 @@ async def run_demo(url: str, tasks: int, pages: int, echo: Callable[[str], None]
 async def _kill_one_at(
     queue: TaskQueue, victim: subprocess.Popen[bytes], tasks: int, echo: Callable[[str], None]
 ) -> list[tuple[int, str]]:
-    while (done := tasks - await queue.remaining()) < KILL_AT * tasks:
-        await anyio.sleep(0.02)
+    """SIGKILL w1 once 40 % is done, at the worst moment: mid-task, past a checkpoint."""
+    while True:
+        done = tasks - await queue.remaining()
+        if done >= KILL_AT * tasks and await _mid_task(queue, "w1"):
+            break
+        await anyio.sleep(KILL_POLL_S)
     os.kill(victim.pid, signal.SIGKILL)
     victim.wait()
     held = await queue.leases_of("w1")
@@ -230,6 +237,19 @@ async def _kill_one_at(
         f"({done}/{tasks} done); it held {len(held)} task(s) mid-way"
     )
     return held
+
+
+async def _mid_task(queue: TaskQueue, worker: str) -> bool:
+    """Whether ``worker`` holds a task that already has a checkpoint."""
+    held = await queue.leases_of(worker)
+    if not held:
+        return False
+    lane, entry_id = held[0]
+    raw = await command(queue.redis, "XRANGE", queue.keys.tasks(lane), entry_id, entry_id)
+    if not raw:
+        return False
+    task = msgspec.msgpack.decode(raw[0][1][1], type=Task)
+    return bool(await queue.checkpoint_ids([task.task_id]))
 
 
 async def _wait_until_done(
