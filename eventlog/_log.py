@@ -16,8 +16,13 @@ from eventlog._exceptions import ConfigError, EventDecodeError, PoisonEntry
 from eventlog._keys import JobKeys
 from eventlog._scripts import APPEND, DEAD_LETTER
 
-DEFAULT_DEDUP_WINDOW_S = 60
-"""A repeated ``event_id`` is skipped if it comes back within at least this many seconds."""
+DEFAULT_DEDUP_WINDOW_S = 30
+"""A repeated ``event_id`` is skipped if it comes back within at least this many seconds.
+
+Long enough for redis-py's own retries (a few seconds); the ids of the last one to two
+windows are held in Redis, so a longer window costs memory at high event rates. A repeat
+that comes later still changes nothing: the projector ignores a recent ``event_id`` too,
+and the fenced scripts refuse a second finish."""
 DEFAULT_READ_COUNT = 1000
 MAX_EVENTS_PER_CALL = 1000
 """Events per script call; bigger batches are split and pipelined in one round trip."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import io
 import os
+from array import array
 from collections.abc import Iterator, Sequence
+from itertools import accumulate
 from pathlib import Path
 
 import msgspec
@@ -63,7 +65,7 @@ _FROM_JSON = pa.schema(
     ]
 )
 _PARSE = pa_json.ParseOptions(explicit_schema=_FROM_JSON, unexpected_field_behavior="ignore")
-_READ = pa_json.ReadOptions(block_size=1 << 24)
+_READ = pa_json.ReadOptions(block_size=1 << 20)
 _json = msgspec.json.Encoder()
 
 
@@ -93,9 +95,8 @@ def to_table(entries: Sequence[LogEntry]) -> pa.Table:
     several threads), several times faster than filling twenty columns from Python.
     """
     events = [e.event for e in entries]
-    parsed = pa_json.read_json(
-        io.BytesIO(_json.encode_lines(events)), read_options=_READ, parse_options=_PARSE
-    )
+    lines = _json.encode_lines(events)
+    parsed = pa_json.read_json(io.BytesIO(lines), read_options=_READ, parse_options=_PARSE)
     cursor = parsed.column("cursor")
     shared = {
         "page": pc.coalesce(parsed.column("page"), pc.struct_field(cursor, "page")),
@@ -106,12 +107,20 @@ def to_table(entries: Sequence[LogEntry]) -> pa.Table:
     columns = {
         "stream_id": pa.array([e.stream_id for e in entries], pa.string()),
         "data": pa.array(items, pa.string()),
-        "payload": pa.array([e.payload for e in entries], pa.binary()),
+        "payload": _binary_array([e.payload for e in entries]),
     }
     return pa.table(
         [columns.get(f.name) or shared.get(f.name) or parsed.column(f.name) for f in SCHEMA],
         schema=SCHEMA,
     )
+
+
+def _binary_array(values: list[bytes]) -> pa.Array:
+    """A binary column from one joined buffer: several times faster than ``pa.array``."""
+    offsets = array("i", [0])
+    offsets.extend(accumulate(map(len, values)))
+    data = pa.py_buffer(b"".join(values))
+    return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets), data])
 
 
 def write_segment(directory: Path, entries: Sequence[LogEntry]) -> SegmentInfo:

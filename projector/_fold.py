@@ -84,14 +84,13 @@ def apply(state: State, entry: LogEntry) -> State:
     job = state.job
     job.events += 1
     state.position = entry.stream_id
-    seen = state.recent_event_ids
-    if event.event_id in seen:
+    event_id, recent = event.event_id, state.recent_event_ids
+    if event_id in recent or event_id in state.older_event_ids:
         job.repeats_ignored += 1
         return state
-    seen[event.event_id] = job.events
-    if len(seen) >= 2 * DEDUP_WINDOW:
-        oldest_kept = job.events - DEDUP_WINDOW
-        state.recent_event_ids = {i: n for i, n in seen.items() if n > oldest_kept}
+    recent.add(event_id)
+    if len(recent) >= DEDUP_WINDOW:
+        state.older_event_ids, state.recent_event_ids = recent, set()
     try:
         _HANDLERS[type(event)](state, event)
     except Refused as refused:
@@ -126,10 +125,13 @@ def _record_anomaly(state: State, stream_id: str, event: AnyEvent, refused: Refu
 # --- helpers -----------------------------------------------------------------------------
 
 
-def _task(state: State, event: TaskEvent) -> TaskState:
+def _task(state: State, event: TaskEvent, allowed: frozenset[str], what: str) -> TaskState:
+    """The event's task, if its status allows the event."""
     task = state.tasks.get(event.task_id)
     if task is None:
         raise Refused("unknown task")
+    if task.status not in allowed:
+        raise Refused(f"{what} while {task.status}", task)
     return task
 
 
@@ -140,19 +142,14 @@ def _site(state: State, site: str) -> SiteState:
     return found
 
 
-def _count(counts: dict[str, int], status: str, delta: int) -> None:
-    counts[status] = counts.get(status, 0) + delta
-
-
 def _move(state: State, task: TaskState, status: str, event: TaskEvent, reason: str) -> None:
     """Change a task's status, keeping the site and job counts by status in step."""
-    site = state.sites[task.site].tasks
-    _count(site, task.status, -1)
-    _count(state.job.tasks, task.status, -1)
+    old = task.status
+    for counts in (state.sites[task.site].tasks, state.job.tasks):
+        counts[old] -= 1
+        counts[status] = counts.get(status, 0) + 1
     task.status = status
-    _count(site, status, 1)
-    _count(state.job.tasks, status, 1)
-    _touch(task, event, reason)
+    task.last_actor, task.updated_at, task.last_reason = event.actor, event.at, reason
 
 
 def _touch(task: TaskState, event: TaskEvent, reason: str | None = None) -> None:
@@ -162,13 +159,10 @@ def _touch(task: TaskState, event: TaskEvent, reason: str | None = None) -> None
         task.last_reason = reason
 
 
-def _require(task: TaskState, allowed: frozenset[str], what: str) -> None:
-    if task.status not in allowed:
-        raise Refused(f"{what} while {task.status}", task)
-
-
 _NOT_TERMINAL = frozenset({PENDING, RUNNING, PAUSED})
 _ACTIVE = frozenset({PENDING, RUNNING})
+_PAUSED = frozenset({PAUSED})
+_ANY = frozenset({PENDING, RUNNING, PAUSED, *TERMINAL})
 
 
 # --- task events ---------------------------------------------------------------------------
@@ -187,46 +181,42 @@ def _enqueued(state: State, event: TaskEnqueued) -> None:
         updated_at=event.at,
         last_actor=event.actor,
     )
-    _count(_site(state, event.site).tasks, PENDING, 1)
-    _count(state.job.tasks, PENDING, 1)
+    for counts in (_site(state, event.site).tasks, state.job.tasks):
+        counts[PENDING] = counts.get(PENDING, 0) + 1
 
 
 def _claimed(state: State, event: TaskClaimed) -> None:
-    task = _task(state, event)
-    _require(task, _ACTIVE, "claimed")
+    task = _task(state, event, _ACTIVE, "claimed")
     task.owner, task.attempt, task.deliveries = event.actor, event.attempt, event.deliveries
     _move(state, task, RUNNING, event, "claimed")
 
 
 def _reclaimed(state: State, event: TaskReclaimed) -> None:
-    task = _task(state, event)
-    _require(task, _ACTIVE, "reclaimed")
+    task = _task(state, event, _ACTIVE, "reclaimed")
     task.owner, task.deliveries = event.actor, event.deliveries
     task.recoveries += 1
     _move(state, task, RUNNING, event, event.reason)
 
 
 def _checkpoint(state: State, event: CheckpointSaved) -> None:
-    task = _task(state, event)
     # A paused task may still save the page that was in flight when the pause came.
-    _require(task, _NOT_TERMINAL, "checkpoint")
+    task = _task(state, event, _NOT_TERMINAL, "checkpoint")
     task.checkpoint, task.counts = event.cursor, event.counts
     task.checkpoint_id = state.position  # ``apply`` sets it to this entry's ID first
     _touch(task, event)
 
 
 def _page(state: State, event: PageFetched) -> None:
-    task = _task(state, event)
-    _require(task, _NOT_TERMINAL, "page fetched")
+    task = _task(state, event, _NOT_TERMINAL, "page fetched")
     job, site = state.job, state.sites[task.site]
     task.pages_fetched += 1
     job.pages += 1
     site.pages += 1
-    if event.page in task.fetched_pages:
+    if event.page <= task.furthest_page:
         task.refetches += 1
         job.refetches += 1
     else:
-        task.fetched_pages.add(event.page)
+        task.furthest_page = event.page
     task.bytes += event.bytes
     job.bytes += event.bytes
     if event.error is not None:
@@ -235,8 +225,7 @@ def _page(state: State, event: PageFetched) -> None:
 
 
 def _item(state: State, event: ItemScraped) -> None:
-    task = _task(state, event)
-    _require(task, _NOT_TERMINAL, "item scraped")
+    task = _task(state, event, _NOT_TERMINAL, "item scraped")
     # Output is keyed: a redone page emits the same keys, and each key counts once.
     if event.key in state.item_keys:
         state.job.duplicate_items += 1
@@ -248,8 +237,7 @@ def _item(state: State, event: ItemScraped) -> None:
 
 
 def _retry_scheduled(state: State, event: RetryScheduled) -> None:
-    task = _task(state, event)
-    _require(task, _ACTIVE, "retry scheduled")
+    task = _task(state, event, _ACTIVE, "retry scheduled")
     task.retries += 1
     task.attempt = event.attempt + 1
     task.owner = None
@@ -258,8 +246,7 @@ def _retry_scheduled(state: State, event: RetryScheduled) -> None:
 
 def _terminal(status: str) -> Handler:
     def handle(state: State, event: TaskDone | TaskFailed | TaskAborted) -> None:
-        task = _task(state, event)
-        _require(task, _ACTIVE, status)
+        task = _task(state, event, _ACTIVE, status)
         task.attempt = event.attempt
         task.owner = None
         if isinstance(event, TaskDone):
@@ -275,37 +262,35 @@ def _terminal(status: str) -> Handler:
 
 
 def _paused(state: State, event: TaskPaused) -> None:
-    task = _task(state, event)
-    _require(task, _ACTIVE, "paused")
+    task = _task(state, event, _ACTIVE, "paused")
     _move(state, task, PAUSED, event, event.reason)
 
 
 def _resumed(state: State, event: TaskResumed) -> None:
-    task = _task(state, event)
-    _require(task, frozenset({PAUSED}), "resumed")
+    task = _task(state, event, _PAUSED, "resumed")
     task.owner = None
     _move(state, task, PENDING, event, event.reason)
 
 
 def _retried(state: State, event: TaskRetried) -> None:
-    task = _task(state, event)
-    _require(task, TERMINAL, "retried")
+    task = _task(state, event, TERMINAL, "retried")
     task.attempt += 1
     task.owner = None
     _move(state, task, PENDING, event, event.reason)
 
 
 def _action_intended(state: State, event: ActionIntended) -> None:
-    task = _task(state, event)
-    if event.action_id in task.actions:
+    task = _task(state, event, _ANY, "action intended")
+    actions = task.actions = task.actions or {}
+    if event.action_id in actions:
         raise Refused("action intended twice", task)
-    task.actions[event.action_id] = "intended"
+    actions[event.action_id] = "intended"
     _touch(task, event)
 
 
 def _action_done(state: State, event: ActionDone) -> None:
-    task = _task(state, event)
-    if task.actions.get(event.action_id) != "intended":
+    task = _task(state, event, _ANY, "action done")
+    if task.actions is None or task.actions.get(event.action_id) != "intended":
         raise Refused("action done without intent", task)
     task.actions[event.action_id] = "done"
     _touch(task, event)

@@ -11,6 +11,7 @@ it, so no event leaves Redis before it is archived.
 from __future__ import annotations
 
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -19,13 +20,14 @@ import anyio
 import anyio.to_thread
 import msgspec
 import redis.asyncio as aioredis
+from anyio.abc import TaskGroup
 
 from eventlog import CrawlogError, EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
 from eventlog._connection import command, redis_errors
 from projector._archive import merge_segments, read_entries, write_segment
 from projector._compaction import plan as plan_compaction
 from projector._fold import apply, fold
-from projector._state import State
+from projector._state import State, canonical
 from projector._store import Manifest, Store
 
 DEFAULT_COMMIT_EVENTS = 50_000
@@ -36,8 +38,23 @@ DEFAULT_KEEP_TAIL_S = 60.0
 READ_BATCH = 5_000
 
 
+class _Commit(msgspec.Struct, frozen=True, kw_only=True):
+    """What one commit writes, taken from the projector when the commit starts."""
+
+    entries: list[LogEntry]
+    position: str
+    snapshot: bytes | None
+    snapshot_position: str
+
+
 class Projector:
-    """The projector of one job, as an async context manager."""
+    """The projector of one job, as an async context manager.
+
+    A commit runs in a worker thread while the projector reads and folds the next batch:
+    writing Parquet and fsyncing overlap with Redis and the fold. One commit is in flight
+    at most, so commits land in order; what a commit writes (the buffered entries, the
+    snapshot bytes) is taken from the projector before it starts.
+    """
 
     def __init__(
         self,
@@ -59,20 +76,23 @@ class Projector:
         """None: never trim the stream."""
         self.state = State()
         self.manifest = Manifest(job=job)
+        """The last committed manifest."""
         self.position = self.manifest.position
+        """Stream ID up to which the log has been read (and folded)."""
         self._buffer: list[LogEntry] = []
         self._buffer_since = 0.0
         self._snapshot_at = 0.0
-        self._lock = self.store.lock()
+        self._committing: anyio.Event | None = None
+        self._stack = AsyncExitStack()
+        self._tasks: TaskGroup | None = None
 
     async def __aenter__(self) -> Self:
-        self._lock.__enter__()
-        try:
+        async with AsyncExitStack() as stack:
+            stack.enter_context(self.store.lock())
             self.manifest = await anyio.to_thread.run_sync(self.store.recover)
-            self.state = await anyio.to_thread.run_sync(self._restore, self.manifest)
-        except BaseException:
-            self._lock.__exit__(None, None, None)
-            raise
+            self.state = await anyio.to_thread.run_sync(committed_state, self.store, self.manifest)
+            self._tasks = await stack.enter_async_context(anyio.create_task_group())
+            self._stack = stack.pop_all()
         self.position = self.manifest.position
         self._snapshot_at = time.monotonic()
         return self
@@ -82,29 +102,19 @@ class Projector:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:
+    ) -> bool | None:
         try:
             # A stop (SIGTERM, Ctrl-C, cancellation) commits what was read: every buffered
             # event is folded already, so the state and the buffer agree.
             with anyio.CancelScope(shield=True):
                 if exc_type is None or issubclass(exc_type, anyio.get_cancelled_exc_class()):
-                    await self.commit(snapshot=True)
+                    await self.commit(snapshot=True, wait=True)
         finally:
-            self._lock.__exit__(None, None, None)
-
-    def _restore(self, manifest: Manifest) -> State:
-        """The committed state: the snapshot, then every archived event after it."""
-        state = self.store.read_snapshot(manifest)
-        after = stream_id_key(state.position)
-        for segment, path in zip(
-            manifest.segments, self.store.segment_paths(manifest), strict=True
-        ):
-            if stream_id_key(segment.last_id) > after:
-                fold(read_entries(path, after=state.position), state)
-        return state
+            result = await self._stack.__aexit__(exc_type, exc, tb)
+        return result
 
     async def step(self, *, block_ms: int = 0) -> int:
-        """Read and fold one batch; commit if one is due. Returns the events read."""
+        """Read and fold one batch; start a commit if one is due. Returns the events read."""
         try:
             entries = await self.log.read_after(self.position, READ_BATCH, block_ms=block_ms)
         except PoisonEntry as poison:
@@ -115,8 +125,9 @@ class Projector:
         if entries:
             if not self._buffer:
                 self._buffer_since = time.monotonic()
+            state = self.state
             for entry in entries:
-                apply(self.state, entry)
+                apply(state, entry)
             self._buffer += entries
             self.position = entries[-1].stream_id
         if self._commit_due():
@@ -124,12 +135,11 @@ class Projector:
         return len(entries)
 
     async def run(self, *, until: str | None = None) -> None:
-        """Project until cancelled, or until the committed position reaches ``until``."""
+        """Project until cancelled, or until everything up to ``until`` is committed."""
         goal = stream_id_key(until) if until is not None else None
-        while goal is None or stream_id_key(self.manifest.position) < goal:
+        while goal is None or stream_id_key(self.position) < goal:
             await self.step(block_ms=self._block_ms())
-            if goal is not None and stream_id_key(self.position) >= goal:
-                await self.commit()
+        await self.commit(wait=True)
 
     async def catch_up(self) -> None:
         """Project everything in the stream now, and commit it."""
@@ -137,33 +147,60 @@ class Projector:
         if last is not None:
             await self.run(until=last)
 
-    async def commit(self, *, snapshot: bool = False) -> None:
-        """Archive the buffer, maybe snapshot, and commit the manifest; then publish and trim."""
-        due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
-        snapshot = due and self.manifest.snapshot_position != self.state.position
-        if not self._buffer and self.position == self.manifest.position and not snapshot:
-            return
-        self.manifest = await anyio.to_thread.run_sync(self._commit_files, self._buffer, snapshot)
-        self._buffer = []
-        if snapshot:
-            self._snapshot_at = time.monotonic()
-        await self._publish_and_trim()
+    async def commit(self, *, snapshot: bool = False, wait: bool = False) -> None:
+        """Start committing what was read: a segment, maybe a snapshot, the manifest.
 
-    def _commit_files(self, entries: list[LogEntry], snapshot: bool) -> Manifest:
+        Waits for the previous commit first; with ``wait``, for this one as well.
+        """
+        await self._wait_committed()
+        snapshot_bytes = None
+        due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
+        if due and self.manifest.snapshot_position != self.state.position:
+            # Encoded now: the fold goes on changing the state while the commit runs.
+            snapshot_bytes = canonical(self.state)
+            self._snapshot_at = time.monotonic()
+        if not self._buffer and self.position == self.manifest.position and not snapshot_bytes:
+            return
+        work = _Commit(
+            entries=self._buffer,
+            position=self.position,
+            snapshot=snapshot_bytes,
+            snapshot_position=self.state.position,
+        )
+        self._buffer = []
+        done = self._committing = anyio.Event()
+        assert self._tasks is not None, "enter the projector first"
+        self._tasks.start_soon(self._commit, work, done)
+        if wait:
+            await self._wait_committed()
+
+    async def _wait_committed(self) -> None:
+        if self._committing is not None:
+            await self._committing.wait()
+
+    async def _commit(self, work: _Commit, done: anyio.Event) -> None:
+        try:
+            self.manifest = await anyio.to_thread.run_sync(self._commit_files, work)
+            await self._publish_and_trim()
+        finally:
+            done.set()
+
+    def _commit_files(self, work: _Commit) -> Manifest:
         old = self.manifest
         segments = old.segments
-        if entries:
-            segments = (*segments, write_segment(self.store.archive, entries))
+        if work.entries:
+            segments = (*segments, write_segment(self.store.archive, work.entries))
         name, snapshot_position = old.snapshot, old.snapshot_position
-        if snapshot:
-            name, snapshot_position = self.store.write_snapshot(self.state), self.state.position
+        if work.snapshot is not None:
+            name = self.store.write_snapshot(work.snapshot, work.snapshot_position)
+            snapshot_position = work.snapshot_position
         manifest = Manifest(
             job=old.job,
-            position=self.position,
+            position=work.position,
             segments=segments,
             snapshot=name,
             snapshot_position=snapshot_position,
-            events=old.events + len(entries),
+            events=old.events + len(work.entries),
         )
         self.store.commit(manifest)
         if name != old.snapshot:
@@ -191,14 +228,14 @@ class Projector:
             await self.log.redis.set(keys.projector, position)
             await self.log.redis.publish(keys.projector, position)
             if self.keep_tail_s is not None and position != "0-0":
-                # MINID keeps everything at or after it, and never reaches past the committed
-                # position; "~" lets Redis trim whole nodes only, which is cheaper and only
-                # ever keeps more.
+                # MINID keeps everything at or after it, so it never reaches past the
+                # committed position. Exact, not "~": approximate trimming stops after
+                # 10,000 entries a call and would fall behind a fast crawl.
                 committed = stream_id_key(position)
                 tail_ms = int(self.keep_tail_s * 1000)
                 floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
                 minid = f"{max(floor[0], 0)}-{floor[1]}"
-                await command(self.log.redis, "XTRIM", keys.events, "MINID", "~", minid)
+                await command(self.log.redis, "XTRIM", keys.events, "MINID", minid)
 
     def _commit_due(self) -> bool:
         if not self._buffer:

@@ -60,8 +60,12 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     deliveries: int = 0
     enqueued_at: float = 0.0
     updated_at: float = 0.0
-    fetched_pages: set[int] = msgspec.field(default_factory=set)
-    actions: dict[str, str] = msgspec.field(default_factory=dict)
+    furthest_page: int = -1
+    """The highest page fetched so far: fetching one at or before it again is a refetch.
+
+    A number, not a set of pages: a task's pages are fetched in order, and a million
+    tasks each holding a set would keep the garbage collector busy scanning them."""
+    actions: dict[str, str] | None = None
     """Action id -> "intended" or "done" (the two-phase marker of ``ctx.once``)."""
 
 
@@ -116,12 +120,11 @@ class State(msgspec.Struct, kw_only=True, gc=False):
     sites: dict[str, SiteState] = msgspec.field(default_factory=dict)
     anomalies: list[Anomaly] = msgspec.field(default_factory=list)
     item_keys: set[str] = msgspec.field(default_factory=set)
-    recent_event_ids: dict[str, int] = msgspec.field(default_factory=dict)
-    """Recently folded event ids -> their number in the fold (``job.events`` then).
-
-    Pruned in bulk to the last ``DEDUP_WINDOW`` when it reaches twice that: the numbers,
-    not the dict's order, decide what is kept, so a state restored from a snapshot (whose
-    maps are sorted) prunes exactly as the one that wrote it."""
+    recent_event_ids: set[str] = msgspec.field(default_factory=set)
+    older_event_ids: set[str] = msgspec.field(default_factory=set)
+    """Event ids of the last one to two ``DEDUP_WINDOW``s: when the recent set is full it
+    becomes the older one. Sets, not an ordered window, so that a state restored from a
+    snapshot (whose sets are sorted) goes on exactly as the one that wrote it."""
 
 
 _canonical_encoder = msgspec.msgpack.Encoder(order="deterministic")

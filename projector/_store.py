@@ -26,7 +26,7 @@ import msgspec
 
 from eventlog import START, ConfigError, CrawlogError, check_job_name, stream_id_key
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
-from projector._state import State, canonical, state_from_bytes
+from projector._state import State, state_from_bytes
 
 MANIFEST = "manifest.json"
 ARCHIVE_DIR = "archive"
@@ -148,14 +148,14 @@ class Store:
         fsync_dir(self.snapshots)
         write_atomic(self.root / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)))
 
-    def write_snapshot(self, state: State) -> str:
-        """Write ``state`` as a new snapshot file (not yet committed); its name."""
-        ms, seq = stream_id_key(state.position)
+    def write_snapshot(self, data: bytes, position: str) -> str:
+        """Write a state's ``canonical`` bytes as a new snapshot file (not yet committed)."""
+        ms, seq = stream_id_key(position)
         name = f"state-{ms:015d}-{seq:08d}.msgpack"
         path = self.snapshots / name
         tmp = path.with_name(f".{name}.tmp")
         with open(tmp, "wb") as sink:
-            sink.write(canonical(state))
+            sink.write(data)
             sink.flush()
             os.fsync(sink.fileno())
         os.replace(tmp, path)

@@ -1,0 +1,992 @@
+"""Analytics over a job's committed data: DuckDB views, queries, exports and the report.
+
+Reports never open a DuckDB *file*: DuckDB lets one process hold a database file and no
+other process open it, not even read-only, so a file would block reports while a projector
+runs. Instead every call opens an in-memory DuckDB connection over what one manifest commits:
+
+* the archive segments it names, read by ``read_parquet`` from their exact list (never a
+  glob: a glob could see a compaction's old and new files at once and count twice), as the
+  views ``events``, ``pages`` and ``items``;
+* the state it commits (``read_committed``), as Arrow tables ``tasks``, ``sites``,
+  ``anomalies`` and ``job``.
+
+Both halves come from the same manifest, which the projector replaces atomically, so what a
+query sees is consistent even while the projector commits. A segment a newer manifest drops
+may vanish while a query reads it: the whole read is then tried once more on the newer one.
+``docs/reports.md`` documents every view and column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import gc
+import heapq
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+from pathlib import Path
+from typing import Any, Final, Literal, TypeVar
+
+import duckdb
+import msgspec
+import pyarrow as pa
+
+from eventlog import CrawlogError
+from projector._archive import SCHEMA
+from projector._projector import read_committed
+from projector._state import ABORTED, FAILED, RUNNING, STATUSES, State, TaskState
+from projector._store import Manifest, Store
+
+T = TypeVar("T")
+
+VIEWS: Final = ("events", "pages", "items", "tasks", "sites", "anomalies", "job")
+"""Every view a query may use, as ``docs/reports.md`` documents them."""
+ARCHIVE_VIEWS: Final = ("events", "pages", "items")
+
+ExportWhat = Literal["pages", "items"]
+ExportFormat = Literal["jsonl", "parquet", "csv"]
+EXPORT_WHAT: Final = ("pages", "items")
+EXPORT_FORMATS: Final = ("jsonl", "parquet", "csv")
+_COPY_OPTIONS: Final[dict[str, str]] = {
+    "jsonl": "FORMAT json",
+    "csv": "FORMAT csv, HEADER true",
+    "parquet": "FORMAT parquet, COMPRESSION zstd",
+}
+
+READ_ATTEMPTS: Final = 3
+"""A read that finds a segment gone is tried again on the newer manifest (as many times as
+``read_committed`` tries for the state: a projector compacting right then may do it twice)."""
+TOP_REASONS: Final = 10
+LISTED: Final = 20
+"""Tasks or pages a report section lists by name (all of them are counted)."""
+ANOMALIES_SHOWN: Final = 10
+SECONDS_PER_MINUTE: Final = 60
+MICROS: Final = 1_000_000
+
+# The events view: the archive's columns but ``payload`` (the msgpack bytes ``replay``
+# decodes; no use in SQL and the largest column), the stream ID split into numbers (the
+# string does not sort in log order: "9-0" > "10-0"), and ``at`` as a UTC timestamp too.
+_EVENT_SELECT = {
+    "stream_id": "stream_id, CAST(split_part(stream_id, '-', 1) AS BIGINT) AS stream_ms, "
+    "CAST(split_part(stream_id, '-', 2) AS BIGINT) AS stream_seq",
+    "at": f"at, make_timestamp(CAST(round(at * {MICROS}) AS BIGINT)) AS at_ts",
+    "data": "CAST(data AS JSON) AS data",
+    "payload": None,
+}
+_EVENT_COLUMNS_SQL = ", ".join(
+    column for f in SCHEMA if (column := _EVENT_SELECT.get(f.name, f.name)) is not None
+)
+# A task's site is that of its first ``task.enqueued`` (a second one is refused by the fold).
+_PAGES_SQL = """
+CREATE VIEW pages AS
+WITH enqueued AS (
+    SELECT task_id, arg_min(site, [stream_ms, stream_seq]) AS site
+    FROM events WHERE type = 'task.enqueued' GROUP BY task_id
+)
+SELECT p.stream_id, p.stream_ms, p.stream_seq, p.task_id, e.site, p.url, p.status, p.bytes,
+       p.elapsed_ms, p.actor AS worker, p.attempt, p.page, p.error, p.at, p.at_ts
+FROM events AS p LEFT JOIN enqueued AS e ON p.task_id = e.task_id
+WHERE p.type = 'task.page'
+"""
+_ITEMS_SQL = """
+CREATE VIEW items AS
+SELECT key, task_id, data, actor AS worker, at, at_ts, stream_id, stream_ms, stream_seq
+FROM events
+WHERE type = 'task.item'
+QUALIFY row_number() OVER (PARTITION BY key ORDER BY stream_ms, stream_seq) = 1
+"""
+_PAGE_EVENTS = "FROM events WHERE type = 'task.page'"
+
+
+class NoProjectedData(CrawlogError):
+    """The job has nothing committed yet."""
+
+
+# --- reading what one manifest commits ---------------------------------------------------
+
+
+@dataclass
+class _Committed:
+    """One manifest, its state (if read), and a connection whose views show exactly them."""
+
+    manifest: Manifest
+    state: State | None
+    con: duckdb.DuckDBPyConnection
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Collect no garbage while a large state is decoded or converted.
+
+    Decoding a snapshot creates millions of containers that can never form cycles; the
+    cycle collector's passes over them, triggered by the allocations alone, more than
+    double the time (measured by ``tools/bench_report.py``).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _open(store: Store, *, read_state: bool) -> _Committed:
+    """A connection with the archive views of the committed manifest (and its state)."""
+    state: State | None = None
+    if read_state:
+        with _gc_paused():
+            manifest, state = read_committed(store)
+    else:
+        manifest = store.read_manifest()
+    if not manifest.segments and manifest.snapshot is None:
+        data_dir = store.root.parent.parent
+        raise NoProjectedData(
+            f"no projected data for job {store.job!r} under {data_dir}: is the projector "
+            f"running? `crawlog project --job {store.job}`"
+        )
+    con = duckdb.connect(":memory:")
+    try:
+        paths = store.segment_paths(manifest)
+        if paths:
+            source = f"read_parquet([{', '.join(_sql_string(str(p)) for p in paths)}])"
+        else:
+            con.register("_no_segments", SCHEMA.empty_table())
+            source = "_no_segments"
+        con.execute(f"CREATE VIEW events AS SELECT {_EVENT_COLUMNS_SQL} FROM {source}")
+        con.execute(_PAGES_SQL)
+        con.execute(_ITEMS_SQL)
+    except BaseException:
+        con.close()
+        raise
+    return _Committed(manifest, state, con)
+
+
+def _run(store: Store, work: Callable[[_Committed], T], *, read_state: bool, doing: str) -> T:
+    """``work`` on the committed data, tried again if a segment vanished meanwhile."""
+    for attempt in range(READ_ATTEMPTS):
+        committed = _open(store, read_state=read_state)
+        try:
+            return work(committed)
+        except duckdb.IOException as exc:
+            if attempt + 1 < READ_ATTEMPTS and store.read_manifest() != committed.manifest:
+                continue
+            raise CrawlogError(f"{doing} failed: {duckdb_message(exc)}") from None
+        except duckdb.Error as exc:
+            raise CrawlogError(f"{doing} failed: {duckdb_message(exc)}") from None
+        finally:
+            committed.con.close()
+    raise AssertionError("unreachable")
+
+
+def duckdb_message(exc: duckdb.Error) -> str:
+    """DuckDB's message on one line, without the caret drawing under the query text."""
+    lines = []
+    for line in str(exc).splitlines():
+        if line.startswith("LINE "):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return " ".join(lines)
+
+
+# --- the state as Arrow tables -----------------------------------------------------------
+
+_ARROW_SCALARS: Final[dict[type, pa.DataType]] = {
+    msgspec.inspect.StrType: pa.string(),
+    msgspec.inspect.IntType: pa.int64(),
+    msgspec.inspect.FloatType: pa.float64(),
+    msgspec.inspect.BoolType: pa.bool_(),
+}
+_TIME_SUFFIX = "_at"
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    path: tuple[str, ...]
+    """Attribute names from the task to the value; None anywhere along it gives None."""
+    arrow_type: pa.DataType
+
+
+def _scalar_type(info: msgspec.inspect.Type) -> pa.DataType | None:
+    if isinstance(info, msgspec.inspect.UnionType):
+        types = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+        return _scalar_type(types[0]) if len(types) == 1 else None
+    return _ARROW_SCALARS.get(type(info))
+
+
+def _struct_of(info: msgspec.inspect.Type) -> msgspec.inspect.StructType | None:
+    if isinstance(info, msgspec.inspect.UnionType):
+        structs = [t for t in info.types if isinstance(t, msgspec.inspect.StructType)]
+        return structs[0] if len(structs) == 1 else None
+    return info if isinstance(info, msgspec.inspect.StructType) else None
+
+
+def _flat_columns(
+    info: msgspec.inspect.StructType, prefix: str = "", path: tuple[str, ...] = ()
+) -> list[_Column]:
+    """Every scalar field of a struct, nested structs flattened as ``<field>_<sub field>``."""
+    columns = []
+    for field in info.fields:
+        scalar = _scalar_type(field.type)
+        nested = _struct_of(field.type)
+        if scalar is not None:
+            columns.append(_Column(prefix + field.name, (*path, field.name), scalar))
+        elif nested is not None:
+            columns += _flat_columns(nested, f"{prefix}{field.name}_", (*path, field.name))
+    return columns
+
+
+_TASK_INFO = msgspec.inspect.type_info(TaskState)
+assert isinstance(_TASK_INFO, msgspec.inspect.StructType)
+TASK_COLUMNS: Final = tuple(_flat_columns(_TASK_INFO))
+"""The ``tasks`` table: every scalar field of ``TaskState``, nested structs (the checkpoint's
+cursor, the counts) flattened; collections (``actions``) are left out."""
+
+
+def _values(rows: Sequence[Any], path: tuple[str, ...]) -> list[Any]:
+    values: list[Any] = list(map(attrgetter(path[0]), rows))
+    for name in path[1:]:
+        get = attrgetter(name)
+        values = [None if v is None else get(v) for v in values]
+    return values
+
+
+def tasks_table(state: State) -> pa.Table:
+    """The tasks of ``state``, one row each, with the columns ``TASK_COLUMNS``."""
+    tasks = list(state.tasks.values())
+    with _gc_paused():
+        arrays = [pa.array(_values(tasks, c.path), c.arrow_type) for c in TASK_COLUMNS]
+    return pa.table(arrays, names=[c.name for c in TASK_COLUMNS])
+
+
+def sites_table(state: State) -> pa.Table:
+    """One row per site: its tasks by status, pause and circuit, pages and failures."""
+    sites = sorted(state.sites.values(), key=attrgetter("site"))
+    columns: dict[str, pa.Array] = {"site": pa.array([s.site for s in sites], pa.string())}
+    columns["tasks_total"] = pa.array([sum(s.tasks.values()) for s in sites], pa.int64())
+    for status in STATUSES:
+        counts = [s.tasks.get(status, 0) for s in sites]
+        columns[f"tasks_{status}"] = pa.array(counts, pa.int64())
+    for name, arrow_type in (
+        ("paused", pa.bool_()),
+        ("paused_reason", pa.string()),
+        ("circuit", pa.string()),
+        ("circuit_reason", pa.string()),
+        ("pages", pa.int64()),
+        ("failures", pa.int64()),
+    ):
+        columns[name] = pa.array(_values(sites, (name,)), arrow_type)
+    return pa.table(columns)
+
+
+def anomalies_table(state: State) -> pa.Table:
+    """The refused events the state kept (the first ``MAX_ANOMALIES_KEPT``)."""
+    names = ("event_id", "stream_id", "event_type", "task_id", "from_status", "reason")
+    return pa.table({n: pa.array(_values(state.anomalies, (n,)), pa.string()) for n in names})
+
+
+def job_table(manifest: Manifest, state: State) -> pa.Table:
+    """The job's totals as one row."""
+    job = state.job
+    row: dict[str, tuple[object, pa.DataType]] = {
+        "job": (manifest.job, pa.string()),
+        "position": (manifest.position, pa.string()),
+        "archived_events": (manifest.events, pa.int64()),
+        "events": (job.events, pa.int64()),
+        "repeats_ignored": (job.repeats_ignored, pa.int64()),
+        "tasks": (sum(job.tasks.values()), pa.int64()),
+        "pages": (job.pages, pa.int64()),
+        "refetches": (job.refetches, pa.int64()),
+        "bytes": (job.bytes, pa.int64()),
+        "items": (job.items, pa.int64()),
+        "duplicate_items": (job.duplicate_items, pa.int64()),
+        "anomalies": (sum(job.anomalies.values()), pa.int64()),
+        "paused": (job.paused, pa.bool_()),
+        "paused_reason": (job.paused_reason, pa.string()),
+    }
+    return pa.table({name: pa.array([v], t) for name, (v, t) in row.items()})
+
+
+def _register_state(con: duckdb.DuckDBPyConnection, manifest: Manifest, state: State) -> None:
+    con.register("_tasks", tasks_table(state))
+    stamps = ", ".join(
+        f"make_timestamp(CAST(round({c.name} * {MICROS}) AS BIGINT)) AS "
+        f"{c.name.removesuffix(_TIME_SUFFIX)}_ts"
+        for c in TASK_COLUMNS
+        if c.name.endswith(_TIME_SUFFIX) and c.arrow_type == pa.float64()
+    )
+    con.execute(f"CREATE VIEW tasks AS SELECT *, {stamps} FROM _tasks")
+    for name, table in (
+        ("sites", sites_table(state)),
+        ("anomalies", anomalies_table(state)),
+        ("job", job_table(manifest, state)),
+    ):
+        con.register(f"_{name}", table)
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}")
+
+
+# --- views, queries, exports -------------------------------------------------------------
+
+
+def open_views(store: Store) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with every view (``VIEWS``) of the committed data.
+
+    The caller closes it. A query on it may fail with ``duckdb.IOException`` if a projector
+    compacts the archive meanwhile; ``query`` and ``export`` retry that themselves.
+    """
+    committed = _open(store, read_state=True)
+    assert committed.state is not None
+    try:
+        _register_state(committed.con, committed.manifest, committed.state)
+    except BaseException:
+        committed.con.close()
+        raise
+    return committed.con
+
+
+class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A query's column names and rows."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]]
+
+
+def query(store: Store, sql: str) -> QueryResult:
+    """Run ``sql`` over the views of the committed data; ``CrawlogError`` if it fails."""
+
+    def run(committed: _Committed) -> QueryResult:
+        assert committed.state is not None
+        _register_state(committed.con, committed.manifest, committed.state)
+        try:
+            cursor = committed.con.execute(sql)
+            rows = cursor.fetchall() if cursor.description is not None else []
+        except duckdb.IOException:
+            raise
+        except duckdb.Error as exc:
+            raise CrawlogError(
+                f"query failed: {duckdb_message(exc)} (views: {', '.join(VIEWS)}; "
+                "see docs/reports.md)"
+            ) from None
+        columns = tuple(d[0] for d in cursor.description or ())
+        return QueryResult(columns=columns, rows=rows)
+
+    return _run(store, run, read_state=True, doing="the query")
+
+
+def export(store: Store, *, what: ExportWhat, fmt: ExportFormat, out: Path) -> int:
+    """Write the ``pages`` or ``items`` view, in log order, to ``out``; the rows written.
+
+    Only the archive is read (no state), so an export of a large job starts at once.
+    """
+    if what not in EXPORT_WHAT or fmt not in EXPORT_FORMATS:
+        raise CrawlogError(f"cannot export {what!r} as {fmt!r}")
+    copy = (
+        f"COPY (SELECT * EXCLUDE (stream_ms, stream_seq) FROM {what} "
+        f"ORDER BY stream_ms, stream_seq) TO {_sql_string(str(out))} ({_COPY_OPTIONS[fmt]})"
+    )
+
+    def run(committed: _Committed) -> int:
+        written = committed.con.execute(copy).fetchone()
+        return int(written[0]) if written else 0
+
+    return _run(store, run, read_state=False, doing=f"exporting {what} to {out}")
+
+
+# --- the report --------------------------------------------------------------------------
+
+
+class Totals(msgspec.Struct, frozen=True, kw_only=True):
+    """The job's totals: tasks by status (every status listed), pages, bytes, items."""
+
+    events: int
+    """Events folded into the state (repeats and refused ones included)."""
+    tasks: int
+    by_status: dict[str, int]
+    pages: int
+    refetches: int
+    bytes: int
+    items: int
+    duplicate_items: int
+
+
+class SiteProgress(msgspec.Struct, frozen=True, kw_only=True):
+    """One site: tasks done of all, by status, pages, failures, pause and circuit."""
+
+    site: str
+    done: int
+    total: int
+    by_status: dict[str, int]
+    pages: int
+    failures: int
+    paused: bool
+    paused_reason: str
+    circuit: str
+    circuit_reason: str
+
+
+class MinuteCount(msgspec.Struct, frozen=True, kw_only=True):
+    """Pages fetched in the minute starting at ``minute`` (epoch seconds, UTC)."""
+
+    minute: float
+    pages: int
+
+
+class Throughput(msgspec.Struct, frozen=True, kw_only=True):
+    """Pages per minute from the first page's minute to the last one's (zeros included)."""
+
+    minutes: int
+    per_minute_avg: float
+    peak: int
+    peak_minute: float | None
+    series: list[MinuteCount]
+
+
+class ReasonCount(msgspec.Struct, frozen=True, kw_only=True):
+    """How often one reason (or error) occurred."""
+
+    reason: str
+    count: int
+
+
+class StatusCount(msgspec.Struct, frozen=True, kw_only=True):
+    """Pages fetched with one HTTP status (0: no response)."""
+
+    status: int
+    pages: int
+
+
+class Failures(msgspec.Struct, frozen=True, kw_only=True):
+    """The most frequent reasons tasks failed or aborted, and page errors."""
+
+    tasks: int
+    task_reasons: list[ReasonCount]
+    pages: int
+    page_errors: list[ReasonCount]
+    http_statuses: list[StatusCount]
+
+
+class RetryCount(msgspec.Struct, frozen=True, kw_only=True):
+    """How many tasks had this many retries."""
+
+    retries: int
+    tasks: int
+
+
+class Retries(msgspec.Struct, frozen=True, kw_only=True):
+    """Retries scheduled: in all, the most for one task, and tasks by their retries."""
+
+    total: int
+    peak: int
+    distribution: list[RetryCount]
+
+
+class ResponseTimes(msgspec.Struct, frozen=True, kw_only=True):
+    """``elapsed_ms`` of every fetch (refetches included); None without pages."""
+
+    pages: int
+    avg_ms: float | None
+    p50_ms: float | None
+    p95_ms: float | None
+
+
+class ResumedTask(msgspec.Struct, frozen=True, kw_only=True):
+    """A task another worker took over after a lease expired."""
+
+    task_id: str
+    url: str
+    status: str
+    recoveries: int
+
+
+class RefetchedPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a task fetched more than once, and how many times in all."""
+
+    task_id: str
+    page: int
+    url: str
+    times: int
+
+
+class Recoveries(msgspec.Struct, frozen=True, kw_only=True):
+    """Tasks resumed after a lost lease, and pages fetched again (the first few named)."""
+
+    tasks_resumed: int
+    resumed: list[ResumedTask]
+    pages_refetched: int
+    extra_fetches: int
+    refetched: list[RefetchedPage]
+
+
+class StuckTask(msgspec.Struct, frozen=True, kw_only=True):
+    """A running task whose last event is older than the lease."""
+
+    task_id: str
+    url: str
+    site: str
+    owner: str | None
+    attempt: int
+    updated_at: float
+    idle_s: float
+
+
+class Stuck(msgspec.Struct, frozen=True, kw_only=True):
+    """Tasks running past their lease, oldest first (the first few named)."""
+
+    lease_s: float
+    count: int
+    tasks: list[StuckTask]
+
+
+class AnomalyRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One event the state machine refused."""
+
+    stream_id: str
+    event_type: str
+    task_id: str | None
+    from_status: str | None
+    reason: str
+
+
+class Anomalies(msgspec.Struct, frozen=True, kw_only=True):
+    """Refused events: counted by reason, the first few listed."""
+
+    total: int
+    by_reason: list[ReasonCount]
+    first: list[AnomalyRow]
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    """A job's progress report, as of one committed manifest."""
+
+    job: str
+    position: str
+    """Stream ID of the last event the report covers."""
+    generated_at: float
+    events: int
+    """Events in the archive (every one the report covers)."""
+    totals: Totals
+    sites: list[SiteProgress]
+    throughput: Throughput
+    failures: Failures
+    retries: Retries
+    response_times: ResponseTimes
+    recoveries: Recoveries
+    stuck: Stuck
+    anomalies: Anomalies
+
+
+def build_report(store: Store, *, lease_s: float, now: float) -> Report:
+    """The report of the committed data; stuck = running, last event before ``now - lease_s``.
+
+    Sections from the state are computed on it in place (a table of a million tasks costs
+    more to build than every figure the report needs from it); sections from the log are
+    SQL over the archive.
+    """
+    return _run(
+        store,
+        lambda committed: _report(committed, lease_s=lease_s, now=now),
+        read_state=True,
+        doing="building the report",
+    )
+
+
+def _report(committed: _Committed, *, lease_s: float, now: float) -> Report:
+    state, manifest, con = committed.state, committed.manifest, committed.con
+    assert state is not None
+    tasks = list(state.tasks.values())
+    (events,) = _one(con, "SELECT count(*) FROM events")
+    return Report(
+        job=manifest.job,
+        position=manifest.position,
+        generated_at=now,
+        events=events,
+        totals=_totals(state),
+        sites=_sites(state),
+        throughput=_throughput(con),
+        failures=_failures(con, tasks),
+        retries=_retries(tasks),
+        response_times=_response_times(con),
+        recoveries=_recoveries(con, tasks),
+        stuck=_stuck(tasks, lease_s=lease_s, now=now),
+        anomalies=_anomalies(state),
+    )
+
+
+def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
+    row = con.execute(sql).fetchone()
+    assert row is not None
+    return row
+
+
+def _by_status(counts: dict[str, int]) -> dict[str, int]:
+    return {status: counts.get(status, 0) for status in STATUSES}
+
+
+def _top(counter: Counter[str], n: int = TOP_REASONS) -> list[ReasonCount]:
+    # Ties broken by the reason, so the same data always gives the same report.
+    top = heapq.nsmallest(n, counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [ReasonCount(reason=reason, count=count) for reason, count in top]
+
+
+def _totals(state: State) -> Totals:
+    job = state.job
+    return Totals(
+        events=job.events,
+        tasks=sum(job.tasks.values()),
+        by_status=_by_status(job.tasks),
+        pages=job.pages,
+        refetches=job.refetches,
+        bytes=job.bytes,
+        items=job.items,
+        duplicate_items=job.duplicate_items,
+    )
+
+
+def _sites(state: State) -> list[SiteProgress]:
+    return [
+        SiteProgress(
+            site=site.site,
+            done=site.tasks.get("done", 0),
+            total=sum(site.tasks.values()),
+            by_status=_by_status(site.tasks),
+            pages=site.pages,
+            failures=site.failures,
+            paused=site.paused,
+            paused_reason=site.paused_reason,
+            circuit=site.circuit,
+            circuit_reason=site.circuit_reason,
+        )
+        for site in sorted(state.sites.values(), key=attrgetter("site"))
+    ]
+
+
+def _throughput(con: duckdb.DuckDBPyConnection) -> Throughput:
+    rows = con.execute(
+        f"SELECT CAST(floor(at / {SECONDS_PER_MINUTE}) AS BIGINT) AS minute, count(*) "
+        f"{_PAGE_EVENTS} GROUP BY minute ORDER BY minute"
+    ).fetchall()
+    if not rows:
+        return Throughput(minutes=0, per_minute_avg=0.0, peak=0, peak_minute=None, series=[])
+    counts = dict(rows)
+    first, last = rows[0][0], rows[-1][0]
+    series = [
+        MinuteCount(minute=float(m * SECONDS_PER_MINUTE), pages=counts.get(m, 0))
+        for m in range(first, last + 1)
+    ]
+    peak = max(series, key=attrgetter("pages"))
+    return Throughput(
+        minutes=len(series),
+        per_minute_avg=sum(counts.values()) / len(series),
+        peak=peak.pages,
+        peak_minute=peak.minute,
+        series=series,
+    )
+
+
+def _failures(con: duckdb.DuckDBPyConnection, tasks: Iterable[TaskState]) -> Failures:
+    failed = Counter(t.last_reason for t in tasks if t.status in (FAILED, ABORTED))
+    errors = con.execute(
+        f"SELECT error, count(*) AS n {_PAGE_EVENTS} AND error IS NOT NULL "
+        f"GROUP BY error ORDER BY n DESC, error LIMIT {TOP_REASONS}"
+    ).fetchall()
+    (error_pages,) = _one(con, f"SELECT count(*) {_PAGE_EVENTS} AND error IS NOT NULL")
+    statuses = con.execute(
+        f"SELECT status, count(*) {_PAGE_EVENTS} GROUP BY status ORDER BY status"
+    ).fetchall()
+    return Failures(
+        tasks=sum(failed.values()),
+        task_reasons=_top(failed),
+        pages=error_pages,
+        page_errors=[ReasonCount(reason=e, count=n) for e, n in errors],
+        http_statuses=[StatusCount(status=s, pages=n) for s, n in statuses],
+    )
+
+
+def _retries(tasks: Sequence[TaskState]) -> Retries:
+    counts = Counter(map(attrgetter("retries"), tasks))
+    return Retries(
+        total=sum(r * n for r, n in counts.items()),
+        peak=max(counts, default=0),
+        distribution=[RetryCount(retries=r, tasks=counts[r]) for r in sorted(counts)],
+    )
+
+
+def _response_times(con: duckdb.DuckDBPyConnection) -> ResponseTimes:
+    pages, avg, quantiles = _one(
+        con,
+        f"SELECT count(*), avg(elapsed_ms), quantile_cont(elapsed_ms, [0.5, 0.95]) {_PAGE_EVENTS}",
+    )
+    p50, p95 = quantiles if quantiles is not None else (None, None)
+    return ResponseTimes(pages=pages, avg_ms=avg, p50_ms=p50, p95_ms=p95)
+
+
+def _recoveries(con: duckdb.DuckDBPyConnection, tasks: Sequence[TaskState]) -> Recoveries:
+    resumed = [t for t in tasks if t.recoveries > 0]
+    resumed.sort(key=lambda t: (-t.recoveries, t.task_id))
+    # Every fetch of a page after the first, as the log has them (a zombie's late fetch, which
+    # the fold refuses, counts too: it was fetched again all the same).
+    refetched = f"""
+        SELECT task_id, page, arg_min(url, [stream_ms, stream_seq]) AS url, count(*) AS times
+        {_PAGE_EVENTS} GROUP BY task_id, page HAVING count(*) > 1
+    """
+    pairs, extra = _one(con, f"SELECT count(*), coalesce(sum(times - 1), 0) FROM ({refetched})")
+    listed = con.execute(
+        f"{refetched} ORDER BY times DESC, task_id, page LIMIT {LISTED}"
+    ).fetchall()
+    return Recoveries(
+        tasks_resumed=len(resumed),
+        resumed=[
+            ResumedTask(task_id=t.task_id, url=t.url, status=t.status, recoveries=t.recoveries)
+            for t in resumed[:LISTED]
+        ],
+        pages_refetched=pairs,
+        extra_fetches=int(extra),
+        refetched=[
+            RefetchedPage(task_id=task, page=page, url=url, times=times)
+            for task, page, url, times in listed
+        ],
+    )
+
+
+def _stuck(tasks: Iterable[TaskState], *, lease_s: float, now: float) -> Stuck:
+    cutoff = now - lease_s
+    stuck = [t for t in tasks if t.status == RUNNING and t.updated_at < cutoff]
+    stuck.sort(key=lambda t: (t.updated_at, t.task_id))
+    return Stuck(
+        lease_s=lease_s,
+        count=len(stuck),
+        tasks=[
+            StuckTask(
+                task_id=t.task_id,
+                url=t.url,
+                site=t.site,
+                owner=t.owner,
+                attempt=t.attempt,
+                updated_at=t.updated_at,
+                idle_s=now - t.updated_at,
+            )
+            for t in stuck[:LISTED]
+        ],
+    )
+
+
+def _anomalies(state: State) -> Anomalies:
+    counts = Counter(state.job.anomalies)
+    return Anomalies(
+        total=sum(counts.values()),
+        by_reason=_top(counts, len(counts)),
+        first=[
+            AnomalyRow(
+                stream_id=a.stream_id,
+                event_type=a.event_type,
+                task_id=a.task_id,
+                from_status=a.from_status,
+                reason=a.reason,
+            )
+            for a in state.anomalies[:ANOMALIES_SHOWN]
+        ],
+    )
+
+
+# --- the report as text ------------------------------------------------------------------
+
+SERIES_SHOWN: Final = 10
+"""Minutes of the throughput series a terminal shows (the last ones)."""
+_KIB: Final = 1024.0
+_BYTE_UNITS: Final = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f} ms"
+
+
+def _size(value: int) -> str:
+    size = float(value)
+    for unit in _BYTE_UNITS[:-1]:
+        if size < _KIB:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= _KIB
+    return f"{size:,.1f} {_BYTE_UNITS[-1]}"
+
+
+def _time(epoch: float, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime(fmt)
+
+
+def _table(rows: Sequence[Sequence[str]], right: Sequence[bool], indent: str = "  ") -> list[str]:
+    """Rows as aligned columns; ``right`` says which columns are right-aligned."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        indent
+        + "  ".join(
+            cell.rjust(w) if r else cell.ljust(w)
+            for cell, w, r in zip(row, widths, right, strict=True)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def _more(shown: int, total: int, what: str) -> list[str]:
+    return [f"  … and {_n(total - shown)} more {what}"] if total > shown else []
+
+
+def format_report(report: Report) -> str:
+    """The report as plain text for a terminal."""
+    lines = [
+        f"crawlog report: job {report.job}",
+        f"  as of {report.position} ({_n(report.events)} events archived), "
+        f"generated {_time(report.generated_at)} UTC",
+        "",
+    ]
+    for section in (
+        _text_totals,
+        _text_sites,
+        _text_throughput,
+        _text_response_times,
+        _text_failures,
+        _text_retries,
+        _text_recoveries,
+        _text_stuck,
+        _text_anomalies,
+    ):
+        lines += [*section(report), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _text_totals(report: Report) -> list[str]:
+    t = report.totals
+    rows = [[status, _n(n)] for status, n in t.by_status.items()]
+    return [
+        f"Tasks: {_n(t.tasks)}",
+        *_table(rows, [False, True]),
+        f"Pages: {_n(t.pages)} fetched ({_n(t.refetches)} refetches), {_size(t.bytes)}",
+        f"Items: {_n(t.items)} ({_n(t.duplicate_items)} duplicates ignored)",
+    ]
+
+
+def _text_sites(report: Report) -> list[str]:
+    header = ["site", "done/total", "pending", "running", "pages", "failures", "state"]
+    rows = [header]
+    for s in report.sites[:LISTED]:
+        flags = []
+        if s.paused:
+            flags.append(f"paused ({s.paused_reason})" if s.paused_reason else "paused")
+        if s.circuit != "closed":
+            flags.append(f"circuit {s.circuit} ({s.circuit_reason})")
+        rows.append(
+            [
+                s.site,
+                f"{_n(s.done)}/{_n(s.total)}",
+                _n(s.by_status.get("pending", 0)),
+                _n(s.by_status.get("running", 0)),
+                _n(s.pages),
+                _n(s.failures),
+                ", ".join(flags) or "ok",
+            ]
+        )
+    return [
+        f"Sites: {_n(len(report.sites))}",
+        *_table(rows, [False, True, True, True, True, True, False]),
+        *_more(LISTED, len(report.sites), "sites"),
+    ]
+
+
+def _text_throughput(report: Report) -> list[str]:
+    t = report.throughput
+    if t.peak_minute is None:
+        return ["Throughput: no pages yet"]
+    shown = t.series[-SERIES_SHOWN:]
+    return [
+        f"Throughput: {t.per_minute_avg:,.1f} pages/min on average over {_n(t.minutes)} min, "
+        f"peak {_n(t.peak)} at {_time(t.peak_minute, '%Y-%m-%d %H:%M')} UTC",
+        f"  last {len(shown)} min: " + " ".join(_n(m.pages) for m in shown),
+    ]
+
+
+def _text_response_times(report: Report) -> list[str]:
+    r = report.response_times
+    return [
+        f"Response time: avg {_ms(r.avg_ms)}, p50 {_ms(r.p50_ms)}, p95 {_ms(r.p95_ms)} "
+        f"({_n(r.pages)} fetches)"
+    ]
+
+
+def _text_failures(report: Report) -> list[str]:
+    f = report.failures
+    lines = [f"Failures: {_n(f.tasks)} tasks failed or aborted, {_n(f.pages)} page errors"]
+    if f.task_reasons:
+        lines.append("  tasks, by last reason:")
+        lines += _table([[_n(r.count), r.reason] for r in f.task_reasons], [True, False], "    ")
+    if f.page_errors:
+        lines.append("  page errors:")
+        lines += _table([[_n(r.count), r.reason] for r in f.page_errors], [True, False], "    ")
+    if f.http_statuses:
+        statuses = ", ".join(f"{s.status}: {_n(s.pages)}" for s in f.http_statuses)
+        lines.append(f"  pages by HTTP status: {statuses}")
+    return lines
+
+
+def _text_retries(report: Report) -> list[str]:
+    r = report.retries
+    distribution = ", ".join(
+        f"{d.retries}: {_n(d.tasks)} task{'s' if d.tasks != 1 else ''}" for d in r.distribution
+    )
+    return [
+        f"Retries: {_n(r.total)} scheduled, at most {_n(r.peak)} for one task",
+        f"  tasks by retries: {distribution or '-'}",
+    ]
+
+
+def _text_recoveries(report: Report) -> list[str]:
+    r = report.recoveries
+    lines = [
+        f"Recoveries: {_n(r.tasks_resumed)} tasks resumed after a lost lease; "
+        f"{_n(r.pages_refetched)} pages fetched again ({_n(r.extra_fetches)} extra fetches)"
+    ]
+    if r.resumed:
+        lines.append("  resumed:")
+        rows = [[t.task_id, f"x{t.recoveries}", t.status, t.url] for t in r.resumed]
+        lines += _table(rows, [False, True, False, False], "    ")
+        lines += _more(len(r.resumed), r.tasks_resumed, "tasks")
+    if r.refetched:
+        lines.append("  refetched:")
+        rows = [[p.task_id, f"page {p.page}", f"x{p.times}", p.url] for p in r.refetched]
+        lines += _table(rows, [False, True, True, False], "    ")
+        lines += _more(len(r.refetched), r.pages_refetched, "pages")
+    return lines
+
+
+def _text_stuck(report: Report) -> list[str]:
+    s = report.stuck
+    lines = [f"Stuck: {_n(s.count)} tasks running past their {s.lease_s:g} s lease"]
+    rows = [
+        [t.task_id, t.owner or "-", f"{t.idle_s:,.0f} s idle", f"attempt {t.attempt}", t.url]
+        for t in s.tasks
+    ]
+    lines += _table(rows, [False, False, True, False, False], "    ")
+    return lines + _more(len(s.tasks), s.count, "tasks")
+
+
+def _text_anomalies(report: Report) -> list[str]:
+    a = report.anomalies
+    lines = [f"Anomalies: {_n(a.total)} refused events"]
+    lines += _table([[_n(r.count), r.reason] for r in a.by_reason], [True, False], "    ")
+    if a.first:
+        lines.append("  first:")
+        rows = [[x.stream_id, x.event_type, x.task_id or "-", f"({x.reason})"] for x in a.first]
+        lines += _table(rows, [False, False, False, False], "    ")
+    return lines
