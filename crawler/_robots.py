@@ -1,0 +1,144 @@
+"""robots.txt: rules for one user agent (parsed by protego, Scrapy's parser), and a cache.
+
+What a response means follows RFC 9309 (and Google's reading of it):
+
+- 2xx: the body is the rules. Lines that do not parse are skipped, so a body that is not
+  a robots.txt at all (an HTML error page) allows everything.
+- 3xx left unfollowed, 4xx other than 429: there are no rules; everything is allowed.
+- 429, 5xx, no response (``status`` 0): the rules are unreachable for now, so nothing is
+  allowed; the cache keeps this verdict only briefly, and then the worker asks again.
+
+Fetching robots.txt is the worker's job; everything here is pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from enum import Enum
+from typing import Final
+
+from protego import Protego
+
+from eventlog._exceptions import ConfigError
+
+ROBOTS_USER_AGENT = "crawlog"
+"""The product token robots.txt groups are matched against."""
+NO_RESPONSE: Final = 0
+"""The ``status`` to pass when the fetch got no HTTP response at all."""
+MAX_ROBOTS_BYTES = 500 * 1024
+"""RFC 9309 has parsers read at least 500 KiB; what follows is ignored."""
+MAX_CRAWL_DELAY_S = 60.0
+"""A longer Crawl-delay is read as this: one page a minute is slow enough for any site."""
+DEFAULT_ROBOTS_TTL_S = 86_400.0
+"""RFC 9309: a cached robots.txt should not be used for more than 24 hours."""
+DEFAULT_UNREACHABLE_TTL_S = 300.0
+DEFAULT_ROBOTS_CACHE_SITES = 10_000
+
+
+class RobotsVerdict(Enum):
+    """Where a site's rules came from."""
+
+    PARSED = "parsed"
+    """A robots.txt was served: its rules apply."""
+    UNAVAILABLE = "unavailable"
+    """There is no robots.txt (4xx): everything is allowed."""
+    UNREACHABLE = "unreachable"
+    """It could not be read (5xx, 429, no response): nothing is allowed for now."""
+
+
+class RobotsRules:
+    """A site's robots.txt rules, as they apply to one user agent."""
+
+    __slots__ = ("_parser", "user_agent", "verdict")
+
+    def __init__(
+        self, verdict: RobotsVerdict, parser: Protego | None = None, *, user_agent: str
+    ) -> None:
+        self.verdict = verdict
+        self.user_agent = user_agent
+        self._parser = parser
+
+    def __repr__(self) -> str:
+        return f"RobotsRules({self.verdict.value}, user_agent={self.user_agent!r})"
+
+    def allowed(self, url: str) -> bool:
+        """Whether the user agent may fetch ``url`` (a URL of this site)."""
+        if self.verdict is RobotsVerdict.UNREACHABLE:
+            return False
+        if self._parser is None:
+            return True
+        return self._parser.can_fetch(url, self.user_agent)
+
+    def crawl_delay(self) -> float | None:
+        """Seconds between requests that the site asks for, at most `MAX_CRAWL_DELAY_S`."""
+        if self._parser is None:
+            return None
+        delay = self._parser.crawl_delay(self.user_agent)
+        if delay is None or not math.isfinite(delay) or delay < 0:
+            return None
+        return min(delay, MAX_CRAWL_DELAY_S)
+
+
+def parse_robots(
+    body: bytes | None, status: int, *, user_agent: str = ROBOTS_USER_AGENT
+) -> RobotsRules:
+    """The rules a robots.txt response gives ``user_agent``; never raises.
+
+    ``status`` is the response's HTTP status, or `NO_RESPONSE` when there was none.
+    """
+    if 200 <= status < 300:
+        if not body:
+            return RobotsRules(RobotsVerdict.UNAVAILABLE, user_agent=user_agent)
+        # utf-8-sig: a byte-order mark would otherwise glue itself to the first directive.
+        text = body[:MAX_ROBOTS_BYTES].decode("utf-8-sig", errors="replace")
+        return RobotsRules(RobotsVerdict.PARSED, Protego.parse(text), user_agent=user_agent)
+    if 300 <= status < 500 and status != 429:
+        return RobotsRules(RobotsVerdict.UNAVAILABLE, user_agent=user_agent)
+    return RobotsRules(RobotsVerdict.UNREACHABLE, user_agent=user_agent)
+
+
+class RobotsCache:
+    """Rules per site until they expire; the least recently used site goes when full.
+
+    Time is the caller's ``now`` (any clock, as long as it is always the same one).
+    """
+
+    def __init__(
+        self,
+        *,
+        ttl: float = DEFAULT_ROBOTS_TTL_S,
+        unreachable_ttl: float = DEFAULT_UNREACHABLE_TTL_S,
+        max_sites: int = DEFAULT_ROBOTS_CACHE_SITES,
+    ) -> None:
+        if not (ttl >= 0 and unreachable_ttl >= 0):
+            raise ConfigError(f"robots.txt cache times {ttl}, {unreachable_ttl} are not >= 0")
+        if max_sites < 1:
+            raise ConfigError(f"robots.txt cache size {max_sites} is not 1 or more")
+        self.ttl = ttl
+        self.unreachable_ttl = unreachable_ttl
+        self.max_sites = max_sites
+        self._entries: OrderedDict[str, tuple[float, RobotsRules]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, site: str, now: float) -> RobotsRules | None:
+        """The cached rules of ``site``; None if there are none or they expired (fetch them)."""
+        entry = self._entries.get(site)
+        if entry is None:
+            return None
+        expires, rules = entry
+        if now >= expires:
+            del self._entries[site]
+            return None
+        self._entries.move_to_end(site)
+        return rules
+
+    def put(self, site: str, rules: RobotsRules, now: float) -> None:
+        """Keep ``rules`` for ``site`` from ``now``; unreachable ones for a shorter time."""
+        ttl = self.unreachable_ttl if rules.verdict is RobotsVerdict.UNREACHABLE else self.ttl
+        self._entries[site] = (now + ttl, rules)
+        self._entries.move_to_end(site)
+        while len(self._entries) > self.max_sites:
+            self._entries.popitem(last=False)

@@ -1,0 +1,152 @@
+"""URLs as the crawler keys them: canonical form, link resolution, fingerprints and sites.
+
+Parsing, IDNA, default ports, dot segments and percent-encoding are yarl's (its C parser
+resolves and normalises a page's links three times as fast as ``urljoin`` followed by
+w3lib's ``canonicalize_url``: ``python tools/bench_links.py``). What is added here is what
+dedup needs on top: no fragment, a stable parameter order, ``/`` for an empty path, and a
+refusal of anything that is not an http(s) URL with a plausible host.
+"""
+
+from __future__ import annotations
+
+from hashlib import blake2b
+
+from yarl import URL
+
+from eventlog._exceptions import ConfigError
+
+HTTP_SCHEMES = frozenset({"http", "https"})
+FINGERPRINT_BYTES = 8
+"""16 hex characters: collisions stay unlikely up to billions of URLs in one job."""
+
+# Code points a host never contains (WHATWG "forbidden domain code points", less ":" which
+# yarl leaves in an IPv6 address's unbracketed host).
+_FORBIDDEN_IN_HOST = frozenset('\x00\t\n\r #%/<>?@[\\]^|"{}`\x7f') | frozenset(
+    chr(code) for code in range(0x20)
+)
+# As browsers do: an href loses C0 controls and spaces at its ends, and tabs and newlines
+# anywhere (a URL wrapped over lines in the HTML); other whitespace is percent-encoded.
+_TRIMMED_FROM_HREF = "".join(chr(code) for code in range(0x21))
+_DROPPED_FROM_HREF = str.maketrans("", "", "\t\n\r")
+_WHITESPACE = frozenset(" \t\n\r\f\v")
+_SEED_EXAMPLE = "https://example.com/docs/"
+
+
+def _http_url(url: URL) -> URL:
+    """``url`` itself if it is an absolute http(s) URL with a valid host, else ValueError."""
+    if url.scheme not in HTTP_SCHEMES:
+        raise ValueError(f"not an http(s) URL (scheme {url.scheme!r})")
+    host = url.raw_host
+    if not host:
+        raise ValueError("has no host")
+    if not _FORBIDDEN_IN_HOST.isdisjoint(host):
+        raise ValueError(f"host {host!r} contains characters a host cannot have")
+    return url
+
+
+def _serialise(url: URL) -> str:
+    """The canonical text of an absolute http(s) URL that yarl has already normalised."""
+    query = url.raw_query_string
+    if query:
+        # Sorted by key only, and stably: repeated keys keep their order, which can matter.
+        pairs = [pair for pair in query.split("&") if pair]
+        pairs.sort(key=_query_key)
+        query = "?" + "&".join(pairs) if pairs else ""
+    userinfo = ""
+    if url.raw_user is not None:
+        password = url.raw_password
+        userinfo = f"{url.raw_user}:{password}@" if password is not None else f"{url.raw_user}@"
+    return f"{url.scheme}://{userinfo}{url.host_port_subcomponent}{url.raw_path or '/'}{query}"
+
+
+def _query_key(pair: str) -> str:
+    return pair.partition("=")[0]
+
+
+def canonical_url(url: str) -> str:
+    """The form of an http(s) URL used for dedup; ValueError if it is not one.
+
+    Scheme and host lowercased (IDNA hosts in punycode), default port dropped, fragment
+    dropped, query parameters in a stable order, percent-encoding normalised, dot segments
+    resolved, ``/`` for an empty path. ``canonical_url(canonical_url(u)) == canonical_url(u)``.
+    """
+    return _serialise(_http_url(URL(url)))
+
+
+def clean_href(href: str) -> str:
+    """An href as a browser reads it: ends trimmed, tabs and newlines dropped."""
+    href = href.strip(_TRIMMED_FROM_HREF)
+    if "\t" in href or "\n" in href or "\r" in href:
+        href = href.translate(_DROPPED_FROM_HREF)
+    return href
+
+
+def join_href(href: str, base: URL) -> str | None:
+    """Like `resolve_link`, for an href already cleaned and a base already parsed."""
+    try:
+        return _serialise(_http_url(_join(base, href)))
+    except ValueError:  # yarl's parse errors, IDNA's UnicodeError, and _http_url's own
+        return None
+
+
+def _join(base: URL, href: str) -> URL:
+    reference = URL(href)
+    merge_path = reference.raw_path
+    if (
+        "%" in base.raw_path
+        and merge_path
+        and merge_path[0] != "/"
+        and not reference.scheme
+        and not reference.raw_authority
+    ):
+        # yarl's join merges a relative path with the *decoded* base directory, so an
+        # escaped "/" or space there would change the path (aio-libs/yarl#1774): merge the
+        # raw text instead, and let the parser resolve dot segments.
+        directory = base.raw_path[: base.raw_path.rfind("/") + 1]
+        return URL(f"{base.scheme}://{base.raw_authority}{directory}{href}")
+    return base.join(reference)
+
+
+def resolve_link(href: str, base: str) -> str | None:
+    """The canonical absolute URL an ``href`` points to from ``base``, if it is http(s).
+
+    ``base`` is the page's URL or its ``<base href>``. None for other schemes (``mailto:``,
+    ``javascript:``, ``data:`` ...) and for hrefs that do not parse.
+    """
+    try:
+        base_url = URL(base)
+    except ValueError:
+        return None
+    return join_href(clean_href(href), base_url)
+
+
+def fingerprint(url: str) -> str:
+    """A short stable hash of the canonical URL: the task id and the dedup key."""
+    return blake2b(canonical_url(url).encode(), digest_size=FINGERPRINT_BYTES).hexdigest()
+
+
+def site_of(url: str) -> str:
+    """``scheme://host[:port]`` (port only when not the default): what politeness keys on."""
+    parsed = _http_url(URL(url))
+    return f"{parsed.scheme}://{parsed.host_port_subcomponent}"
+
+
+def check_seed_url(url: str) -> str:
+    """A seed URL given by the user, canonical; ConfigError saying what is wrong if invalid."""
+    expected = f"expected an absolute http(s) URL such as {_SEED_EXAMPLE}"
+    if not url or not url.strip():
+        raise ConfigError(f"seed URL is empty: {expected}")
+    if not _WHITESPACE.isdisjoint(url):
+        raise ConfigError(f"seed {url!r} contains whitespace: {expected}")
+    try:
+        parsed = URL(url)
+    except ValueError as error:
+        raise ConfigError(f"seed {url!r} cannot be parsed ({error}): {expected}") from None
+    if not parsed.scheme:
+        raise ConfigError(f"seed {url!r} has no scheme: {expected}")
+    if parsed.scheme not in HTTP_SCHEMES:
+        raise ConfigError(f"seed {url!r} is not an http(s) URL: {expected}")
+    try:
+        return _serialise(_http_url(parsed))
+    except ValueError as error:
+        raise ConfigError(f"seed {url!r} {error}: {expected}") from None
