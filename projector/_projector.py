@@ -18,17 +18,16 @@ from typing import Self
 
 import anyio
 import anyio.to_thread
-import msgspec
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
 from eventlog import CrawlogError, EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
 from eventlog._connection import command, redis_errors
-from projector._archive import merge_segments, read_entries, write_segment
-from projector._compaction import plan as plan_compaction
+from projector._archive import read_entries
 from projector._fold import apply, fold
 from projector._state import State, canonical
 from projector._store import Manifest, Store
+from projector._writer import ArchiveWriter, CommitRequest
 
 DEFAULT_COMMIT_EVENTS = 50_000
 DEFAULT_COMMIT_INTERVAL_S = 1.0
@@ -38,22 +37,13 @@ DEFAULT_KEEP_TAIL_S = 60.0
 READ_BATCH = 5_000
 
 
-class _Commit(msgspec.Struct, frozen=True, kw_only=True):
-    """What one commit writes, taken from the projector when the commit starts."""
-
-    entries: list[LogEntry]
-    position: str
-    snapshot: bytes | None
-    snapshot_position: str
-
-
 class Projector:
     """The projector of one job, as an async context manager.
 
-    A commit runs in a worker thread while the projector reads and folds the next batch:
-    writing Parquet and fsyncing overlap with Redis and the fold. One commit is in flight
-    at most, so commits land in order; what a commit writes (the buffered entries, the
-    snapshot bytes) is taken from the projector before it starts.
+    A commit runs in the archive writer process (``_writer``) while the projector reads and
+    folds the next batch: building Parquet and fsyncing run on the other core. One commit
+    is in flight at most, so commits land in order; what a commit writes (the buffered
+    entries, the snapshot bytes) is taken from the projector when it starts.
     """
 
     def __init__(
@@ -85,11 +75,15 @@ class Projector:
         self._committing: anyio.Event | None = None
         self._stack = AsyncExitStack()
         self._tasks: TaskGroup | None = None
+        self._writer: ArchiveWriter | None = None
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
-            stack.enter_context(self.store.lock())
+            lock_fd = stack.enter_context(self.store.lock())
             self.manifest = await anyio.to_thread.run_sync(self.store.recover)
+            # Started before the restore, so that its imports overlap the restore's work.
+            writer = await ArchiveWriter.start(self.store, lock_fd)
+            self._writer = await stack.enter_async_context(writer)
             self.state = await anyio.to_thread.run_sync(committed_state, self.store, self.manifest)
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
             self._stack = stack.pop_all()
@@ -161,9 +155,10 @@ class Projector:
             self._snapshot_at = time.monotonic()
         if not self._buffer and self.position == self.manifest.position and not snapshot_bytes:
             return
-        work = _Commit(
-            entries=self._buffer,
+        work = CommitRequest(
             position=self.position,
+            ids=[e.stream_id for e in self._buffer],
+            payloads=[e.payload for e in self._buffer],
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
         )
@@ -178,47 +173,13 @@ class Projector:
         if self._committing is not None:
             await self._committing.wait()
 
-    async def _commit(self, work: _Commit, done: anyio.Event) -> None:
+    async def _commit(self, work: CommitRequest, done: anyio.Event) -> None:
+        assert self._writer is not None
         try:
-            self.manifest = await anyio.to_thread.run_sync(self._commit_files, work)
+            self.manifest = await self._writer.commit(work)
             await self._publish_and_trim()
         finally:
             done.set()
-
-    def _commit_files(self, work: _Commit) -> Manifest:
-        old = self.manifest
-        segments = old.segments
-        if work.entries:
-            segments = (*segments, write_segment(self.store.archive, work.entries))
-        name, snapshot_position = old.snapshot, old.snapshot_position
-        if work.snapshot is not None:
-            name = self.store.write_snapshot(work.snapshot, work.snapshot_position)
-            snapshot_position = work.snapshot_position
-        manifest = Manifest(
-            job=old.job,
-            position=work.position,
-            segments=segments,
-            snapshot=name,
-            snapshot_position=snapshot_position,
-            events=old.events + len(work.entries),
-        )
-        self.store.commit(manifest)
-        if name != old.snapshot:
-            self.store.remove_unreferenced(manifest)
-        return self._compact(manifest)
-
-    def _compact(self, manifest: Manifest) -> Manifest:
-        """Merge a run of small segments, if there is one; a commit of its own."""
-        run = plan_compaction(manifest.segments)
-        if run is None:
-            return manifest
-        start, end = run
-        merged = merge_segments(self.store.archive, manifest.segments[start:end])
-        segments = (*manifest.segments[:start], merged, *manifest.segments[end:])
-        compacted = msgspec.structs.replace(manifest, segments=segments)
-        self.store.commit(compacted)
-        self.store.remove_unreferenced(compacted)
-        return compacted
 
     async def _publish_and_trim(self) -> None:
         position = self.manifest.position

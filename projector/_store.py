@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,8 @@ ARCHIVE_DIR = "archive"
 SNAPSHOT_DIR = "snapshots"
 LOCK_FILE = "projector.lock"
 MANIFEST_VERSION = 1
+LOCK_WAIT_S = 5.0
+LOCK_POLL_S = 0.05
 
 
 class ProjectorBusy(CrawlogError):
@@ -103,19 +106,29 @@ class Store:
             ) from None
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the job's projector lock (one projector per job); ``ProjectorBusy`` if taken."""
+    def lock(self) -> Iterator[int]:
+        """Hold the job's projector lock; ``ProjectorBusy`` if another projector holds it.
+
+        Yields the lock's file descriptor: the archive writer process inherits it, so the
+        lock outlives a projector killed while its writer finishes a commit. A new
+        projector waits a little for such a writer before it gives up.
+        """
         self.prepare()
         fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise ProjectorBusy(
-                    f"another projector is running for job {self.job!r} "
-                    f"(it holds {self.root / LOCK_FILE}); one per job is enough"
-                ) from None
-            yield
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise ProjectorBusy(
+                            f"another projector is running for job {self.job!r} "
+                            f"(it holds {self.root / LOCK_FILE}); one per job is enough"
+                        ) from None
+                    time.sleep(LOCK_POLL_S)
+            yield fd
         finally:
             os.close(fd)
 
