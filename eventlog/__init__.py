@@ -2,6 +2,7 @@
 
 from eventlog._codec import SCHEMA_VERSION, UPCASTERS, decode, encode, upcast
 from eventlog._connection import client_for, connect, max_block_ms, redacted
+from eventlog._control import CONTROL_POLL_S, Controls, apply_control, read_controls
 from eventlog._events import (
     EVENT_TYPES,
     TERMINAL_EVENT_TYPES,
@@ -67,6 +68,7 @@ from eventlog._log import (
 from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
 
 __all__ = [
+    "CONTROL_POLL_S",
     "DEFAULT_DEDUP_WINDOW_S",
     "DEFAULT_LEASE_MS",
     "DEFAULT_NAME_TTL_MS",
@@ -87,6 +89,7 @@ __all__ = [
     "CircuitClosed",
     "CircuitOpened",
     "ConfigError",
+    "Controls",
     "Counts",
     "CrawlogError",
     "Cursor",
@@ -123,6 +126,7 @@ __all__ = [
     "TaskResumed",
     "TaskRetried",
     "WorkerNameTaken",
+    "apply_control",
     "check_job_name",
     "client_for",
     "connect",
@@ -132,6 +136,7 @@ __all__ = [
     "lane_for",
     "max_block_ms",
     "new_event_id",
+    "read_controls",
     "redacted",
     "stream_id_key",
     "tag_of",

@@ -62,6 +62,8 @@ class Cursor(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     page: int = 0
     url: str | None = None
     last_item_key: str | None = None
+    state: str | None = None
+    """Whatever the spider asked to get back on resume (``NextPage.cursor``)."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -93,7 +95,7 @@ class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):
 
 
 class TaskReclaimed(TaskEvent, frozen=True, kw_only=True, tag="task.reclaimed"):
-    """A lease expired and another worker took the task over."""
+    """A lease expired: another worker took the entry and put the task back in the queue."""
 
     attempt: int
     previous_owner: str

@@ -89,6 +89,30 @@ class JobKeys:
         return self._key("dead")
 
     @cached_property
+    def delayed(self) -> str:
+        """Tasks waiting for a retry time: a ZSET scored by due time (server ms)."""
+        return self._key("delayed")
+
+    def parked(self, site: str) -> str:
+        """Tasks of a paused site (or paused tasks of it), until resumed."""
+        return self._key("parked", site)
+
+    @cached_property
+    def actions(self) -> str:
+        """Hash "<task id>|<action id>" -> "intended" or "done": ``ctx.once`` markers."""
+        return self._key("actions")
+
+    @cached_property
+    def control(self) -> str:
+        """Hash of pause flags and open circuits, polled by every worker."""
+        return self._key("control")
+
+    @cached_property
+    def config(self) -> str:
+        """The job's configuration, written by ``crawlog crawl``."""
+        return self._key("config")
+
+    @cached_property
     def projector(self) -> str:
         """The projector's committed position, published for those who wait for it."""
         return self._key("projector")
@@ -100,3 +124,15 @@ class JobKeys:
     def worker_lock(self, worker: str) -> str:
         """Held while a process lives under the worker name ``worker``."""
         return self._key("worker", worker)
+
+    def host_slots(self, host: str) -> str:
+        """Zset of the politeness slots held on ``host``: token -> expiry (server ms)."""
+        return self._key("host", host, "slots")
+
+    def host_next(self, host: str) -> str:
+        """The server time (ms) before which no request to ``host`` may start."""
+        return self._key("host", host, "next")
+
+    def host_delay(self, host: str) -> str:
+        """A per-host delay (ms) set by a worker, e.g. from robots.txt's Crawl-delay."""
+        return self._key("host", host, "delay")

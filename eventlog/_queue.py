@@ -21,6 +21,7 @@ from eventlog._connection import command, redis_errors
 from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
+    Event,
     TaskAborted,
     TaskDone,
     TaskEnqueued,
@@ -30,11 +31,12 @@ from eventlog._events import (
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
 from eventlog._keys import LANE_HIGH, LANE_NORMAL, WORKERS_GROUP, JobKeys
 from eventlog._log import EventLog
-from eventlog._scripts import CLAIM, ENQUEUE, PENDING, RECLAIM, RENEW, SETTLE
+from eventlog._scripts import CLAIM, ENQUEUE, PENDING, PROMOTE, RECLAIM, RENEW, SETTLE
 
 DEFAULT_LEASE_MS = 30_000
 """A lease not renewed for this long (server idle time) may be reclaimed by others."""
 DEFAULT_CLAIM_COUNT = 16
+PROMOTE_BATCH = 1000
 TASK_FIELD = b"t"
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
@@ -52,6 +54,8 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     attempt: int = 1
     recoveries: int = 0
     """Times the task was taken from a worker that stopped renewing its lease."""
+    owners: tuple[str, ...] = ()
+    """Workers that held the task and lost it (the abort report's owner history)."""
     not_before: float = 0.0
     """Wall-clock time before which a retried task should not be fetched."""
 
@@ -112,6 +116,7 @@ class TaskQueue:
         self._claim = redis.register_script(CLAIM)
         self._pending = redis.register_script(PENDING)
         self._reclaim = redis.register_script(RECLAIM)
+        self._promote = redis.register_script(PROMOTE)
 
     async def ensure_groups(self) -> None:
         """Create every lane and its ``workers`` group if missing (idempotent)."""
@@ -133,11 +138,13 @@ class TaskQueue:
         *,
         actor: str,
         fingerprints: Sequence[str] | None = None,
+        cap: int = 0,
     ) -> list[bool]:
         """Enqueue tasks whose fingerprint (default: task id) was never seen; one round trip.
 
         Returns, per task, whether it was new. Each new task gets its lane entry and its
         ``TaskEnqueued`` event in the same script, so neither exists without the other.
+        With ``cap`` > 0, nothing is enqueued once the job has that many tasks.
         """
         if fingerprints is not None and len(fingerprints) != len(tasks):
             raise ValueError("one fingerprint per task")
@@ -147,7 +154,7 @@ class TaskQueue:
         fps = fingerprints if fingerprints is not None else [t.task_id for t in tasks]
         dedup, ttl = self.log.dedup_args()
         keys = [self.keys.seen, self.keys.events, *dedup, *self.keys.lanes]
-        args: list[str | bytes | int] = [ttl]
+        args: list[str | bytes | int] = [ttl, cap]
         for task, fp in zip(tasks, fps, strict=True):
             event = TaskEnqueued(
                 actor=actor,
@@ -241,27 +248,59 @@ class TaskQueue:
         Returns the checkpoint's stream ID (None for a repeated call that already went
         through); raises ``LeaseLost``, having written nothing, if the lease was taken.
         """
-        return await self._settle_call(lease, "ckpt", event, before)
+        return await self._settle_call(lease, "ckpt", [*before, event])
+
+    async def note(
+        self, lease: Lease, events: Sequence[TaskEvent], *, action: tuple[str, str] | None = None
+    ) -> str | None:
+        """Append events about the leased task and renew the lease; fenced.
+
+        ``action`` = (action id, "intended" | "done") also sets that ``ctx.once`` marker.
+        """
+        return await self._settle_call(lease, "note", events, action=action)
 
     async def finish(
         self, lease: Lease, event: TerminalEvent, *, before: Sequence[AnyEvent] = ()
     ) -> str | None:
         """Append ``before`` and the terminal event and ack the task, atomically; fenced."""
-        return await self._settle_call(lease, "finish", event, before)
+        return await self._settle_call(lease, "finish", [*before, event])
 
     async def requeue(
         self,
         lease: Lease,
-        event: TaskEvent,
+        events: Sequence[AnyEvent],
         task: Task,
         lane: int,
-        *,
-        before: Sequence[AnyEvent] = (),
     ) -> str | None:
-        """Append the event, ack this entry and put ``task`` back in ``lane``; fenced."""
-        if task.task_id != lease.task.task_id:
-            raise ValueError("a requeued task keeps its task id")
-        return await self._settle_call(lease, "requeue", event, before, task=task, lane=lane)
+        """Append the events, ack this entry and put ``task`` back in ``lane``; fenced."""
+        return await self._settle_call(lease, "requeue", events, task=task, lane=lane)
+
+    async def delay(
+        self, lease: Lease, events: Sequence[AnyEvent], task: Task, delay_s: float
+    ) -> str | None:
+        """Append the events, ack this entry, and hold ``task`` for ``delay_s`` (server time)."""
+        member = f"{lane_for(task)}|".encode() + _task_encoder.encode(task)
+        return await self._settle_call(
+            lease, "delay", events, task=task, member=member, delay_ms=int(delay_s * 1000)
+        )
+
+    async def park(self, lease: Lease, events: Sequence[AnyEvent] = ()) -> str | None:
+        """Ack this entry and park the task with its site's until the site or task resumes."""
+        task = lease.task
+        member = f"{task.task_id}|{lane_for(task)}|".encode() + _task_encoder.encode(task)
+        return await self._settle_call(lease, "park", events, member=member)
+
+    async def promote(self, limit: int = PROMOTE_BATCH) -> int:
+        """Move delayed tasks that are due (server time) back to their lanes; how many."""
+        with redis_errors("promoting delayed tasks"):
+            return int(
+                await self._promote(keys=[self.keys.delayed, *self.keys.lanes], args=[limit])
+            )
+
+    async def waiting(self) -> int:
+        """Tasks not in a lane: delayed for a retry (parked ones are not counted)."""
+        with redis_errors("counting delayed tasks"):
+            return int(await self.redis.zcard(self.keys.delayed))
 
     async def dead_letter(
         self, lane: int, entry_id: str, reason: str, fields: dict[bytes, bytes], deliveries: int
@@ -303,14 +342,20 @@ class TaskQueue:
         self,
         lease: Lease,
         mode: str,
-        event: TaskEvent,
-        before: Sequence[AnyEvent],
+        events: Sequence[Event],
         *,
         task: Task | None = None,
         lane: int = LANE_NORMAL,
+        member: bytes = b"",
+        delay_ms: int = 0,
+        action: tuple[str, str] | None = None,
     ) -> str | None:
-        if event.task_id != lease.task.task_id:
-            raise ValueError(f"event is about task {event.task_id}, lease is {lease.task.task_id}")
+        task_id = lease.task.task_id
+        for event in events:
+            if isinstance(event, TaskEvent) and event.task_id != task_id:
+                raise ValueError(f"event is about task {event.task_id}, lease is {task_id}")
+        if task is not None and task.task_id != task_id:
+            raise ValueError("a task keeps its task id")
         dedup, ttl = self.log.dedup_args()
         keys = [
             self.keys.tasks(lease.lane),
@@ -318,17 +363,17 @@ class TaskQueue:
             *dedup,
             self.keys.ckpt,
             self.keys.tasks(lane),
+            self.keys.delayed,
+            self.keys.parked(lease.task.site),
+            self.keys.actions,
         ]
+        payload = member or (_task_encoder.encode(task) if task is not None else b"")
+        action_field, action_value = (f"{task_id}|{action[0]}", action[1]) if action else ("", "")
         args: list[str | bytes | int] = [
-            ttl,
-            WORKERS_GROUP,
-            self.consumer,
-            lease.entry_id,
-            mode,
-            lease.task.task_id,
-            _task_encoder.encode(task) if task is not None else b"",
-        ]
-        for e in (*before, event):
+            ttl, WORKERS_GROUP, self.consumer, lease.entry_id, mode, task_id, payload,
+            delay_ms, action_field, action_value,
+        ]  # fmt: skip
+        for e in events:
             args += (e.event_id, encode(e))
         with redis_errors("writing a task's progress"):
             reply = await self._settle(keys=keys, args=args)
@@ -336,9 +381,15 @@ class TaskQueue:
         if status == b"lost":
             owner = reply[1].decode() if len(reply) > 1 and reply[1] else None
             raise LeaseLost(lease.entry_id, self.consumer, owner)
-        if status == b"dup":
+        if status == b"dup" or len(reply) < 2 or not reply[1]:
             return None
         return str(reply[1].decode())
+
+    async def action_state(self, task_id: str, action_id: str) -> str | None:
+        """The ``ctx.once`` marker of an action: None, "intended" or "done"."""
+        with redis_errors("reading an action marker"):
+            value = await self.redis.hget(self.keys.actions, f"{task_id}|{action_id}")
+        return value.decode() if isinstance(value, bytes) else None
 
     async def _leases(self, reply: list[list[object]], *, reclaimed: bool) -> list[Lease]:
         leases = []

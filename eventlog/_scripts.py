@@ -53,12 +53,16 @@ ENQUEUE = (
     _PRELUDE
     + """
 -- KEYS: seen, events, eids current, eids previous, lane 0 .. lane n
--- ARGV: dedup ttl (s), then groups of: fingerprint, lane, task, event_id, event
+-- ARGV: dedup ttl (s), cap on tasks (0: none), then groups of: fingerprint, lane, task,
+--       event_id, event
 -- The task entry and its TaskEnqueued event are written only for an unseen fingerprint,
 -- so fifty workers enqueueing one URL at once make exactly one task.
 local new = {}
-for i = 2, #ARGV, 5 do
-  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+local cap = tonumber(ARGV[2])
+for i = 3, #ARGV, 5 do
+  if cap > 0 and redis.call('SCARD', KEYS[1]) >= cap then
+    new[#new + 1] = 0
+  elseif redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 1])], '*', 't', ARGV[i + 2])
     append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 3], ARGV[i + 4])
     new[#new + 1] = 1
@@ -74,17 +78,23 @@ return new
 SETTLE = (
     _PRELUDE
     + """
--- Checkpoint, finish or requeue a leased task: fenced on the caller owning the entry.
--- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane
--- ARGV: dedup ttl (s), group, consumer, entry id, mode, task id, requeued task,
---       then event_id, payload pairs; the last pair is the checkpoint or terminal event.
+-- Record a leased task's progress, fenced on the caller owning the entry.
+-- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane, delayed, parked,
+--       actions
+-- ARGV: [1] dedup ttl (s), [2] group, [3] consumer, [4] entry id, [5] mode, [6] task id,
+--       [7] task payload (requeue, delay, park), [8] delay ms, [9] action field,
+--       [10] action value, then event_id, payload pairs from [11]; the last pair is the
+--       step's marker event (a checkpoint, a terminal event ...).
 -- mode: 'ckpt'    append, point ckpt at the last event, renew the lease
+--       'note'    append (and set an action marker), renew the lease
 --       'finish'  append, ack and delete the entry, drop the ckpt pointer
---       'requeue' append, ack and delete the entry, add the requeued task to its lane
+--       'requeue' append, ack and delete the entry, add the task to the requeue lane
+--       'delay'   append, ack and delete the entry, hold the task until TIME + delay
+--       'park'    append, ack and delete the entry, park the task until resumed
 local group, consumer, entry, mode, task_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 -- The marker event's id is checked before ownership: a retry of a call that went through
 -- finds the entry already acked, and must be told "done", not "lease lost".
-if seen(KEYS[3], KEYS[4], ARGV[#ARGV - 1]) then
+if #ARGV >= 12 and seen(KEYS[3], KEYS[4], ARGV[#ARGV - 1]) then
   return {'dup'}
 end
 local owner = owner_of(KEYS[1], group, entry)
@@ -92,23 +102,82 @@ if owner ~= consumer then
   return {'lost', owner}
 end
 local last = false
-for i = 8, #ARGV, 2 do
+for i = 11, #ARGV, 2 do
   last = append(KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
 end
-if mode == 'ckpt' then
-  redis.call('HSET', KEYS[5], task_id, last)
+if mode == 'ckpt' or mode == 'note' then
+  if mode == 'ckpt' then
+    redis.call('HSET', KEYS[5], task_id, last)
+  elseif ARGV[9] ~= '' then
+    redis.call('HSET', KEYS[9], ARGV[9], ARGV[10])
+  end
   redis.call('XCLAIM', KEYS[1], group, consumer, 0, entry, 'JUSTID')
 else
   redis.call('XACK', KEYS[1], group, entry)
   redis.call('XDEL', KEYS[1], entry)
   if mode == 'requeue' then
     redis.call('XADD', KEYS[6], '*', 't', ARGV[7])
+  elseif mode == 'delay' then
+    local now = redis.call('TIME')
+    local due = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ARGV[8])
+    redis.call('ZADD', KEYS[7], due, ARGV[7])
+  elseif mode == 'park' then
+    redis.call('ZADD', KEYS[8], 0, ARGV[7])
   else
     redis.call('HDEL', KEYS[5], task_id)
   end
 end
 redis.call('EXPIRE', KEYS[3], ARGV[1], 'NX')
 return {'ok', last}
+"""
+)
+
+PROMOTE = """
+-- Move delayed tasks whose time has come (server TIME) back to their lanes.
+-- KEYS: delayed, lane 0 .. lane n.  ARGV: max tasks.  Members are '<lane>|<task>'.
+local now = redis.call('TIME')
+local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms, 'LIMIT', 0, ARGV[1])
+for _, member in ipairs(due) do
+  local lane = tonumber(string.sub(member, 1, 1))
+  redis.call('XADD', KEYS[2 + lane], '*', 't', string.sub(member, 3))
+  redis.call('ZREM', KEYS[1], member)
+end
+return #due
+"""
+
+CONTROL = (
+    _PRELUDE
+    + """
+-- An operator's pause or resume: the event and the flag workers poll, atomically.
+-- KEYS: events, eids current, eids previous, control, parked (resume of a site or task),
+--       lane 0 .. lane n
+-- ARGV: dedup ttl (s), event_id, event, flag field, flag value ('' to clear),
+--       task id to unpark ('' for all of the parked set, '-' for none)
+append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
+if ARGV[5] == '' then
+  redis.call('HDEL', KEYS[4], ARGV[4])
+else
+  redis.call('HSET', KEYS[4], ARGV[4], ARGV[5])
+end
+local moved = 0
+if ARGV[6] ~= '-' then
+  local members
+  if ARGV[6] == '' then
+    members = redis.call('ZRANGE', KEYS[5], 0, -1)
+  else
+    members = redis.call('ZRANGEBYLEX', KEYS[5], '[' .. ARGV[6] .. '|', '(' .. ARGV[6] .. '}')
+  end
+  for _, member in ipairs(members) do
+    local bar = string.find(member, '|', 1, true)
+    local lane = tonumber(string.sub(member, bar + 1, bar + 1))
+    redis.call('XADD', KEYS[6 + lane], '*', 't', string.sub(member, bar + 3))
+    redis.call('ZREM', KEYS[5], member)
+  end
+  moved = #members
+end
+redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
+return moved
 """
 )
 
@@ -254,4 +323,32 @@ for i = 1, #ARGV, 2 do
   end
 end
 return changed
+"""
+
+POLITENESS_ACQUIRE = """
+-- Take a slot on a host if it has a free one and its next start time has come.
+-- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms)
+-- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms
+-- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+-- A redis-py retry whose first reply was lost must find its slot, not wait for the delay.
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if expiry then return {0, tonumber(expiry) - ttl} end
+local wait = tonumber(redis.call('GET', KEYS[2]) or now) - now
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  -- A holder may release at any moment: ask again soon, or when the first slot expires.
+  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  wait = math.max(wait, math.min(tonumber(first[2]) - now, tonumber(ARGV[5])))
+end
+if wait > 0 then return {wait, now} end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+-- The key lives as long as its latest slot (a worker may run with a longer slot ttl).
+redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+-- The site's own Crawl-delay and ours are both minimums: the longer one applies.
+local delay = math.max(tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[3]) or 0))
+if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay) end
+return {0, now}
 """

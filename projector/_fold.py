@@ -4,7 +4,7 @@ Pure: no I/O and no clock. The only time it knows is the actors' wall clocks car
 events, and order is the stream ID. The task state machine (DESIGN.md)::
 
     pending ──claimed──▶ running ──done/failed/aborted──▶ (terminal)
-       ▲                   │  retry scheduled / reclaimed
+       ▲                   │  retry scheduled / lease expired (reclaimed)
        └───────────────────┘
     pending, running ──paused──▶ paused ──resumed──▶ pending
     terminal ──retried (operator)──▶ pending, attempt + 1
@@ -192,10 +192,12 @@ def _claimed(state: State, event: TaskClaimed) -> None:
 
 
 def _reclaimed(state: State, event: TaskReclaimed) -> None:
+    # The lease expired and the task went back to the queue (the recovery lane): pending
+    # until a worker claims it again.
     task = _task(state, event, _ACTIVE, "reclaimed")
-    task.owner, task.deliveries = event.actor, event.deliveries
+    task.owner, task.deliveries = None, event.deliveries
     task.recoveries += 1
-    _move(state, task, RUNNING, event, event.reason)
+    _move(state, task, PENDING, event, event.reason)
 
 
 def _checkpoint(state: State, event: CheckpointSaved) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 import redis.asyncio as aioredis
 
-from eventlog import EventLog, LogEntry, PoisonEntry, stream_id_key
+from eventlog import AnyEvent, EventLog, LogEntry, PoisonEntry, stream_id_key
 from eventlog._connection import redis_errors
 from eventlog._scripts import REBUILD_CKPT
 from projector._archive import read_entries
@@ -114,3 +114,15 @@ async def rebuild_checkpoint_index(redis: aioredis.Redis, job: str, state: State
     script = redis.register_script(REBUILD_CKPT)
     with redis_errors("rebuilding the checkpoint index"):
         return int(await script(keys=[log.keys.ckpt], args=args))
+
+
+def find_archived(store: Store, stream_id: str) -> AnyEvent | None:
+    """The archived event at ``stream_id`` (a checkpoint trimmed from Redis), if any."""
+    manifest = store.read_manifest()
+    key = stream_id_key(stream_id)
+    for segment, path in zip(manifest.segments, store.segment_paths(manifest), strict=True):
+        if stream_id_key(segment.first_id) <= key <= stream_id_key(segment.last_id):
+            for entry in read_entries(path):
+                if entry.stream_id == stream_id:
+                    return entry.event
+    return None
