@@ -12,18 +12,17 @@ runs. Instead every call opens an in-memory DuckDB connection over what one mani
 
 Both halves come from the same manifest, which the projector replaces atomically, so what a
 query sees is consistent even while the projector commits. A segment a newer manifest drops
-may vanish while a query reads it: the whole read is then tried once more on the newer one.
+may vanish while a query reads it: the whole read is then tried again on the newer one.
 ``docs/reports.md`` documents every view and column.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import gc
 import heapq
+import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -43,7 +42,6 @@ T = TypeVar("T")
 
 VIEWS: Final = ("events", "pages", "items", "tasks", "sites", "anomalies", "job")
 """Every view a query may use, as ``docs/reports.md`` documents them."""
-ARCHIVE_VIEWS: Final = ("events", "pages", "items")
 
 ExportWhat = Literal["pages", "items"]
 ExportFormat = Literal["jsonl", "parquet", "csv"]
@@ -67,16 +65,17 @@ MICROS: Final = 1_000_000
 
 # The events view: the archive's columns but ``payload`` (the msgpack bytes ``replay``
 # decodes; no use in SQL and the largest column), the stream ID split into numbers (the
-# string does not sort in log order: "9-0" > "10-0"), and ``at`` as a UTC timestamp too.
+# string does not sort in log order: "9-0" > "10-0"), and ``at`` renamed: AT is a reserved
+# word in DuckDB's SQL, which every query would have to quote.
 _EVENT_SELECT = {
     "stream_id": "stream_id, CAST(split_part(stream_id, '-', 1) AS BIGINT) AS stream_ms, "
     "CAST(split_part(stream_id, '-', 2) AS BIGINT) AS stream_seq",
-    "at": f"at, make_timestamp(CAST(round(at * {MICROS}) AS BIGINT)) AS at_ts",
+    "at": f'"at" AS epoch_s, make_timestamp(CAST(round("at" * {MICROS}) AS BIGINT)) AS time',
     "data": "CAST(data AS JSON) AS data",
     "payload": None,
 }
 _EVENT_COLUMNS_SQL = ", ".join(
-    column for f in SCHEMA if (column := _EVENT_SELECT.get(f.name, f.name)) is not None
+    column for f in SCHEMA if (column := _EVENT_SELECT.get(f.name, f'"{f.name}"')) is not None
 )
 # A task's site is that of its first ``task.enqueued`` (a second one is refused by the fold).
 _PAGES_SQL = """
@@ -86,13 +85,13 @@ WITH enqueued AS (
     FROM events WHERE type = 'task.enqueued' GROUP BY task_id
 )
 SELECT p.stream_id, p.stream_ms, p.stream_seq, p.task_id, e.site, p.url, p.status, p.bytes,
-       p.elapsed_ms, p.actor AS worker, p.attempt, p.page, p.error, p.at, p.at_ts
+       p.elapsed_ms, p.actor AS worker, p.attempt, p.page, p.error, p.epoch_s, p.time
 FROM events AS p LEFT JOIN enqueued AS e ON p.task_id = e.task_id
 WHERE p.type = 'task.page'
 """
 _ITEMS_SQL = """
 CREATE VIEW items AS
-SELECT key, task_id, data, actor AS worker, at, at_ts, stream_id, stream_ms, stream_seq
+SELECT key, task_id, data, actor AS worker, epoch_s, time, stream_id, stream_ms, stream_seq
 FROM events
 WHERE type = 'task.item'
 QUALIFY row_number() OVER (PARTITION BY key ORDER BY stream_ms, stream_seq) = 1
@@ -116,33 +115,15 @@ class _Committed:
     con: duckdb.DuckDBPyConnection
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Collect no garbage while a large state is decoded or converted.
-
-    Decoding a snapshot creates millions of containers that can never form cycles; the
-    cycle collector's passes over them, triggered by the allocations alone, more than
-    double the time (measured by ``tools/bench_report.py``).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _open(store: Store, *, read_state: bool) -> _Committed:
-    """A connection with the archive views of the committed manifest (and its state)."""
+def _read(store: Store, *, read_state: bool) -> tuple[Manifest, State | None]:
+    """The committed manifest, and the state it commits if asked for."""
     state: State | None = None
     if read_state:
-        with _gc_paused():
-            manifest, state = read_committed(store)
+        manifest, state = read_committed(store)
     else:
         manifest = store.read_manifest()
     if not manifest.segments and manifest.snapshot is None:
@@ -151,8 +132,18 @@ def _open(store: Store, *, read_state: bool) -> _Committed:
             f"no projected data for job {store.job!r} under {data_dir}: is the projector "
             f"running? `crawlog project --job {store.job}`"
         )
+    return manifest, state
+
+
+def _connect(store: Store, manifest: Manifest) -> duckdb.DuckDBPyConnection:
+    """An in-memory connection with the archive views of ``manifest``'s segments.
+
+    Creating the views already opens the files (DuckDB binds a view to their schema).
+    """
     con = duckdb.connect(":memory:")
     try:
+        # DuckDB draws a progress bar on stderr for a long query: the output is crawlog's.
+        con.execute("SET enable_progress_bar = false")
         paths = store.segment_paths(manifest)
         if paths:
             source = f"read_parquet([{', '.join(_sql_string(str(p)) for p in paths)}])"
@@ -165,23 +156,39 @@ def _open(store: Store, *, read_state: bool) -> _Committed:
     except BaseException:
         con.close()
         raise
-    return _Committed(manifest, state, con)
+    return con
 
 
-def _run(store: Store, work: Callable[[_Committed], T], *, read_state: bool, doing: str) -> T:
-    """``work`` on the committed data, tried again if a segment vanished meanwhile."""
+def _run(
+    store: Store,
+    work: Callable[[_Committed], T],
+    *,
+    read_state: bool,
+    doing: str,
+    keep_open: bool = False,
+) -> T:
+    """``work`` on the committed data, tried again if a segment vanished meanwhile.
+
+    The connection is closed afterwards, unless ``keep_open`` and ``work`` succeeded.
+    """
     for attempt in range(READ_ATTEMPTS):
-        committed = _open(store, read_state=read_state)
+        manifest, state = _read(store, read_state=read_state)
+        con = None
         try:
-            return work(committed)
+            con = _connect(store, manifest)
+            result = work(_Committed(manifest, state, con))
+            if keep_open:
+                con = None
+            return result
         except duckdb.IOException as exc:
-            if attempt + 1 < READ_ATTEMPTS and store.read_manifest() != committed.manifest:
+            if attempt + 1 < READ_ATTEMPTS and store.read_manifest() != manifest:
                 continue
             raise CrawlogError(f"{doing} failed: {duckdb_message(exc)}") from None
         except duckdb.Error as exc:
             raise CrawlogError(f"{doing} failed: {duckdb_message(exc)}") from None
         finally:
-            committed.con.close()
+            if con is not None:
+                con.close()
     raise AssertionError("unreachable")
 
 
@@ -204,7 +211,8 @@ _ARROW_SCALARS: Final[dict[type, pa.DataType]] = {
     msgspec.inspect.FloatType: pa.float64(),
     msgspec.inspect.BoolType: pa.bool_(),
 }
-_TIME_SUFFIX = "_at"
+_EPOCH_SUFFIX = "_at"
+_TIME_SUFFIX = "_time"
 
 
 @dataclass(frozen=True)
@@ -262,8 +270,7 @@ def _values(rows: Sequence[Any], path: tuple[str, ...]) -> list[Any]:
 def tasks_table(state: State) -> pa.Table:
     """The tasks of ``state``, one row each, with the columns ``TASK_COLUMNS``."""
     tasks = list(state.tasks.values())
-    with _gc_paused():
-        arrays = [pa.array(_values(tasks, c.path), c.arrow_type) for c in TASK_COLUMNS]
+    arrays = [pa.array(_values(tasks, c.path), c.arrow_type) for c in TASK_COLUMNS]
     return pa.table(arrays, names=[c.name for c in TASK_COLUMNS])
 
 
@@ -315,22 +322,59 @@ def job_table(manifest: Manifest, state: State) -> pa.Table:
     return pa.table({name: pa.array([v], t) for name, (v, t) in row.items()})
 
 
-def _register_state(con: duckdb.DuckDBPyConnection, manifest: Manifest, state: State) -> None:
-    con.register("_tasks", tasks_table(state))
-    stamps = ", ".join(
-        f"make_timestamp(CAST(round({c.name} * {MICROS}) AS BIGINT)) AS "
-        f"{c.name.removesuffix(_TIME_SUFFIX)}_ts"
-        for c in TASK_COLUMNS
-        if c.name.endswith(_TIME_SUFFIX) and c.arrow_type == pa.float64()
-    )
-    con.execute(f"CREATE VIEW tasks AS SELECT *, {stamps} FROM _tasks")
-    for name, table in (
-        ("sites", sites_table(state)),
-        ("anomalies", anomalies_table(state)),
-        ("job", job_table(manifest, state)),
-    ):
-        con.register(f"_{name}", table)
-        con.execute(f"CREATE VIEW {name} AS SELECT * FROM _{name}")
+_TABLES: Final[dict[str, Callable[[Manifest, State], pa.Table]]] = {
+    "tasks": lambda manifest, state: tasks_table(state),
+    "sites": lambda manifest, state: sites_table(state),
+    "anomalies": lambda manifest, state: anomalies_table(state),
+    "job": job_table,
+}
+STATE_VIEWS: Final = frozenset(_TABLES)
+
+
+def _register_state(
+    con: duckdb.DuckDBPyConnection,
+    manifest: Manifest,
+    state: State,
+    views: Iterable[str] = STATE_VIEWS,
+) -> None:
+    """Add the state's ``views`` (by default all) to ``con``."""
+    for name in views:
+        con.register(f"_{name}", _TABLES[name](manifest, state))
+        columns = "*"
+        if name == "tasks":
+            columns += "".join(
+                f", make_timestamp(CAST(round({c.name} * {MICROS}) AS BIGINT)) AS "
+                f"{c.name.removesuffix(_EPOCH_SUFFIX)}{_TIME_SUFFIX}"
+                for c in TASK_COLUMNS
+                if c.name.endswith(_EPOCH_SUFFIX) and c.arrow_type == pa.float64()
+            )
+        con.execute(f"CREATE VIEW {name} AS SELECT {columns} FROM _{name}")
+
+
+def state_views_used(sql: str) -> frozenset[str]:
+    """The state views ``sql`` reads (all of them when DuckDB cannot parse it alone).
+
+    A query of the archive views alone then needs no state: for a million tasks, reading
+    the state and building the ``tasks`` table takes seconds. DuckDB's parser (not its
+    binder, which would need the tables) gives the names.
+    """
+    with duckdb.connect(":memory:") as parser:
+        row = parser.execute("SELECT json_serialize_sql($1)", [sql]).fetchone()
+    tree = json.loads(row[0]) if row else {"error": True}
+    if tree.get("error"):
+        # Not one or more plain SELECTs (or not valid SQL): provide everything.
+        return STATE_VIEWS
+    names: set[str] = set()
+    nodes: list[Any] = [tree]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "BASE_TABLE":
+                names.add(str(node.get("table_name", "")).lower())
+            nodes += node.values()
+        elif isinstance(node, list):
+            nodes += node
+    return STATE_VIEWS & names
 
 
 # --- views, queries, exports -------------------------------------------------------------
@@ -342,13 +386,12 @@ def open_views(store: Store) -> duckdb.DuckDBPyConnection:
     The caller closes it. A query on it may fail with ``duckdb.IOException`` if a projector
     compacts the archive meanwhile; ``query`` and ``export`` retry that themselves.
     """
-    committed = _open(store, read_state=True)
+    return _run(store, _with_state, read_state=True, doing="opening the views", keep_open=True)
+
+
+def _with_state(committed: _Committed) -> duckdb.DuckDBPyConnection:
     assert committed.state is not None
-    try:
-        _register_state(committed.con, committed.manifest, committed.state)
-    except BaseException:
-        committed.con.close()
-        raise
+    _register_state(committed.con, committed.manifest, committed.state)
     return committed.con
 
 
@@ -362,11 +405,15 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
 def query(store: Store, sql: str) -> QueryResult:
     """Run ``sql`` over the views of the committed data; ``CrawlogError`` if it fails."""
 
+    needed = state_views_used(sql)
+
     def run(committed: _Committed) -> QueryResult:
-        assert committed.state is not None
-        _register_state(committed.con, committed.manifest, committed.state)
+        con = committed.con
+        if needed:
+            assert committed.state is not None
+            _register_state(con, committed.manifest, committed.state, needed)
         try:
-            cursor = committed.con.execute(sql)
+            cursor = con.execute(sql)
             rows = cursor.fetchall() if cursor.description is not None else []
         except duckdb.IOException:
             raise
@@ -378,7 +425,7 @@ def query(store: Store, sql: str) -> QueryResult:
         columns = tuple(d[0] for d in cursor.description or ())
         return QueryResult(columns=columns, rows=rows)
 
-    return _run(store, run, read_state=True, doing="the query")
+    return _run(store, run, read_state=bool(needed), doing="the query")
 
 
 def export(store: Store, *, what: ExportWhat, fmt: ExportFormat, out: Path) -> int:
@@ -670,7 +717,7 @@ def _sites(state: State) -> list[SiteProgress]:
 
 def _throughput(con: duckdb.DuckDBPyConnection) -> Throughput:
     rows = con.execute(
-        f"SELECT CAST(floor(at / {SECONDS_PER_MINUTE}) AS BIGINT) AS minute, count(*) "
+        f"SELECT CAST(floor(epoch_s / {SECONDS_PER_MINUTE}) AS BIGINT) AS minute, count(*) "
         f"{_PAGE_EVENTS} GROUP BY minute ORDER BY minute"
     ).fetchall()
     if not rows:
@@ -732,15 +779,22 @@ def _recoveries(con: duckdb.DuckDBPyConnection, tasks: Sequence[TaskState]) -> R
     resumed = [t for t in tasks if t.recoveries > 0]
     resumed.sort(key=lambda t: (-t.recoveries, t.task_id))
     # Every fetch of a page after the first, as the log has them (a zombie's late fetch, which
-    # the fold refuses, counts too: it was fetched again all the same).
-    refetched = f"""
-        SELECT task_id, page, arg_min(url, [stream_ms, stream_seq]) AS url, count(*) AS times
+    # the fold refuses, counts too: it was fetched again all the same). The URLs are looked up
+    # for the listed pages only: carrying them through the grouping of every page would make
+    # it three times slower.
+    con.execute(f"""
+        CREATE TEMP TABLE refetched AS
+        SELECT task_id, page, count(*) AS times
         {_PAGE_EVENTS} GROUP BY task_id, page HAVING count(*) > 1
-    """
-    pairs, extra = _one(con, f"SELECT count(*), coalesce(sum(times - 1), 0) FROM ({refetched})")
-    listed = con.execute(
-        f"{refetched} ORDER BY times DESC, task_id, page LIMIT {LISTED}"
-    ).fetchall()
+    """)
+    pairs, extra = _one(con, "SELECT count(*), coalesce(sum(times - 1), 0) FROM refetched")
+    listed = con.execute(f"""
+        SELECT r.task_id, r.page, arg_min(p.url, [p.stream_ms, p.stream_seq]), r.times
+        FROM (SELECT * FROM refetched ORDER BY times DESC, task_id, page LIMIT {LISTED}) AS r
+        JOIN events AS p ON p.type = 'task.page' AND p.task_id = r.task_id AND p.page = r.page
+        GROUP BY r.task_id, r.page, r.times
+        ORDER BY r.times DESC, r.task_id, r.page
+    """).fetchall()
     return Recoveries(
         tasks_resumed=len(resumed),
         resumed=[
@@ -808,6 +862,11 @@ def _n(value: int) -> str:
     return f"{value:,}"
 
 
+def _count(value: int, noun: str, plural: str | None = None) -> str:
+    """``1 task``, ``2 tasks``."""
+    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f} ms"
 
@@ -873,8 +932,9 @@ def _text_totals(report: Report) -> list[str]:
     return [
         f"Tasks: {_n(t.tasks)}",
         *_table(rows, [False, True]),
-        f"Pages: {_n(t.pages)} fetched ({_n(t.refetches)} refetches), {_size(t.bytes)}",
-        f"Items: {_n(t.items)} ({_n(t.duplicate_items)} duplicates ignored)",
+        f"Pages: {_n(t.pages)} fetched ({_count(t.refetches, 'refetch', 'refetches')}), "
+        f"{_size(t.bytes)}",
+        f"Items: {_n(t.items)} ({_count(t.duplicate_items, 'duplicate')} ignored)",
     ]
 
 
@@ -927,7 +987,9 @@ def _text_response_times(report: Report) -> list[str]:
 
 def _text_failures(report: Report) -> list[str]:
     f = report.failures
-    lines = [f"Failures: {_n(f.tasks)} tasks failed or aborted, {_n(f.pages)} page errors"]
+    lines = [
+        f"Failures: {_count(f.tasks, 'task')} failed or aborted, {_count(f.pages, 'page error')}"
+    ]
     if f.task_reasons:
         lines.append("  tasks, by last reason:")
         lines += _table([[_n(r.count), r.reason] for r in f.task_reasons], [True, False], "    ")
@@ -942,9 +1004,7 @@ def _text_failures(report: Report) -> list[str]:
 
 def _text_retries(report: Report) -> list[str]:
     r = report.retries
-    distribution = ", ".join(
-        f"{d.retries}: {_n(d.tasks)} task{'s' if d.tasks != 1 else ''}" for d in r.distribution
-    )
+    distribution = ", ".join(f"{d.retries}: {_count(d.tasks, 'task')}" for d in r.distribution)
     return [
         f"Retries: {_n(r.total)} scheduled, at most {_n(r.peak)} for one task",
         f"  tasks by retries: {distribution or '-'}",
@@ -954,8 +1014,9 @@ def _text_retries(report: Report) -> list[str]:
 def _text_recoveries(report: Report) -> list[str]:
     r = report.recoveries
     lines = [
-        f"Recoveries: {_n(r.tasks_resumed)} tasks resumed after a lost lease; "
-        f"{_n(r.pages_refetched)} pages fetched again ({_n(r.extra_fetches)} extra fetches)"
+        f"Recoveries: {_count(r.tasks_resumed, 'task')} resumed after a lost lease; "
+        f"{_count(r.pages_refetched, 'page')} fetched again "
+        f"({_count(r.extra_fetches, 'extra fetch', 'extra fetches')})"
     ]
     if r.resumed:
         lines.append("  resumed:")
@@ -972,7 +1033,7 @@ def _text_recoveries(report: Report) -> list[str]:
 
 def _text_stuck(report: Report) -> list[str]:
     s = report.stuck
-    lines = [f"Stuck: {_n(s.count)} tasks running past their {s.lease_s:g} s lease"]
+    lines = [f"Stuck: {_count(s.count, 'task')} running past the {s.lease_s:g} s lease"]
     rows = [
         [t.task_id, t.owner or "-", f"{t.idle_s:,.0f} s idle", f"attempt {t.attempt}", t.url]
         for t in s.tasks
@@ -983,8 +1044,10 @@ def _text_stuck(report: Report) -> list[str]:
 
 def _text_anomalies(report: Report) -> list[str]:
     a = report.anomalies
-    lines = [f"Anomalies: {_n(a.total)} refused events"]
-    lines += _table([[_n(r.count), r.reason] for r in a.by_reason], [True, False], "    ")
+    lines = [f"Anomalies: {_count(a.total, 'refused event')}"]
+    if a.by_reason:
+        lines.append("  by reason:")
+        lines += _table([[_n(r.count), r.reason] for r in a.by_reason], [True, False], "    ")
     if a.first:
         lines.append("  first:")
         rows = [[x.stream_id, x.event_type, x.task_id or "-", f"({x.reason})"] for x in a.first]

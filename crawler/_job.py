@@ -1,0 +1,72 @@
+"""A job's configuration: written once by ``crawlog crawl``, read by every worker."""
+
+from __future__ import annotations
+
+import msgspec
+import redis.asyncio as aioredis
+
+from crawler._politeness import Politeness
+from crawler._scope import DEFAULT_SCOPE_MODE, Scope, ScopeMode
+from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys
+from eventlog._connection import redis_errors
+
+DEFAULT_RECOVERY_LIMIT = 3
+"""Recoveries (lease expiries, restarts mid-task) before a task is aborted, not retried."""
+DEFAULT_MAX_ATTEMPTS = 4
+
+
+class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What every worker of a job must agree on."""
+
+    seeds: tuple[str, ...]
+    scope: ScopeMode = DEFAULT_SCOPE_MODE
+    max_depth: int | None = None
+    max_pages: int = 0
+    """0: no limit. Otherwise no more than this many tasks are ever enqueued."""
+    spider: str | None = None
+    """MODULE:CLASS, or None for the default site spider."""
+    politeness: Politeness = msgspec.field(default_factory=Politeness)
+    lease_ms: int = DEFAULT_LEASE_MS
+    recovery_limit: int = DEFAULT_RECOVERY_LIMIT
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    obey_robots: bool = True
+
+    def scope_rule(self) -> Scope:
+        """The job's scope, built from its seeds."""
+        return Scope(self.seeds, self.scope, self.max_depth)
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(JobConfig)
+
+
+async def save_config(redis: aioredis.Redis, keys: JobKeys, config: JobConfig) -> JobConfig:
+    """Store the job's configuration, or check that it is the one already stored."""
+    data = _encoder.encode(config)
+    with redis_errors("saving the job's configuration"):
+        if await redis.set(keys.config, data, nx=True):
+            return config
+    stored = await load_config(redis, keys)
+    if stored != config:
+        differences = _differences(stored, config)
+        raise ConfigError(
+            f"job {keys.job!r} already exists with other settings ({differences}): "
+            "run it with the same options to resume it, or pick a new --job name"
+        )
+    return stored
+
+
+async def load_config(redis: aioredis.Redis, keys: JobKeys) -> JobConfig:
+    """The job's stored configuration; ``ConfigError`` for a job nobody started."""
+    with redis_errors("reading the job's configuration"):
+        data = await redis.get(keys.config)
+    if not isinstance(data, bytes):
+        raise ConfigError(
+            f"no job {keys.job!r} here: start it with `crawlog crawl SEED --job {keys.job}`"
+        )
+    return _decoder.decode(data)
+
+
+def _differences(stored: JobConfig, wanted: JobConfig) -> str:
+    a, b = msgspec.structs.asdict(stored), msgspec.structs.asdict(wanted)
+    return ", ".join(f"{k}: {a[k]!r} now, {b[k]!r} asked" for k in a if a[k] != b[k])

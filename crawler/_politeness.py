@@ -1,0 +1,218 @@
+"""Per-host politeness shared by every worker of a job: concurrency and delay kept in Redis.
+
+A worker wraps every request in ``async with gate.slot(host):``. Taking a slot is one
+script call that, on the server's clock, drops expired slots, checks the host's count
+against ``per_host`` and its next allowed start time, and either takes a slot (advancing
+the next start by the delay) or says how long to wait. Freeing it is one ``ZREM``. So the
+limits hold across all workers, and a worker's clock never matters.
+
+Per host, three keys (``crawlog:{job}:host:<host>:…``), each expiring when idle:
+
+- ``slots``: zset of slot tokens scored by their expiry; a worker killed while holding a
+  slot loses it after ``slot_ttl_s``, so no host is blocked forever.
+- ``next``: server time (ms) before which no request may start; lives as long as the delay.
+- ``delay``: a per-host delay set with `PolitenessGate.set_delay` (robots.txt Crawl-delay),
+  seen by every worker until it expires; the longer of it and ``delay_s`` applies.
+
+Within one process, tasks waiting for the same host queue locally behind one that asks
+Redis, and a local release wakes it at once: a thousand tasks waiting on one busy host
+cost one poll, not a thousand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import msgspec
+import redis.asyncio as aioredis
+
+from crawler._robots import DEFAULT_ROBOTS_TTL_S
+from eventlog._connection import redis_errors
+from eventlog._exceptions import ConfigError, ServerError
+from eventlog._keys import JobKeys
+from eventlog._scripts import POLITENESS_ACQUIRE
+
+DEFAULT_PER_HOST = 2
+DEFAULT_DELAY_S = 0.0
+DEFAULT_SLOT_TTL_S = 30.0
+"""Longer than any fetch's timeout: a slot outliving its ttl no longer counts."""
+DEFAULT_MAX_POLL_S = 0.1
+"""Another worker's release of a full host is noticed within this long."""
+MAX_DELAY_S = 3600.0
+MAX_TTL_S = 7 * 86_400.0
+MIN_S = 0.001
+"""Redis counts in milliseconds."""
+JITTER = 0.1
+"""Extra sleep, as a share of ``max_poll_s``, so workers polling one host drift apart."""
+MAX_HOST_CHARS = 300
+"""A DNS name (253) plus a port, with room for an IPv6 literal's brackets."""
+MS_PER_S = 1000
+TOKEN_BYTES = 8
+
+
+def _ms(seconds: float) -> int:
+    # Rounded first so that 0.3 s is 300 ms, not 301 through float error.
+    return math.ceil(round(seconds * MS_PER_S, 6))
+
+
+def _check_seconds(what: str, value: float, *, low: float, high: float) -> None:
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(f"{what} {value!r} is not between {low} and {high} seconds")
+
+
+def check_host(host: str) -> str:
+    """``host`` if it can name a host's politeness keys, else ``ConfigError``."""
+    if (
+        not host
+        or len(host) > MAX_HOST_CHARS
+        or any(c.isspace() or c in "{}" or not c.isprintable() for c in host)
+    ):
+        raise ConfigError(
+            f"invalid host {host!r}: 1-{MAX_HOST_CHARS} printable characters, no spaces or braces"
+        )
+    return host
+
+
+class Politeness(msgspec.Struct, frozen=True, kw_only=True):
+    """How hard a job may hit one host, counted across all of its workers."""
+
+    per_host: int = DEFAULT_PER_HOST
+    """Requests to one host in flight at once."""
+    delay_s: float = DEFAULT_DELAY_S
+    """Least time between the starts of two requests to one host."""
+    slot_ttl_s: float = DEFAULT_SLOT_TTL_S
+    """A held slot expires after this long: keep it above the fetch timeout."""
+    delay_ttl_s: float = DEFAULT_ROBOTS_TTL_S
+    """How long a delay set with `PolitenessGate.set_delay` lasts (as a robots.txt does)."""
+    max_poll_s: float = DEFAULT_MAX_POLL_S
+    """Longest sleep before asking again for a host whose slots are all held."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.per_host, bool) or not isinstance(self.per_host, int):
+            raise ConfigError(f"per-host concurrency {self.per_host!r} is not a whole number")
+        if self.per_host < 1:
+            raise ConfigError(f"per-host concurrency {self.per_host} is not 1 or more")
+        _check_seconds("per-host delay", self.delay_s, low=0.0, high=MAX_DELAY_S)
+        _check_seconds("slot ttl", self.slot_ttl_s, low=MIN_S, high=MAX_TTL_S)
+        _check_seconds("delay ttl", self.delay_ttl_s, low=MIN_S, high=MAX_TTL_S)
+        _check_seconds("max poll", self.max_poll_s, low=MIN_S, high=MAX_DELAY_S)
+
+
+class HostSlot(msgspec.Struct, frozen=True):
+    """A slot held on a host while a request runs."""
+
+    host: str
+    started_ms: int
+    """Server time (Unix ms) at which the slot was taken: the request's permitted start."""
+
+
+class _Waiters:
+    """This process's tasks after one host: the lock's holder polls Redis for all of them."""
+
+    __slots__ = ("lock", "released", "users")
+
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.released = anyio.Event()
+        self.users = 0
+
+    def wake(self) -> None:
+        # Only the lock's holder ever waits for a release: no holder, no event to replace.
+        if self.lock.locked():
+            self.released.set()
+            self.released = anyio.Event()
+
+
+class PolitenessGate:
+    """One worker's gate to the hosts of a job; ``async with gate.slot(host):`` per request."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        job: str | JobKeys,
+        politeness: Politeness | None = None,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.redis = redis
+        self.keys = job if isinstance(job, JobKeys) else JobKeys(job)
+        self.politeness = politeness or Politeness()
+        self._rng = rng or random.Random()
+        self._acquire_script = redis.register_script(POLITENESS_ACQUIRE)
+        p = self.politeness
+        self._args = (p.per_host, _ms(p.delay_s), _ms(p.slot_ttl_s), _ms(p.max_poll_s))
+        self._waiters: dict[str, _Waiters] = {}
+
+    @asynccontextmanager
+    async def slot(self, host: str) -> AsyncIterator[HostSlot]:
+        """Wait for a free slot on ``host`` and its next start time, hold it while the block runs.
+
+        ``ServerUnreachable`` if Redis is lost; the slot is freed on exit, and a slot whose
+        holder died frees itself after ``slot_ttl_s``.
+        """
+        check_host(host)
+        token = secrets.token_hex(TOKEN_BYTES)
+        waiters = self._waiters.get(host) or self._waiters.setdefault(host, _Waiters())
+        waiters.users += 1
+        try:
+            yield HostSlot(host, await self._acquire(host, token, waiters))
+        except BaseException:
+            # A cancelled acquire may have taken a slot before its reply was lost, so free
+            # it; but the error in flight says more than a failed release would, and an
+            # unfreed slot expires by itself.
+            with contextlib.suppress(ServerError):
+                await self._release(host, token)
+            raise
+        else:
+            await self._release(host, token)
+        finally:
+            waiters.wake()
+            waiters.users -= 1
+            if not waiters.users:
+                del self._waiters[host]
+
+    async def set_delay(self, host: str, seconds: float) -> None:
+        """Space request starts to ``host`` by at least ``seconds``, in every worker.
+
+        For a site's own wish (robots.txt Crawl-delay): it lasts ``delay_ttl_s``, and the
+        longer of it and ``delay_s`` applies. It counts from the next request's start.
+        """
+        check_host(host)
+        _check_seconds("per-host delay", seconds, low=0.0, high=MAX_DELAY_S)
+        with redis_errors("setting a host's delay"):
+            await self.redis.set(
+                self.keys.host_delay(host), _ms(seconds), px=_ms(self.politeness.delay_ttl_s)
+            )
+
+    async def _release(self, host: str, token: str) -> None:
+        # Shielded: a cancelled request must still free its slot.
+        with anyio.CancelScope(shield=True), redis_errors("freeing a host slot"):
+            await self.redis.zrem(self.keys.host_slots(host), token)
+
+    async def _acquire(self, host: str, token: str, waiters: _Waiters) -> int:
+        keys = [self.keys.host_slots(host), self.keys.host_next(host), self.keys.host_delay(host)]
+        if not waiters.lock.locked():
+            wait_ms, at_ms = await self._try(keys, token)
+            if not wait_ms:
+                return at_ms
+        async with waiters.lock:
+            while True:
+                # Taken before asking, so a release between the reply and the wait counts.
+                released = waiters.released
+                wait_ms, at_ms = await self._try(keys, token)
+                if not wait_ms:
+                    return at_ms
+                jitter = self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
+                with anyio.move_on_after(wait_ms / MS_PER_S + jitter):
+                    await released.wait()
+
+    async def _try(self, keys: list[str], token: str) -> tuple[int, int]:
+        with redis_errors("taking a host slot"):
+            wait_ms, at_ms = await self._acquire_script(keys=keys, args=[token, *self._args])
+        return int(wait_ms), int(at_ms)
