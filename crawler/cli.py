@@ -24,7 +24,9 @@ import anyio
 import click
 
 from crawler._cli_options import data_dir_option, fsync_option, json_option
+from crawler.cli_crawl import crawl_command, enqueue_command, worker_command
 from crawler.cli_projector import project_command, replay_command
+from crawler.cli_reports import register_report_commands
 from crawler.demo import demo_command
 from crawler.testsite import testsite_command
 from eventlog._connection import redacted
@@ -213,8 +215,12 @@ def _duration(seconds: int) -> str:
 
 cli.add_command(demo_command)
 cli.add_command(testsite_command)
+cli.add_command(crawl_command)
+cli.add_command(worker_command)
+cli.add_command(enqueue_command)
 cli.add_command(project_command)
 cli.add_command(replay_command)
+register_report_commands(cli)
 
 
 # --- entry point ------------------------------------------------------------------------------

@@ -1,0 +1,140 @@
+"""``crawlog crawl``: a job's processes, started, watched and summed up.
+
+The crawl process itself crawls nothing: it stores the job's configuration, enqueues the
+seeds (idempotently: running the same command again after a crash enqueues nothing new),
+starts N worker processes and the projector, prints progress, and when every task is
+terminal stops the projector (which commits) and prints a summary from the log. Workers
+are named ``w1`` … ``wN``, so a re-run after a crash resumes each one's pending tasks at
+once; tasks of a worker that does not come back are reclaimed when their leases expire.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import msgspec
+from anyio.abc import Process
+
+from crawler._job import JobConfig, save_config
+from crawler._worker import enqueue_seeds
+from eventlog import JobKeys, TaskQueue, connect
+from projector._projector import read_committed, wait_for_position
+from projector._store import Store
+
+PROGRESS_EVERY_S = 1.0
+PROJECTOR_WAIT_S = 60.0
+STOP_GRACE_S = 15.0
+
+
+class CrawlSummary(msgspec.Struct, kw_only=True):
+    """How a crawl ended, from the log."""
+
+    job: str
+    complete: bool
+    tasks: dict[str, int]
+    pages: int
+    refetches: int
+    items: int
+    duplicate_items: int
+    anomalies: int
+    seconds: float
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "crawler.cli", *args]
+
+
+async def run_crawl(
+    url: str,
+    data_dir: Path,
+    job: str,
+    config: JobConfig,
+    *,
+    workers: int,
+    concurrency: int,
+    echo: Callable[[str], None],
+) -> CrawlSummary:
+    """Run the job to completion (or until interrupted); its summary."""
+    started = time.monotonic()
+    keys = JobKeys(job)
+    env = {**os.environ, "REDIS_URL": url}
+    common = ("--job", job, "--data-dir", str(data_dir))
+    async with connect(url) as client:
+        config = await save_config(client, keys, config)
+        queue = TaskQueue(client, job, "crawl")
+        new = await enqueue_seeds(
+            queue, list(config.seeds), actor="crawl", max_pages=config.max_pages
+        )
+        echo(
+            f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
+        )
+        processes: list[Process] = []
+        try:
+            projector = await anyio.open_process(_cli("project", *common), env=env, stdout=None)
+            processes.append(projector)
+            for n in range(1, workers + 1):
+                worker = await anyio.open_process(
+                    _cli("worker", *common, "--name", f"w{n}", "--concurrency", str(concurrency),
+                         "--exit-when-done"),
+                    env=env, stdout=None,
+                )  # fmt: skip
+                processes.append(worker)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_forward_signals, processes, tg.cancel_scope)
+                await _watch(queue, processes[1:], echo)
+                tg.cancel_scope.cancel()
+            complete = await queue.remaining() == 0 and await queue.waiting() == 0
+            last = await queue.log.last_id()
+            if last is not None:
+                await wait_for_position(client, job, last, PROJECTOR_WAIT_S)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(processes)
+    _, state = read_committed(Store(data_dir, job))
+    return CrawlSummary(
+        job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
+        pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
+        duplicate_items=state.job.duplicate_items,
+        anomalies=sum(state.job.anomalies.values()), seconds=time.monotonic() - started,
+    )  # fmt: skip
+
+
+async def _watch(queue: TaskQueue, workers: list[Process], echo: Callable[[str], None]) -> None:
+    """Print progress until every worker has exited."""
+    while any(p.returncode is None for p in workers):
+        with anyio.move_on_after(PROGRESS_EVERY_S):
+            for process in workers:
+                await process.wait()
+        discovered = await queue.redis.scard(queue.keys.seen)
+        open_tasks = await queue.remaining() + await queue.waiting()
+        alive = sum(1 for p in workers if p.returncode is None)
+        echo(f"  {discovered - open_tasks}/{discovered} tasks finished, {alive} worker(s) running")
+
+
+async def _forward_signals(processes: list[Process], scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            for process in processes:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+            return
+
+
+async def _stop(processes: list[Process]) -> None:
+    """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace."""
+    for process in processes:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+    with anyio.move_on_after(STOP_GRACE_S):
+        for process in processes:
+            await process.wait()
+    for process in processes:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

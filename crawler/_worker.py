@@ -1,0 +1,533 @@
+"""The worker: leases tasks, fetches their pages, and records progress in the log.
+
+One process, one anyio task group, one HTTP client. Per task: resume from the last
+checkpoint (or start at page 1), and for every page fetch it (politely), let the spider
+parse it, enqueue the links it found, then append the page's events together with a
+checkpoint (or, for the last page, the terminal event) in one fenced step. Links are
+enqueued *before* that step: a crash in between refetches the page and enqueues the same
+links again (they are deduplicated), whereas the other order could lose them.
+
+Beside the tasks run three loops: lease renewal, maintenance (reclaiming others' expired
+leases, promoting delayed retries, re-reading this worker's own pending list) and the
+control poll (pauses, open circuits).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import redis.asyncio as aioredis
+from anyio.abc import TaskGroup
+
+from crawler._backoff import RetryPolicy
+from crawler._circuit import CircuitBreaker, SiteCircuits
+from crawler._fetch import FetchConfig, Fetcher, FetchResult
+from crawler._job import JobConfig
+from crawler._politeness import PolitenessGate
+from crawler._robots import RobotsCache, RobotsRules, parse_robots
+from crawler._spider import Follow, Item, NextPage, Response, Spider
+from crawler._urls import fingerprint, site_of
+from eventlog import (
+    CONTROL_POLL_S,
+    LANE_RECOVERY,
+    ActionDone,
+    ActionIntended,
+    AnyEvent,
+    CheckpointSaved,
+    CircuitOpened,
+    Controls,
+    Counts,
+    CrawlogError,
+    Cursor,
+    ItemScraped,
+    Lease,
+    LeaseLost,
+    PageFetched,
+    RetryScheduled,
+    Task,
+    TaskAborted,
+    TaskClaimed,
+    TaskDone,
+    TaskFailed,
+    TaskPaused,
+    TaskQueue,
+    TaskReclaimed,
+    apply_control,
+    hold_worker_name,
+    read_controls,
+)
+from projector._replay import find_archived
+from projector._store import Store
+
+log = logging.getLogger("crawlog.worker")
+
+DEFAULT_CONCURRENCY = 32
+DEFAULT_GRACE_S = 10.0
+"""On SIGTERM, in-flight tasks get this long to finish their page before being released."""
+IDLE_BLOCK_MS = 500
+SEEN_CACHE_SIZE = 200_000
+"""Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
+ROBOTS_PATH = "/robots.txt"
+STOPPED_REASON = "worker stopped"
+
+
+class UncertainAction(CrawlogError):
+    """An action's intent is in the log but not its completion: it may have run."""
+
+
+class WorkerStats(msgspec.Struct, kw_only=True):
+    """What one worker did."""
+
+    pages: int = 0
+    tasks_done: int = 0
+    tasks_failed: int = 0
+    retries: int = 0
+    reclaimed: int = 0
+    aborted: int = 0
+    enqueued: int = 0
+
+
+class Worker:
+    """One worker process's crawl of a job."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        job: str,
+        name: str,
+        config: JobConfig,
+        spider: Spider,
+        *,
+        data_dir: Path,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        fetch_config: FetchConfig | None = None,
+        exit_when_done: bool = False,
+        grace_s: float = DEFAULT_GRACE_S,
+    ) -> None:
+        self.redis, self.job, self.name = redis, job, name
+        self.config, self.spider = config, spider
+        self.data_dir = data_dir
+        """Where the projector archives the log: a trimmed checkpoint is read from there."""
+        self.concurrency = concurrency
+        self.exit_when_done = exit_when_done
+        self.grace_s = grace_s
+        self.queue = TaskQueue(redis, job, name, lease_ms=config.lease_ms)
+        self.keys = self.queue.keys
+        self.gate = PolitenessGate(redis, self.keys, config.politeness)
+        self.scope = config.scope_rule()
+        self.policy = RetryPolicy(max_attempts=config.max_attempts)
+        self.circuits = SiteCircuits(CircuitBreaker())
+        self.robots = RobotsCache()
+        self.controls = Controls()
+        self.stats = WorkerStats()
+        self.stopping = anyio.Event()
+        self._fetch_config = fetch_config or FetchConfig()
+        self._fetcher: Fetcher | None = None
+        self._rng = random.Random()
+        self._in_flight: dict[str, anyio.CancelScope] = {}
+        self._leases: dict[str, Lease] = {}
+        self._capacity = anyio.Event()
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._robots_locks: dict[str, anyio.Lock] = {}
+
+    def stop(self) -> None:
+        """Stop claiming; in-flight tasks finish their page or are released (graceful stop)."""
+        self.stopping.set()
+
+    async def run(self) -> WorkerStats:
+        """Crawl until stopped, or (``exit_when_done``) until every task of the job is done."""
+        async with (
+            hold_worker_name(self.redis, self.keys, self.name),
+            Fetcher(self._fetch_config) as fetcher,
+            anyio.create_task_group() as background,
+        ):
+            self._fetcher = fetcher
+            await self.queue.ensure_groups()
+            self.controls = await read_controls(self.redis, self.keys)
+            background.start_soon(self._control_loop)
+            background.start_soon(self._renew_loop)
+            background.start_soon(self._maintenance_loop)
+            async with anyio.create_task_group() as tasks:
+                await self._claim_loop(tasks)
+                tasks.start_soon(self._release_after_grace, tasks)
+            background.cancel_scope.cancel()
+        return self.stats
+
+    # --- claiming ------------------------------------------------------------------------
+
+    async def _claim_loop(self, tasks: TaskGroup) -> None:
+        # A restarted worker resumes its own pending list at once, without waiting for
+        # its leases to expire (the worker-name lock makes it the only one doing so).
+        leases = await self.queue.pending(redeliver=True)
+        while True:
+            for lease in leases:
+                self._start(tasks, lease)
+            if self.stopping.is_set():
+                return
+            free = self.concurrency - len(self._in_flight)
+            if free <= 0 or self.controls.job_paused:
+                with anyio.move_on_after(CONTROL_POLL_S):
+                    await self._capacity.wait()
+                leases = []
+                continue
+            leases = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+            if not leases and not self._in_flight and self.exit_when_done and await self._done():
+                return
+
+    def _start(self, tasks: TaskGroup, lease: Lease) -> None:
+        if lease.entry_id in self._in_flight:
+            return
+        scope = anyio.CancelScope()
+        self._in_flight[lease.entry_id] = scope
+        self._leases[lease.entry_id] = lease
+        tasks.start_soon(self._run_task, lease, scope)
+
+    async def _done(self) -> bool:
+        """Every task of the job is terminal (none queued, leased or waiting for a retry)."""
+        return await self.queue.remaining() == 0 and await self.queue.waiting() == 0
+
+    async def _release_after_grace(self, tasks: TaskGroup) -> None:
+        if not self.stopping.is_set():
+            return
+        await anyio.sleep(self.grace_s)
+        tasks.cancel_scope.cancel()
+
+    # --- background loops ----------------------------------------------------------------
+
+    async def _control_loop(self) -> None:
+        while True:
+            await anyio.sleep(CONTROL_POLL_S)
+            self.controls = await read_controls(self.redis, self.keys)
+
+    async def _renew_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.config.lease_ms / 3000)
+            lost = await self.queue.renew(list(self._leases.values()))
+            for entry_id in lost:
+                # Another worker reclaimed it while we stalled: stop, the fenced scripts
+                # would refuse anything this task still tries to write.
+                log.warning("lease on %s lost; abandoning its task", entry_id)
+                if scope := self._in_flight.get(entry_id):
+                    scope.cancel()
+
+    async def _maintenance_loop(self) -> None:
+        while True:
+            await anyio.sleep(self.config.lease_ms / 2000)
+            await self.queue.promote()
+            for lease in await self.queue.reclaim():
+                await self._recover(lease)
+
+    async def _recover(self, lease: Lease) -> None:
+        """A task whose holder stopped renewing: to the recovery lane, or aborted."""
+        task = lease.task
+        owners = (*task.owners, lease.previous_owner or "?")
+        try:
+            if lease.recoveries > self.config.recovery_limit:
+                await self.queue.finish(lease, self._aborted(lease, owners))
+                self.stats.aborted += 1
+                return
+            moved = msgspec.structs.replace(task, recoveries=lease.recoveries, owners=owners)
+            reclaimed = TaskReclaimed(
+                actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                previous_owner=lease.previous_owner or "?", deliveries=lease.deliveries,
+            )  # fmt: skip
+            await self.queue.requeue(lease, [reclaimed], moved, LANE_RECOVERY)
+            self.stats.reclaimed += 1
+        except LeaseLost:
+            pass  # another worker was quicker
+
+    def _aborted(self, lease: Lease, owners: tuple[str, ...]) -> TaskAborted:
+        return TaskAborted(
+            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt,
+            reason=f"recovered {lease.recoveries} times (limit {self.config.recovery_limit})",
+            deliveries=lease.deliveries, owners=owners,
+        )  # fmt: skip
+
+    # --- one task ------------------------------------------------------------------------
+
+    async def _run_task(self, lease: Lease, scope: anyio.CancelScope) -> None:
+        try:
+            with scope:
+                await self._crawl_task(lease)
+        except LeaseLost as lost:
+            log.warning("%s", lost)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._release(lease)
+            raise
+        finally:
+            self._in_flight.pop(lease.entry_id, None)
+            self._leases.pop(lease.entry_id, None)
+            self._capacity.set()
+            self._capacity = anyio.Event()
+        if scope.cancelled_caught and self.stopping.is_set():
+            await self._release(lease)
+
+    async def _release(self, lease: Lease, pending: Sequence[AnyEvent] = ()) -> None:
+        """Give a task back to the queue at once (a graceful stop)."""
+        event = RetryScheduled(
+            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt - 1,
+            delay_s=0.0, reason=STOPPED_REASON,
+        )  # fmt: skip
+        try:
+            await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
+        except (LeaseLost, CrawlogError) as exc:
+            log.warning("could not release %s: %s", lease.entry_id, exc)
+
+    async def _crawl_task(self, lease: Lease) -> None:
+        task = lease.task
+        if lease.recoveries > self.config.recovery_limit:
+            await self.queue.finish(lease, self._aborted(lease, (*task.owners, self.name)))
+            self.stats.aborted += 1
+            return
+        claimed = TaskClaimed(
+            actor=self.name, task_id=task.task_id, attempt=task.attempt,
+            deliveries=lease.deliveries,
+        )  # fmt: skip
+        pending: list[AnyEvent] = [claimed]  # written with the first page's step
+        last = await self._last_checkpoint(task)
+        resume = last.cursor if last else None
+        counts = last.counts if last else Counts()
+        page = resume.page + 1 if resume else 1
+        url = resume.url if resume and resume.url else task.url
+        while True:
+            if self.stopping.is_set():
+                # Stopping: what was checkpointed is kept; hand the rest over at once.
+                await self._release(lease, pending)
+                return
+            if await self._held_back(lease, pending):
+                return
+            result = await self._fetch(url)
+            if result is None:  # robots.txt says no
+                failed = TaskFailed(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    reason="disallowed by robots.txt",
+                )  # fmt: skip
+                await self.queue.finish(lease, failed, before=pending)
+                self.stats.tasks_failed += 1
+                return
+            self.stats.pages += 1
+            fetched = PageFetched(
+                actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                url=result.final_url or url, status=result.status, bytes=len(result.body),
+                elapsed_ms=result.elapsed_ms, page=page, error=result.error,
+            )  # fmt: skip
+            pending.append(fetched)
+            if await self._retry_or_fail(lease, result, pending):
+                return
+            outputs = await self._parse(lease, result, page, resume)
+            items = [o for o in outputs if isinstance(o, Item)]
+            follows = [o for o in outputs if isinstance(o, Follow)]
+            nexts = [o for o in outputs if isinstance(o, NextPage)]
+            await self._enqueue(task, follows)
+            pending += [
+                ItemScraped(actor=self.name, task_id=task.task_id, key=i.key, data=i.data)
+                for i in items
+            ]
+            counts = Counts(
+                pages=counts.pages + 1, items=counts.items + len(items),
+                bytes=counts.bytes + len(result.body),
+            )  # fmt: skip
+            if nexts:
+                nxt = nexts[-1]
+                cursor = Cursor(
+                    page=page, url=nxt.url, last_item_key=items[-1].key if items else None,
+                    state=nxt.cursor,
+                )  # fmt: skip
+                saved = CheckpointSaved(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    cursor=cursor, counts=counts,
+                )  # fmt: skip
+                await self.queue.checkpoint(lease, saved, before=pending)
+                pending, page, url, resume = [], page + 1, nxt.url, cursor
+                continue
+            done = TaskDone(
+                actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                reason=f"HTTP {result.status}", counts=counts,
+            )  # fmt: skip
+            await self.queue.finish(lease, done, before=pending)
+            self.stats.tasks_done += 1
+            return
+
+    async def _last_checkpoint(self, task: Task) -> CheckpointSaved | None:
+        """The task's last checkpoint, if it has one: read by its stream ID from Redis, or
+        from the archive when it was trimmed (the projector archives before trimming)."""
+        pointers = await self.queue.checkpoint_ids([task.task_id])
+        if not pointers:
+            return None
+        stream_id = pointers[task.task_id]
+        event = (await self.queue.log.read_ids([stream_id])).get(stream_id)
+        if event is None:
+            store = Store(self.data_dir, self.job)
+            event = await anyio.to_thread.run_sync(find_archived, store, stream_id)
+        return event if isinstance(event, CheckpointSaved) else None
+
+    async def _held_back(self, lease: Lease, pending: list[AnyEvent]) -> bool:
+        """Park, requeue or delay the task if a pause or an open circuit says so."""
+        task = lease.task
+        site = task.site
+        if (why := self.controls.blocks(site, task.task_id)) is not None:
+            if why == "job paused":
+                await self.queue.requeue(lease, pending, task, lease.lane)
+            else:
+                await self.queue.park(lease, pending)
+            return True
+        now = time.time()
+        until = self.controls.open_circuits.get(site, 0.0)
+        if until > now or not self.circuits.allow(site, now):
+            wait = max(until - now, self.circuits.breaker.cooldown / 2)
+            await self.queue.delay(lease, pending, task, wait)
+            return True
+        return False
+
+    async def _fetch(self, url: str) -> FetchResult | None:
+        """The page at ``url`` (None if robots.txt disallows it), fetched politely."""
+        assert self._fetcher is not None
+        site = site_of(url)
+        if self.config.obey_robots and not (await self._robots_for(site)).allowed(url):
+            return None
+        host = site.split("://", 1)[1]
+        async with self.gate.slot(host):
+            return await self._fetcher.fetch(url, redirect_allowed=self._in_scope)
+
+    def _in_scope(self, url: str) -> bool:
+        return self.scope.allows(url, 0)
+
+    async def _robots_for(self, site: str) -> RobotsRules:
+        now = time.time()
+        if (rules := self.robots.get(site, now)) is not None:
+            return rules
+        lock = self._robots_locks.setdefault(site, anyio.Lock())
+        async with lock:
+            if (rules := self.robots.get(site, time.time())) is not None:
+                return rules
+            assert self._fetcher is not None
+            result = await self._fetcher.fetch(site + ROBOTS_PATH)
+            rules = parse_robots(result.body if not result.error else None, result.status)
+            self.robots.put(site, rules, time.time())
+            if (delay := rules.crawl_delay()) is not None:
+                await self.gate.set_delay(site.split("://", 1)[1], delay)
+            return rules
+
+    async def _retry_or_fail(
+        self, lease: Lease, result: FetchResult, pending: list[AnyEvent]
+    ) -> bool:
+        """Handle a failed fetch: retry later, or fail the task. False if the page is good."""
+        task = lease.task
+        site = task.site
+        now = time.time()
+        if result.error is None and result.status < 400:
+            if self.circuits.record_success(site, now):
+                log.info("circuit of %s closed", site)
+            return False
+        opened = self.circuits.record_failure(site, now)
+        if opened:
+            event = CircuitOpened(
+                actor=self.name, site=site, reason=result.error or f"HTTP {result.status}",
+                failures=self.circuits.breaker.failures_to_open,
+                cooldown_s=self.circuits.breaker.cooldown,
+            )  # fmt: skip
+            await apply_control(self.redis, self.keys, event)
+        reason = result.error or f"HTTP {result.status}"
+        delay = self.policy.next_delay(
+            task.attempt, result.status or None, result.retry_after, now, self._rng
+        )
+        if delay is None:
+            failed = TaskFailed(
+                actor=self.name, task_id=task.task_id, attempt=task.attempt, reason=reason
+            )
+            await self.queue.finish(lease, failed, before=pending)
+            self.stats.tasks_failed += 1
+            return True
+        retry = RetryScheduled(
+            actor=self.name, task_id=task.task_id, attempt=task.attempt, delay_s=delay,
+            reason=reason,
+        )  # fmt: skip
+        again = msgspec.structs.replace(task, attempt=task.attempt + 1)
+        await self.queue.delay(lease, [*pending, retry], again, delay)
+        self.stats.retries += 1
+        return True
+
+    async def _parse(
+        self, lease: Lease, result: FetchResult, page: int, resume: Cursor | None
+    ) -> list[Item | Follow | NextPage]:
+        task = lease.task
+        response = Response(
+            url=result.final_url or task.url, status=result.status, headers=result.headers,
+            body=result.body, elapsed_ms=result.elapsed_ms, task_id=task.task_id,
+            depth=task.depth, page=page, resume=resume, once=self._once_for(lease),
+        )  # fmt: skip
+        if not result.parseable:
+            return []
+        return [output async for output in self.spider.parse(response)]
+
+    def _once_for(
+        self, lease: Lease
+    ) -> Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]:
+        task_id = lease.task.task_id
+
+        async def once(action_id: str, action: Callable[[], Awaitable[Any]]) -> Any:
+            state = await self.queue.action_state(task_id, action_id)
+            if state == "done":
+                return None
+            if state == "intended":
+                await self._pause_uncertain(lease, action_id)
+                raise UncertainAction(f"action {action_id!r} of task {task_id} may have run")
+            intent = ActionIntended(actor=self.name, task_id=task_id, action_id=action_id)
+            await self.queue.note(lease, [intent], action=(action_id, "intended"))
+            value = await action()
+            done = ActionDone(actor=self.name, task_id=task_id, action_id=action_id)
+            await self.queue.note(lease, [done], action=(action_id, "done"))
+            return value
+
+        return once
+
+    async def _pause_uncertain(self, lease: Lease, action_id: str) -> None:
+        task = lease.task
+        paused = TaskPaused(
+            actor=self.name, task_id=task.task_id,
+            reason=f"uncertain action {action_id}: its intent is logged, its completion not",
+        )  # fmt: skip
+        await apply_control(self.redis, self.keys, paused, task_site=task.site)
+        await self.queue.park(lease)
+
+    async def _enqueue(self, parent: Task, follows: list[Follow]) -> None:
+        """New tasks for the links in scope and depth, in one round trip."""
+        depth = parent.depth + 1
+        fresh: dict[str, Task] = {}
+        for follow in follows:
+            fp = fingerprint(follow.url)
+            if fp in self._seen or fp in fresh or not self.scope.allows(follow.url, depth):
+                continue
+            fresh[fp] = Task(
+                task_id=fp, url=follow.url, site=site_of(follow.url), depth=depth,
+                priority=follow.priority, parent_task_id=parent.task_id,
+            )  # fmt: skip
+        if not fresh:
+            return
+        new = await self.queue.enqueue(
+            list(fresh.values()), actor=self.name, cap=self.config.max_pages
+        )
+        self.stats.enqueued += sum(new)
+        for fp in fresh:
+            self._seen[fp] = None
+        while len(self._seen) > SEEN_CACHE_SIZE:
+            self._seen.popitem(last=False)
+
+
+async def enqueue_seeds(
+    queue: TaskQueue, seeds: list[str], *, actor: str, max_pages: int = 0
+) -> int:
+    """Enqueue the seed URLs (idempotent: a seed already seen is not enqueued again)."""
+    tasks = [
+        Task(task_id=fingerprint(url), url=url, site=site_of(url), priority=1) for url in seeds
+    ]
+    return sum(await queue.enqueue(tasks, actor=actor, cap=max_pages))

@@ -1,0 +1,226 @@
+"""``crawlog crawl``, ``crawlog worker`` and ``crawlog enqueue``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+from pathlib import Path
+
+import anyio
+import click
+
+from crawler._cli_options import data_dir_option, job_option
+from crawler._crawl import run_crawl
+from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
+from crawler._politeness import Politeness
+from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
+from crawler._spider import load_spider
+from crawler._urls import check_seed_url
+from crawler._worker import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S, Worker, enqueue_seeds
+from eventlog import DEFAULT_LEASE_MS, JobKeys, TaskQueue, connect
+from eventlog._server import resolve_data_dir, resolve_url
+
+
+@click.command(
+    "crawl", epilog="Example:  crawlog crawl http://127.0.0.1:8000/ --job site --workers 2"
+)
+@click.argument("seeds", nargs=-1, required=True)
+@click.option(
+    "--job", default=None, metavar="NAME", help="Job name [default: from the first seed's host]."
+)
+@data_dir_option
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=os.cpu_count() or 1,
+    show_default="number of CPUs",
+    help="Worker processes.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 1000),
+    default=DEFAULT_CONCURRENCY,
+    show_default=True,
+    help="Fetches in flight per worker.",
+)
+@click.option(
+    "--per-host",
+    type=click.IntRange(1, 1000),
+    default=Politeness().per_host,
+    show_default=True,
+    help="Requests in flight per host, across all workers.",
+)
+@click.option(
+    "--delay",
+    type=click.FloatRange(0, 3600),
+    default=Politeness().delay_s,
+    show_default=True,
+    help="Seconds between request starts per host, across workers.",
+)
+@click.option("--depth", type=click.IntRange(0), default=None, help="Follow links this deep.")
+@click.option(
+    "--max-pages", type=click.IntRange(0), default=0, help="Enqueue at most N tasks (0: no limit)."
+)
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPE_MODES),
+    default=DEFAULT_SCOPE_MODE,
+    show_default=True,
+    help="prefix: under the seed's directory; host: the seed's host; domain: and subdomains.",
+)
+@click.option(
+    "--spider",
+    default=None,
+    metavar="MODULE:CLASS",
+    help="A spider class [default: follow every link].",
+)
+@click.option(
+    "--lease",
+    type=click.FloatRange(0.5, 3600),
+    default=DEFAULT_LEASE_MS / 1000,
+    show_default=True,
+    help="Seconds a stalled worker keeps its tasks.",
+)
+@click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
+@click.pass_context
+def crawl_command(
+    ctx: click.Context,
+    seeds: tuple[str, ...],
+    job: str | None,
+    data_dir: Path | None,
+    workers: int,
+    concurrency: int,
+    per_host: int,
+    delay: float,
+    depth: int | None,
+    max_pages: int,
+    scope: str,
+    spider: str | None,
+    lease: float,
+    ignore_robots: bool,
+) -> None:
+    """Crawl from SEEDS until every task is done; run it again after a crash to resume.
+
+    Starts the embedded server if REDIS_URL is not set, enqueues the seeds, runs the
+    workers and the projector, shows progress, and prints a summary from the log. Exit
+    status 0 when every task ended (done, failed or aborted).
+    """
+    canonical = tuple(check_seed_url(s) for s in seeds)
+    load_spider(spider)  # fail now, not in every worker
+    job = job or _job_name(canonical[0])
+    config = JobConfig(
+        seeds=canonical,
+        scope=scope,  # type: ignore[arg-type]  # click.Choice(SCOPE_MODES) checked it
+        max_depth=depth,
+        max_pages=max_pages,
+        spider=spider,
+        politeness=Politeness(per_host=per_host, delay_s=delay),
+        lease_ms=int(lease * 1000),
+        recovery_limit=DEFAULT_RECOVERY_LIMIT,
+        obey_robots=not ignore_robots,
+    )
+    config.scope_rule()
+    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    summary = anyio.run(
+        lambda: run_crawl(
+            url, directory, job, config, workers=workers, concurrency=concurrency, echo=click.echo
+        )
+    )
+    tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
+    ended = "finished" if summary.complete else "stopped"
+    click.echo(
+        f"{ended} {summary.job} in {summary.seconds:.1f} s: "
+        f"{tasks or 'no tasks'}; {summary.pages} pages ({summary.refetches} refetched), "
+        f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
+        f"{summary.anomalies} anomalies"
+    )
+    click.echo(f"next: crawlog report --job {summary.job}")
+    ctx.exit(0 if summary.complete else 1)
+
+
+def _job_name(seed: str) -> str:
+    host = seed.split("://", 1)[1].split("/", 1)[0]
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in host)[:64]
+
+
+@click.command("worker", epilog="Example:  crawlog worker --job site --name w3 --concurrency 64")
+@job_option
+@data_dir_option
+@click.option(
+    "--name",
+    default=None,
+    help="Worker name [default: HOST-PID]. Reuse it to resume its tasks at once.",
+)
+@click.option(
+    "--concurrency", type=click.IntRange(1, 1000), default=DEFAULT_CONCURRENCY, show_default=True
+)
+@click.option("--exit-when-done", is_flag=True, help="Exit once every task of the job is terminal.")
+@click.option(
+    "--grace",
+    type=click.FloatRange(0, 600),
+    default=DEFAULT_GRACE_S,
+    show_default=True,
+    help="Seconds in-flight tasks get to finish their page on SIGTERM.",
+)
+def worker_command(
+    job: str,
+    data_dir: Path | None,
+    name: str | None,
+    concurrency: int,
+    exit_when_done: bool,
+    grace: float,
+) -> None:
+    """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
+
+    async def run() -> None:
+        async with connect(url) as client:
+            config = await load_config(client, JobKeys(job))
+            worker = Worker(
+                client,
+                job,
+                worker_name,
+                config,
+                load_spider(config.spider),
+                data_dir=directory,
+                concurrency=concurrency,
+                exit_when_done=exit_when_done,
+                grace_s=grace,
+            )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signal, worker.stop)
+                await worker.run()
+                tg.cancel_scope.cancel()
+
+    anyio.run(run)
+
+
+async def _stop_on_signal(stop: object) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            stop()  # type: ignore[operator]
+
+
+@click.command("enqueue", epilog="Example:  crawlog enqueue --job site http://127.0.0.1:8000/new/")
+@job_option
+@data_dir_option
+@click.argument("urls", nargs=-1, required=True)
+def enqueue_command(job: str, data_dir: Path | None, urls: tuple[str, ...]) -> None:
+    """Add seed URLs to a running job (a URL already seen is not enqueued again)."""
+    canonical = [check_seed_url(u) for u in urls]
+    url = resolve_url(data_dir)
+
+    async def run() -> int:
+        async with connect(url) as client:
+            config = await load_config(client, JobKeys(job))
+            queue = TaskQueue(client, job, "enqueue")
+            return await enqueue_seeds(
+                queue, canonical, actor="enqueue", max_pages=config.max_pages
+            )
+
+    new = anyio.run(run)
+    click.echo(f"{new} new task(s), {len(canonical) - new} already known")
