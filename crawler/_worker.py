@@ -37,6 +37,7 @@ from crawler._spider import Follow, Item, NextPage, Response, Spider
 from crawler._urls import fingerprint, site_of
 from eventlog import (
     CONTROL_POLL_S,
+    DEFAULT_NAME_TTL_MS,
     LANE_RECOVERY,
     ActionDone,
     ActionIntended,
@@ -77,6 +78,7 @@ SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
 ROBOTS_PATH = "/robots.txt"
 STOPPED_REASON = "worker stopped"
+NAME_WAIT_S = DEFAULT_NAME_TTL_MS / 1000 * 2
 
 
 class UncertainAction(CrawlogError):
@@ -145,7 +147,8 @@ class Worker:
     async def run(self) -> WorkerStats:
         """Crawl until stopped, or (``exit_when_done``) until every task of the job is done."""
         async with (
-            hold_worker_name(self.redis, self.keys, self.name),
+            # A restart right after a SIGKILL waits out the dead process's hold on the name.
+            hold_worker_name(self.redis, self.keys, self.name, wait_s=NAME_WAIT_S),
             Fetcher(self._fetch_config) as fetcher,
             anyio.create_task_group() as background,
         ):

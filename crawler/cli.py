@@ -72,16 +72,34 @@ class _CrawlogGroup(click.Group):
             return super().invoke(ctx)
         except CrawlogError as exc:
             raise _ReportedError(str(exc), debug=bool(ctx.params.get("debug"))) from exc
+        except BaseExceptionGroup as group:
+            # Task groups wrap what their tasks raise; a crawlog error inside is still ours.
+            crawlog_errors, _ = group.split(CrawlogError)
+            if crawlog_errors is not None:
+                first = _first_leaf(crawlog_errors)
+                raise _ReportedError(str(first), debug=bool(ctx.params.get("debug"))) from first
+            if ctx.params.get("debug") or not isinstance(group, Exception):
+                raise
+            raise _internal_error(_first_leaf(group)) from group
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
-            raise _ReportedError(
-                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
-                "traceback, and please report it)",
-                debug=False,
-            ) from exc
+            raise _internal_error(exc) from exc
+
+
+def _internal_error(exc: BaseException) -> _ReportedError:
+    return _ReportedError(
+        f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
+        "traceback, and please report it)",
+        debug=False,
+    )
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _version() -> str:

@@ -20,25 +20,36 @@ from eventlog._exceptions import WorkerNameTaken
 from eventlog._keys import JobKeys
 from eventlog._scripts import LOCK_ACQUIRE, LOCK_RELEASE
 
-DEFAULT_NAME_TTL_MS = 10_000
+DEFAULT_NAME_TTL_MS = 5_000
 RENEWALS_PER_TTL = 3
+NAME_RETRY_MARGIN_S = 0.05
 """Renew this many times per TTL, so a few slow round trips never let the name lapse."""
 
 
 @asynccontextmanager
 async def hold_worker_name(
-    redis: aioredis.Redis, keys: JobKeys, worker: str, *, ttl_ms: int = DEFAULT_NAME_TTL_MS
+    redis: aioredis.Redis,
+    keys: JobKeys,
+    worker: str,
+    *,
+    ttl_ms: int = DEFAULT_NAME_TTL_MS,
+    wait_s: float = 0.0,
 ) -> AsyncIterator[str]:
     """Hold ``worker``'s name while the block runs; ``WorkerNameTaken`` if a live process has it.
 
+    With ``wait_s``, wait that long for the name first: a worker restarted right after a
+    SIGKILL finds its name held by the dead process until the name's TTL runs out.
     Yields the holder's token. The name is renewed in the background and released on exit.
     """
     key, token = keys.worker_lock(worker), secrets.token_hex(16)
     acquire = redis.register_script(LOCK_ACQUIRE)
+    deadline = anyio.current_time() + wait_s
     with redis_errors("taking the worker name"):
-        if not await acquire(keys=[key], args=[token, ttl_ms]):
-            remaining = await redis.pttl(key)
-            raise WorkerNameTaken(worker, max(int(remaining), 0))
+        while not await acquire(keys=[key], args=[token, ttl_ms]):
+            remaining = max(int(await redis.pttl(key)), 0)
+            if anyio.current_time() + remaining / 1000 > deadline:
+                raise WorkerNameTaken(worker, remaining)
+            await anyio.sleep(remaining / 1000 + NAME_RETRY_MARGIN_S)
 
     async def keep() -> None:
         while True:

@@ -1,0 +1,83 @@
+"""Fixtures for crawler tests: the test site, jobs set up through the real API, workers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import redis.asyncio as aioredis
+from anyio.abc import Process
+
+from crawler._job import JobConfig, save_config
+from crawler._politeness import Politeness
+from crawler._worker import enqueue_seeds
+from crawler.testsite import RunningSite, serve_testsite
+from eventlog import JobKeys, TaskQueue
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[RunningSite]:
+    """A small generated site on 127.0.0.1, no faults."""
+    async with serve_testsite(pages=120, seed=1) as running:
+        yield running
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def start_job(redis_client: aioredis.Redis, job: str) -> Callable[..., Any]:
+    """``await start_job(seeds, **config)``: the job's config saved and its seeds enqueued."""
+
+    async def start(seeds: list[str], **options: Any) -> JobConfig:
+        options.setdefault("politeness", Politeness(per_host=8))
+        config = JobConfig(seeds=tuple(seeds), **options)
+        await save_config(redis_client, JobKeys(job), config)
+        await enqueue_seeds(TaskQueue(redis_client, job, "test"), seeds, actor="test")
+        return config
+
+    return start
+
+
+@pytest.fixture
+def worker_process(valkey_url: str, job: str, data_dir: Path) -> Callable[..., Any]:
+    """``await worker_process("w1", "--exit-when-done", env={...})``: a real worker process."""
+
+    async def start(name: str, *extra: str, env: dict[str, str] | None = None) -> Process:
+        command = [
+            sys.executable, "-m", "crawler.cli", "worker", "--job", job, "--name", name,
+            "--data-dir", str(data_dir), "--concurrency", "4", *extra,
+        ]  # fmt: skip
+        environment = {**os.environ, "REDIS_URL": valkey_url, **(env or {})}
+        return await anyio.open_process(
+            command, env=environment, cwd=ROOT, stdout=None, stderr=None
+        )
+
+    return start
+
+
+async def run_projector(valkey_url: str, job: str, data_dir: Path) -> None:
+    """Project the job's whole log now (``crawlog project --once``)."""
+    command = [sys.executable, "-m", "crawler.cli", "project", "--job", job, "--once"]
+    env = {**os.environ, "REDIS_URL": valkey_url}
+    await anyio.run_process([*command, "--data-dir", str(data_dir)], env=env, cwd=ROOT)
+
+
+async def replay_verify(valkey_url: str, job: str, data_dir: Path) -> bytes:
+    """``crawlog replay --verify`` output; fails the test unless it exits 0."""
+    command = [sys.executable, "-m", "crawler.cli", "replay", "--job", job, "--verify"]
+    env = {**os.environ, "REDIS_URL": valkey_url}
+    result = await anyio.run_process(
+        [*command, "--data-dir", str(data_dir)], env=env, cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout

@@ -1,0 +1,39 @@
+"""Spiders used by the crawler tests (loaded by workers as ``tests.crawler.spiders:NAME``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from selectolax.lexbor import LexborHTMLParser
+
+from crawler._spider import Item, NextPage, Output, Response, Spider
+
+KILL_AT_PAGE_ENV = "CRAWLOG_TEST_KILL_AT_PAGE"
+"""``PAGE:MARKER_FILE``: SIGKILL this worker while it parses that page, once."""
+
+
+class ListingSpider(Spider):
+    """Walks one paginated listing: an item per row, the next page as the same task."""
+
+    name = "listing"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        _maybe_die(response.page)
+        tree = LexborHTMLParser(response.body)
+        for link in tree.css("li a"):
+            yield Item(str(link.attributes.get("href")), {"title": link.text()})
+        nxt = tree.css_first('a[rel="next"]')
+        if nxt is not None:
+            href = str(nxt.attributes.get("href"))
+            yield NextPage(response.url.split("?")[0] + href, cursor=f"after page {response.page}")
+
+
+def _maybe_die(page: int) -> None:
+    # The worst moment for a listing: page k fetched and parsed, its checkpoint not written.
+    target, _, marker = os.environ.get(KILL_AT_PAGE_ENV, "").partition(":")
+    if target and int(target) == page and not Path(marker).exists():
+        Path(marker).touch()
+        os.kill(os.getpid(), signal.SIGKILL)
