@@ -120,9 +120,12 @@ _HEADER_NAMES = {name.encode(): name for name in KEPT_HEADERS}
 _NO_RESPONSE = 0
 
 
+ERROR_TOO_LARGE_PREFIX = "response larger than "
+
+
 def too_large(limit: int) -> str:
     """The ``error`` of a response whose body exceeds ``limit`` bytes."""
-    return f"response larger than {limit} bytes"
+    return f"{ERROR_TOO_LARGE_PREFIX}{limit} bytes"
 
 
 class FetchConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -29,7 +29,17 @@ from anyio.abc import TaskGroup
 
 from crawler._backoff import RetryPolicy
 from crawler._circuit import CircuitBreaker, SiteCircuits
-from crawler._fetch import FetchConfig, Fetcher, FetchResult
+from crawler._fetch import (
+    ERROR_INVALID_REDIRECT,
+    ERROR_INVALID_URL,
+    ERROR_REDIRECT_LOOP,
+    ERROR_REDIRECT_OUT_OF_SCOPE,
+    ERROR_TOO_LARGE_PREFIX,
+    ERROR_TOO_MANY_REDIRECTS,
+    FetchConfig,
+    Fetcher,
+    FetchResult,
+)
 from crawler._job import JobConfig
 from crawler._politeness import PolitenessGate
 from crawler._robots import RobotsCache, RobotsRules, parse_robots
@@ -79,6 +89,12 @@ SEEN_CACHE_SIZE = 200_000
 ROBOTS_PATH = "/robots.txt"
 STOPPED_REASON = "worker stopped"
 NAME_WAIT_S = DEFAULT_NAME_TTL_MS / 1000 * 2
+PERMANENT_ERRORS = frozenset(
+    {
+        ERROR_INVALID_URL, ERROR_INVALID_REDIRECT, ERROR_REDIRECT_LOOP,
+        ERROR_TOO_MANY_REDIRECTS, ERROR_REDIRECT_OUT_OF_SCOPE,
+    }
+)  # fmt: skip
 
 
 class UncertainAction(CrawlogError):
@@ -440,8 +456,12 @@ class Worker:
             )  # fmt: skip
             await apply_control(self.redis, self.keys, event)
         reason = result.error or f"HTTP {result.status}"
-        delay = self.policy.next_delay(
-            task.attempt, result.status or None, result.retry_after, now, self._rng
+        delay = (
+            None
+            if _permanent(result)
+            else self.policy.next_delay(
+                task.attempt, result.status or None, result.retry_after, now, self._rng
+            )
         )
         if delay is None:
             failed = TaskFailed(
@@ -524,6 +544,12 @@ class Worker:
             self._seen[fp] = None
         while len(self._seen) > SEEN_CACHE_SIZE:
             self._seen.popitem(last=False)
+
+
+def _permanent(result: FetchResult) -> bool:
+    """A failure that no retry can fix (a bad URL, a redirect loop, a page too large)."""
+    error = result.error
+    return error is not None and (error in PERMANENT_ERRORS or error.startswith(ERROR_TOO_LARGE_PREFIX))
 
 
 async def enqueue_seeds(
