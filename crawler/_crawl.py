@@ -89,7 +89,7 @@ async def run_crawl(
                 tg.start_soon(_forward_signals, processes, tg.cancel_scope)
                 await _watch(queue, processes[1:], echo)
                 tg.cancel_scope.cancel()
-            complete = await queue.remaining() == 0 and await queue.waiting() == 0
+            complete = await queue.remaining() == 0
             last = await queue.log.last_id()
             if last is not None:
                 await wait_for_position(client, job, last, PROJECTOR_WAIT_S)
@@ -112,7 +112,7 @@ async def _watch(queue: TaskQueue, workers: list[Process], echo: Callable[[str],
             for process in workers:
                 await process.wait()
         discovered = await queue.redis.scard(queue.keys.seen)
-        open_tasks = await queue.remaining() + await queue.waiting()
+        open_tasks = await queue.remaining()
         alive = sum(1 for p in workers if p.returncode is None)
         echo(f"  {discovered - open_tasks}/{discovered} tasks finished, {alive} worker(s) running")
 

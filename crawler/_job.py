@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import redis.asyncio as aioredis
 
+from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN, CircuitBreaker
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, Scope, ScopeMode
 from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys
@@ -30,6 +31,16 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     recovery_limit: int = DEFAULT_RECOVERY_LIMIT
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     obey_robots: bool = True
+    circuit_failures: int = DEFAULT_FAILURES_TO_OPEN
+    """Consecutive failed fetches of a site that open its circuit."""
+    circuit_cooldown_s: float = DEFAULT_COOLDOWN_S
+    """Seconds an open circuit holds the site's tasks before one probe is let through."""
+
+    def breaker(self) -> CircuitBreaker:
+        """The job's circuit breaker settings."""
+        return CircuitBreaker(
+            failures_to_open=self.circuit_failures, cooldown=self.circuit_cooldown_s
+        )
 
     def scope_rule(self) -> Scope:
         """The job's scope, built from its seeds."""

@@ -28,7 +28,7 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
 from crawler._backoff import RetryPolicy
-from crawler._circuit import CircuitBreaker, SiteCircuits
+from crawler._circuit import SiteCircuits
 from crawler._fetch import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
@@ -142,7 +142,7 @@ class Worker:
         self.gate = PolitenessGate(redis, self.keys, config.politeness)
         self.scope = config.scope_rule()
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
-        self.circuits = SiteCircuits(CircuitBreaker())
+        self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
         self.controls = Controls()
         self.stats = WorkerStats()
@@ -211,7 +211,7 @@ class Worker:
 
     async def _done(self) -> bool:
         """Every task of the job is terminal (none queued, leased or waiting for a retry)."""
-        return await self.queue.remaining() == 0 and await self.queue.waiting() == 0
+        return await self.queue.remaining() == 0
 
     async def _release_after_grace(self, tasks: TaskGroup) -> None:
         if not self.stopping.is_set():
@@ -225,6 +225,8 @@ class Worker:
         while True:
             await anyio.sleep(CONTROL_POLL_S)
             self.controls = await read_controls(self.redis, self.keys)
+            # Due retries go back to their lanes: promptly, whatever the lease time.
+            await self.queue.promote()
 
     async def _renew_loop(self) -> None:
         while True:
@@ -240,7 +242,6 @@ class Worker:
     async def _maintenance_loop(self) -> None:
         while True:
             await anyio.sleep(self.config.lease_ms / 2000)
-            await self.queue.promote()
             for lease in await self.queue.reclaim():
                 await self._recover(lease)
 
@@ -548,8 +549,8 @@ class Worker:
 
 def _permanent(result: FetchResult) -> bool:
     """A failure that no retry can fix (a bad URL, a redirect loop, a page too large)."""
-    error = result.error
-    return error is not None and (error in PERMANENT_ERRORS or error.startswith(ERROR_TOO_LARGE_PREFIX))
+    error = result.error or ""
+    return error in PERMANENT_ERRORS or error.startswith(ERROR_TOO_LARGE_PREFIX)
 
 
 async def enqueue_seeds(

@@ -297,11 +297,6 @@ class TaskQueue:
                 await self._promote(keys=[self.keys.delayed, *self.keys.lanes], args=[limit])
             )
 
-    async def waiting(self) -> int:
-        """Tasks not in a lane: delayed for a retry (parked ones are not counted)."""
-        with redis_errors("counting delayed tasks"):
-            return int(await self.redis.zcard(self.keys.delayed))
-
     async def dead_letter(
         self, lane: int, entry_id: str, reason: str, fields: dict[bytes, bytes], deliveries: int
     ) -> str:
@@ -310,13 +305,19 @@ class TaskQueue:
         return await self.log.dead_letter(poison, group=WORKERS_GROUP, deliveries=deliveries)
 
     async def remaining(self) -> int:
-        """Tasks not finished yet: waiting in a lane or leased (finished ones are deleted)."""
+        """Tasks not finished yet: in a lane, leased, or delayed for a retry (parked tasks
+        of a paused site are not counted).
+
+        One MULTI: a delayed task moves to its lane between two separate reads, and would
+        be counted in neither.
+        """
         with redis_errors("counting remaining tasks"):
-            async with self.redis.pipeline(transaction=False) as pipe:
+            async with self.redis.pipeline(transaction=True) as pipe:
                 for lane in self.keys.lanes:
                     pipe.xlen(lane)
-                lengths = await pipe.execute()
-        return sum(lengths)
+                pipe.zcard(self.keys.delayed)
+                counts = await pipe.execute()
+        return sum(counts)
 
     async def leases_of(self, consumer: str) -> list[tuple[int, str]]:
         """(lane, entry id) of every lease ``consumer`` holds, without touching them."""

@@ -49,8 +49,14 @@ def start_job(redis_client: aioredis.Redis, job: str) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def worker_process(valkey_url: str, job: str, data_dir: Path) -> Callable[..., Any]:
-    """``await worker_process("w1", "--exit-when-done", env={...})``: a real worker process."""
+async def worker_process(
+    valkey_url: str, job: str, data_dir: Path
+) -> AsyncIterator[Callable[..., Any]]:
+    """``await worker_process("w1", "--exit-when-done", env={...})``: a real worker process.
+
+    Whatever a test leaves running is killed at teardown.
+    """
+    started: list[Process] = []
 
     async def start(name: str, *extra: str, env: dict[str, str] | None = None) -> Process:
         command = [
@@ -58,11 +64,17 @@ def worker_process(valkey_url: str, job: str, data_dir: Path) -> Callable[..., A
             "--data-dir", str(data_dir), "--concurrency", "4", *extra,
         ]  # fmt: skip
         environment = {**os.environ, "REDIS_URL": valkey_url, **(env or {})}
-        return await anyio.open_process(
+        process = await anyio.open_process(
             command, env=environment, cwd=ROOT, stdout=None, stderr=None
         )
+        started.append(process)
+        return process
 
-    return start
+    yield start
+    for process in started:
+        if process.returncode is None:
+            process.kill()
+        await process.aclose()
 
 
 async def run_projector(valkey_url: str, job: str, data_dir: Path) -> None:
