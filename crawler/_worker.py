@@ -397,9 +397,10 @@ class Worker:
         if (why := self.controls.blocks(site, task.task_id)) is not None:
             if why == "job paused":
                 await self.queue.requeue(lease, pending, task, lease.lane)
-            else:
-                await self.queue.park(lease, pending)
-            return True
+                return True
+            if await self.queue.park(lease, pending):
+                return True
+            # Resumed a moment ago (this worker's flags are up to half a second old).
         now = time.time()
         until = self.controls.open_circuits.get(site, 0.0)
         if until > now or not self.circuits.allow(site, now):

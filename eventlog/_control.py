@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 
 from eventlog._codec import encode
 from eventlog._connection import redis_errors
+from eventlog._control_flags import CIRCUIT_PREFIX, JOB_PAUSED, SITE_PREFIX, TASK_PREFIX
 from eventlog._events import (
     CircuitClosed,
     CircuitOpened,
@@ -31,11 +32,7 @@ from eventlog._scripts import CONTROL
 CONTROL_POLL_S = 0.5
 """How often workers read the flags: a pause is seen within this (and one page)."""
 
-_JOB = "job"
-_SITE = "site|"
-_TASK = "task|"
-_CIRCUIT = "circuit|"
-_NO_UNPARK = "-"
+_JOB, _SITE, _TASK, _CIRCUIT = JOB_PAUSED, SITE_PREFIX, TASK_PREFIX, CIRCUIT_PREFIX
 
 ControlEvent = (
     JobPaused | JobResumed | SitePaused | SiteResumed | TaskPaused | TaskResumed
@@ -95,8 +92,7 @@ async def apply_control(
     Resuming a site moves its parked tasks back to their lanes; resuming a task moves
     that task back (``task_site``: its site, where it is parked). Returns tasks moved.
     """
-    site = getattr(event, "site", task_site)
-    unpark = _NO_UNPARK
+    unpark = ""
     match event:
         case JobPaused():
             field, value = _JOB, "paused"
@@ -105,11 +101,16 @@ async def apply_control(
         case SitePaused():
             field, value = _SITE + event.site, "paused"
         case SiteResumed():
-            field, value, unpark = _SITE + event.site, "", ""
+            field, value, unpark = _SITE + event.site, "", f"{event.site}|"
         case TaskPaused():
             field, value = _TASK + event.task_id, task_site or "?"
         case TaskResumed():
-            field, value, unpark = _TASK + event.task_id, "", event.task_id
+            field, value = _TASK + event.task_id, ""
+            if not task_site:  # the pause recorded where the task is parked
+                with redis_errors("reading a pause flag"):
+                    recorded = await redis.hget(keys.control, field)
+                task_site = recorded.decode() if isinstance(recorded, bytes) else ""
+            unpark = f"{task_site}|{event.task_id}|"
         case CircuitOpened():
             field, value = _CIRCUIT + event.site, repr(event.at + event.cooldown_s)
         case CircuitClosed():
@@ -117,7 +118,7 @@ async def apply_control(
     log = EventLog(redis, keys)
     dedup, ttl = log.dedup_args()
     script = redis.register_script(CONTROL)
-    keys_ = [keys.events, *dedup, keys.control, keys.parked(site), *keys.lanes]
+    keys_ = [keys.events, *dedup, keys.control, keys.parked, *keys.lanes]
     args: list[str | bytes | int] = [ttl, event.event_id, encode(event), field, value, unpark]
     with redis_errors("recording a pause or resume"):
         return int(await script(keys=keys_, args=args))

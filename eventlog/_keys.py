@@ -93,9 +93,10 @@ class JobKeys:
         """Tasks waiting for a retry time: a ZSET scored by due time (server ms)."""
         return self._key("delayed")
 
-    def parked(self, site: str) -> str:
-        """Tasks of a paused site (or paused tasks of it), until resumed."""
-        return self._key("parked", site)
+    @cached_property
+    def parked(self) -> str:
+        """Tasks of paused sites and paused tasks, until resumed (a ZSET, see CONTROL)."""
+        return self._key("parked")
 
     @cached_property
     def actions(self) -> str:

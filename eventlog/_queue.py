@@ -18,6 +18,7 @@ import redis.exceptions
 
 from eventlog._codec import encode
 from eventlog._connection import command, redis_errors
+from eventlog._control_flags import site_pause_flag, task_pause_flag
 from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
@@ -79,6 +80,10 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
 
 _task_encoder = msgspec.msgpack.Encoder()
 _task_decoder = msgspec.msgpack.Decoder(Task)
+
+
+class _Resumed(Exception):
+    """A park refused because the pause was lifted meanwhile."""
 
 
 def lane_for(task: Task) -> int:
@@ -284,11 +289,20 @@ class TaskQueue:
             lease, "delay", events, task=task, member=member, delay_ms=int(delay_s * 1000)
         )
 
-    async def park(self, lease: Lease, events: Sequence[AnyEvent] = ()) -> str | None:
-        """Ack this entry and park the task with its site's until the site or task resumes."""
+    async def park(self, lease: Lease, events: Sequence[AnyEvent] = ()) -> bool:
+        """Ack this entry and park the task until its site or itself is resumed.
+
+        False (nothing written) if neither is paused any more: the caller goes on with it.
+        """
         task = lease.task
-        member = f"{task.task_id}|{lane_for(task)}|".encode() + _task_encoder.encode(task)
-        return await self._settle_call(lease, "park", events, member=member)
+        prefix = f"{task.site}|{task.task_id}|{lane_for(task)}|"
+        member = prefix.encode() + _task_encoder.encode(task)
+        flags = (site_pause_flag(task.site), task_pause_flag(task.task_id))
+        try:
+            await self._settle_call(lease, "park", events, member=member, action=flags)
+        except _Resumed:
+            return False
+        return True
 
     async def promote(self, limit: int = PROMOTE_BATCH) -> int:
         """Move delayed tasks that are due (server time) back to their lanes; how many."""
@@ -305,8 +319,7 @@ class TaskQueue:
         return await self.log.dead_letter(poison, group=WORKERS_GROUP, deliveries=deliveries)
 
     async def remaining(self) -> int:
-        """Tasks not finished yet: in a lane, leased, or delayed for a retry (parked tasks
-        of a paused site are not counted).
+        """Tasks not finished yet: in a lane, leased, delayed for a retry, or parked.
 
         One MULTI: a delayed task moves to its lane between two separate reads, and would
         be counted in neither.
@@ -316,6 +329,7 @@ class TaskQueue:
                 for lane in self.keys.lanes:
                     pipe.xlen(lane)
                 pipe.zcard(self.keys.delayed)
+                pipe.zcard(self.keys.parked)
                 counts = await pipe.execute()
         return sum(counts)
 
@@ -365,11 +379,17 @@ class TaskQueue:
             self.keys.ckpt,
             self.keys.tasks(lane),
             self.keys.delayed,
-            self.keys.parked(lease.task.site),
+            self.keys.parked,
             self.keys.actions,
+            self.keys.control,
         ]
         payload = member or (_task_encoder.encode(task) if task is not None else b"")
-        action_field, action_value = (f"{task_id}|{action[0]}", action[1]) if action else ("", "")
+        if mode == "park" and action is not None:
+            action_field, action_value = action
+        elif action is not None:
+            action_field, action_value = f"{task_id}|{action[0]}", action[1]
+        else:
+            action_field, action_value = "", ""
         args: list[str | bytes | int] = [
             ttl, WORKERS_GROUP, self.consumer, lease.entry_id, mode, task_id, payload,
             delay_ms, action_field, action_value,
@@ -382,6 +402,8 @@ class TaskQueue:
         if status == b"lost":
             owner = reply[1].decode() if len(reply) > 1 and reply[1] else None
             raise LeaseLost(lease.entry_id, self.consumer, owner)
+        if status == b"resumed":
+            raise _Resumed
         if status == b"dup" or len(reply) < 2 or not reply[1]:
             return None
         return str(reply[1].decode())

@@ -80,18 +80,24 @@ SETTLE = (
     + """
 -- Record a leased task's progress, fenced on the caller owning the entry.
 -- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane, delayed, parked,
---       actions
+--       actions, control
 -- ARGV: [1] dedup ttl (s), [2] group, [3] consumer, [4] entry id, [5] mode, [6] task id,
---       [7] task payload (requeue, delay, park), [8] delay ms, [9] action field,
---       [10] action value, then event_id, payload pairs from [11]; the last pair is the
---       step's marker event (a checkpoint, a terminal event ...).
+--       [7] task payload (requeue, delay, park), [8] delay ms, [9] action field or, to
+--       park, the site's pause flag, [10] action value or the task's pause flag, then
+--       event_id, payload pairs from [11]; the last pair is the step's marker event.
 -- mode: 'ckpt'    append, point ckpt at the last event, renew the lease
 --       'note'    append (and set an action marker), renew the lease
 --       'finish'  append, ack and delete the entry, drop the ckpt pointer
 --       'requeue' append, ack and delete the entry, add the task to the requeue lane
 --       'delay'   append, ack and delete the entry, hold the task until TIME + delay
---       'park'    append, ack and delete the entry, park the task until resumed
+--       'park'    append, ack and delete the entry, park the task until resumed; but
+--                 only if a pause flag is still set: a worker that saw the pause a moment
+--                 ago must not park a task that was just resumed (nobody would unpark it)
 local group, consumer, entry, mode, task_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+if mode == 'park' and redis.call('HEXISTS', KEYS[10], ARGV[9]) == 0
+    and redis.call('HEXISTS', KEYS[10], ARGV[10]) == 0 then
+  return {'resumed'}
+end
 -- The marker event's id is checked before ownership: a retry of a call that went through
 -- finds the entry already acked, and must be told "done", not "lease lost".
 if #ARGV >= 12 and seen(KEYS[3], KEYS[4], ARGV[#ARGV - 1]) then
@@ -150,10 +156,12 @@ CONTROL = (
     _PRELUDE
     + """
 -- An operator's pause or resume: the event and the flag workers poll, atomically.
--- KEYS: events, eids current, eids previous, control, parked (resume of a site or task),
---       lane 0 .. lane n
+-- KEYS: events, eids current, eids previous, control, parked, lane 0 .. lane n
 -- ARGV: dedup ttl (s), event_id, event, flag field, flag value ('' to clear),
---       task id to unpark ('' for all of the parked set, '-' for none)
+--       prefix of the parked tasks to move back to their lanes ('' for none): '<site>|'
+--       for a site, '<site>|<task id>|' for one task.
+-- Parked members are '<site>|<task id>|<lane>|<task>', all scored 0, so a site's or a
+-- task's are one lexicographic range ('}' sorts right after '|').
 append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 if ARGV[5] == '' then
   redis.call('HDEL', KEYS[4], ARGV[4])
@@ -161,17 +169,14 @@ else
   redis.call('HSET', KEYS[4], ARGV[4], ARGV[5])
 end
 local moved = 0
-if ARGV[6] ~= '-' then
-  local members
-  if ARGV[6] == '' then
-    members = redis.call('ZRANGE', KEYS[5], 0, -1)
-  else
-    members = redis.call('ZRANGEBYLEX', KEYS[5], '[' .. ARGV[6] .. '|', '(' .. ARGV[6] .. '}')
-  end
+if ARGV[6] ~= '' then
+  local upper = '(' .. string.sub(ARGV[6], 1, -2) .. '}'
+  local members = redis.call('ZRANGEBYLEX', KEYS[5], '[' .. ARGV[6], upper)
   for _, member in ipairs(members) do
-    local bar = string.find(member, '|', 1, true)
-    local lane = tonumber(string.sub(member, bar + 1, bar + 1))
-    redis.call('XADD', KEYS[6 + lane], '*', 't', string.sub(member, bar + 3))
+    local a = string.find(member, '|', 1, true)
+    local b = string.find(member, '|', a + 1, true)
+    local lane = tonumber(string.sub(member, b + 1, b + 1))
+    redis.call('XADD', KEYS[6 + lane], '*', 't', string.sub(member, b + 3))
     redis.call('ZREM', KEYS[5], member)
   end
   moved = #members
