@@ -24,10 +24,10 @@ from anyio.abc import TaskGroup
 from eventlog import CrawlogError, EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
 from eventlog._connection import command, redis_errors
 from projector._archive import read_entries
+from projector._committer import CommitRequest, Committer
 from projector._fold import apply, fold
 from projector._state import State, canonical
 from projector._store import Manifest, Store
-from projector._writer import ArchiveWriter, CommitRequest
 
 DEFAULT_COMMIT_EVENTS = 50_000
 DEFAULT_COMMIT_INTERVAL_S = 1.0
@@ -40,10 +40,10 @@ READ_BATCH = 5_000
 class Projector:
     """The projector of one job, as an async context manager.
 
-    A commit runs in the archive writer process (``_writer``) while the projector reads and
-    folds the next batch: building Parquet and fsyncing run on the other core. One commit
-    is in flight at most, so commits land in order; what a commit writes (the buffered
-    entries, the snapshot bytes) is taken from the projector when it starts.
+    A commit runs in a worker thread (``_committer``) while the projector reads and folds
+    the next batch. One commit is in flight at most, so commits land in order; what a
+    commit writes (the buffered entries, the snapshot bytes) is taken from the projector
+    when it starts.
     """
 
     def __init__(
@@ -75,15 +75,13 @@ class Projector:
         self._committing: anyio.Event | None = None
         self._stack = AsyncExitStack()
         self._tasks: TaskGroup | None = None
-        self._writer: ArchiveWriter | None = None
+        self._committer: Committer | None = None
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
-            lock_fd = stack.enter_context(self.store.lock())
+            stack.enter_context(self.store.lock())
             self.manifest = await anyio.to_thread.run_sync(self.store.recover)
-            # Started before the restore, so that its imports overlap the restore's work.
-            writer = await ArchiveWriter.start(self.store, lock_fd)
-            self._writer = await stack.enter_async_context(writer)
+            self._committer = Committer(self.store, self.manifest)
             self.state = await anyio.to_thread.run_sync(committed_state, self.store, self.manifest)
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
             self._stack = stack.pop_all()
@@ -157,8 +155,7 @@ class Projector:
             return
         work = CommitRequest(
             position=self.position,
-            ids=[e.stream_id for e in self._buffer],
-            payloads=[e.payload for e in self._buffer],
+            entries=self._buffer,
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
         )
@@ -174,9 +171,9 @@ class Projector:
             await self._committing.wait()
 
     async def _commit(self, work: CommitRequest, done: anyio.Event) -> None:
-        assert self._writer is not None
+        assert self._committer is not None
         try:
-            self.manifest = await self._writer.commit(work)
+            self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             await self._publish_and_trim()
         finally:
             done.set()

@@ -109,9 +109,8 @@ class Store:
     def lock(self) -> Iterator[int]:
         """Hold the job's projector lock; ``ProjectorBusy`` if another projector holds it.
 
-        Yields the lock's file descriptor: the archive writer process inherits it, so the
-        lock outlives a projector killed while its writer finishes a commit. A new
-        projector waits a little for such a writer before it gives up.
+        A projector just killed may take a moment to be reaped (and its lock released), so
+        a new one waits a little before it gives up. Yields the lock's file descriptor.
         """
         self.prepare()
         fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
