@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,7 @@ DEFAULT_CONCURRENCY = 32
 DEFAULT_GRACE_S = 10.0
 """On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 IDLE_BLOCK_MS = 500
+PENDING_BATCH = 10_000
 SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
 ROBOTS_PATH = "/robots.txt"
@@ -154,6 +155,8 @@ class Worker:
         self._leases: dict[str, Lease] = {}
         self._capacity = anyio.Event()
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._backlog: deque[Lease] = deque()
+        """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._robots_locks: dict[str, anyio.Lock] = {}
 
     def stop(self) -> None:
@@ -185,19 +188,21 @@ class Worker:
     async def _claim_loop(self, tasks: TaskGroup) -> None:
         # A restarted worker resumes its own pending list at once, without waiting for
         # its leases to expire (the worker-name lock makes it the only one doing so).
-        leases = await self.queue.pending(redeliver=True)
-        while True:
-            for lease in leases:
-                self._start(tasks, lease)
-            if self.stopping.is_set():
-                return
+        # They wait in the backlog, started as capacity allows, before any new claim.
+        self._backlog.extend(await self.queue.pending(PENDING_BATCH, redeliver=True))
+        while not self.stopping.is_set():
             free = self.concurrency - len(self._in_flight)
             if free <= 0 or self.controls.job_paused:
                 with anyio.move_on_after(CONTROL_POLL_S):
                     await self._capacity.wait()
-                leases = []
+                continue
+            if self._backlog:
+                for _ in range(min(free, len(self._backlog))):
+                    self._start(tasks, self._backlog.popleft())
                 continue
             leases = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+            for lease in leases:
+                self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
 
@@ -244,6 +249,12 @@ class Worker:
             await anyio.sleep(self.config.lease_ms / 2000)
             for lease in await self.queue.reclaim():
                 await self._recover(lease)
+            # Entries of our own that no task runs: a lost XREADGROUP reply delivered them
+            # to us without our knowing, or the resume found more than one batch.
+            queued = {lease.entry_id for lease in self._backlog}
+            for lease in await self.queue.pending(PENDING_BATCH):
+                if lease.entry_id not in self._in_flight and lease.entry_id not in queued:
+                    self._backlog.append(lease)
 
     async def _recover(self, lease: Lease) -> None:
         """A task whose holder stopped renewing: to the recovery lane, or aborted."""
