@@ -22,7 +22,6 @@ directory under the system temp dir, named by a hash of the data directory.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -45,6 +44,7 @@ from redis.retry import Retry
 
 from eventlog._connection import connect, redacted
 from eventlog._exceptions import ConfigError, ServerError, ServerStartError, ServerUnreachable
+from eventlog._files import flock_within, write_atomic
 
 DEFAULT_DATA_DIR = ".crawlog"
 """The data directory, relative to the working directory, when neither flag nor env sets one."""
@@ -350,39 +350,14 @@ def _start_lock(directory: Path, timeout_s: float) -> Iterator[None]:
         ) from None
     try:
         # A starter holds the lock for at most its own start timeout; allow for that.
-        deadline = time.monotonic() + timeout_s + DEFAULT_START_TIMEOUT_S
-        delay = 0.005
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise ServerStartError(
-                        f"another crawlog process has held {path} for too long while starting "
-                        "or stopping the server: wait for it, or find it with `fuser "
-                        f"{path}`"
-                    ) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.05)
+        if not flock_within(fd, timeout_s + DEFAULT_START_TIMEOUT_S):
+            raise ServerStartError(
+                f"another crawlog process has held {path} for too long while starting "
+                f"or stopping the server: wait for it, or find it with `fuser {path}`"
+            )
         yield
     finally:
         os.close(fd)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` so that readers see the old or the new content, never a mix."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _read_pid(directory: Path) -> int | None:
@@ -537,7 +512,7 @@ def _start(directory: Path, fsync: Fsync, timeout_s: float) -> ServerInfo:
     socket_path = _socket_path_for(directory)
     _prepare_socket_dir(socket_path, directory)
     config_path = directory / CONFIG_FILE
-    _write_atomic(config_path, _config_text(directory, socket_path, fsync))
+    write_atomic(config_path, _config_text(directory, socket_path, fsync).encode())
     log_path = directory / LOG_FILE
     log_from = log_path.stat().st_size if log_path.exists() else 0
     deadline = time.monotonic() + timeout_s
@@ -578,7 +553,7 @@ def _start(directory: Path, fsync: Fsync, timeout_s: float) -> ServerInfo:
         "appendfsync": fsync,
         "started_at": time.time(),
     }
-    _write_atomic(directory / STATE_FILE, json.dumps(state, indent=2) + "\n")
+    write_atomic(directory / STATE_FILE, (json.dumps(state, indent=2) + "\n").encode())
     return ServerInfo(
         data_dir=directory,
         socket_path=socket_path,

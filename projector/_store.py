@@ -17,15 +17,14 @@ position. A crash after it loses nothing.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
 
 from eventlog import START, ConfigError, CrawlogError, check_job_name, stream_id_key
+from eventlog._files import flock_within, fsync_dir, write_atomic
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
 from projector._state import State, state_from_bytes
 
@@ -35,7 +34,6 @@ SNAPSHOT_DIR = "snapshots"
 LOCK_FILE = "projector.lock"
 MANIFEST_VERSION = 1
 LOCK_WAIT_S = 5.0
-LOCK_POLL_S = 0.05
 
 
 class ProjectorBusy(CrawlogError):
@@ -60,26 +58,6 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
 def job_dir(data_dir: Path, job: str) -> Path:
     """Where the projector of ``job`` keeps its files."""
     return data_dir / "jobs" / check_job_name(job)
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: readers see the old bytes or the new, never a mix."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as sink:
-        sink.write(data)
-        sink.flush()
-        os.fsync(sink.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 class Store:
@@ -115,18 +93,11 @@ class Store:
         self.prepare()
         fd = os.open(self.root / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            deadline = time.monotonic() + LOCK_WAIT_S
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise ProjectorBusy(
-                            f"another projector is running for job {self.job!r} "
-                            f"(it holds {self.root / LOCK_FILE}); one per job is enough"
-                        ) from None
-                    time.sleep(LOCK_POLL_S)
+            if not flock_within(fd, LOCK_WAIT_S):
+                raise ProjectorBusy(
+                    f"another projector is running for job {self.job!r} "
+                    f"(it holds {self.root / LOCK_FILE}); one per job is enough"
+                )
             yield fd
         finally:
             os.close(fd)
@@ -164,13 +135,7 @@ class Store:
         """Write a state's ``canonical`` bytes as a new snapshot file (not yet committed)."""
         ms, seq = stream_id_key(position)
         name = f"state-{ms:015d}-{seq:08d}.msgpack"
-        path = self.snapshots / name
-        tmp = path.with_name(f".{name}.tmp")
-        with open(tmp, "wb") as sink:
-            sink.write(data)
-            sink.flush()
-            os.fsync(sink.fileno())
-        os.replace(tmp, path)
+        write_atomic(self.snapshots / name, data)
         return name
 
     def read_snapshot(self, manifest: Manifest) -> State:
