@@ -85,6 +85,8 @@ DEFAULT_GRACE_S = 10.0
 """On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 IDLE_BLOCK_MS = 500
 PENDING_BATCH = 10_000
+RESUME_MAX = 10_000_000
+"""A restart takes its whole pending list back at once (one script call)."""
 SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
 ROBOTS_PATH = "/robots.txt"
@@ -156,6 +158,8 @@ class Worker:
         self._capacity = anyio.Event()
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._backlog: deque[Lease] = deque()
+        self._checkpoints: dict[str, CheckpointSaved] = {}
+        """Resume points preloaded for the backlog, by task id."""
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._robots_locks: dict[str, anyio.Lock] = {}
 
@@ -189,7 +193,15 @@ class Worker:
         # A restarted worker resumes its own pending list at once, without waiting for
         # its leases to expire (the worker-name lock makes it the only one doing so).
         # They wait in the backlog, started as capacity allows, before any new claim.
-        self._backlog.extend(await self.queue.pending(PENDING_BATCH, redeliver=True))
+        started = time.monotonic()
+        resumed = await self.queue.pending(RESUME_MAX, redeliver=True)
+        await self._preload_checkpoints([lease.task for lease in resumed])
+        self._backlog.extend(resumed)
+        if resumed:
+            log.info(
+                "resumed %d tasks of %s (resume points loaded) in %.3f s",
+                len(self._backlog), self.name, time.monotonic() - started,
+            )  # fmt: skip
         while not self.stopping.is_set():
             free = self.concurrency - len(self._in_flight)
             if free <= 0 or self.controls.job_paused:
@@ -388,9 +400,21 @@ class Worker:
             self.stats.tasks_done += 1
             return
 
+    async def _preload_checkpoints(self, tasks: list[Task]) -> None:
+        """Resume points of many tasks in two round trips: their ``ckpt`` pointers in one,
+        the events they point at in one pipeline (a restart resumes a whole pending list)."""
+        pointers = await self.queue.checkpoint_ids([task.task_id for task in tasks])
+        found = await self.queue.log.read_ids(list(pointers.values()))
+        for task_id, stream_id in pointers.items():
+            event = found.get(stream_id)
+            if isinstance(event, CheckpointSaved):
+                self._checkpoints[task_id] = event
+
     async def _last_checkpoint(self, task: Task) -> CheckpointSaved | None:
         """The task's last checkpoint, if it has one: read by its stream ID from Redis, or
         from the archive when it was trimmed (the projector archives before trimming)."""
+        if (preloaded := self._checkpoints.pop(task.task_id, None)) is not None:
+            return preloaded
         pointers = await self.queue.checkpoint_ids([task.task_id])
         if not pointers:
             return None

@@ -146,6 +146,12 @@ def _job_name(seed: str) -> str:
 
 
 @click.command("worker", epilog="Example:  crawlog worker --job site --name w3 --concurrency 64")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="warning",
+    show_default=True,
+)
 @job_option
 @data_dir_option
 @click.option(
@@ -165,6 +171,7 @@ def _job_name(seed: str) -> str:
     help="Seconds in-flight tasks get to finish their page on SIGTERM.",
 )
 def worker_command(
+    log_level: str,
     job: str,
     data_dir: Path | None,
     name: str | None,
@@ -173,7 +180,7 @@ def worker_command(
     grace: float,
 ) -> None:
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
 

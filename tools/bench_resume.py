@@ -1,0 +1,129 @@
+"""How long a restarted worker takes to resume 100,000 leased, checkpointed tasks.
+
+    python tools/bench_resume.py [--tasks N] [--quick]
+
+Sets up, through the real API, the state a worker leaves when it is SIGKILLed: N tasks
+leased by worker ``w1`` (its pending list), each with a checkpoint. (Its name lock is
+left to expire, as a dead process's does.) Then starts ``crawlog worker --name w1`` and
+measures, from the moment the process is started:
+
+  resume_loaded_s   until the worker has taken its whole pending list back and loaded
+                    every resume point (the worker logs it)
+  first_fetch_s     until the test site sees the first request (interpreter start included)
+
+The last line is one JSON object with ``resume_100k_s``: the time until the first fetch
+(meaningful with the default 100,000 tasks). Target: <= 1.0 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from crawler._job import JobConfig, save_config
+from crawler.testsite import serve_testsite
+from eventlog import CheckpointSaved, Counts, Cursor, JobKeys, Lease, Task, TaskQueue, connect
+from eventlog._server import ensure_server, stop_server
+
+DEFAULT_TASKS = 100_000
+QUICK_TASKS = 10_000
+SETUP_BATCH = 1_000
+SETUP_CONCURRENCY = 50
+LOADED = re.compile(rb"resumed (\d+) tasks .* in ([0-9.]+) s")
+
+
+async def checkpoint(queue: TaskQueue, lease: Lease, limiter: anyio.CapacityLimiter) -> None:
+    saved = CheckpointSaved(
+        actor="w1", task_id=lease.task.task_id, attempt=1,
+        cursor=Cursor(page=1, url=lease.task.url), counts=Counts(pages=1),
+    )  # fmt: skip
+    async with limiter:
+        await queue.checkpoint(lease, saved)
+
+
+async def prepare(url: str, site: str, job: str, tasks: int) -> None:
+    limiter = anyio.CapacityLimiter(SETUP_CONCURRENCY)
+    async with connect(url) as client:
+        keys = JobKeys(job)
+        await save_config(client, keys, JobConfig(seeds=(site + "/",), obey_robots=False))
+        queue = TaskQueue(client, job, "w1")
+        for start in range(0, tasks, SETUP_BATCH):
+            batch = [
+                Task(task_id=f"{n:016x}", url=f"{site}/item/{n % 50}?copy={n}", site=site)
+                for n in range(start, min(start + SETUP_BATCH, tasks))
+            ]
+            await queue.enqueue(batch, actor="bench")
+            leases = await queue.claim(len(batch))
+            async with anyio.create_task_group() as tg:
+                for lease in leases:
+                    tg.start_soon(checkpoint, queue, lease, limiter)
+
+
+async def measure(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
+    job = f"resume-{time.time_ns()}"
+    async with serve_testsite(pages=60, seed=1) as site:
+        started = time.monotonic()
+        await prepare(url, site.url, job, tasks)
+        print(f"set up {tasks:,} leased, checkpointed tasks in {time.monotonic() - started:.1f} s")
+        env = {**os.environ, "REDIS_URL": url}
+        command = [
+            sys.executable, "-m", "crawler.cli", "worker", "--job", job, "--name", "w1",
+            "--data-dir", str(data_dir), "--log-level", "info",
+        ]  # fmt: skip
+        began = time.monotonic()
+        process = await anyio.open_process(command, env=env, stderr=-1)
+        try:
+            with anyio.fail_after(120):
+                while site.request_count == 0:
+                    await anyio.sleep(0.001)
+            first_fetch = time.monotonic() - began
+        finally:
+            process.terminate()
+            stderr = b""
+            assert process.stderr is not None
+            async for chunk in process.stderr:
+                stderr += chunk
+            await process.wait()
+    found = LOADED.search(stderr)
+    if found is None:
+        raise SystemExit(f"the worker did not report its resume:\n{stderr.decode()[-2000:]}")
+    return {
+        "tasks": tasks,
+        "resumed": int(found.group(1)),
+        "resume_loaded_s": float(found.group(2)),
+        "first_fetch_s": first_fetch,
+        "resume_100k_s": first_fetch,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_TASKS:,} tasks")
+    args = parser.parse_args()
+    tasks = args.tasks or (QUICK_TASKS if args.quick else DEFAULT_TASKS)
+    with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
+        url = ensure_server(Path(tmp)).url
+        try:
+            result = anyio.run(measure, url, Path(tmp), tasks)
+        finally:
+            stop_server(Path(tmp))
+    print(
+        f"resumed {result['resumed']:,} tasks; resume points loaded in "
+        f"{result['resume_loaded_s']:.3f} s (in the worker); first fetch "
+        f"{result['first_fetch_s']:.3f} s after the process started (target <= 1.0 s)"
+    )
+    print(json.dumps({k: round(v, 3) for k, v in result.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
