@@ -302,6 +302,8 @@ class Worker:
                 await self._crawl_task(lease)
         except LeaseLost as lost:
             log.warning("%s", lost)
+        except UncertainAction as uncertain:
+            log.warning("%s: task paused for a person to decide", uncertain)
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._release(lease)

@@ -37,3 +37,31 @@ def _maybe_die(page: int) -> None:
     if target and int(target) == page and not Path(marker).exists():
         Path(marker).touch()
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+ONCE_ENV = "CRAWLOG_TEST_ONCE"
+"""``SIDE_EFFECT_FILE:MOMENT``: run one action per task; SIGKILL ``during`` or ``after`` it
+(once: the marker is the side-effect file itself)."""
+
+
+class OnceSpider(Spider):
+    """Runs one side effect per page through ``response.once``, and may die around it."""
+
+    name = "once"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        path, _, moment = os.environ[ONCE_ENV].partition(":")
+        effects = Path(path)
+        first_run = not effects.exists()
+
+        async def notify() -> str:
+            with effects.open("a") as out:
+                out.write(f"{response.task_id}\n")
+            if first_run and moment == "during":
+                os.kill(os.getpid(), signal.SIGKILL)  # the action ran; its done was not logged
+            return "sent"
+
+        await response.once("notify", notify)
+        if first_run and moment == "after":
+            os.kill(os.getpid(), signal.SIGKILL)  # done logged; the page's step not
+        yield Item(response.url)
