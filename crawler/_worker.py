@@ -183,7 +183,12 @@ class Worker:
             background.start_soon(self._maintenance_loop)
             async with anyio.create_task_group() as tasks:
                 await self._claim_loop(tasks)
-                tasks.start_soon(self._release_after_grace, tasks)
+                # Stopping: tasks end at their next page boundary; those still running
+                # after the grace period are cancelled (and give their task back).
+                with anyio.move_on_after(self.grace_s):
+                    while self._in_flight:
+                        await self._capacity.wait()
+                tasks.cancel_scope.cancel()
             background.cancel_scope.cancel()
         return self.stats
 
@@ -229,12 +234,6 @@ class Worker:
     async def _done(self) -> bool:
         """Every task of the job is terminal (none queued, leased or waiting for a retry)."""
         return await self.queue.remaining() == 0
-
-    async def _release_after_grace(self, tasks: TaskGroup) -> None:
-        if not self.stopping.is_set():
-            return
-        await anyio.sleep(self.grace_s)
-        tasks.cancel_scope.cancel()
 
     # --- background loops ----------------------------------------------------------------
 

@@ -65,3 +65,13 @@ class OnceSpider(Spider):
         if first_run and moment == "after":
             os.kill(os.getpid(), signal.SIGKILL)  # done logged; the page's step not
         yield Item(response.url)
+
+
+class DeadlySpider(Spider):
+    """Kills its worker (SIGKILL) on every page: a task no worker survives."""
+
+    name = "deadly"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        os.kill(os.getpid(), signal.SIGKILL)
+        yield Item(response.url)
