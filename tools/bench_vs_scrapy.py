@@ -1,0 +1,177 @@
+"""crawlog against Scrapy on the same generated site, at the same total concurrency.
+
+    python tools/bench_vs_scrapy.py [--pages N] [--workers W] [--concurrency C] [--rounds R]
+
+Starts ``crawlog testsite`` as its own process (N pages, default 2,000), then, alternating
+in each round, crawls it completely with Scrapy (one process; CONCURRENT_REQUESTS = W x C;
+every in-site link followed with its LinkExtractor; an item per page) and with
+``crawlog crawl`` (W worker processes x C fetches, the projector, the default spider; a
+fresh job and data directory per round, on a private valkey-server). Both obey
+robots.txt, both have no per-host delay. Pages/s is pages fetched over the command's wall
+time (process start to exit, so both pay their start-up).
+
+Needs Scrapy: ``pip install -e '.[bench]'``. Prints a table; the last line is one JSON object
+with ``scrapy_pages_per_s``, ``crawlog_pages_per_s`` and ``vs_scrapy``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+from eventlog._server import ensure_server, stop_server
+
+DEFAULT_PAGES = 2_000
+DEFAULT_WORKERS = 2
+DEFAULT_CONCURRENCY = 16
+ROUNDS = 3
+
+SCRAPY_SPIDER = textwrap.dedent(
+    """
+    import sys
+    from urllib.parse import urlsplit
+    import scrapy
+    from scrapy.crawler import CrawlerProcess
+    from scrapy.linkextractors import LinkExtractor
+
+    START, CONCURRENCY = sys.argv[1], int(sys.argv[2])
+    HOST = urlsplit(START).netloc
+
+    class Site(scrapy.Spider):
+        name = "site"
+        start_urls = [START]
+        links = LinkExtractor()
+
+        def parse(self, response):
+            yield {"url": response.url, "status": response.status,
+                   "title": response.css("title::text").get(), "bytes": len(response.body)}
+            for link in self.links.extract_links(response):
+                if urlsplit(link.url).netloc == HOST:
+                    yield response.follow(link.url, self.parse)
+
+    pages = 0
+    def count(item, response, spider):
+        global pages
+        pages += 1
+
+    process = CrawlerProcess({
+        "LOG_LEVEL": "ERROR", "ROBOTSTXT_OBEY": True, "CONCURRENT_REQUESTS": CONCURRENCY,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY, "DOWNLOAD_DELAY": 0,
+        "AUTOTHROTTLE_ENABLED": False, "TELNETCONSOLE_ENABLED": False,
+        "REQUEST_FINGERPRINTER_IMPLEMENTATION": "2.7",
+    })
+    crawler = process.create_crawler(Site)
+    crawler.signals.connect(count, signal=scrapy.signals.item_scraped)
+    process.crawl(crawler)
+    process.start()
+    print(pages)
+    """
+)
+
+
+def start_site(pages: int) -> tuple[subprocess.Popen[str], str]:
+    command = [
+        sys.executable,
+        "-m",
+        "crawler.cli",
+        "testsite",
+        "--port",
+        "0",
+        "--pages",
+        str(pages),
+    ]
+    site = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert site.stdout is not None
+    line = site.stdout.readline()
+    if not line.startswith("serving "):
+        site.kill()
+        raise SystemExit(f"the test site did not start: {line!r}")
+    return site, line.split()[1]
+
+
+def run_scrapy(url: str, concurrency: int) -> tuple[int, float]:
+    # A file, not ``python -c``: Scrapy reads its callbacks' source (inspect.getsource).
+    with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
+        spider = Path(tmp) / "site_spider.py"
+        spider.write_text(SCRAPY_SPIDER)
+        started = time.monotonic()
+        out = subprocess.run(
+            [sys.executable, str(spider), url + "/", str(concurrency)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        elapsed = time.monotonic() - started
+    return int(out.stdout.strip().splitlines()[-1]), elapsed
+
+
+def run_crawlog(url: str, redis_url: str, workers: int, concurrency: int) -> tuple[int, float]:
+    with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as data:
+        job = f"bench-{time.time_ns()}"
+        command = [
+            sys.executable, "-m", "crawler.cli", "crawl", url + "/", "--job", job,
+            "--workers", str(workers), "--concurrency", str(concurrency),
+            "--per-host", str(workers * concurrency), "--data-dir", data,
+        ]  # fmt: skip
+        env = {**os.environ, "REDIS_URL": redis_url}
+        started = time.monotonic()
+        out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        elapsed = time.monotonic() - started
+    summary = [line for line in out.stdout.splitlines() if line.startswith("finished ")][-1]
+    pages = int(summary.split("; ")[1].split(" pages")[0])
+    return pages, elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=DEFAULT_PAGES)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    args = parser.parse_args()
+    try:
+        import scrapy  # noqa: F401
+    except ImportError:
+        raise SystemExit("this benchmark needs Scrapy: pip install -e '.[bench]'") from None
+    total = args.workers * args.concurrency
+    site, url = start_site(args.pages)
+    with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
+        redis_url = ensure_server(Path(tmp)).url
+        try:
+            scrapy_rates, crawlog_rates = [], []
+            for r in range(args.rounds):
+                pages, seconds = run_scrapy(url, total)
+                scrapy_rates.append(pages / seconds)
+                pages_c, seconds_c = run_crawlog(url, redis_url, args.workers, args.concurrency)
+                crawlog_rates.append(pages_c / seconds_c)
+                print(
+                    f"  round {r + 1}: scrapy {pages} pages in {seconds:.1f} s, "
+                    f"crawlog {pages_c} pages in {seconds_c:.1f} s"
+                )
+        finally:
+            stop_server(Path(tmp))
+            site.terminate()
+            site.wait()
+    result = {
+        "pages": args.pages,
+        "total_concurrency": total,
+        "scrapy_pages_per_s": statistics.median(scrapy_rates),
+        "crawlog_pages_per_s": statistics.median(crawlog_rates),
+    }
+    result["vs_scrapy"] = result["crawlog_pages_per_s"] / result["scrapy_pages_per_s"]
+    print(f"\n{'crawler':<10} {'pages/s':>10}   ({args.workers} x {args.concurrency} vs {total})")
+    print(f"{'scrapy':<10} {result['scrapy_pages_per_s']:>10,.0f}")
+    ratio = f"{result['vs_scrapy']:.2f} x scrapy (target >= 3)"
+    print(f"{'crawlog':<10} {result['crawlog_pages_per_s']:>10,.0f}   {ratio}")
+    print(json.dumps({k: round(v, 3) for k, v in result.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
