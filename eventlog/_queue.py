@@ -16,7 +16,7 @@ import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from eventlog._codec import encode
+from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors
 from eventlog._control_flags import site_pause_flag, task_pause_flag
 from eventlog._events import (
@@ -32,7 +32,16 @@ from eventlog._events import (
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
 from eventlog._keys import LANE_HIGH, LANE_NORMAL, WORKERS_GROUP, JobKeys
 from eventlog._log import EventLog
-from eventlog._scripts import CLAIM, ENQUEUE, PENDING, PROMOTE, RECLAIM, RENEW, SETTLE
+from eventlog._scripts import (
+    CHECKPOINTS,
+    CLAIM,
+    ENQUEUE,
+    PENDING,
+    PROMOTE,
+    RECLAIM,
+    RENEW,
+    SETTLE,
+)
 
 DEFAULT_LEASE_MS = 30_000
 """A lease not renewed for this long (server idle time) may be reclaimed by others."""
@@ -122,6 +131,7 @@ class TaskQueue:
         self._pending = redis.register_script(PENDING)
         self._reclaim = redis.register_script(RECLAIM)
         self._promote = redis.register_script(PROMOTE)
+        self._checkpoints = redis.register_script(CHECKPOINTS)
 
     async def ensure_groups(self) -> None:
         """Create every lane and its ``workers`` group if missing (idempotent)."""
@@ -344,6 +354,25 @@ class TaskQueue:
                 )
                 held += [(lane, entry[0].decode()) for entry in reply]
         return held
+
+    async def last_checkpoints(
+        self, task_ids: Sequence[str]
+    ) -> dict[str, tuple[str, AnyEvent | None]]:
+        """Each task's last checkpoint: its stream ID and the event, in one round trip.
+
+        The event is None where it was trimmed from Redis (the archive has it).
+        """
+        if not task_ids:
+            return {}
+        with redis_errors("reading checkpoints"):
+            reply = await self._checkpoints(
+                keys=[self.keys.ckpt, self.keys.events], args=list(task_ids)
+            )
+        found: dict[str, tuple[str, AnyEvent | None]] = {}
+        for task_id, (stream_id, payload) in zip(task_ids, reply, strict=True):
+            if stream_id:
+                found[task_id] = (stream_id.decode(), decode(payload) if payload else None)
+        return found
 
     async def checkpoint_ids(self, task_ids: Sequence[str]) -> dict[str, str]:
         """Stream IDs of the last checkpoint of each task that has one, in one round trip."""
