@@ -113,7 +113,8 @@ async def test_a_paused_site_stops_being_fetched_within_a_second_and_resumes(
                 redis_client, keys, SitePaused(actor="alice", site=site_name, reason="test")
             )
             await anyio.sleep(2.0)  # time itself is what is tested: nothing may start now
-            late = [r for r in site.requests if r.time > paused_at + 1.0 + 0.05]
+            # A response is logged when written: allow for the slow page itself, and a margin.
+            late = [r for r in site.requests if r.time > paused_at + 1.0 + 0.05 + 0.25]
             assert not late, f"{len(late)} requests started more than 1 s after the pause"
             assert await redis_client.zcard(keys.parked) > 0, "the site's tasks are parked"
             await apply_control(
