@@ -313,11 +313,11 @@ class Worker:
             self._leases.pop(lease.entry_id, None)
             self._capacity.set()
             self._capacity = anyio.Event()
-        if scope.cancelled_caught and self.stopping.is_set():
-            await self._release(lease)
 
     async def _release(self, lease: Lease, pending: Sequence[AnyEvent] = ()) -> None:
         """Give a task back to the queue at once (a graceful stop)."""
+        # The fold starts attempt ``event.attempt + 1`` on a RetryScheduled: a worker that
+        # stops has not used up an attempt, so the task keeps the one it had.
         event = RetryScheduled(
             actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt - 1,
             delay_s=0.0, reason=STOPPED_REASON,
