@@ -1,21 +1,120 @@
-"""The demo's worker loop, run as a subprocess that tests kill at chosen moments.
+"""A minimal worker loop over the eventlog API alone, run as a subprocess that tests kill
+at chosen moments.
 
     python -m tests.eventlog.worker_process URL JOB NAME PAGES [--stop-at STEP:N] [--reclaim]
 
-It prints one line per step (claimed, fetching, checkpointed, finished); with
-``--stop-at STEP:N`` it prints ``PAUSED`` when it reaches STEP for the Nth time and waits
-there to be killed. ``--reclaim`` takes over other workers' leases without waiting for them
-to expire.
+Each task is a synthetic listing of PAGES pages (no network). Per page the worker appends
+the page's ``PageFetched`` together with a checkpoint (the last page: with ``TaskDone``) in
+one fenced call, and resumes a task after its last checkpoint. It prints one line per step
+(claimed, fetching, checkpointed, finished); with ``--stop-at STEP:N`` it prints ``PAUSED``
+when it reaches STEP for the Nth time and waits there to be killed. ``--reclaim`` takes
+over other workers' leases without waiting for them to expire.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
 
 import anyio
 
-from crawler.demo import run_worker
+from eventlog import (
+    CheckpointSaved,
+    Counts,
+    Cursor,
+    Lease,
+    PageFetched,
+    TaskClaimed,
+    TaskDone,
+    TaskQueue,
+    TaskReclaimed,
+    connect,
+)
+
+LEASE_MS = 1_500
+IDLE_BLOCK_MS = 200
+
+OnStep = Callable[[str, str], Awaitable[None]]
+
+
+async def _quiet(step: str, detail: str) -> None:
+    pass
+
+
+async def run_task(
+    queue: TaskQueue, lease: Lease, pages: int, page_time_s: float, on_step: OnStep
+) -> None:
+    """Fetch the task's pages after its last checkpoint; checkpoint each, finish the last."""
+    task_id, name, attempt = lease.task.task_id, queue.consumer, lease.task.attempt
+    first_page = 1
+    pointers = await queue.checkpoint_ids([task_id])
+    if pointers:
+        saved = (await queue.log.read_ids([pointers[task_id]]))[pointers[task_id]]
+        assert isinstance(saved, CheckpointSaved)
+        first_page = saved.cursor.page + 1
+    for page in range(first_page, pages + 1):
+        await on_step("fetching", f"{task_id} {page}")
+        await anyio.sleep(page_time_s)
+        fetched = PageFetched(
+            actor=name, task_id=task_id, attempt=attempt, url=f"{lease.task.url}?page={page}",
+            status=200, page=page,
+        )  # fmt: skip
+        if page < pages:
+            saved = CheckpointSaved(
+                actor=name, task_id=task_id, attempt=attempt, cursor=Cursor(page=page),
+                counts=Counts(pages=page),
+            )  # fmt: skip
+            await queue.checkpoint(lease, saved, before=[fetched])
+            await on_step("checkpointed", f"{task_id} {page}")
+        else:
+            done = TaskDone(actor=name, task_id=task_id, attempt=attempt, counts=Counts(pages=page))
+            await queue.finish(lease, done, before=[fetched])
+            await on_step("finished", task_id)
+
+
+async def run_worker(
+    url: str,
+    job: str,
+    name: str,
+    *,
+    pages: int,
+    page_time_s: float = 0.0,
+    lease_ms: int = LEASE_MS,
+    reclaim_idle_ms: int | None = None,
+    on_step: OnStep = _quiet,
+) -> None:
+    """Work on the job's tasks until none is left: own leases first, then new, then expired."""
+    async with connect(url) as client:
+        queue = TaskQueue(client, job, name, lease_ms=lease_ms)
+        leases = await queue.pending(redeliver=True)  # a restart resumes its own leases first
+        while True:
+            for lease in leases:
+                await on_step("claimed", lease.task.task_id)
+                await run_task(queue, lease, pages, page_time_s, on_step)
+            leases = await queue.claim(1, block_ms=IDLE_BLOCK_MS)
+            if leases:
+                await queue.log.append_many([claimed_event(name, lease) for lease in leases])
+                continue
+            leases = await queue.reclaim(min_idle_ms=reclaim_idle_ms)
+            if leases:
+                await queue.log.append_many([reclaimed_event(name, lease) for lease in leases])
+            elif await queue.remaining() == 0:
+                return
+
+
+def claimed_event(worker: str, lease: Lease) -> TaskClaimed:
+    return TaskClaimed(
+        actor=worker, task_id=lease.task.task_id, attempt=lease.task.attempt,
+        deliveries=lease.deliveries,
+    )  # fmt: skip
+
+
+def reclaimed_event(worker: str, lease: Lease) -> TaskReclaimed:
+    return TaskReclaimed(
+        actor=worker, task_id=lease.task.task_id, attempt=lease.task.attempt,
+        previous_owner=lease.previous_owner or "?", deliveries=lease.deliveries,
+    )  # fmt: skip
 
 
 class Stepper:
@@ -43,7 +142,7 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("--reclaim", action="store_true")
     args = parser.parse_args(argv)
     await run_worker(
-        args.url, args.job, args.name, pages=args.pages, page_time_s=0,
+        args.url, args.job, args.name, pages=args.pages,
         reclaim_idle_ms=0 if args.reclaim else None, on_step=Stepper(args.stop_at).step,
     )  # fmt: skip
     return 0
