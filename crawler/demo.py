@@ -44,8 +44,10 @@ POLL_S = 0.01
 PROJECTOR_WAIT_S = 60.0
 
 
-async def run_demo(url: str, data_dir: Path, pages: int, echo: Callable[[str], None]) -> bool:
-    """Run the demo; True if every invariant held."""
+async def run_demo(
+    url: str, data_dir: Path, pages: int, echo: Callable[[str], None]
+) -> tuple[bool, str]:
+    """Run the demo; whether every invariant held, and the job's name."""
     job = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
     env = {**os.environ, "REDIS_URL": url}
     common = ("--job", job, "--data-dir", str(data_dir))
@@ -79,7 +81,7 @@ async def run_demo(url: str, data_dir: Path, pages: int, echo: Callable[[str], N
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop(processes)
-        return _verdict(site, Store(data_dir, job), in_flight, config.lease_ms, echo)
+        return _verdict(site, Store(data_dir, job), in_flight, config.lease_ms, echo), job
 
 
 async def _kill_mid_task(
@@ -168,6 +170,10 @@ def demo_command(ctx: click.Context, pages: int, data_dir: Path | None) -> None:
     stays: run `crawlog report --job JOB` or `crawlog sql --job JOB ...` on it afterwards.
     """
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
-    ok = anyio.run(run_demo, url, directory, pages, click.echo)
+    ok, job = anyio.run(run_demo, url, directory, pages, click.echo)
     click.echo("every invariant holds" if ok else "AN INVARIANT FAILED")
+    click.echo(
+        f"the job's log and archive stay: crawlog report --job {job}   "
+        f'crawlog sql --job {job} "SELECT status, count(*) FROM pages GROUP BY 1"'
+    )
     ctx.exit(0 if ok else 1)
