@@ -46,7 +46,8 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     seconds: float
 
 
-def _cli(*args: str) -> list[str]:
+def crawlog_command(*args: str) -> list[str]:
+    """argv running ``crawlog ARGS`` with this interpreter (the one crawlog is installed in)."""
     return [sys.executable, "-m", "crawler.cli", *args]
 
 
@@ -76,15 +77,14 @@ async def run_crawl(
         )
         processes: list[Process] = []
         try:
-            projector = await anyio.open_process(_cli("project", *common), env=env, stdout=None)
+            projector = await anyio.open_process(
+                crawlog_command("project", *common), env=env, stdout=None
+            )
             processes.append(projector)
+            worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
-                worker = await anyio.open_process(
-                    _cli("worker", *common, "--name", f"w{n}", "--concurrency", str(concurrency),
-                         "--exit-when-done"),
-                    env=env, stdout=None,
-                )  # fmt: skip
-                processes.append(worker)
+                command = crawlog_command(*worker, "--name", f"w{n}")
+                processes.append(await anyio.open_process(command, env=env, stdout=None))
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, processes, tg.cancel_scope)
                 await _watch(queue, processes[1:], echo)
@@ -95,7 +95,7 @@ async def run_crawl(
                 await wait_for_position(client, job, last, PROJECTOR_WAIT_S)
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(processes)
+                await stop_processes(processes)
     _, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
         job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
@@ -126,7 +126,7 @@ async def _forward_signals(processes: list[Process], scope: anyio.CancelScope) -
             return
 
 
-async def _stop(processes: list[Process]) -> None:
+async def stop_processes(processes: list[Process]) -> None:
     """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace."""
     for process in processes:
         if process.returncode is None:

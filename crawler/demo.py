@@ -22,7 +22,7 @@ import click
 import msgspec
 from anyio.abc import Process
 
-from crawler._crawl import _cli, _stop
+from crawler._crawl import crawlog_command, stop_processes
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
@@ -64,13 +64,13 @@ async def run_demo(
         queue = TaskQueue(client, job, "demo")
         await enqueue_seeds(queue, list(config.seeds), actor="demo")
         echo(f"job {job}: crawling {site.url} ({len(site.reachable)} reachable pages, faults on)")
-        processes = [await anyio.open_process(_cli("project", *common), env=env)]
+        processes = [await anyio.open_process(crawlog_command("project", *common), env=env)]
         try:
-            w1 = await anyio.open_process(_cli(*worker_args, "--name", "w1"), env=env)
-            w2 = await anyio.open_process(_cli(*worker_args, "--name", "w2"), env=env)
+            w1 = await anyio.open_process(crawlog_command(*worker_args, "--name", "w1"), env=env)
+            w2 = await anyio.open_process(crawlog_command(*worker_args, "--name", "w2"), env=env)
             processes += [w1, w2]
             in_flight = await _kill_mid_task(site, queue, w1, echo)
-            w3 = await anyio.open_process(_cli(*worker_args, "--name", "w3"), env=env)
+            w3 = await anyio.open_process(crawlog_command(*worker_args, "--name", "w3"), env=env)
             processes.append(w3)
             echo("started w3 to replace it; w2 and w3 take over its tasks when their leases expire")
             for worker in (w2, w3):
@@ -80,7 +80,7 @@ async def run_demo(
                 await wait_for_position(client, job, last, PROJECTOR_WAIT_S)
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(processes)
+                await stop_processes(processes)
         return _verdict(site, Store(data_dir, job), in_flight, config.lease_ms, echo), job
 
 
