@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from crawler._worker import DEFAULT_CONCURRENCY
 from eventlog._server import FSYNC_POLICIES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,4 +45,15 @@ def job_option(command: F) -> F:
     """``--job NAME``: the job to act on."""
     return click.option(
         "--job", required=True, metavar="NAME", help="The job (its keys are crawlog:{NAME}:*)."
+    )(command)
+
+
+def concurrency_option(command: F) -> F:
+    """``--concurrency C``: fetches one worker runs at once."""
+    return click.option(
+        "--concurrency",
+        type=click.IntRange(1, 1000),
+        default=DEFAULT_CONCURRENCY,
+        show_default=True,
+        help="Fetches in flight per worker.",
     )(command)

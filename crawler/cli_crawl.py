@@ -11,14 +11,14 @@ from pathlib import Path
 import anyio
 import click
 
-from crawler._cli_options import data_dir_option, job_option
+from crawler._cli_options import concurrency_option, data_dir_option, job_option
 from crawler._crawl import run_crawl
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
 from crawler._spider import load_spider
 from crawler._urls import check_seed_url
-from crawler._worker import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S, Worker, enqueue_seeds
+from crawler._worker import DEFAULT_GRACE_S, Worker, enqueue_seeds
 from eventlog import DEFAULT_LEASE_MS, JobKeys, TaskQueue, connect
 from eventlog._server import resolve_data_dir, resolve_url
 
@@ -38,13 +38,7 @@ from eventlog._server import resolve_data_dir, resolve_url
     show_default="number of CPUs",
     help="Worker processes.",
 )
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1, 1000),
-    default=DEFAULT_CONCURRENCY,
-    show_default=True,
-    help="Fetches in flight per worker.",
-)
+@concurrency_option
 @click.option(
     "--per-host",
     type=click.IntRange(1, 1000),
@@ -159,9 +153,7 @@ def _job_name(seed: str) -> str:
     default=None,
     help="Worker name [default: HOST-PID]. Reuse it to resume its tasks at once.",
 )
-@click.option(
-    "--concurrency", type=click.IntRange(1, 1000), default=DEFAULT_CONCURRENCY, show_default=True
-)
+@concurrency_option
 @click.option("--exit-when-done", is_flag=True, help="Exit once every task of the job is terminal.")
 @click.option(
     "--grace",

@@ -22,6 +22,7 @@ import click
 import msgspec
 from anyio.abc import Process
 
+from crawler._cli_options import data_dir_option
 from crawler._crawl import crawlog_command, stop_processes
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
@@ -158,8 +159,7 @@ def _verdict(
 
 @click.command("demo", epilog="Example:  crawlog demo --pages 1000")
 @click.option("--pages", type=click.IntRange(50, 20_000), default=DEMO_PAGES, show_default=True)
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="Data directory [default: $CRAWLOG_HOME, else ./.crawlog].")  # fmt: skip
+@data_dir_option
 @click.pass_context
 def demo_command(ctx: click.Context, pages: int, data_dir: Path | None) -> None:
     """Crawl the test site, SIGKILL a worker at 40 %, finish, and prove nothing was lost.
