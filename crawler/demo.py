@@ -19,21 +19,19 @@ from pathlib import Path
 
 import anyio
 import click
-import msgspec
 from anyio.abc import Process
 
 from crawler._cli_options import data_dir_option
 from crawler._crawl import crawlog_command, stop_processes
+from crawler._invariants import check_crawl, tasks_held
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
 from crawler.testsite import Faults, RunningSite, serve_testsite
-from eventlog import JobKeys, Task, TaskQueue, connect
-from eventlog._connection import command
+from eventlog import JobKeys, TaskQueue, connect
 from eventlog._server import resolve_data_dir, resolve_url
-from projector._analytics import build_report, format_report, query
+from projector._analytics import build_report, format_report
 from projector._projector import wait_for_position
-from projector._replay import verify
 from projector._store import Store
 
 DEMO_PAGES = 1_500
@@ -95,23 +93,12 @@ async def _kill_mid_task(
     victim.send_signal(signal.SIGKILL)
     await victim.wait()
     held = await queue.leases_of("w1")
-    tasks = await _tasks_of(queue, held)
+    tasks = await tasks_held(queue, held)
     shown = ", ".join(sorted(tasks.values())[:5]) + (" ..." if len(tasks) > 5 else "")
     echo(
         f"killed w1 with SIGKILL after {site.request_count} requests; "
         f"it held {len(held)} task(s) mid-way: {shown}"
     )
-    return tasks
-
-
-async def _tasks_of(queue: TaskQueue, held: list[tuple[int, str]]) -> dict[str, str]:
-    """Task id -> URL of the tasks behind these lane entries."""
-    tasks = {}
-    for lane, entry_id in held:
-        raw = await command(queue.redis, "XRANGE", queue.keys.tasks(lane), entry_id, entry_id)
-        for _, (_, payload) in raw:
-            task = msgspec.msgpack.decode(payload, type=Task)
-            tasks[task.task_id] = task.url
     return tasks
 
 
@@ -122,36 +109,23 @@ def _verdict(
     lease_ms: int,
     echo: Callable[[str], None],
 ) -> bool:
-    fetched = {r.path for r in site.requests}
-    reachable = {u.removeprefix(site.url) for u in site.reachable}
-    lost = sorted(reachable - fetched)
-    # A page of a task fetched successfully twice: only a kill can cause that (failed
-    # fetches are retried, and redirects may lead two tasks to one page).
-    again = query(
-        store,
-        "SELECT task_id, page, min(url) FROM pages WHERE status BETWEEN 200 AND 299 "
-        "GROUP BY task_id, page HAVING count(*) > 1 ORDER BY 3",
-    ).rows
-    items = query(store, "SELECT count(*), count(DISTINCT key) FROM items").rows[0]
-    position, differences = verify(store)
-    checks = {
-        "every reachable page fetched (the site's own request log)": not lost,
-        "pages fetched again only among those in flight at the kill": {row[0] for row in again}
-        <= set(in_flight),
-        "no item twice": items[0] == items[1],
-        "replay --verify identical": not differences,
-    }
+    check = check_crawl(site, store, in_flight)
+    checks = check.checks(len(in_flight))
     echo("")
     echo(format_report(build_report(store, lease_s=lease_ms / 1000, now=time.time())))
     echo("")
-    echo(f"pages requested: {len(fetched)}, reachable: {len(reachable)}, lost: {len(lost)}")
+    echo(f"pages requested: {check.requested}, reachable: {check.reachable}, "
+         f"lost: {len(check.lost)}")  # fmt: skip
     counts = site.fetch_counts()
     redone = sorted(u for u in in_flight.values() if counts.get(u.removeprefix(site.url), 0) > 1)
     echo(f"in flight at the kill: {len(in_flight)} task(s); fetched again by the site's log: "
          f"{len(redone)} {redone}")  # fmt: skip
+    again = check.refetched_in_log
     echo(f"a task's page recorded twice in the log: {len(again)} {[row[2] for row in again]}")
-    echo(f"items: {items[0]}, distinct keys: {items[1]}")
-    echo(f"replay --verify at {position}: {'identical' if not differences else differences[:3]}")
+    echo(f"items: {check.items}, distinct keys: {check.distinct_items}")
+    differences = check.replay_differences
+    echo(f"replay --verify at {check.replay_position}: "
+         f"{'identical' if not differences else differences[:3]}")  # fmt: skip
     for name, held in checks.items():
         echo(f"  {'ok  ' if held else 'FAIL'} {name}")
     return all(checks.values())
