@@ -34,9 +34,10 @@ import pyarrow as pa
 
 from eventlog import CrawlogError
 from projector._archive import SCHEMA
-from projector._projector import read_committed
-from projector._state import ABORTED, FAILED, RUNNING, STATUSES, State, TaskState
+from projector._projector import committed_state, read_committed
+from projector._state import STATUSES, JobState, SiteState, State, TaskState
 from projector._store import Manifest, Store
+from projector._summary import ANOMALIES_LISTED, LISTED, RunningTask, Summary, summarize
 
 T = TypeVar("T")
 
@@ -57,9 +58,7 @@ READ_ATTEMPTS: Final = 3
 """A read that finds a segment gone is tried again on the newer manifest (as many times as
 ``read_committed`` tries for the state: a projector compacting right then may do it twice)."""
 TOP_REASONS: Final = 10
-LISTED: Final = 20
-"""Tasks or pages a report section lists by name (all of them are counted)."""
-ANOMALIES_SHOWN: Final = 10
+ANOMALIES_SHOWN: Final = ANOMALIES_LISTED
 SECONDS_PER_MINUTE: Final = 60
 MICROS: Final = 1_000_000
 
@@ -110,6 +109,7 @@ class NoProjectedData(CrawlogError):
 class _Committed:
     """One manifest, its state (if read), and a connection whose views show exactly them."""
 
+    store: Store
     manifest: Manifest
     state: State | None
     con: duckdb.DuckDBPyConnection
@@ -176,7 +176,7 @@ def _run(
         con = None
         try:
             con = _connect(store, manifest)
-            result = work(_Committed(manifest, state, con))
+            result = work(_Committed(store, manifest, state, con))
             if keep_open:
                 con = None
             return result
@@ -633,37 +633,43 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
 def build_report(store: Store, *, lease_s: float, now: float) -> Report:
     """The report of the committed data; stuck = running, last event before ``now - lease_s``.
 
-    Sections from the state are computed on it in place (a table of a million tasks costs
-    more to build than every figure the report needs from it); sections from the log are
-    SQL over the archive.
+    Sections from the state come from the summary the manifest carries (decoding the state
+    of a million tasks would cost seconds); sections from the log are SQL over the archive.
+    A manifest written before summaries existed has its state read and summarized instead.
     """
     return _run(
         store,
         lambda committed: _report(committed, lease_s=lease_s, now=now),
-        read_state=True,
+        read_state=False,
         doing="building the report",
     )
 
 
+def _summary(store: Store, manifest: Manifest) -> Summary:
+    if manifest.summary is not None:
+        return manifest.summary
+    # An older manifest, with no summary: the same figures, the slow way.
+    return summarize(committed_state(store, manifest))
+
+
 def _report(committed: _Committed, *, lease_s: float, now: float) -> Report:
-    state, manifest, con = committed.state, committed.manifest, committed.con
-    assert state is not None
-    tasks = list(state.tasks.values())
+    manifest, con = committed.manifest, committed.con
+    summary = _summary(committed.store, manifest)
     (events,) = _one(con, "SELECT count(*) FROM events")
     return Report(
         job=manifest.job,
         position=manifest.position,
         generated_at=now,
         events=events,
-        totals=_totals(state),
-        sites=_sites(state),
+        totals=_totals(summary.job),
+        sites=_sites(summary.sites),
         throughput=_throughput(con),
-        failures=_failures(con, tasks),
-        retries=_retries(tasks),
+        failures=_failures(con, summary),
+        retries=_retries(summary),
         response_times=_response_times(con),
-        recoveries=_recoveries(con, tasks),
-        stuck=_stuck(tasks, lease_s=lease_s, now=now),
-        anomalies=_anomalies(state),
+        recoveries=_recoveries(con, summary),
+        stuck=_stuck(summary.running, lease_s=lease_s, now=now),
+        anomalies=_anomalies(summary),
     )
 
 
@@ -683,8 +689,7 @@ def _top(counter: Counter[str], n: int = TOP_REASONS) -> list[ReasonCount]:
     return [ReasonCount(reason=reason, count=count) for reason, count in top]
 
 
-def _totals(state: State) -> Totals:
-    job = state.job
+def _totals(job: JobState) -> Totals:
     return Totals(
         events=job.events,
         tasks=sum(job.tasks.values()),
@@ -697,7 +702,7 @@ def _totals(state: State) -> Totals:
     )
 
 
-def _sites(state: State) -> list[SiteProgress]:
+def _sites(sites: Iterable[SiteState]) -> list[SiteProgress]:
     return [
         SiteProgress(
             site=site.site,
@@ -711,7 +716,7 @@ def _sites(state: State) -> list[SiteProgress]:
             circuit=site.circuit,
             circuit_reason=site.circuit_reason,
         )
-        for site in sorted(state.sites.values(), key=attrgetter("site"))
+        for site in sorted(sites, key=attrgetter("site"))
     ]
 
 
@@ -738,8 +743,8 @@ def _throughput(con: duckdb.DuckDBPyConnection) -> Throughput:
     )
 
 
-def _failures(con: duckdb.DuckDBPyConnection, tasks: Iterable[TaskState]) -> Failures:
-    failed = Counter(t.last_reason for t in tasks if t.status in (FAILED, ABORTED))
+def _failures(con: duckdb.DuckDBPyConnection, summary: Summary) -> Failures:
+    failed = Counter(summary.failure_reasons)
     errors = con.execute(
         f"SELECT error, count(*) AS n {_PAGE_EVENTS} AND error IS NOT NULL "
         f"GROUP BY error ORDER BY n DESC, error LIMIT {TOP_REASONS}"
@@ -757,8 +762,8 @@ def _failures(con: duckdb.DuckDBPyConnection, tasks: Iterable[TaskState]) -> Fai
     )
 
 
-def _retries(tasks: Sequence[TaskState]) -> Retries:
-    counts = Counter(map(attrgetter("retries"), tasks))
+def _retries(summary: Summary) -> Retries:
+    counts = summary.retries
     return Retries(
         total=sum(r * n for r, n in counts.items()),
         peak=max(counts, default=0),
@@ -775,9 +780,7 @@ def _response_times(con: duckdb.DuckDBPyConnection) -> ResponseTimes:
     return ResponseTimes(pages=pages, avg_ms=avg, p50_ms=p50, p95_ms=p95)
 
 
-def _recoveries(con: duckdb.DuckDBPyConnection, tasks: Sequence[TaskState]) -> Recoveries:
-    resumed = [t for t in tasks if t.recoveries > 0]
-    resumed.sort(key=lambda t: (-t.recoveries, t.task_id))
+def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
     # Every fetch of a page after the first, as the log has them (a zombie's late fetch, which
     # the fold refuses, counts too: it was fetched again all the same). The URLs are looked up
     # for the listed pages only: carrying them through the grouping of every page would make
@@ -796,10 +799,10 @@ def _recoveries(con: duckdb.DuckDBPyConnection, tasks: Sequence[TaskState]) -> R
         ORDER BY r.times DESC, r.task_id, r.page
     """).fetchall()
     return Recoveries(
-        tasks_resumed=len(resumed),
+        tasks_resumed=summary.recovered_tasks,
         resumed=[
             ResumedTask(task_id=t.task_id, url=t.url, status=t.status, recoveries=t.recoveries)
-            for t in resumed[:LISTED]
+            for t in summary.recovered[:LISTED]
         ],
         pages_refetched=pairs,
         extra_fetches=int(extra),
@@ -810,10 +813,10 @@ def _recoveries(con: duckdb.DuckDBPyConnection, tasks: Sequence[TaskState]) -> R
     )
 
 
-def _stuck(tasks: Iterable[TaskState], *, lease_s: float, now: float) -> Stuck:
+def _stuck(running: Iterable[RunningTask], *, lease_s: float, now: float) -> Stuck:
     cutoff = now - lease_s
-    stuck = [t for t in tasks if t.status == RUNNING and t.updated_at < cutoff]
-    stuck.sort(key=lambda t: (t.updated_at, t.task_id))
+    # Already longest idle first.
+    stuck = [t for t in running if t.updated_at < cutoff]
     return Stuck(
         lease_s=lease_s,
         count=len(stuck),
@@ -832,8 +835,8 @@ def _stuck(tasks: Iterable[TaskState], *, lease_s: float, now: float) -> Stuck:
     )
 
 
-def _anomalies(state: State) -> Anomalies:
-    counts = Counter(state.job.anomalies)
+def _anomalies(summary: Summary) -> Anomalies:
+    counts = Counter(summary.job.anomalies)
     return Anomalies(
         total=sum(counts.values()),
         by_reason=_top(counts, len(counts)),
@@ -845,7 +848,7 @@ def _anomalies(state: State) -> Anomalies:
                 from_status=a.from_status,
                 reason=a.reason,
             )
-            for a in state.anomalies[:ANOMALIES_SHOWN]
+            for a in summary.anomalies[:ANOMALIES_SHOWN]
         ],
     )
 

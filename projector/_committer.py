@@ -15,6 +15,7 @@ from eventlog import LogEntry
 from projector._archive import merge_segments, write_segment
 from projector._compaction import plan as plan_compaction
 from projector._store import Manifest, Store
+from projector._summary import Summary
 
 
 class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,6 +25,7 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     entries: list[LogEntry]
     snapshot: bytes | None = None
     snapshot_position: str = ""
+    summary: Summary | None = None
 
 
 class Committer:
@@ -50,6 +52,7 @@ class Committer:
             snapshot=name,
             snapshot_position=snapshot_position,
             events=old.events + len(request.entries),
+            summary=request.summary,
         )
         self.store.commit(manifest)
         if name != old.snapshot:

@@ -21,13 +21,22 @@ import anyio.to_thread
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
-from eventlog import CrawlogError, EventLog, JobKeys, LogEntry, PoisonEntry, stream_id_key
+from eventlog import (
+    CrawlogError,
+    EventLog,
+    JobKeys,
+    LogEntry,
+    PoisonEntry,
+    TaskEvent,
+    stream_id_key,
+)
 from eventlog._connection import command, redis_errors
 from projector._archive import read_entries
 from projector._committer import CommitRequest, Committer
 from projector._fold import apply, fold
 from projector._state import State, canonical
 from projector._store import Manifest, Store
+from projector._summary import SummaryTracker
 
 DEFAULT_COMMIT_EVENTS = 50_000
 DEFAULT_COMMIT_INTERVAL_S = 1.0
@@ -76,6 +85,7 @@ class Projector:
         self._stack = AsyncExitStack()
         self._tasks: TaskGroup | None = None
         self._committer: Committer | None = None
+        self._summary = SummaryTracker()
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
@@ -83,6 +93,7 @@ class Projector:
             self.manifest = await anyio.to_thread.run_sync(self.store.recover)
             self._committer = Committer(self.store, self.manifest)
             self.state = await anyio.to_thread.run_sync(committed_state, self.store, self.manifest)
+            self._summary.update(self.state, self.state.tasks)
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
             self._stack = stack.pop_all()
         self.position = self.manifest.position
@@ -153,11 +164,13 @@ class Projector:
             self._snapshot_at = time.monotonic()
         if not self._buffer and self.position == self.manifest.position and not snapshot_bytes:
             return
+        self._summary.update(self.state, _task_ids(self._buffer))
         work = CommitRequest(
             position=self.position,
             entries=self._buffer,
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
+            summary=self._summary.summary(self.state),
         )
         self._buffer = []
         done = self._committing = anyio.Event()
@@ -208,6 +221,11 @@ class Projector:
             return int(self.commit_interval_s * 1000)
         left = self.commit_interval_s - (time.monotonic() - self._buffer_since)
         return max(1, int(left * 1000))
+
+
+def _task_ids(entries: list[LogEntry]) -> set[str]:
+    """The tasks some of ``entries`` are about (only task events change a task)."""
+    return {e.event.task_id for e in entries if isinstance(e.event, TaskEvent)}
 
 
 def committed_state(store: Store, manifest: Manifest) -> State:

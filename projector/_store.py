@@ -27,6 +27,7 @@ from eventlog import START, ConfigError, CrawlogError, check_job_name, stream_id
 from eventlog._files import flock_within, fsync_dir, write_atomic
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
 from projector._state import State, state_from_bytes
+from projector._summary import Summary
 
 MANIFEST = "manifest.json"
 ARCHIVE_DIR = "archive"
@@ -53,6 +54,8 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     """Stream ID of the last event folded into the snapshot."""
     events: int = 0
     """Events archived in all segments."""
+    summary: Summary | None = None
+    """The state's figures at ``position``, for reports (None: written before summaries)."""
 
 
 def job_dir(data_dir: Path, job: str) -> Path:

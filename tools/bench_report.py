@@ -53,6 +53,7 @@ from projector._state import (
     canonical,
 )
 from projector._store import Manifest, Store
+from projector._summary import summarize
 
 T = TypeVar("T")
 
@@ -372,7 +373,7 @@ def generate(data_dir: Path, events: int, segment_events: int) -> dict[str, floa
     store.commit(
         Manifest(
             job=JOB, position=state.position, segments=tuple(segments), snapshot=name,
-            snapshot_position=state.position, events=events,
+            snapshot_position=state.position, events=events, summary=summarize(state),
         )
     )  # fmt: skip
     archive_mb = sum(p.stat().st_size for p in store.archive.iterdir()) / 1e6
@@ -397,7 +398,7 @@ def timed(work: Callable[[], T], rounds: int) -> tuple[float, T]:
 
 
 def read_and_drop_state(store: Store) -> None:
-    """What ``build_report`` pays for the state: ``read_committed``, then freeing it."""
+    """What ``build_report`` would pay for the whole state: ``read_committed``, then freeing it."""
     read_committed(store)
 
 
@@ -459,7 +460,8 @@ def main() -> None:
         ("generated in", f"{f['generate_archive_s']:.1f} s archive, "
                          f"{f['generate_state_s']:.1f} s state"),
         (f"build_report (median of {f['rounds']})", f"{f['report_s']:.2f} s"),
-        ("  of which the state", f"{f['state_s']:.2f} s (read_committed, then freed; median)"),
+        ("reading the full state", f"{f['state_s']:.2f} s (read_committed, which the report "
+                                   "skips: it reads the manifest's summary)"),
         ("target", f"<= {TARGET_S:.1f} s: {'met' if f['report_s'] <= TARGET_S else 'MISSED'}"),
         ("report", f"{totals.tasks:,} tasks, {totals.pages:,} pages, "
                    f"p95 {report.response_times.p95_ms or 0:,.0f} ms, "

@@ -1,0 +1,175 @@
+"""What a report needs of the state, small enough to commit with every manifest.
+
+A report must not decode the whole state: a million tasks take seconds to read back, and
+``crawlog report`` should answer in well under that. Its sections only need the job and
+site totals, the first anomalies, and a few figures over the tasks (failure reasons, the
+retry distribution, the tasks that were recovered, the tasks running now). The projector
+keeps those task figures up to date batch by batch (:class:`SummaryTracker` looks only at
+the tasks a batch touched) and writes the :class:`Summary` into each manifest, so a report
+reads one small file that is exactly as recent as the archive beside it.
+
+``summarize`` computes the same thing from a whole state; the tracker is only a faster way
+to the same answer, and the tests hold them equal.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable
+from typing import Final, TypeVar
+
+import msgspec
+
+from projector._state import (
+    ABORTED,
+    FAILED,
+    RUNNING,
+    Anomaly,
+    JobState,
+    SiteState,
+    State,
+    TaskState,
+)
+
+LISTED: Final = 20
+"""Tasks a summary lists by name in each section (the rest are only counted)."""
+ANOMALIES_LISTED: Final = 10
+
+_FAILED_OR_ABORTED: Final = frozenset({FAILED, ABORTED})
+
+_V = TypeVar("_V")
+
+
+class RecoveredTask(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A task taken back from a worker that lost it (a lease expiry or a restart)."""
+
+    task_id: str
+    url: str
+    status: str
+    recoveries: int
+
+
+class RunningTask(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A task some worker holds now; stuck if its last event is older than a lease."""
+
+    task_id: str
+    url: str
+    site: str
+    owner: str | None
+    attempt: int
+    updated_at: float
+
+
+class Summary(msgspec.Struct, frozen=True, kw_only=True):
+    """The state's figures a report shows, as of ``position``."""
+
+    position: str
+    job: JobState
+    sites: tuple[SiteState, ...]
+    """Every site, sorted by name."""
+    anomalies: tuple[Anomaly, ...]
+    """The first ``ANOMALIES_LISTED`` refused events (all are counted in ``job``)."""
+    failure_reasons: dict[str, int]
+    """Failed or aborted tasks, by their last reason."""
+    retries: dict[int, int]
+    """Tasks by how many retries they took (every task, zero included)."""
+    recovered_tasks: int
+    recovered: tuple[RecoveredTask, ...]
+    """The ``LISTED`` tasks recovered most often (then by task id)."""
+    running: tuple[RunningTask, ...]
+    """Every running task, longest idle first."""
+
+
+_ENCODER: Final = msgspec.msgpack.Encoder()
+_SUMMARY_DECODER: Final = msgspec.msgpack.Decoder(Summary)
+
+
+def summarize(state: State) -> Summary:
+    """The summary of a whole state (what the tracker keeps up to date incrementally)."""
+    tracker = SummaryTracker()
+    tracker.update(state, state.tasks)
+    return tracker.summary(state)
+
+
+class SummaryTracker:
+    """Each task's part of the summary, refreshed for the tasks a batch touched.
+
+    Only tasks that count somewhere are kept (failed, retried, recovered, running): a
+    crawl of a million tasks keeps a few thousand entries here, not a million.
+    """
+
+    def __init__(self) -> None:
+        self._failed: dict[str, str] = {}
+        self._retries: dict[str, int] = {}
+        self._recovered: dict[str, int] = {}
+        self._running: set[str] = set()
+
+    def update(self, state: State, task_ids: Iterable[str]) -> None:
+        """Take the current figures of ``task_ids`` from ``state`` (others are unchanged)."""
+        tasks = state.tasks
+        for task_id in task_ids:
+            task = tasks.get(task_id)
+            if task is None:
+                # An event about a task the log never enqueued: an anomaly, not a task.
+                continue
+            _set(self._failed, task_id, task.last_reason, task.status in _FAILED_OR_ABORTED)
+            _set(self._retries, task_id, task.retries, task.retries > 0)
+            _set(self._recovered, task_id, task.recoveries, task.recoveries > 0)
+            if task.status == RUNNING:
+                self._running.add(task_id)
+            else:
+                self._running.discard(task_id)
+
+    def summary(self, state: State) -> Summary:
+        """The summary of ``state``, given that every task it changed was ``update``d."""
+        tasks = state.tasks
+        retries = Counter(self._retries.values())
+        untried = len(tasks) - len(self._retries)
+        if untried:
+            retries[0] = untried
+        # Ties broken by task id, so the same state always lists the same tasks.
+        most = heapq.nsmallest(LISTED, self._recovered.items(), key=lambda kv: (-kv[1], kv[0]))
+        running = sorted((tasks[t] for t in self._running), key=_idle_order)
+        summary = Summary(
+            position=state.position,
+            job=state.job,
+            sites=tuple(state.sites[name] for name in sorted(state.sites)),
+            anomalies=tuple(state.anomalies[:ANOMALIES_LISTED]),
+            failure_reasons=dict(Counter(self._failed.values())),
+            retries=dict(sorted(retries.items())),
+            recovered_tasks=len(self._recovered),
+            recovered=tuple(_recovered(tasks[t]) for t, _ in most),
+            running=tuple(_running(t) for t in running),
+        )
+        # A copy: the job and site structs are the fold's own, and it goes on changing them
+        # while a commit thread writes this summary.
+        return _SUMMARY_DECODER.decode(_ENCODER.encode(summary))
+
+
+def _set(figures: dict[str, _V], task_id: str, value: _V, counts: bool) -> None:
+    if counts:
+        figures[task_id] = value
+    else:
+        figures.pop(task_id, None)
+
+
+def _idle_order(task: TaskState) -> tuple[float, str]:
+    return (task.updated_at, task.task_id)
+
+
+def _recovered(task: TaskState) -> RecoveredTask:
+    return RecoveredTask(
+        task_id=task.task_id, url=task.url, status=task.status, recoveries=task.recoveries
+    )
+
+
+def _running(task: TaskState) -> RunningTask:
+    return RunningTask(
+        task_id=task.task_id,
+        url=task.url,
+        site=task.site,
+        owner=task.owner,
+        attempt=task.attempt,
+        updated_at=task.updated_at,
+    )
