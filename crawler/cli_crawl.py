@@ -20,6 +20,7 @@ from crawler._spider import load_spider
 from crawler._urls import check_seed_url
 from crawler._worker import DEFAULT_GRACE_S, Worker, enqueue_seeds
 from eventlog import DEFAULT_LEASE_MS, JobKeys, TaskQueue, connect
+from eventlog._connection import DEFAULT_RIDE_OUT_S
 from eventlog._server import resolve_data_dir, resolve_url
 
 
@@ -177,7 +178,8 @@ def worker_command(
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
 
     async def run() -> None:
-        async with connect(url) as client:
+        # A Redis restart mid-crawl is waited out (each write is idempotent), not fatal.
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
             config = await load_config(client, JobKeys(job))
             worker = Worker(
                 client,

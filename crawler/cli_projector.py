@@ -10,6 +10,7 @@ import click
 
 from crawler._cli_options import data_dir_option, job_option
 from eventlog import CrawlogError, EventLog, connect, stream_id_key
+from eventlog._connection import DEFAULT_RIDE_OUT_S
 from eventlog._server import resolve_data_dir, resolve_url
 from projector._projector import (
     DEFAULT_COMMIT_INTERVAL_S,
@@ -73,7 +74,8 @@ def project_command(
 
     async def run() -> None:
         async with (
-            connect(url) as client,
+            # A Redis restart is waited out: the projector reads again after its position.
+            connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client,
             Projector(
                 client, job, directory, commit_interval_s=commit_interval,
                 snapshot_interval_s=snapshot_interval, keep_tail_s=None if no_trim else keep_tail,

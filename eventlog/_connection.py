@@ -12,13 +12,16 @@ Two settings matter for correctness, not only speed:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.asyncio.retry import Retry
+from redis.backoff import EqualJitterBackoff
+from redis.commands.core import AsyncScript
 
 from eventlog._exceptions import ConfigError, ServerError, ServerUnreachable
 
@@ -26,6 +29,13 @@ DEFAULT_SOCKET_TIMEOUT_S = 10.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 BLOCK_MARGIN = 0.5
 """Blocking reads block for at most this fraction of the socket timeout."""
+
+DEFAULT_RIDE_OUT_S = 60.0
+"""How long a long-running process (a worker, the projector) keeps retrying a lost server
+before it gives up: long enough for a restart that replays its append-only file."""
+_RIDE_OUT_BASE_S = 0.05
+_RIDE_OUT_CAP_S = 2.0
+_NOSCRIPT_RESENDS = 3
 
 _RAW_COMMANDS = ("XRANGE", "XREVRANGE", "XREAD", "XREADGROUP", "XCLAIM", "XAUTOCLAIM", "XPENDING")
 _SCHEMES = ("redis", "rediss", "unix")
@@ -69,14 +79,41 @@ def client_for(url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S) 
     return client
 
 
+def ride_out_retry(seconds: float) -> Retry:
+    """A redis-py retry policy that keeps trying a lost server for at least ``seconds``.
+
+    Exponential backoff from 50 ms up to 2 s, each wait jittered between half and all of
+    it (workers that lost the server together do not come back in lockstep). The number
+    of retries is counted so that even the shortest waits add up to ``seconds``.
+    """
+    retries, waited = 0, 0.0
+    while waited < seconds:
+        waited += min(_RIDE_OUT_CAP_S, _RIDE_OUT_BASE_S * 2**retries) / 2
+        retries += 1
+    return Retry(EqualJitterBackoff(cap=_RIDE_OUT_CAP_S, base=_RIDE_OUT_BASE_S), retries)
+
+
 @asynccontextmanager
 async def connect(
-    url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S
+    url: str,
+    *,
+    socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
+    ride_out_s: float | None = None,
 ) -> AsyncIterator[aioredis.Redis]:
-    """A connected client for ``url``; ``ServerUnreachable`` if nothing answers there."""
+    """A connected client for ``url``; ``ServerUnreachable`` if nothing answers there.
+
+    With ``ride_out_s``, a server lost *after* this first answer is retried for that long
+    (a restart is waited out, see `ride_out_retry`) before a command fails. The first
+    answer itself is not waited for: a wrong URL should be one quick, clear error.
+    Retrying is safe because crawlog's writes are idempotent: an append carries its
+    event id, an enqueue its fingerprint, and the fenced scripts recognise their own
+    last event.
+    """
     client = client_for(url, socket_timeout_s=socket_timeout_s)
     try:
         await ping(client, url)
+        if ride_out_s is not None:
+            client.set_retry(ride_out_retry(ride_out_s))
         yield client
     finally:
         await client.aclose()
@@ -96,6 +133,29 @@ async def ping(client: aioredis.Redis, url: str) -> None:
             f"cannot reach Redis at {redacted(url)} ({exc}): is the server running? "
             "Check REDIS_URL, or unset it to let crawlog start its own server"
         ) from None
+
+
+async def script_pipeline(
+    client: aioredis.Redis,
+    calls: Sequence[tuple[AsyncScript, Sequence[str | bytes], Sequence[str | bytes | int]]],
+) -> list[Any]:
+    """Run script calls (script, keys, args) in one pipelined round trip, not a transaction.
+
+    A server restarted while the pipeline was in flight has lost its script cache, and
+    redis-py loads a pipeline's scripts only before its first attempt: its retry then gets
+    NOSCRIPT. The whole pipeline is sent again (the scripts loaded anew); every crawlog
+    script is idempotent, so a call that had run already changes nothing the second time.
+    """
+    for resend in range(_NOSCRIPT_RESENDS + 1):
+        async with client.pipeline(transaction=False) as pipe:
+            for script, keys, args in calls:
+                await script(keys=keys, args=args, client=pipe)
+            try:
+                return await pipe.execute()
+            except redis.exceptions.NoScriptError:
+                if resend == _NOSCRIPT_RESENDS:
+                    raise
+    raise AssertionError("unreachable")
 
 
 async def command(client: aioredis.Redis, *args: str | bytes | int) -> Any:

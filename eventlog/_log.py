@@ -10,7 +10,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from eventlog._codec import decode, decode_current, encode
-from eventlog._connection import command, max_block_ms, redis_errors
+from eventlog._connection import command, max_block_ms, redis_errors, script_pipeline
 from eventlog._events import AnyEvent
 from eventlog._exceptions import ConfigError, EventDecodeError, PoisonEntry
 from eventlog._keys import JobKeys
@@ -114,14 +114,14 @@ class EventLog:
             return []
         dedup, ttl = self.dedup_args()
         keys = [self.keys.events, *dedup]
+        calls = []
+        for start in range(0, len(events), MAX_EVENTS_PER_CALL):
+            args: list[str | bytes | int] = [ttl]
+            for event in events[start : start + MAX_EVENTS_PER_CALL]:
+                args += (event.event_id, encode(event))
+            calls.append((self._append, keys, args))
         with redis_errors("appending events"):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for start in range(0, len(events), MAX_EVENTS_PER_CALL):
-                    args: list[str | bytes | int] = [ttl]
-                    for event in events[start : start + MAX_EVENTS_PER_CALL]:
-                        args += (event.event_id, encode(event))
-                    await self._append(keys=keys, args=args, client=pipe)
-                replies = await pipe.execute()
+            replies = await script_pipeline(self.redis, calls)
         return [None if i is None else i.decode() for reply in replies for i in reply]
 
     async def read_after(

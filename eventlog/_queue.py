@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from eventlog._codec import decode, encode
-from eventlog._connection import command, redis_errors
+from eventlog._connection import command, redis_errors, script_pipeline
 from eventlog._control_flags import site_pause_flag, task_pause_flag
 from eventlog._events import (
     AnyEvent,
@@ -244,15 +244,12 @@ class TaskQueue:
             by_lane[lease.lane].append(lease.entry_id)
         if not by_lane:
             return set()
+        calls = [
+            (self._renew, [self.keys.tasks(lane)], [WORKERS_GROUP, self.consumer, *ids])
+            for lane, ids in by_lane.items()
+        ]
         with redis_errors("renewing leases"):
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for lane, ids in by_lane.items():
-                    await self._renew(
-                        keys=[self.keys.tasks(lane)],
-                        args=[WORKERS_GROUP, self.consumer, *ids],
-                        client=pipe,
-                    )
-                replies = await pipe.execute()
+            replies = await script_pipeline(self.redis, calls)
         return {entry.decode() for reply in replies for entry in reply}
 
     async def checkpoint(
