@@ -22,6 +22,8 @@ import msgspec
 from anyio.abc import Process
 
 from crawler._job import JobConfig, save_config
+from crawler._progress_source import LiveProgress
+from crawler._progress_view import display_for
 from crawler._worker import enqueue_seeds
 from eventlog import JobKeys, TaskQueue, connect
 from projector._projector import read_committed, wait_for_position
@@ -87,7 +89,8 @@ async def run_crawl(
                 processes.append(await anyio.open_process(command, env=env, stdout=None))
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, processes, tg.cancel_scope)
-                await _watch(queue, processes[1:], echo)
+                source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
+                await _watch(source, processes[1:], echo)
                 tg.cancel_scope.cancel()
             complete = await queue.remaining() == 0
             last = await queue.log.last_id()
@@ -105,16 +108,14 @@ async def run_crawl(
     )  # fmt: skip
 
 
-async def _watch(queue: TaskQueue, workers: list[Process], echo: Callable[[str], None]) -> None:
-    """Print progress until every worker has exited."""
-    while any(p.returncode is None for p in workers):
-        with anyio.move_on_after(PROGRESS_EVERY_S):
-            for process in workers:
-                await process.wait()
-        discovered = await queue.redis.scard(queue.keys.seen)
-        open_tasks = await queue.remaining()
-        alive = sum(1 for p in workers if p.returncode is None)
-        echo(f"  {discovered - open_tasks}/{discovered} tasks finished, {alive} worker(s) running")
+async def _watch(source: LiveProgress, workers: list[Process], echo: Callable[[str], None]) -> None:
+    """Show progress until every worker has exited: a live table on a terminal, else lines."""
+    with display_for(echo) as display:
+        while any(p.returncode is None for p in workers):
+            with anyio.move_on_after(PROGRESS_EVERY_S):
+                for process in workers:
+                    await process.wait()
+            display.update(await source.refresh())
 
 
 async def _forward_signals(processes: list[Process], scope: anyio.CancelScope) -> None:

@@ -27,6 +27,7 @@ from crawler._cli_options import data_dir_option, fsync_option, json_option
 from crawler.cli_crawl import crawl_command, enqueue_command, worker_command
 from crawler.cli_projector import project_command, replay_command
 from crawler.cli_reports import register_report_commands
+from crawler.cli_status import status_command
 from crawler.demo import demo_command
 from crawler.testsite import testsite_command
 from eventlog._connection import redacted
@@ -238,6 +239,7 @@ cli.add_command(worker_command)
 cli.add_command(enqueue_command)
 cli.add_command(project_command)
 cli.add_command(replay_command)
+cli.add_command(status_command)
 register_report_commands(cli)
 
 

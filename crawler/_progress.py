@@ -1,0 +1,264 @@
+"""Progress of a job, computed: per-site counts from the folded state, rates and ETAs.
+
+Pure: no I/O and no clock. The caller folds the log into a :class:`Tracker`, takes a
+:class:`Snapshot` of it now and then (passing the time itself), and :func:`progress`
+turns two snapshots into rows: the rate is what ended between them, the ETA what is left
+at that rate. Where the numbers come from (committed state + stream tail, Redis for the
+workers) is ``_progress_source``; how they are shown is ``_progress_view``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+import msgspec
+
+from eventlog import LogEntry, RetryScheduled, TaskReclaimed
+from projector._fold import apply
+from projector._state import ABORTED, DONE, FAILED, PAUSED, PENDING, RUNNING, State
+
+RATE_WINDOW_S = 10.0
+"""Rates are measured over about this long: one second of a crawl is too noisy for an ETA."""
+TOTAL = "*"
+"""The site name of the row that sums every site."""
+
+
+class SiteCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """What the log says about one site (or, as ``TOTAL``, all of them) at one moment."""
+
+    site: str
+    discovered: int = 0
+    """Tasks enqueued: every URL found so far."""
+    done: int = 0
+    failed: int = 0
+    """Failed and aborted tasks (aborted: recovery gave up)."""
+    running: int = 0
+    pending: int = 0
+    paused: int = 0
+    pages: int = 0
+    retries: int = 0
+    """Retries scheduled (429/5xx, network errors, a stopped worker giving a task back)."""
+    recoveries: int = 0
+    """Leases that expired and were taken over by another worker."""
+    site_paused: bool = False
+    circuit_open: bool = False
+
+    @property
+    def finished(self) -> int:
+        """Tasks that ended: done, failed or aborted."""
+        return self.done + self.failed
+
+    @property
+    def remaining(self) -> int:
+        """Tasks not ended yet."""
+        return max(self.discovered - self.finished, 0)
+
+
+class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """Every site's counts at time ``at`` (seconds, any monotonic clock) and log position."""
+
+    at: float
+    position: str
+    sites: tuple[SiteCounts, ...]
+    total: SiteCounts
+
+
+class Row(msgspec.Struct, frozen=True, kw_only=True):
+    """One line of progress: counts now, and the rate and ETA measured over ``window_s``."""
+
+    counts: SiteCounts
+    rate: float | None
+    """Tasks ended per second; None before there are two snapshots to measure it."""
+    pages_rate: float | None
+    """Pages fetched per second; None like ``rate``."""
+    eta_s: float | None
+    """Seconds until every discovered task has ended at this rate; None: not moving."""
+    window_s: float
+
+
+class WorkerInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A worker as Redis sees it: whether its process holds its name, and its leases."""
+
+    name: str
+    alive: bool
+    leases: int
+    oldest_lease_ms: int | None
+    """Idle time of its least recently renewed lease: near the lease, the worker is stuck."""
+    idle_ms: int
+    """Since the worker last read from or claimed in the queue."""
+
+
+class Progress(msgspec.Struct, frozen=True, kw_only=True):
+    """What a progress display shows: rows per site and in total, and the workers."""
+
+    job: str
+    position: str
+    sites: tuple[Row, ...]
+    total: Row
+    workers: tuple[WorkerInfo, ...] = ()
+    lease_ms: int | None = None
+    tail_events: int = 0
+    """Events folded from the stream after the projector's committed position."""
+
+    @property
+    def complete(self) -> bool:
+        """Every discovered task has ended."""
+        counts = self.total.counts
+        return counts.discovered > 0 and counts.remaining == 0
+
+
+class Tracker:
+    """A folded state plus the per-site retry and recovery counts the state does not keep.
+
+    The state counts tasks by status per site but retries only per task: summing a million
+    tasks every refresh would cost more than the refresh, so the sums are taken once and
+    then kept in step, event by event, with what the fold really applied.
+    """
+
+    def __init__(self, state: State | None = None) -> None:
+        self.state = state if state is not None else State()
+        self.retries: dict[str, int] = {}
+        self.recoveries: dict[str, int] = {}
+        for task in self.state.tasks.values():
+            if task.retries:
+                self.retries[task.site] = self.retries.get(task.site, 0) + task.retries
+            if task.recoveries:
+                self.recoveries[task.site] = self.recoveries.get(task.site, 0) + task.recoveries
+
+    def apply(self, entry: LogEntry) -> None:
+        """Fold one entry, as the projector would."""
+        event = entry.event
+        if not isinstance(event, RetryScheduled | TaskReclaimed):
+            apply(self.state, entry)
+            return
+        task = self.state.tasks.get(event.task_id)
+        if task is None:
+            apply(self.state, entry)  # refused by the fold: an anomaly, nothing to count
+            return
+        retries, recoveries = task.retries, task.recoveries
+        apply(self.state, entry)
+        site = task.site
+        # Differences, not +1: a refused or repeated event changes nothing.
+        self.retries[site] = self.retries.get(site, 0) + task.retries - retries
+        self.recoveries[site] = self.recoveries.get(site, 0) + task.recoveries - recoveries
+
+    def fold(self, entries: Iterable[LogEntry]) -> None:
+        """Fold entries in order."""
+        for entry in entries:
+            self.apply(entry)
+
+    def snapshot(self, at: float) -> Snapshot:
+        """Every site's counts now; ``at`` is the caller's clock reading."""
+        sites = tuple(
+            SiteCounts(
+                site=name,
+                discovered=sum(site.tasks.values()),
+                done=site.tasks.get(DONE, 0),
+                failed=site.tasks.get(FAILED, 0) + site.tasks.get(ABORTED, 0),
+                running=site.tasks.get(RUNNING, 0),
+                pending=site.tasks.get(PENDING, 0),
+                paused=site.tasks.get(PAUSED, 0),
+                pages=site.pages,
+                retries=self.retries.get(name, 0),
+                recoveries=self.recoveries.get(name, 0),
+                site_paused=site.paused,
+                circuit_open=site.circuit == "open",
+            )
+            for name, site in sorted(self.state.sites.items())
+        )
+        return Snapshot(at=at, position=self.state.position, sites=sites, total=sum_counts(sites))
+
+
+def sum_counts(sites: Iterable[SiteCounts]) -> SiteCounts:
+    """The ``TOTAL`` row: every count summed; paused / circuit if any site is."""
+    fields = ("discovered", "done", "failed", "running", "pending", "paused", "pages")
+    totals = dict.fromkeys((*fields, "retries", "recoveries"), 0)
+    any_paused = any_open = False
+    for counts in sites:
+        for name in totals:
+            totals[name] += getattr(counts, name)
+        any_paused |= counts.site_paused
+        any_open |= counts.circuit_open
+    return SiteCounts(site=TOTAL, site_paused=any_paused, circuit_open=any_open, **totals)
+
+
+def row(older: SiteCounts | None, newer: SiteCounts, window_s: float) -> Row:
+    """One site's row: its rate between two moments ``window_s`` apart, and its ETA.
+
+    A rate is never negative: an operator's retry moves an ended task back to pending,
+    which is work added, not work undone at a negative speed.
+    """
+    rate: float | None
+    pages_rate: float | None
+    if older is None or window_s <= 0:
+        rate = pages_rate = None
+    else:
+        rate = max(newer.finished - older.finished, 0) / window_s
+        pages_rate = max(newer.pages - older.pages, 0) / window_s
+    eta: float | None
+    if newer.remaining == 0:
+        eta = 0.0
+    elif rate:
+        eta = newer.remaining / rate
+    else:
+        eta = None
+    return Row(
+        counts=newer, rate=rate, pages_rate=pages_rate, eta_s=eta, window_s=max(window_s, 0.0)
+    )
+
+
+def progress(
+    job: str,
+    older: Snapshot | None,
+    newer: Snapshot,
+    *,
+    workers: Iterable[WorkerInfo] = (),
+    lease_ms: int | None = None,
+    tail_events: int = 0,
+) -> Progress:
+    """Rows for every site of ``newer`` and in total, rates measured since ``older``."""
+    window = newer.at - older.at if older is not None else 0.0
+    before = {c.site: c for c in older.sites} if older is not None else {}
+    return Progress(
+        job=job,
+        position=newer.position,
+        sites=tuple(row(before.get(c.site), c, window) for c in newer.sites),
+        total=row(older.total if older is not None else None, newer.total, window),
+        workers=tuple(workers),
+        lease_ms=lease_ms,
+        tail_events=tail_events,
+    )
+
+
+class RateWindow:
+    """The snapshots of the last ``window_s`` seconds: rates are measured from the oldest."""
+
+    def __init__(self, window_s: float = RATE_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._snapshots: deque[Snapshot] = deque()
+
+    def add(self, snapshot: Snapshot) -> Snapshot | None:
+        """Keep ``snapshot``; the oldest one within the window before it (None: none yet)."""
+        kept = self._snapshots
+        # Keep one snapshot at or beyond the window's edge, so the window is full once it
+        # can be, rather than shrinking to the refresh interval.
+        while len(kept) >= 2 and snapshot.at - kept[1].at >= self.window_s:
+            kept.popleft()
+        older = kept[0] if kept else None
+        kept.append(snapshot)
+        return older
+
+
+def format_duration(seconds: float | None) -> str:
+    """``42s``, ``3m05s``, ``2h10m``; ``-`` when unknown."""
+    if seconds is None:
+        return "-"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -1,0 +1,212 @@
+"""Where live progress comes from: committed state + the stream's tail, and Redis.
+
+The projector commits at most every second (and may lag further behind a fast crawl), so
+its committed state alone is not "within a second of the events". :class:`LiveProgress`
+starts from it (``read_committed``: the snapshot plus the archive after it) and folds
+the events after the committed position straight from the stream with the same pure
+fold, then keeps folding whatever was appended since, on every refresh. It never waits
+on, or writes for, the projector.
+
+The projector trims the stream only below its committed position (and keeps 60 s more),
+so the tail this reads is normally still there. If a trim removed events past what this
+folded (a refresh more than a minute late, or a data dir without the job's archive), the
+committed state is read again; if even that is behind the trim, progress cannot be exact
+and this says so (``CrawlogError``) instead of showing wrong numbers.
+
+Workers come from the task lanes' consumer group: ``XINFO CONSUMERS`` for every name
+that ever read, ``XPENDING`` for the idle time of their leases (the server's clock,
+renewed by the owner), and the worker-name lock for whether the process still lives.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import redis.asyncio as aioredis
+import redis.exceptions
+
+from crawler._progress import (
+    RATE_WINDOW_S,
+    Progress,
+    RateWindow,
+    Tracker,
+    WorkerInfo,
+    progress,
+)
+from eventlog import (
+    WORKERS_GROUP,
+    CrawlogError,
+    EventLog,
+    JobKeys,
+    PoisonEntry,
+    stream_id_key,
+)
+from eventlog._connection import command, redis_errors
+from projector._projector import read_committed
+from projector._store import Store
+
+TAIL_BATCH = 5_000
+MAX_TAIL_PER_REFRESH = 200_000
+"""Events folded per refresh at most, so a display far behind still redraws; it catches up
+over the next refreshes."""
+LEASES_READ = 10_000
+"""Pending entries per lane read for lease ages (counts come from XINFO, exact)."""
+
+
+class LiveProgress:
+    """A job's progress, refreshed from the committed state and the stream's tail."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        job: str,
+        data_dir: Path,
+        *,
+        lease_ms: int | None = None,
+        window_s: float = RATE_WINDOW_S,
+    ) -> None:
+        self.redis = redis
+        self.job = job
+        self.keys = JobKeys(job)
+        self.log = EventLog(redis, self.keys)
+        self.store = Store(data_dir, job)
+        self.lease_ms = lease_ms
+        self.tracker = Tracker()
+        self.committed = "0-0"
+        """The projector's committed position the tracker started from."""
+        self.window = RateWindow(window_s)
+        self._committed_events = 0
+        self._loaded = False
+
+    @property
+    def tail_events(self) -> int:
+        """Events folded from the stream beyond the committed state."""
+        return self.tracker.state.job.events - self._committed_events
+
+    async def load(self) -> None:
+        """Start from what the projector committed (read without its lock)."""
+        manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
+        self.tracker = Tracker(state)
+        self.committed = manifest.position
+        self._committed_events = state.job.events
+        self._loaded = True
+
+    async def refresh(self, *, now: float | None = None) -> Progress:
+        """Fold what was appended since the last refresh; the progress as of now."""
+        if not self._loaded:
+            await self.load()
+        before = self.tracker.state.position
+        await self._fold_tail()
+        trimmed = await self._trimmed_up_to()
+        if trimmed is not None and stream_id_key(trimmed) > stream_id_key(before):
+            # Events between ``before`` and the trim may be gone: start over from a newer
+            # commit, which the trim implies exists (the projector trims only below it).
+            await self.load()
+            if stream_id_key(self.committed) < stream_id_key(trimmed):
+                raise CrawlogError(
+                    f"the log of job {self.job!r} was trimmed up to {trimmed}, and "
+                    f"{self.store.root} has the archive only up to {self.committed}: run this "
+                    "with the --data-dir the job's projector writes to"
+                )
+            await self._fold_tail()
+        snapshot = self.tracker.snapshot(time.monotonic() if now is None else now)
+        older = self.window.add(snapshot)
+        workers = await read_workers(self.redis, self.keys)
+        return progress(
+            self.job,
+            older,
+            snapshot,
+            workers=workers,
+            lease_ms=self.lease_ms,
+            tail_events=self.tail_events,
+        )
+
+    async def _fold_tail(self) -> None:
+        state = self.tracker.state
+        folded = 0
+        while folded < MAX_TAIL_PER_REFRESH:
+            try:
+                entries = await self.log.read_after(state.position, TAIL_BATCH)
+            except PoisonEntry as poison:
+                # The projector dead-letters it and reads on after it: so does this.
+                state.position = poison.entry_id
+                continue
+            if not entries:
+                return
+            self.tracker.fold(entries)
+            folded += len(entries)
+
+    async def _trimmed_up_to(self) -> str | None:
+        """The highest stream ID trimmed from the log, if any was."""
+        with redis_errors("reading the log's stream info"):
+            try:
+                reply = await command(self.redis, "XINFO", "STREAM", self.keys.events)
+            except redis.exceptions.ResponseError:
+                return None  # no stream yet: nothing appended, nothing trimmed
+        if isinstance(reply, dict):
+            info = {_text(k): v for k, v in reply.items()}
+        else:
+            info = {_text(k): v for k, v in zip(reply[::2], reply[1::2], strict=False)}
+        value = info.get("max-deleted-entry-id")
+        found = _text(value) if value is not None else "0-0"
+        return None if found == "0-0" else found
+
+
+async def read_workers(client: aioredis.Redis, keys: JobKeys) -> list[WorkerInfo]:
+    """Every worker that is alive or holds leases, by name: their lease counts and ages."""
+    leases: dict[str, int] = {}
+    idle: dict[str, int] = {}
+    oldest: dict[str, int] = {}
+    with redis_errors("reading the workers"):
+        for lane in keys.lanes:
+            try:
+                consumers = await command(client, "XINFO", "CONSUMERS", lane, WORKERS_GROUP)
+            except redis.exceptions.ResponseError:
+                continue  # the lane or its group does not exist yet: nobody has read it
+            for consumer in consumers:
+                info = _fields(consumer)
+                name = _text(info["name"])
+                leases[name] = leases.get(name, 0) + int(info["pending"])
+                # Idle since its last read of *any* lane: the smallest over the lanes.
+                idle[name] = min(idle.get(name, int(info["idle"])), int(info["idle"]))
+            if not consumers:
+                continue
+            pending = await command(client, "XPENDING", lane, WORKERS_GROUP, "-", "+", LEASES_READ)
+            for _entry_id, owner, entry_idle, _deliveries in pending:
+                name = _text(owner)
+                oldest[name] = max(oldest.get(name, 0), int(entry_idle))
+        names = sorted(leases)
+        if not names:
+            return []
+        async with client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.exists(keys.worker_lock(name))
+            alive = [bool(found) for found in await pipe.execute()]
+    return [
+        WorkerInfo(
+            name=name,
+            alive=is_alive,
+            leases=leases[name],
+            oldest_lease_ms=oldest.get(name) if leases[name] else None,
+            idle_ms=idle[name],
+        )
+        for name, is_alive in zip(names, alive, strict=True)
+        # A name from an earlier run that holds nothing is history, not a worker.
+        if is_alive or leases[name]
+    ]
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _fields(consumer: object) -> dict[str, Any]:
+    """A consumer's XINFO reply as a dict, whether redis-py parsed it already or not."""
+    if isinstance(consumer, dict):
+        return {_text(k): v for k, v in consumer.items()}
+    assert isinstance(consumer, list | tuple)
+    return {_text(k): v for k, v in zip(consumer[::2], consumer[1::2], strict=False)}

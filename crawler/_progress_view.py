@@ -1,0 +1,245 @@
+"""How progress is shown: a rich live table on a terminal, plain lines elsewhere, or JSON.
+
+Only formatting: the numbers are computed in ``_progress`` and read in
+``_progress_source``. Plain lines are what a log file or a CI job wants (no cursor
+movement, one self-contained line per refresh and site); the rich table redraws in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import msgspec
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from crawler._progress import TOTAL, Progress, Row, WorkerInfo, format_duration
+
+SITE_LINES_MAX = 20
+"""Sites listed one per line in plain output; beyond, the busiest ones."""
+
+
+def as_dict(report: Progress) -> dict[str, Any]:
+    """The progress as plain JSON-able data (``crawlog status --json``)."""
+    return {
+        "job": report.job,
+        "position": report.position,
+        "complete": report.complete,
+        "tail_events": report.tail_events,
+        "lease_ms": report.lease_ms,
+        "total": _row_dict(report.total),
+        "sites": [_row_dict(r) for r in report.sites],
+        "workers": [msgspec.to_builtins(w) for w in report.workers],
+    }
+
+
+def _row_dict(row: Row) -> dict[str, Any]:
+    counts = row.counts
+    data: dict[str, Any] = msgspec.to_builtins(counts)
+    data.update(
+        finished=counts.finished,
+        remaining=counts.remaining,
+        rate=None if row.rate is None else round(row.rate, 3),
+        pages_rate=None if row.pages_rate is None else round(row.pages_rate, 3),
+        eta_s=None if row.eta_s is None else round(row.eta_s, 3),
+        window_s=round(row.window_s, 3),
+    )
+    return data
+
+
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1f}"
+
+
+def _percent(row: Row) -> str:
+    counts = row.counts
+    return f"{100 * counts.finished / counts.discovered:.1f}%" if counts.discovered else "-"
+
+
+def _flags(row: Row) -> str:
+    if row.counts.site == TOTAL:
+        return ""  # the sites' own rows say which one is held back
+    flags = []
+    if row.counts.site_paused:
+        flags.append("paused")
+    if row.counts.circuit_open:
+        flags.append("circuit open")
+    return f" [{', '.join(flags)}]" if flags else ""
+
+
+def row_line(row: Row) -> str:
+    """One row as a line of text."""
+    counts = row.counts
+    name = "total" if counts.site == TOTAL else counts.site
+    return (
+        f"{name}: {counts.finished}/{counts.discovered} tasks ended ({_percent(row)}), "
+        f"{_rate(row.rate)}/s, ETA {format_duration(row.eta_s)}, {counts.failed} failed, "
+        f"{counts.retries} retries, {counts.recoveries} recovered{_flags(row)}"
+    )
+
+
+def _lease_age(worker: WorkerInfo) -> str:
+    if worker.oldest_lease_ms is None:
+        return "-"
+    return f"{worker.oldest_lease_ms / 1000:.1f}s"
+
+
+def workers_line(report: Progress) -> str:
+    """The workers in one line: alive ones, and dead ones still holding leases."""
+    if not report.workers:
+        return "workers: none"
+    parts = [
+        f"{w.name}{'' if w.alive else ' (gone)'} {w.leases} leases, oldest {_lease_age(w)}"
+        for w in report.workers
+    ]
+    alive = sum(1 for w in report.workers if w.alive)
+    return f"workers: {alive} alive; " + "; ".join(parts)
+
+
+def workers_summary(report: Progress) -> str:
+    """The workers in a few words: how many live, the oldest lease any of them holds."""
+    alive = sum(1 for w in report.workers if w.alive)
+    ages = [w.oldest_lease_ms for w in report.workers if w.oldest_lease_ms is not None]
+    oldest = f", oldest lease {max(ages) / 1000:.1f}s" if ages else ""
+    gone = len(report.workers) - alive
+    held = f", {gone} gone holding leases" if gone else ""
+    return f"{alive} worker(s) alive{oldest}{held}"
+
+
+def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
+    """Plain text: the total (and, briefly, the workers), then each site if there are several.
+
+    With ``detail``, one more line lists every worker; without, a crawl's log gets one line
+    per refresh for a one-site job.
+    """
+    total = row_line(report.total).removeprefix("total: ")
+    lines = [f"progress {report.job}: {total}; {workers_summary(report)}"]
+    if len(report.sites) > 1:
+        busiest = sorted(report.sites, key=lambda r: (-r.counts.remaining, r.counts.site))
+        lines += [f"  {row_line(r)}" for r in busiest[:SITE_LINES_MAX]]
+        if len(report.sites) > SITE_LINES_MAX:
+            lines.append(f"  ... and {len(report.sites) - SITE_LINES_MAX} more sites")
+    if detail:
+        lines.append(f"  {workers_line(report)}")
+    return lines
+
+
+def progress_renderable(report: Progress) -> Group:
+    """A rich table of sites and one of workers."""
+    sites = Table(title=f"crawlog job {report.job}", title_justify="left", box=box.SIMPLE_HEAD)
+    # The site folds onto more lines rather than squeeze the numbers off a narrow terminal.
+    sites.add_column("site", overflow="fold", min_width=12)
+    for header in ("ended/found", "%", "tasks/s", "pages/s", "ETA", "failed", "retry", "recov"):
+        sites.add_column(header, justify="right", no_wrap=True)
+    rows = list(report.sites)
+    if len(rows) != 1:
+        rows.append(report.total)
+    for row in rows:
+        counts = row.counts
+        name = "total" if counts.site == TOTAL else counts.site
+        sites.add_row(
+            # Text, not markup: "[paused]" would be read as a style tag and vanish.
+            Text(f"{name}{_flags(row)}"),
+            f"{counts.finished}/{counts.discovered}",
+            _percent(row),
+            _rate(row.rate),
+            _rate(row.pages_rate),
+            format_duration(row.eta_s),
+            str(counts.failed),
+            str(counts.retries),
+            str(counts.recoveries),
+            style="bold" if counts.site == TOTAL else None,
+        )
+    workers = Table(box=box.SIMPLE_HEAD)
+    for header in ("worker", "state", "leases", "oldest lease", "idle"):
+        workers.add_column(header, justify="left" if header == "worker" else "right")
+    lease = f" / {report.lease_ms / 1000:.0f}s" if report.lease_ms else ""
+    for worker in report.workers:
+        workers.add_row(
+            Text(worker.name),
+            Text("alive") if worker.alive else Text("gone", style="red"),
+            str(worker.leases),
+            _lease_age(worker) + (lease if worker.oldest_lease_ms is not None else ""),
+            f"{worker.idle_ms / 1000:.1f}s",
+        )
+    footer = f"log position {report.position}, {report.tail_events} events past the last commit"
+    return Group(sites, workers if report.workers else Text("no workers"), Text(footer))
+
+
+class Display(Protocol):
+    """Shows progress as it changes; a context manager around a crawl or a watch."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def update(self, report: Progress) -> None:
+        """Show this progress now."""
+
+
+class PlainDisplay:
+    """Prints lines for each update: for pipes, log files and CI."""
+
+    def __init__(self, echo: Callable[[str], None], *, detail: bool = False) -> None:
+        self.echo = echo
+        self.detail = detail
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    def update(self, report: Progress) -> None:
+        """Print the progress as plain lines."""
+        for line in progress_lines(report, detail=self.detail):
+            self.echo(line)
+
+
+class LiveDisplay:
+    """A rich table redrawn in place on the terminal."""
+
+    def __init__(self, console: Console) -> None:
+        # Redrawn on each update only: an automatic refresh would redraw unchanged numbers.
+        self.live = Live(console=console, auto_refresh=False, transient=False)
+
+    def __enter__(self) -> Self:
+        self.live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.live.__exit__(exc_type, exc, tb)
+
+    def update(self, report: Progress) -> None:
+        """Redraw the table."""
+        self.live.update(progress_renderable(report), refresh=True)
+
+
+def display_for(
+    echo: Callable[[str], None], *, console: Console | None = None, detail: bool = False
+) -> Display:
+    """A live table if stdout is a terminal, else plain lines through ``echo``."""
+    console = console or Console()
+    if console.is_terminal and not console.is_dumb_terminal:
+        return LiveDisplay(console)
+    return PlainDisplay(echo, detail=detail)
