@@ -1,0 +1,92 @@
+"""A small real HTTP server for pages the generated test site does not serve: bytes that
+trickle, bogus charsets, broken robots.txt files, links that leave the scope.
+
+Each path answers with a :class:`Route`; every request is recorded (path, in order).
+HTTP/1.1 with one request per connection, enough for the crawler's client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Route:
+    """How one path answers."""
+
+    body: bytes = b""
+    status: int = 200
+    content_type: str = "text/html; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
+    trickle_s: float = 0.0
+    """Send the body a byte at a time, this long apart (a server that trickles)."""
+    hang: bool = False
+    """Accept the request and never answer."""
+
+
+@dataclass
+class HostileSite:
+    """The running server: its URL, its routes and the requests it got."""
+
+    port: int
+    routes: dict[str, Route]
+    requests: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """The site's origin, ``http://127.0.0.1:PORT``."""
+        return f"http://127.0.0.1:{self.port}"
+
+
+@contextlib.asynccontextmanager
+async def serve_hostile(routes: dict[str, Route]) -> AsyncIterator[HostileSite]:
+    """Serve ``routes`` on a free port of 127.0.0.1 while the block runs (404 elsewhere)."""
+    site = HostileSite(port=0, routes=routes)
+    handlers: set[asyncio.Task[None]] = set()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            target = head.split(b" ", 2)[1].decode("latin-1")
+            site.requests.append(target)
+            route = site.routes.get(target, Route(b"not here", status=404))
+            if route.hang:
+                await asyncio.Event().wait()
+            lines = [
+                f"HTTP/1.1 {route.status} X",
+                f"Content-Type: {route.content_type}",
+                f"Content-Length: {len(route.body)}",
+                "Connection: close",
+                *(f"{name}: {value}" for name, value in route.headers),
+            ]
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            if route.trickle_s:
+                for n in range(len(route.body)):
+                    writer.write(route.body[n : n + 1])
+                    await writer.drain()
+                    await asyncio.sleep(route.trickle_s)
+            else:
+                writer.write(route.body)
+            await writer.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass  # the client gave up (a timeout): nothing to answer
+        finally:
+            writer.close()
+
+    def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.ensure_future(answer(reader, writer))
+        handlers.add(task)
+        task.add_done_callback(handlers.discard)
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    site.port = server.sockets[0].getsockname()[1]
+    try:
+        yield site
+    finally:
+        server.close()
+        for task in list(handlers):
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
