@@ -25,6 +25,7 @@ import click
 
 from crawler._cli_options import data_dir_option, fsync_option, json_option
 from crawler.cli_crawl import crawl_command, enqueue_command, worker_command
+from crawler.cli_operator import register_operator_commands
 from crawler.cli_projector import project_command, replay_command
 from crawler.cli_reports import register_report_commands
 from crawler.cli_status import status_command
@@ -241,6 +242,7 @@ cli.add_command(project_command)
 cli.add_command(replay_command)
 cli.add_command(status_command)
 register_report_commands(cli)
+register_operator_commands(cli)
 
 
 # --- entry point ------------------------------------------------------------------------------

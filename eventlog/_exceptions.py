@@ -11,7 +11,9 @@ messages that tell the user what to do next::
     ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
-    └── WorkerNameTaken ........ another live process holds this worker name
+    ├── WorkerNameTaken ........ another live process holds this worker name
+    └── OperatorRefused ........ an operator command that does not apply (a retry of a
+        └── UnknownTask ........ task still running, ...) / a task the job never had
 """
 
 from __future__ import annotations
@@ -75,3 +77,14 @@ class WorkerNameTaken(CrawlogError):
         )
         self.worker = worker
         self.expires_in_ms = expires_in_ms
+
+
+class OperatorRefused(CrawlogError):
+    """An operator command refused because it does not apply to the target's state now
+    (a retry of a task that has not ended, a dead letter already replayed...).
+
+    Nothing was written: running the same command again is safe."""
+
+
+class UnknownTask(OperatorRefused):
+    """A task id (or URL) the job's log has no task for."""

@@ -99,6 +99,12 @@ class JobKeys:
         return self._key("parked")
 
     @cached_property
+    def retries(self) -> str:
+        """Hash task id -> the attempt an operator's retry started from (``crawlog retry``):
+        a second retry of the same ended attempt is refused, so a task is enqueued once."""
+        return self._key("retries")
+
+    @cached_property
     def actions(self) -> str:
         """Hash "<task id>|<action id>" -> "intended" or "done": ``ctx.once`` markers."""
         return self._key("actions")
@@ -125,6 +131,12 @@ class JobKeys:
     def worker_lock(self, worker: str) -> str:
         """Held while a process lives under the worker name ``worker``."""
         return self._key("worker", worker)
+
+    @cached_property
+    def worker_locks(self) -> str:
+        """A SCAN pattern matching every worker-name lock of the job."""
+        # Job names are letters, digits, '.', '_' and '-': nothing a glob treats specially.
+        return self._key("worker", "*")
 
     def host_slots(self, host: str) -> str:
         """Zset of the politeness slots held on ``host``: token -> expiry (server ms)."""

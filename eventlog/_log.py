@@ -53,6 +53,24 @@ class DeadLetter(msgspec.Struct, frozen=True):
     fields: dict[bytes, bytes]
 
 
+def parse_dead_letters(reply: list[RawEntry]) -> list[DeadLetter]:
+    """Raw entries of the ``dead`` stream as ``DeadLetter``s."""
+    letters = []
+    for dead_id, flat in reply:
+        meta = dict(zip(flat[::2], flat[1::2], strict=True))
+        letters.append(
+            DeadLetter(
+                dead_id=dead_id.decode(),
+                stream=meta.pop(b"stream").decode(),
+                entry_id=meta.pop(b"entry").decode(),
+                reason=meta.pop(b"reason").decode(),
+                deliveries=int(meta.pop(b"deliveries")),
+                fields={k.removeprefix(b"field:"): v for k, v in meta.items()},
+            )
+        )
+    return letters
+
+
 def stream_id_key(stream_id: str) -> tuple[int, int]:
     """A stream ID as a sortable ``(ms, seq)`` pair: IDs do not sort as strings."""
     ms, _, seq = stream_id.partition("-")
@@ -186,20 +204,7 @@ class EventLog:
         """Dead-lettered entries of the job, oldest first."""
         with redis_errors("reading dead letters"):
             reply = await command(self.redis, "XRANGE", self.keys.dead, "-", "+", "COUNT", count)
-        letters = []
-        for dead_id, flat in reply:
-            meta = dict(zip(flat[::2], flat[1::2], strict=True))
-            letters.append(
-                DeadLetter(
-                    dead_id=dead_id.decode(),
-                    stream=meta.pop(b"stream").decode(),
-                    entry_id=meta.pop(b"entry").decode(),
-                    reason=meta.pop(b"reason").decode(),
-                    deliveries=int(meta.pop(b"deliveries")),
-                    fields={k.removeprefix(b"field:"): v for k, v in meta.items()},
-                )
-            )
-        return letters
+        return parse_dead_letters(reply)
 
     async def last_id(self) -> str | None:
         """Stream ID of the newest entry of the log, None if it is empty."""

@@ -28,6 +28,7 @@ from eventlog._events import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskRetried,
 )
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
 from eventlog._keys import LANE_HIGH, LANE_NORMAL, WORKERS_GROUP, JobKeys
@@ -40,6 +41,7 @@ from eventlog._scripts import (
     PROMOTE,
     RECLAIM,
     RENEW,
+    RETRY,
     SETTLE,
 )
 
@@ -87,6 +89,18 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
         return self.task.recoveries + self.deliveries - 1
 
 
+class Retry(msgspec.Struct, frozen=True, kw_only=True):
+    """One operator retry: the task as it runs again, from the attempt that ended."""
+
+    task: Task
+    """The task's next attempt (``attempt`` = the ended one + 1)."""
+    event: TaskRetried
+    ended_attempt: int
+    """The attempt the task ended at: a second retry of it is refused."""
+    resume_after: str | None = None
+    """Stream ID of the checkpoint to resume after; None to start at the first page."""
+
+
 _task_encoder = msgspec.msgpack.Encoder()
 _task_decoder = msgspec.msgpack.Decoder(Task)
 
@@ -132,6 +146,7 @@ class TaskQueue:
         self._reclaim = redis.register_script(RECLAIM)
         self._promote = redis.register_script(PROMOTE)
         self._checkpoints = redis.register_script(CHECKPOINTS)
+        self._retry = redis.register_script(RETRY)
 
     async def ensure_groups(self) -> None:
         """Create every lane and its ``workers`` group if missing (idempotent)."""
@@ -184,6 +199,31 @@ class TaskQueue:
             args.append(encode(event))
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
+        return [bool(flag) for flag in reply]
+
+    async def retry(self, retries: Sequence[Retry]) -> list[bool]:
+        """An operator's retries of ended tasks, in one round trip: per task, whether it was
+        retried (False: a retry of that same ended attempt was already made).
+
+        Each retried task gets its ``TaskRetried`` event and a new lane entry in the same
+        script, so neither exists without the other, and never twice for one ended attempt.
+        """
+        if not retries:
+            return []
+        await self.ensure_groups()
+        dedup, ttl = self.log.dedup_args()
+        keys = [self.keys.events, *dedup, self.keys.retries, self.keys.ckpt, *self.keys.lanes]
+        args: list[str | bytes | int] = [ttl]
+        for retry in retries:
+            task, event = retry.task, retry.event
+            if event.task_id != task.task_id:
+                raise ValueError(f"event is about task {event.task_id}, not {task.task_id}")
+            args += (
+                task.task_id, retry.ended_attempt, lane_for(task), _task_encoder.encode(task),
+                retry.resume_after or "", event.event_id, encode(event),
+            )  # fmt: skip
+        with redis_errors("retrying tasks"):
+            reply = await self._retry(keys=keys, args=args)
         return [bool(flag) for flag in reply]
 
     async def claim(self, count: int = DEFAULT_CLAIM_COUNT, *, block_ms: int = 0) -> list[Lease]:

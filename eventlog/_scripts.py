@@ -186,6 +186,64 @@ return moved
 """
 )
 
+RETRY = (
+    _PRELUDE
+    + """
+-- An operator's retry of ended tasks: the TaskRetried event and the task back in its lane.
+-- KEYS: events, eids current, eids previous, retries, ckpt, lane 0 .. lane n
+-- ARGV: dedup ttl (s), then groups of: task id, ended attempt, lane, task payload,
+--       checkpoint stream ID to resume after ('' to start over), event_id, event.
+-- The caller saw each task ended at that attempt. ``retries`` remembers the attempt a
+-- retry started from, so a second retry of the same ended attempt (two operators at once,
+-- a command run twice) writes nothing: a task is never in a lane twice. Returns 1 per task
+-- retried, 0 per task refused.
+local out = {}
+for i = 2, #ARGV, 7 do
+  local task_id, ended = ARGV[i], ARGV[i + 1]
+  if redis.call('HGET', KEYS[4], task_id) == ended then
+    out[#out + 1] = 0
+  else
+    redis.call('HSET', KEYS[4], task_id, ended)
+    if ARGV[i + 4] ~= '' then
+      -- finish dropped the pointer; the retry resumes after the last checkpoint.
+      redis.call('HSET', KEYS[5], task_id, ARGV[i + 4])
+    end
+    append(KEYS[1], KEYS[2], KEYS[3], ARGV[i + 5], ARGV[i + 6])
+    redis.call('XADD', KEYS[6 + tonumber(ARGV[i + 2])], '*', 't', ARGV[i + 3])
+    out[#out + 1] = 1
+  end
+end
+redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
+return out
+"""
+)
+
+DEAD_REPLAY = (
+    _PRELUDE
+    + """
+-- Put a dead letter back where it came from, once.
+-- KEYS: dead, source stream (the events log or a task lane), eids current, eids previous
+-- ARGV: dead letter id, dedup ttl (s), event_id ('' for a task entry), then the entry's
+--       field, value pairs.
+-- The dead letter is deleted in the same step, so replaying it twice puts it back once.
+-- An event goes through the dedup window like any append.
+if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then
+  return {'gone'}
+end
+local id
+if ARGV[3] ~= '' then
+  id = append(KEYS[2], KEYS[3], KEYS[4], ARGV[3], ARGV[5])
+  redis.call('EXPIRE', KEYS[3], ARGV[2], 'NX')
+else
+  local fields = {}
+  for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+  id = redis.call('XADD', KEYS[2], '*', unpack(fields))
+end
+redis.call('XDEL', KEYS[1], ARGV[1])
+return {'ok', id}
+"""
+)
+
 RENEW = (
     _PRELUDE
     + """

@@ -1,0 +1,179 @@
+"""What operator commands read and repair in Redis: leases, live workers, dead letters.
+
+Read-only views of the consumer group (who holds which task, for how long by the server's
+clock) and of the worker-name locks, and the one write that is not an event: putting a
+dead-lettered entry back where it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import redis.asyncio as aioredis
+
+from eventlog._codec import decode
+from eventlog._connection import command, redis_errors
+from eventlog._exceptions import EventDecodeError, OperatorRefused
+from eventlog._keys import WORKERS_GROUP, JobKeys
+from eventlog._log import EVENT_FIELD, DeadLetter, EventLog, parse_dead_letters
+from eventlog._queue import TASK_FIELD, Task
+from eventlog._scripts import DEAD_REPLAY
+
+LEASES_READ = 10_000
+"""Pending entries read per lane: more leases than this are counted but not listed."""
+_SCAN_COUNT = 500
+_task_decoder = msgspec.msgpack.Decoder(Task)
+
+
+class LeaseInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One lease as the server holds it: a pending entry of the ``workers`` group."""
+
+    worker: str
+    lane: int
+    entry_id: str
+    age_ms: int
+    """The server's idle time of the entry: time since its owner last renewed it."""
+    deliveries: int
+    task_id: str | None
+    """None if the entry was deleted while pending (nothing left to run) or is unreadable."""
+    url: str | None
+
+
+async def read_leases(
+    redis: aioredis.Redis, keys: JobKeys, limit: int = LEASES_READ
+) -> tuple[list[LeaseInfo], int]:
+    """Every lease of the job (at most ``limit`` per lane listed), and how many there are."""
+    lanes = keys.lanes
+    with redis_errors("reading leases"):
+        async with redis.pipeline(transaction=False) as pipe:
+            for lane in lanes:
+                pipe.exists(lane)
+            exists = await pipe.execute()
+        present = [(n, lane) for n, lane in enumerate(lanes) if exists[n]]
+        total = 0
+        pending: list[tuple[int, list[list[bytes | int]]]] = []
+        for n, lane in present:
+            summary = await command(redis, "XPENDING", lane, WORKERS_GROUP)
+            total += int(summary[0])
+            if summary[0]:
+                entries = await command(redis, "XPENDING", lane, WORKERS_GROUP, "-", "+", limit)
+                pending.append((n, entries))
+        # The task of each lease, in one round trip: its entry in the lane.
+        async with redis.pipeline(transaction=False) as pipe:
+            for n, entries in pending:
+                for entry in entries:
+                    pipe.execute_command("XRANGE", lanes[n], entry[0], entry[0])
+            bodies = iter(await pipe.execute())
+    leases = []
+    for n, entries in pending:
+        for entry_id, consumer, idle, deliveries in entries:
+            body = next(bodies)
+            task = _decode_task(body[0][1]) if body else None
+            leases.append(
+                LeaseInfo(
+                    worker=_text(consumer),
+                    lane=n,
+                    entry_id=_text(entry_id),
+                    age_ms=int(idle),
+                    deliveries=int(deliveries),
+                    task_id=task.task_id if task else None,
+                    url=task.url if task else None,
+                )
+            )
+    return leases, total
+
+
+async def worker_names_alive(redis: aioredis.Redis, keys: JobKeys) -> dict[str, int]:
+    """Worker name -> ms its lock has left, for every name a live process holds.
+
+    A worker renews its name's lock several times per TTL while it lives; a killed one's
+    lock runs out within the TTL, so a name here is a process alive a few seconds ago.
+    """
+    prefix = keys.worker_locks[:-1]
+    found: dict[str, int] = {}
+    with redis_errors("reading the worker names"):
+        names = [
+            _text(key) async for key in redis.scan_iter(match=keys.worker_locks, count=_SCAN_COUNT)
+        ]
+        if names:
+            async with redis.pipeline(transaction=False) as pipe:
+                for key in names:
+                    pipe.pttl(key)
+                ttls = await pipe.execute()
+            found = {
+                key.removeprefix(prefix): int(ttl)
+                for key, ttl in zip(names, ttls, strict=True)
+                if int(ttl) > 0
+            }
+    return found
+
+
+def _decode_task(fields: Sequence[bytes]) -> Task | None:
+    """The task of a lane entry's fields; None if they are not a task this code reads."""
+    try:
+        if len(fields) == 2 and fields[0] == TASK_FIELD:
+            return _task_decoder.decode(fields[1])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        pass
+    return None
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def find_dead_letter(log: EventLog, dead_id: str) -> DeadLetter:
+    """The dead letter ``dead_id``; ``OperatorRefused`` if there is none (any more)."""
+    with redis_errors("reading a dead letter"):
+        reply = await command(log.redis, "XRANGE", log.keys.dead, dead_id, dead_id)
+    for letter in parse_dead_letters(reply):
+        return letter
+    raise OperatorRefused(
+        f"no dead letter {dead_id} in job {log.keys.job!r} (already replayed?): "
+        f"`crawlog dead list --job {log.keys.job}` shows what is there"
+    )
+
+
+async def replay_dead_letter(log: EventLog, letter: DeadLetter) -> str:
+    """Put a dead letter back on its stream as a new entry, and delete it; the new ID.
+
+    Only if it decodes now (after an upgrade, or an upcaster was added): otherwise it
+    would only be dead-lettered again, and ``OperatorRefused`` says why. Replaying the
+    same letter twice puts it back once.
+    """
+    keys = log.keys
+    event_id = ""
+    fields: Sequence[bytes] = [b for pair in letter.fields.items() for b in pair]
+    if letter.stream == keys.events:
+        payload = letter.fields.get(EVENT_FIELD)
+        try:
+            if payload is None or len(letter.fields) != 1:
+                raise EventDecodeError(f"expected one field {EVENT_FIELD!r}")
+            event_id = decode(payload).event_id
+        except EventDecodeError as exc:
+            raise OperatorRefused(_still_bad(letter, str(exc))) from None
+    elif letter.stream in keys.lanes:
+        if _decode_task(fields) is None:
+            raise OperatorRefused(_still_bad(letter, "the task still does not decode"))
+    else:
+        raise OperatorRefused(
+            f"dead letter {letter.dead_id} came from {letter.stream}, not a stream of job "
+            f"{keys.job!r}; nothing replayed"
+        )
+    dedup, ttl = log.dedup_args()
+    script = log.redis.register_script(DEAD_REPLAY)
+    args: list[str | bytes | int] = [letter.dead_id, ttl, event_id, *fields]
+    with redis_errors("replaying a dead letter"):
+        reply = await script(keys=[keys.dead, letter.stream, *dedup], args=args)
+    if reply[0] == b"gone":
+        raise OperatorRefused(f"dead letter {letter.dead_id} was replayed meanwhile")
+    # An event whose id is still in the dedup window is not appended twice: no new ID.
+    return _text(reply[1]) if len(reply) > 1 and reply[1] else "(already in the log)"
+
+
+def _still_bad(letter: DeadLetter, why: str) -> str:
+    return (
+        f"dead letter {letter.dead_id} ({letter.stream} entry {letter.entry_id}) still does "
+        f"not decode ({why}): replaying it would only dead-letter it again; nothing replayed"
+    )

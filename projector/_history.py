@@ -1,0 +1,182 @@
+"""The log as operator commands need it: now, not as of the projector's last commit.
+
+Both readers here take what one manifest commits (the archive, or the state it names) and
+add the stream's tail after its position, read straight from Redis:
+
+* ``current_state``: the committed state plus the tail, folded — the state of the whole
+  log at this moment, for ``crawlog retry`` and ``pause --task`` to check a task against;
+* ``task_history``: every event of some tasks (and of their sites and the job), from the
+  archive's rows (a DuckDB filter over the segments' ``task_id``/``site`` columns: the
+  other rows are never decoded) and from the tail.
+
+The projector trims the stream only below its committed position, so the tail after the
+position read is normally whole. It is checked anyway: trimming removes a prefix of the
+stream, so if an entry at or before the position is still there after the tail was read,
+nothing after it was trimmed; if the manifest moved on meanwhile, the read starts over on
+the new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+from typing import TypeVar
+
+import anyio.to_thread
+import duckdb
+import redis.asyncio as aioredis
+
+from eventlog import (
+    START,
+    AnyEvent,
+    CrawlogError,
+    EventLog,
+    LogEntry,
+    PageFetched,
+    PoisonEntry,
+    SiteEvent,
+    TaskEnqueued,
+    TaskEvent,
+    decode,
+    stream_id_key,
+)
+from eventlog._connection import command, redis_errors
+from projector._fold import fold
+from projector._projector import committed_state
+from projector._state import State
+from projector._store import Manifest, Store
+
+TAIL_BATCH = 10_000
+READ_ATTEMPTS = 3
+
+T = TypeVar("T")
+
+
+async def current_state(redis: aioredis.Redis, store: Store) -> State:
+    """The state of the whole log now: the committed state, then the stream's tail."""
+
+    async def read(manifest: Manifest) -> State:
+        return await anyio.to_thread.run_sync(committed_state, store, manifest)
+
+    def add_tail(state: State, entries: list[LogEntry]) -> State:
+        return fold(entries, state)
+
+    return await _with_tail(redis, store, read, add_tail)
+
+
+async def task_history(
+    redis: aioredis.Redis,
+    store: Store,
+    task_ids: Collection[str],
+    *,
+    page_url: str | None = None,
+) -> list[LogEntry]:
+    """Every event of ``task_ids``, of their sites and of the job, in log order.
+
+    With ``page_url``, also every page fetch of that URL by another task (a redirect
+    from another task's URL lands on it too).
+    """
+    wanted = set(task_ids)
+
+    async def read(manifest: Manifest) -> list[LogEntry]:
+        return await anyio.to_thread.run_sync(_archived_history, store, manifest, wanted, page_url)
+
+    def add_tail(found: list[LogEntry], entries: list[LogEntry]) -> list[LogEntry]:
+        return found + [e for e in entries if _about(e.event, wanted, None, page_url)]
+
+    entries = await _with_tail(redis, store, read, add_tail)
+    # Site events are kept for the tasks' own sites only; a task's site is in its enqueue.
+    sites = {e.event.site for e in entries if isinstance(e.event, TaskEnqueued)}
+    return [e for e in entries if not isinstance(e.event, SiteEvent) or e.event.site in sites]
+
+
+def _about(
+    event: AnyEvent, task_ids: Collection[str], sites: Collection[str] | None, page_url: str | None
+) -> bool:
+    if isinstance(event, TaskEvent):
+        if event.task_id in task_ids:
+            return True
+        return isinstance(event, PageFetched) and event.url == page_url
+    if isinstance(event, SiteEvent):
+        return sites is None or event.site in sites
+    return True  # a job event
+
+
+def _archived_history(
+    store: Store, manifest: Manifest, task_ids: Collection[str], page_url: str | None
+) -> list[LogEntry]:
+    """The archived rows about the tasks, or their sites, or the job (DuckDB, filtered)."""
+    paths = [str(p) for p in store.segment_paths(manifest)]
+    if not paths or not task_ids:
+        return []
+    tasks = ", ".join("?" for _ in task_ids)
+    sql = (
+        "SELECT stream_id, payload FROM read_parquet(?) "
+        f"WHERE task_id IN ({tasks}) OR task_id IS NULL"
+    )
+    params: list[object] = [paths, *task_ids]
+    if page_url is not None:
+        sql += " OR (type = 'task.page' AND url = ?)"
+        params.append(page_url)
+    con = duckdb.connect(":memory:")
+    try:
+        rows = con.execute(sql, params).fetchall()
+    except duckdb.Error as exc:
+        raise CrawlogError(f"reading the archive of job {store.job!r} failed: {exc}") from None
+    finally:
+        con.close()
+    entries = [LogEntry(stream_id, decode(payload), payload) for stream_id, payload in rows]
+    entries.sort(key=lambda e: stream_id_key(e.stream_id))
+    return entries
+
+
+async def _with_tail(
+    redis: aioredis.Redis,
+    store: Store,
+    read: Callable[[Manifest], Awaitable[T]],
+    add_tail: Callable[[T, list[LogEntry]], T],
+) -> T:
+    """``read`` what a manifest commits, then ``add_tail`` the stream after its position."""
+    log = EventLog(redis, store.job)
+    for _ in range(READ_ATTEMPTS):
+        manifest = store.read_manifest()
+        try:
+            committed = await read(manifest)
+        except CrawlogError:
+            # A file the manifest names was replaced by a newer commit (a compaction).
+            if store.read_manifest() == manifest:
+                raise
+            continue
+        tail = await _tail(log, manifest.position)
+        if await _tail_was_whole(log, store, manifest):
+            return add_tail(committed, tail)
+    raise CrawlogError(
+        f"the projector of job {store.job!r} trimmed the log while it was read "
+        f"{READ_ATTEMPTS} times over; run the command again"
+    )
+
+
+async def _tail(log: EventLog, after: str) -> list[LogEntry]:
+    entries: list[LogEntry] = []
+    position = after
+    while True:
+        try:
+            batch = await log.read_after(position, TAIL_BATCH)
+        except PoisonEntry as poison:
+            position = poison.entry_id  # dead-lettered by the projector; folded by nobody
+            continue
+        if not batch:
+            return entries
+        entries += batch
+        position = batch[-1].stream_id
+
+
+async def _tail_was_whole(log: EventLog, store: Store, manifest: Manifest) -> bool:
+    """Whether nothing after the manifest's position had been trimmed when the tail was read."""
+    if manifest.position == START or store.read_manifest() == manifest:
+        # Trimming never passes the committed position, which has not moved.
+        return True
+    with redis_errors("reading the start of the log"):
+        first = await command(log.redis, "XRANGE", log.keys.events, "-", "+", "COUNT", 1)
+    # Trimming removes a prefix: an entry at or before the position still there means
+    # nothing after it was removed.
+    return bool(first) and stream_id_key(first[0][0].decode()) <= stream_id_key(manifest.position)
