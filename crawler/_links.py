@@ -33,7 +33,9 @@ def _parse(html: bytes, charset: str | None) -> LexborHTMLParser:
         # The Content-Type header's charset outranks a <meta> (and only a BOM outranks it).
         try:
             return LexborHTMLParser(html.decode(charset, errors="replace"))
-        except LookupError:  # a charset Python does not know: sniff as if none was sent
+        # A charset Python does not know, or a codec that is no page encoding and refuses
+        # even to replace (``idna``, ``undefined``): sniff as if none was sent.
+        except (LookupError, UnicodeError):
             pass
     return LexborHTMLParser(html, encoding=True)
 

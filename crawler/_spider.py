@@ -104,7 +104,7 @@ class Response:
         """The body decoded with the header's charset (else UTF-8), never raising."""
         try:
             return self.body.decode(self.charset or "utf-8", errors="replace")
-        except LookupError:
+        except (LookupError, UnicodeError):  # unknown, or a codec that cannot replace
             return self.body.decode("utf-8", errors="replace")
 
     async def once(self, action_id: str, action: Callable[[], Awaitable[T]]) -> T | None:
