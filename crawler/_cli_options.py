@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
+from crawler._logs import DEFAULT_LOG_LEVEL, LOG_LEVELS
+from crawler._metrics import DEFAULT_METRICS_HOST
 from crawler._worker import DEFAULT_CONCURRENCY
 from eventlog._server import FSYNC_POLICIES
 
@@ -56,4 +58,33 @@ def concurrency_option(command: F) -> F:
         default=DEFAULT_CONCURRENCY,
         show_default=True,
         help="Fetches in flight per worker.",
+    )(command)
+
+
+def log_level_option(command: F) -> F:
+    """``--log-level LEVEL``: what this process logs (``--log-format`` says how)."""
+    return click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS),
+        default=DEFAULT_LOG_LEVEL,
+        show_default=True,
+        help="Log messages of this level and above.",
+    )(command)
+
+
+def metrics_options(command: F) -> F:
+    """``--metrics-port P`` and ``--metrics-host H``: serve Prometheus metrics."""
+    command = click.option(
+        "--metrics-host",
+        default=DEFAULT_METRICS_HOST,
+        show_default=True,
+        metavar="HOST",
+        help="Address the metrics endpoint binds (loopback unless you say otherwise).",
+    )(command)
+    return click.option(
+        "--metrics-port",
+        type=click.IntRange(1, 65535),
+        default=None,
+        metavar="P",
+        help="Serve Prometheus metrics on http://HOST:P/metrics [default: off].",
     )(command)

@@ -62,8 +62,12 @@ async def run_crawl(
     workers: int,
     concurrency: int,
     echo: Callable[[str], None],
+    metrics: tuple[str, int] | None = None,
 ) -> CrawlSummary:
-    """Run the job to completion (or until interrupted); its summary."""
+    """Run the job to completion (or until interrupted); its summary.
+
+    ``metrics`` = (host, P): the projector serves metrics on port P, worker wN on P+N.
+    """
     started = time.monotonic()
     keys = JobKeys(job)
     env = {**os.environ, "REDIS_URL": url}
@@ -80,12 +84,13 @@ async def run_crawl(
         processes: list[Process] = []
         try:
             projector = await anyio.open_process(
-                crawlog_command("project", *common), env=env, stdout=None
+                crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
+                stdout=None,
             )
             processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
-                command = crawlog_command(*worker, "--name", f"w{n}")
+                command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
                 processes.append(await anyio.open_process(command, env=env, stdout=None))
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, processes, tg.cancel_scope)
@@ -116,6 +121,13 @@ async def _watch(source: LiveProgress, workers: list[Process], echo: Callable[[s
                 for process in workers:
                     await process.wait()
             display.update(await source.refresh())
+
+
+def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:
+    if metrics is None:
+        return ()
+    host, port = metrics
+    return ("--metrics-host", host, "--metrics-port", str(port + offset))
 
 
 async def _forward_signals(processes: list[Process], scope: anyio.CancelScope) -> None:

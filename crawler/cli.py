@@ -24,6 +24,14 @@ import anyio
 import click
 
 from crawler._cli_options import data_dir_option, fsync_option, json_option
+from crawler._config import bind, export_redis_url, load_file
+from crawler._logs import LOG_FORMATS, LogFormat, configure_logging
+from crawler.cli_config import (
+    CONFIG_META,
+    REDIS_FROM_FILE_META,
+    add_setting_options,
+    config_command,
+)
 from crawler.cli_crawl import crawl_command, enqueue_command, worker_command
 from crawler.cli_operator import register_operator_commands
 from crawler.cli_projector import project_command, replay_command
@@ -67,7 +75,28 @@ class _ReportedError(click.ClickException):
 
 
 class _CrawlogGroup(click.Group):
-    """The top-level group: turns exceptions into one-line messages."""
+    """The top-level group: reads crawlog.toml, turns exceptions into one-line messages."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """The context, with crawlog.toml as its ``default_map`` (see ``_config``)."""
+        try:
+            file = load_file()
+            add_setting_options(config_command, self)
+            extra.setdefault("default_map", bind(self, file))
+            from_file = export_redis_url(file)
+        except CrawlogError as exc:
+            # Before any parsing, so there is no --debug yet: a config error is one line.
+            raise _ReportedError(str(exc), debug=False) from exc
+        ctx = super().make_context(info_name, args, parent, **extra)
+        ctx.meta[CONFIG_META] = file
+        ctx.meta[REDIS_FROM_FILE_META] = from_file
+        return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -122,8 +151,20 @@ def _version() -> str:
 )
 @click.version_option(_version(), "--version", "-V", prog_name="crawlog")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-def cli(debug: bool) -> None:
-    """crawlog: a crawler whose progress is an event log."""
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="human",
+    show_default=True,
+    help="Logs as text lines, or one JSON object per line (this process and those it starts).",
+)
+def cli(debug: bool, log_format: LogFormat) -> None:
+    """crawlog: a crawler whose progress is an event log.
+
+    Settings come from flags, CRAWLOG_* environment variables and ./crawlog.toml, in that
+    order of precedence: `crawlog config` shows them (docs/configuration.md).
+    """
+    configure_logging(log_format)
 
 
 # --- crawlog server ---------------------------------------------------------------------------
@@ -233,6 +274,7 @@ def _duration(seconds: int) -> str:
     return f"{secs}s"
 
 
+cli.add_command(config_command)
 cli.add_command(demo_command)
 cli.add_command(testsite_command)
 cli.add_command(crawl_command)

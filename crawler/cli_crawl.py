@@ -10,10 +10,19 @@ from pathlib import Path
 
 import anyio
 import click
+import msgspec
 
-from crawler._cli_options import concurrency_option, data_dir_option, job_option
+from crawler._cli_options import (
+    concurrency_option,
+    data_dir_option,
+    job_option,
+    log_level_option,
+    metrics_options,
+)
 from crawler._crawl import run_crawl
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
+from crawler._logs import set_log_level
+from crawler._metrics import MeteredQueue, WorkerMetrics, new_registry, serve
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
 from crawler._spider import load_spider
@@ -22,6 +31,8 @@ from crawler._worker import DEFAULT_GRACE_S, Worker, enqueue_seeds
 from eventlog import DEFAULT_LEASE_MS, JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
 from eventlog._server import resolve_data_dir, resolve_url
+
+log = logging.getLogger("crawlog.worker")
 
 
 @click.command(
@@ -79,6 +90,7 @@ from eventlog._server import resolve_data_dir, resolve_url
     help="Seconds a stalled worker keeps its tasks.",
 )
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
+@metrics_options
 @click.pass_context
 def crawl_command(
     ctx: click.Context,
@@ -95,12 +107,17 @@ def crawl_command(
     spider: str | None,
     lease: float,
     ignore_robots: bool,
+    metrics_host: str,
+    metrics_port: int | None,
 ) -> None:
     """Crawl from SEEDS until every task is done; run it again after a crash to resume.
 
     Starts the embedded server if REDIS_URL is not set, enqueues the seeds, runs the
     workers and the projector, shows progress, and prints a summary from the log. Exit
     status 0 when every task ended (done, failed or aborted).
+
+    With --metrics-port P the projector serves its metrics on port P and worker wN on
+    P+N (the crawl process itself serves none).
     """
     canonical = tuple(check_seed_url(s) for s in seeds)
     load_spider(spider)  # fail now, not in every worker
@@ -120,7 +137,8 @@ def crawl_command(
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     summary = anyio.run(
         lambda: run_crawl(
-            url, directory, job, config, workers=workers, concurrency=concurrency, echo=click.echo
+            url, directory, job, config, workers=workers, concurrency=concurrency, echo=click.echo,
+            metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
         )
     )
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
@@ -140,13 +158,11 @@ def _job_name(seed: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in host)[:64]
 
 
-@click.command("worker", epilog="Example:  crawlog worker --job site --name w3 --concurrency 64")
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="warning",
-    show_default=True,
+@click.command(
+    "worker",
+    epilog="Example:  crawlog worker --job site --name w3 --concurrency 64 --metrics-port 9101",
 )
+@log_level_option
 @job_option
 @data_dir_option
 @click.option(
@@ -163,6 +179,7 @@ def _job_name(seed: str) -> str:
     show_default=True,
     help="Seconds in-flight tasks get to finish their page on SIGTERM.",
 )
+@metrics_options
 def worker_command(
     log_level: str,
     job: str,
@@ -171,11 +188,18 @@ def worker_command(
     concurrency: int,
     exit_when_done: bool,
     grace: float,
+    metrics_host: str,
+    metrics_port: int | None,
 ) -> None:
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    set_log_level(log_level)
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
+    metrics = None
+    if metrics_port is not None:
+        registry = new_registry()
+        metrics = WorkerMetrics(registry, job=job, worker=worker_name)
+        serve(registry, metrics_host, metrics_port)
 
     async def run() -> None:
         # A Redis restart mid-crawl is waited out (each write is idempotent), not fatal.
@@ -192,10 +216,17 @@ def worker_command(
                 exit_when_done=exit_when_done,
                 grace_s=grace,
             )
+            if metrics is not None:
+                # Same consumer, same keys: only what it appends is counted on the way.
+                worker.queue = MeteredQueue(
+                    client, job, worker_name, metrics=metrics, lease_ms=config.lease_ms
+                )
+            log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_stop_on_signal, worker.stop)
-                await worker.run()
+                stats = await worker.run()
                 tg.cancel_scope.cancel()
+            log.info("worker %s stopped: %s", worker_name, msgspec.structs.asdict(stats))
 
     anyio.run(run)
 

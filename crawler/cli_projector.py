@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 from pathlib import Path
 
 import anyio
 import click
+import redis.asyncio as aioredis
 
-from crawler._cli_options import data_dir_option, job_option
-from eventlog import CrawlogError, EventLog, connect, stream_id_key
-from eventlog._connection import DEFAULT_RIDE_OUT_S
+from crawler._cli_options import data_dir_option, job_option, log_level_option, metrics_options
+from crawler._logs import set_log_level
+from crawler._metrics import ProjectorMetrics, new_registry, serve
+from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect, stream_id_key
+from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
 from eventlog._server import resolve_data_dir, resolve_url
 from projector._projector import (
     DEFAULT_COMMIT_INTERVAL_S,
@@ -22,15 +26,18 @@ from projector._projector import (
 )
 from projector._replay import rebuild_checkpoint_index, replay
 from projector._replay import verify as verify_snapshot
-from projector._store import Store
+from projector._store import MANIFEST, Store, job_dir
 
 DEFAULT_WAIT_TIMEOUT_S = 60.0
+
+log = logging.getLogger("crawlog.projector")
 
 
 @click.command(
     "project",
-    epilog="Example:  crawlog project --job shop",
+    epilog="Example:  crawlog project --job shop --metrics-port 9100",
 )
+@log_level_option
 @job_option
 @data_dir_option
 @click.option("--once", is_flag=True, help="Project what the log holds now, commit, and exit.")
@@ -49,9 +56,11 @@ DEFAULT_WAIT_TIMEOUT_S = 60.0
 @click.option("--keep-tail", type=float, default=DEFAULT_KEEP_TAIL_S, show_default=True,
               help="Seconds of committed events left in Redis when trimming.")  # fmt: skip
 @click.option("--no-trim", is_flag=True, help="Never trim the stream in Redis.")
+@metrics_options
 @click.pass_context
 def project_command(
     ctx: click.Context,
+    log_level: str,
     job: str,
     data_dir: Path | None,
     once: bool,
@@ -61,36 +70,61 @@ def project_command(
     snapshot_interval: float,
     keep_tail: float,
     no_trim: bool,
+    metrics_host: str,
+    metrics_port: int | None,
 ) -> None:
     """Fold the job's log into state, archive it to Parquet, and trim Redis behind it.
 
     Runs until SIGTERM or Ctrl-C (committing what it has read), or with --once until the
     log's current end. One projector per job: a second one is refused.
     """
+    set_log_level(log_level)
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     if wait_for is not None:
-        reached = anyio.run(_wait_for, url, job, wait_for, timeout)
+        reached = anyio.run(_wait_for, url, job, wait_for, timeout, directory)
         ctx.exit(0 if reached else 1)
+    metrics = None
+    if metrics_port is not None:
+        registry = new_registry()
+        metrics = ProjectorMetrics(registry, job=job)
+        serve(registry, metrics_host, metrics_port)
 
     async def run() -> None:
-        async with (
-            # A Redis restart is waited out: the projector reads again after its position.
-            connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client,
-            Projector(
+        # A Redis restart is waited out: the projector reads again after its position.
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+            await _require_job(client, job, directory)
+            async with Projector(
                 client, job, directory, commit_interval_s=commit_interval,
                 snapshot_interval_s=snapshot_interval, keep_tail_s=None if no_trim else keep_tail,
-            ) as projector,
-        ):  # fmt: skip
-            if once:
-                await projector.catch_up()
-            else:
-                async with anyio.create_task_group() as tg:
+            ) as projector, anyio.create_task_group() as tg:  # fmt: skip
+                if metrics is not None:
+                    tg.start_soon(metrics.watch, client, projector)
+                log.info("projector of %s started at %s", job, projector.position)
+                if once:
+                    await projector.catch_up()
+                else:
                     tg.start_soon(_cancel_on_signal, tg.cancel_scope)
                     await projector.run()
+                tg.cancel_scope.cancel()
         manifest = projector.manifest
         click.echo(f"committed {job} up to {manifest.position}: {manifest.events} events archived")
 
     anyio.run(run)
+
+
+async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> None:
+    """``ConfigError`` unless the job exists: its settings or its log in Redis, or its
+    projected data here (a mistyped --job would otherwise wait for events forever)."""
+    keys = JobKeys(job)
+    with redis_errors("looking up the job"):
+        if await client.exists(keys.config, keys.events):
+            return
+    if (job_dir(directory, job) / MANIFEST).exists():
+        return
+    raise ConfigError(
+        f"no job {job!r} here (no settings or events in Redis, no data under {directory}): "
+        f"start it with `crawlog crawl SEED --job {job}`"
+    )
 
 
 async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
@@ -100,8 +134,9 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
             return
 
 
-async def _wait_for(url: str, job: str, target: str, timeout: float) -> bool:
+async def _wait_for(url: str, job: str, target: str, timeout: float, directory: Path) -> bool:
     async with connect(url) as client:
+        await _require_job(client, job, directory)
         if target == "last":
             last = await EventLog(client, job).last_id()
             if last is None:
@@ -154,6 +189,7 @@ def replay_command(
 
     async def run() -> None:
         async with connect(url) as client:
+            await _require_job(client, job, directory)
             state = await replay(client, store)
             click.echo(
                 f"replayed {state.job.events} events of {job} up to {state.position}: "

@@ -1,0 +1,272 @@
+"""Prometheus metrics of worker and projector processes (``--metrics-port``).
+
+Every metric is defined here. The worker's are counted from what its queue wrote to the
+log: :class:`MeteredQueue` is the worker's ``TaskQueue`` with every fenced step timed and
+the events it appended counted, so a page is counted once its ``PageFetched`` reached the
+log, as the projector and the reports count it, never twice for a step that was retried,
+and never for one refused because the lease was lost. That also keeps the hot path's code
+(``_worker.py``) free of metric calls.
+
+The projector's are read from the projector and the stream every
+:data:`PROJECTOR_UPDATE_S` seconds: how far the committed position is behind the log.
+
+Each process serves its own registry on ``http://HOST:PORT/metrics`` from a daemon thread
+(``prometheus_client``). The host is 127.0.0.1 unless ``--metrics-host`` says otherwise:
+the metrics name the job, the worker and its failures, nothing for the network at large.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import redis.asyncio as aioredis
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    start_http_server,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from eventlog import (
+    DEFAULT_LEASE_MS,
+    ConfigError,
+    ItemScraped,
+    JobKeys,
+    Lease,
+    PageFetched,
+    RetryScheduled,
+    Task,
+    TaskAborted,
+    TaskDone,
+    TaskFailed,
+    TaskQueue,
+    TaskReclaimed,
+    stream_id_key,
+)
+from eventlog._connection import command
+from eventlog._events import Event
+from projector._projector import Projector
+
+DEFAULT_METRICS_HOST = "127.0.0.1"
+PROJECTOR_UPDATE_S = 0.5
+APPEND_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+)  # fmt: skip
+"""Seconds; a fenced step on a local server takes about a millisecond."""
+REASON_MAX = 60
+RECOVERY_LIMIT_REASON = "recovery limit"
+
+
+def new_registry() -> CollectorRegistry:
+    """A registry with the process, platform and GC collectors (what a scrape expects)."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+def serve(registry: CollectorRegistry, host: str, port: int) -> None:
+    """Serve ``registry`` on http://host:port/metrics from a daemon thread.
+
+    ``ConfigError`` (one line, exit 2) if the address cannot be bound.
+    """
+    try:
+        start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot serve metrics on {host}:{port} ({exc.strerror or exc}): "
+            "pick another --metrics-port"
+        ) from None
+
+
+def _reason(text: str) -> str:
+    # Reasons are short fixed strings ("HTTP 503", "read timeout"); the cap keeps a spider's
+    # free-form reason from growing the label set without bound.
+    return text[:REASON_MAX]
+
+
+class WorkerMetrics:
+    """The metrics of one worker process."""
+
+    def __init__(self, registry: CollectorRegistry, *, job: str, worker: str) -> None:
+        info = Info("crawlog_worker", "The job and name of this worker.", registry=registry)
+        info.info({"crawl_job": job, "worker": worker})
+        self.pages = Counter(
+            "crawlog_pages_fetched", "Pages fetched (their PageFetched event is in the log).",
+            registry=registry,
+        )  # fmt: skip
+        self.items = Counter(
+            "crawlog_items_scraped", "Items scraped (ItemScraped events in the log).",
+            registry=registry,
+        )  # fmt: skip
+        self.tasks_done = Counter("crawlog_tasks_done", "Tasks this worker finished.",
+                                  registry=registry)  # fmt: skip
+        self.failures = Counter(
+            "crawlog_task_failures", "Tasks that ended failed or aborted, by reason.",
+            ["reason"], registry=registry,
+        )  # fmt: skip
+        self.retries = Counter(
+            "crawlog_retries", "Retries scheduled (a failed fetch to try again), by reason.",
+            ["reason"], registry=registry,
+        )  # fmt: skip
+        self.reclaims = Counter(
+            "crawlog_reclaims", "Tasks taken over from a worker whose lease expired.",
+            registry=registry,
+        )  # fmt: skip
+        self.enqueued = Counter("crawlog_tasks_enqueued", "New tasks this worker enqueued.",
+                                registry=registry)  # fmt: skip
+        self.renewals = Counter("crawlog_lease_renewals", "Leases renewed.", registry=registry)
+        self.leases_lost = Counter(
+            "crawlog_leases_lost", "Leases found taken by another worker on renewal.",
+            registry=registry,
+        )  # fmt: skip
+        self.events = Counter("crawlog_events_appended", "Events this process appended.",
+                              registry=registry)  # fmt: skip
+        self.append_seconds = Histogram(
+            "crawlog_event_append_seconds",
+            "Latency of one atomic append step (its events in one script call), by step.",
+            ["step"], buckets=APPEND_BUCKETS, registry=registry,
+        )  # fmt: skip
+
+    def appended(self, step: str, events: Sequence[Event], seconds: float) -> None:
+        """Count what one append step wrote, and how long it took."""
+        self.append_seconds.labels(step).observe(seconds)
+        self.events.inc(len(events))
+        for event in events:
+            if isinstance(event, PageFetched):
+                self.pages.inc()
+            elif isinstance(event, ItemScraped):
+                self.items.inc()
+            elif isinstance(event, TaskDone):
+                self.tasks_done.inc()
+            elif isinstance(event, TaskFailed):
+                self.failures.labels(_reason(event.reason)).inc()
+            elif isinstance(event, TaskAborted):
+                self.failures.labels(RECOVERY_LIMIT_REASON).inc()
+            elif isinstance(event, RetryScheduled):
+                self.retries.labels(_reason(event.reason)).inc()
+            elif isinstance(event, TaskReclaimed):
+                self.reclaims.inc()
+
+
+class MeteredQueue(TaskQueue):
+    """A ``TaskQueue`` that reports what it appends, and its renewals, to ``metrics``."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        job: str | JobKeys,
+        consumer: str,
+        *,
+        metrics: WorkerMetrics,
+        lease_ms: int = DEFAULT_LEASE_MS,
+    ) -> None:
+        super().__init__(redis, job, consumer, lease_ms=lease_ms)
+        self.metrics = metrics
+
+    async def _settle_call(
+        self, lease: Lease, mode: str, events: Sequence[Event], **options: Any
+    ) -> str | None:
+        # Every fenced step (checkpoint, finish, requeue, delay, park, note) goes through
+        # here; one that raises (lease lost, site resumed) wrote nothing and is not counted.
+        started = time.perf_counter()
+        result = await super()._settle_call(lease, mode, events, **options)
+        self.metrics.appended(mode, events, time.perf_counter() - started)
+        return result
+
+    async def enqueue(
+        self,
+        tasks: Sequence[Task],
+        *,
+        actor: str,
+        fingerprints: Sequence[str] | None = None,
+        cap: int = 0,
+    ) -> list[bool]:
+        """Enqueue as ``TaskQueue.enqueue`` does; count the new tasks and time the step."""
+        started = time.perf_counter()
+        new = await super().enqueue(tasks, actor=actor, fingerprints=fingerprints, cap=cap)
+        if tasks:
+            self.metrics.append_seconds.labels("enqueue").observe(time.perf_counter() - started)
+            added = sum(new)
+            self.metrics.enqueued.inc(added)
+            self.metrics.events.inc(added)
+        return new
+
+    async def renew(self, leases: Sequence[Lease]) -> set[str]:
+        """Renew as ``TaskQueue.renew`` does; count renewals and losses."""
+        lost = await super().renew(leases)
+        self.metrics.renewals.inc(len(leases) - len(lost))
+        self.metrics.leases_lost.inc(len(lost))
+        return lost
+
+
+class ProjectorMetrics:
+    """The metrics of one projector process."""
+
+    def __init__(self, registry: CollectorRegistry, *, job: str) -> None:
+        info = Info("crawlog_projector", "The job of this projector.", registry=registry)
+        info.info({"crawl_job": job})
+        self.keys = JobKeys(job)
+        self.lag_events = Gauge(
+            "crawlog_projector_lag_events",
+            "Events in the log that the projector has not committed yet.", registry=registry,
+        )  # fmt: skip
+        self.lag_seconds = Gauge(
+            "crawlog_projector_lag_seconds",
+            "Age of the oldest event not committed yet (0 when caught up).", registry=registry,
+        )  # fmt: skip
+        self.committed = Gauge(
+            "crawlog_projector_committed_events", "Events committed (archived) so far.",
+            registry=registry,
+        )  # fmt: skip
+        self.position = Gauge(
+            "crawlog_projector_position_timestamp_seconds",
+            "Time of the committed position (its stream ID's milliseconds).", registry=registry,
+        )  # fmt: skip
+
+    async def update(self, redis: aioredis.Redis, committed: str, archived: int) -> None:
+        """Set the gauges for committed position ``committed`` (``archived`` events)."""
+        events = self.keys.events
+        self.committed.set(archived)
+        self.position.set(stream_id_key(committed)[0] / 1000)
+        added, last = await _stream_counters(redis, events)
+        if last is None or stream_id_key(last) <= stream_id_key(committed):
+            self.lag_events.set(0)
+            self.lag_seconds.set(0)
+            return
+        # Every entry ever added is archived once committed (trimming never runs ahead of
+        # the commit); entries dead-lettered as undecodable are the exception, and count
+        # as lag until the projector has committed past the end of the log.
+        self.lag_events.set(max(added - archived, 1))
+        oldest = await command(redis, "XRANGE", events, f"({committed}", "+", "COUNT", 1)
+        if oldest:
+            entry_ms = stream_id_key(oldest[0][0].decode())[0]
+            self.lag_seconds.set(max(time.time() - entry_ms / 1000, 0.0))
+
+    async def watch(self, redis: aioredis.Redis, projector: Projector) -> None:
+        """Update every :data:`PROJECTOR_UPDATE_S` from the projector's last commit."""
+        while True:
+            manifest = projector.manifest
+            await self.update(redis, manifest.position, manifest.events)
+            await anyio.sleep(PROJECTOR_UPDATE_S)
+
+
+async def _stream_counters(redis: aioredis.Redis, stream: str) -> tuple[int, str | None]:
+    """``entries-added`` and ``last-generated-id`` of a stream; (0, None) if it is absent."""
+    if not await redis.exists(stream):
+        return 0, None
+    reply = await command(redis, "XINFO", "STREAM", stream)
+    fields = dict(zip(reply[::2], reply[1::2], strict=True))
+    info = {(k.decode() if isinstance(k, bytes) else k): v for k, v in fields.items()}
+    last = info.get("last-generated-id")
+    last_id = last.decode() if isinstance(last, bytes) else last
+    return int(info.get("entries-added", 0)), last_id

@@ -1,0 +1,43 @@
+"""Running the real ``crawlog`` command line in a subprocess, with a clean environment."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.crawler.conftest import ROOT
+
+CLI_TIMEOUT_S = 60
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without crawlog's own variables (a developer's shell may set them),
+    plus ``extra``; the repository on PYTHONPATH so test spiders import from any cwd."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("CRAWLOG_") and k not in ("REDIS_URL", "PYTHONPATH")
+    }
+    env["PYTHONPATH"] = str(ROOT)
+    return {**env, **extra}
+
+
+def crawlog(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``crawlog ARGS`` run to completion; its exit code and output."""
+    return subprocess.run(
+        [sys.executable, "-m", "crawler.cli", *args],
+        cwd=cwd, env=env if env is not None else clean_env(), capture_output=True, text=True,
+        timeout=CLI_TIMEOUT_S, check=False,
+    )  # fmt: skip
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (closed again before returning)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
