@@ -26,6 +26,8 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     snapshot: bytes | None = None
     snapshot_position: str = ""
     summary: Summary | None = None
+    behind: bool = False
+    """The projector had more to read: compaction may wait (``_compaction.plan``)."""
 
 
 class Committer:
@@ -57,12 +59,12 @@ class Committer:
         self.store.commit(manifest)
         if name != old.snapshot:
             self.store.remove_unreferenced(manifest)
-        self.manifest = self._compact(manifest)
+        self.manifest = self._compact(manifest, behind=request.behind)
         return self.manifest
 
-    def _compact(self, manifest: Manifest) -> Manifest:
+    def _compact(self, manifest: Manifest, *, behind: bool) -> Manifest:
         """Merge a run of small segments, if there is one; a commit of its own."""
-        run = plan_compaction(manifest.segments)
+        run = plan_compaction(manifest.segments, behind=behind)
         if run is None:
             return manifest
         start, end = run

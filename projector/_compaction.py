@@ -18,10 +18,19 @@ TARGET_SEGMENT_EVENTS = 1_000_000
 """A merge stops growing a segment past this."""
 MIN_RUN = 8
 """Merge only runs of at least this many small segments: fewer are not worth a rewrite."""
+MAX_SMALL_BEHIND = 32
+"""Small segments a projector that is behind the log lets pile up before it merges anyway."""
 
 
-def plan(segments: Sequence[SegmentInfo]) -> tuple[int, int] | None:
-    """The ``[start, end)`` index range of the first run of small segments to merge, if any."""
+def plan(segments: Sequence[SegmentInfo], *, behind: bool = False) -> tuple[int, int] | None:
+    """The ``[start, end)`` index range of the first run of small segments to merge, if any.
+
+    A projector ``behind`` the log merges only once ``MAX_SMALL_BEHIND`` small segments
+    have piled up: a merge rewrites every event once more, the CPU that catching up needs,
+    and the merge costs no more when it is done later, once the projector has caught up.
+    """
+    if behind and sum(s.events < SMALL_SEGMENT_EVENTS for s in segments) < MAX_SMALL_BEHIND:
+        return None
     start = 0
     while start < len(segments):
         end, total = start, 0

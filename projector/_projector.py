@@ -86,6 +86,8 @@ class Projector:
         self._tasks: TaskGroup | None = None
         self._committer: Committer | None = None
         self._summary = SummaryTracker()
+        self._behind = False
+        """The last read was a full batch: the log has more (compaction can wait)."""
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
@@ -125,6 +127,7 @@ class Projector:
             await self.log.dead_letter(poison)
             self.position = poison.entry_id
             return 0
+        self._behind = len(entries) >= READ_BATCH
         if entries:
             if not self._buffer:
                 self._buffer_since = time.monotonic()
@@ -171,6 +174,7 @@ class Projector:
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
             summary=self._summary.summary(self.state),
+            behind=self._behind,
         )
         self._buffer = []
         done = self._committing = anyio.Event()

@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from eventlog import EventLog
 from projector._archive import SegmentInfo, read_entries
-from projector._compaction import MIN_RUN, SMALL_SEGMENT_EVENTS, TARGET_SEGMENT_EVENTS, plan
+from projector._compaction import (
+    MAX_SMALL_BEHIND,
+    MIN_RUN,
+    SMALL_SEGMENT_EVENTS,
+    TARGET_SEGMENT_EVENTS,
+    plan,
+)
 from projector._projector import Projector
 from projector._store import Store
 from tests.projector.test_projector import task_events
@@ -61,3 +67,11 @@ async def test_the_projector_compacts_its_archive_and_keeps_every_event_once(
     )
     archived = [e for p in store.segment_paths(manifest) for e in read_entries(p)]
     assert [e.stream_id for e in archived] == [e.stream_id for e in await log.read_range()]
+
+
+def test_a_projector_behind_the_log_lets_small_segments_pile_up_before_merging() -> None:
+    few = segments([10] * (MAX_SMALL_BEHIND - 1))
+    assert plan(few) == (0, len(few))
+    assert plan(few, behind=True) is None
+    many = segments([10] * MAX_SMALL_BEHIND)
+    assert plan(many, behind=True) == (0, len(many))
