@@ -6,7 +6,15 @@ What a response means follows RFC 9309 (and Google's reading of it):
   a robots.txt at all (an HTML error page) allows everything.
 - 3xx left unfollowed, 4xx other than 429: there are no rules; everything is allowed.
 - 429, 5xx, no response (``status`` 0): the rules are unreachable for now, so nothing is
-  allowed; the cache keeps this verdict only briefly, and then the worker asks again.
+  allowed; the cache keeps this verdict only briefly (`DEFAULT_UNREACHABLE_TTL_S`), and
+  then the worker asks again. The worker does not fail a task as "disallowed" for this: it
+  retries it (waiting at least that long), so a robots.txt that comes back lets the crawl
+  go on, and one that stays down fails the task, after the job's attempts, with the
+  reason "robots.txt unreachable: ...".
+
+RFC 9309 (section 2.3.1.4) and Google read a 5xx as a complete disallow for a while;
+Scrapy instead parses whatever body a 5xx had (an error page: allow all), and allows all
+when the download fails. crawlog follows the RFC: a site in trouble is not crawled harder.
 
 Fetching robots.txt is the worker's job; everything here is pure.
 """
@@ -32,7 +40,9 @@ MAX_CRAWL_DELAY_S = 60.0
 """A longer Crawl-delay is read as this: one page a minute is slow enough for any site."""
 DEFAULT_ROBOTS_TTL_S = 86_400.0
 """RFC 9309: a cached robots.txt should not be used for more than 24 hours."""
-DEFAULT_UNREACHABLE_TTL_S = 300.0
+DEFAULT_UNREACHABLE_TTL_S = 10.0
+"""Below the retry policy's longest wait: a task held back by unreachable rules is retried
+after this long, and must find the verdict expired (robots.txt asked again)."""
 DEFAULT_ROBOTS_CACHE_SITES = 10_000
 
 
@@ -50,13 +60,20 @@ class RobotsVerdict(Enum):
 class RobotsRules:
     """A site's robots.txt rules, as they apply to one user agent."""
 
-    __slots__ = ("_parser", "user_agent", "verdict")
+    __slots__ = ("_parser", "reason", "user_agent", "verdict")
 
     def __init__(
-        self, verdict: RobotsVerdict, parser: Protego | None = None, *, user_agent: str
+        self,
+        verdict: RobotsVerdict,
+        parser: Protego | None = None,
+        *,
+        user_agent: str,
+        reason: str | None = None,
     ) -> None:
         self.verdict = verdict
         self.user_agent = user_agent
+        self.reason = reason
+        """Why unreachable rules could not be read ("HTTP 503", "read timeout")."""
         self._parser = parser
 
     def __repr__(self) -> str:
@@ -81,11 +98,16 @@ class RobotsRules:
 
 
 def parse_robots(
-    body: bytes | None, status: int, *, user_agent: str = ROBOTS_USER_AGENT
+    body: bytes | None,
+    status: int,
+    *,
+    user_agent: str = ROBOTS_USER_AGENT,
+    error: str | None = None,
 ) -> RobotsRules:
     """The rules a robots.txt response gives ``user_agent``; never raises.
 
-    ``status`` is the response's HTTP status, or `NO_RESPONSE` when there was none.
+    ``status`` is the response's HTTP status, or `NO_RESPONSE` when there was none;
+    ``error`` says why the fetch failed, if it did (the reason unreachable rules give).
     """
     if 200 <= status < 300:
         if not body:
@@ -95,7 +117,8 @@ def parse_robots(
         return RobotsRules(RobotsVerdict.PARSED, Protego.parse(text), user_agent=user_agent)
     if 300 <= status < 500 and status != 429:
         return RobotsRules(RobotsVerdict.UNAVAILABLE, user_agent=user_agent)
-    return RobotsRules(RobotsVerdict.UNREACHABLE, user_agent=user_agent)
+    reason = error or (f"HTTP {status}" if status != NO_RESPONSE else "no response")
+    return RobotsRules(RobotsVerdict.UNREACHABLE, user_agent=user_agent, reason=reason)
 
 
 class RobotsCache:

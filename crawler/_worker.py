@@ -15,6 +15,7 @@ control poll (pauses, open circuits).
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from collections import OrderedDict, deque
@@ -42,7 +43,7 @@ from crawler._fetch import (
 )
 from crawler._job import JobConfig
 from crawler._politeness import PolitenessGate
-from crawler._robots import RobotsCache, RobotsRules, parse_robots
+from crawler._robots import RobotsCache, RobotsRules, RobotsVerdict, parse_robots
 from crawler._spider import Follow, Item, NextPage, Response, Spider
 from crawler._urls import fingerprint, site_of
 from eventlog import (
@@ -449,8 +450,16 @@ class Worker:
         """The page at ``url`` (None if robots.txt disallows it), fetched politely."""
         assert self._fetcher is not None
         site = site_of(url)
-        if self.config.obey_robots and not (await self._robots_for(site)).allowed(url):
-            return None
+        if self.config.obey_robots:
+            rules = await self._robots_for(site)
+            if rules.verdict is RobotsVerdict.UNREACHABLE:
+                # RFC 9309: nothing is fetched meanwhile, but this is no "disallowed": the
+                # task is retried once the brief verdict has expired and robots.txt is asked again.
+                wait = {"retry-after": str(math.ceil(self.robots.unreachable_ttl))}
+                error = f"robots.txt unreachable: {rules.reason}"
+                return FetchResult(url=url, final_url=url, headers=wait, error=error)
+            if not rules.allowed(url):
+                return None
         host = site.split("://", 1)[1]
         async with self.gate.slot(host):
             return await self._fetcher.fetch(url, redirect_allowed=self._in_scope)
@@ -468,7 +477,8 @@ class Worker:
                 return rules
             assert self._fetcher is not None
             result = await self._fetcher.fetch(site + ROBOTS_PATH)
-            rules = parse_robots(result.body if not result.error else None, result.status)
+            body = result.body if not result.error else None
+            rules = parse_robots(body, result.status, error=result.error)
             self.robots.put(site, rules, time.time())
             if (delay := rules.crawl_delay()) is not None:
                 await self.gate.set_delay(site.split("://", 1)[1], delay)

@@ -25,6 +25,8 @@ class Route:
     """Send the body a byte at a time, this long apart (a server that trickles)."""
     hang: bool = False
     """Accept the request and never answer."""
+    unavailable_first: int = 0
+    """Answer the first this many requests with 503 instead."""
 
 
 @dataclass
@@ -53,6 +55,8 @@ async def serve_hostile(routes: dict[str, Route]) -> AsyncIterator[HostileSite]:
             target = head.split(b" ", 2)[1].decode("latin-1")
             site.requests.append(target)
             route = site.routes.get(target, Route(b"not here", status=404))
+            if site.requests.count(target) <= route.unavailable_first:
+                route = Route(b"try later", status=503)
             if route.hang:
                 await asyncio.Event().wait()
             lines = [
