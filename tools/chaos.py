@@ -1,0 +1,685 @@
+"""Chaos run: crawl the test site while killing anything at any time; then prove nothing was
+lost or done twice.
+
+    python tools/chaos.py --rounds 50 --seed 1
+
+A crawl of the generated test site (faults on: 500s, 429s, slow pages, redirects, a loop, a
+huge page, a robots.txt disallow) by 3 worker processes and the projector, on crawlog's own
+Valkey server started with ``appendfsync always``. Each worker reaches Valkey over TCP
+through its own fault-injecting proxy (``tools/faultproxy.py``); the projector and this
+tool use the unix socket directly. A seeded chaos loop, after a random pause, does one of:
+
+* ``kill_worker``: SIGKILL a random worker; a replacement (new name) starts at once;
+* ``stop_worker``: SIGSTOP a worker for longer than its lease, then SIGCONT it: the others
+  take its tasks over, and what it still tries to write is refused (fencing);
+* ``kill_projector``: SIGKILL the projector and start it again;
+* ``kill_valkey``: SIGKILL the server and start it again on the same data and socket;
+  the last event seen before the kill must still be there (appendfsync always);
+* ``lose_reply``: a worker's next command reaches the server, its reply is dropped and
+  the connection cut (redis-py retries: the idempotent scripts must absorb it);
+* ``delay``: a worker's Redis traffic is held back for a while.
+
+One round is one fault. When the crawl ends with rounds left, another crawl (new job, new
+site seed) takes the rest. After each crawl the invariants (``crawler/_invariants.py``,
+shared with ``crawlog demo``) are checked from the site's request log and from the log:
+every reachable page fetched and every task terminal; pages fetched twice only among, and
+no more than, those in flight at the faults; no item twice; ``replay --verify`` identical;
+no event rejected; Redis memory bounded. Recovery time is from a kill (or stop) to the
+first event another worker writes for each task the victim held.
+
+Prints a table of faults and invariants and, as its last line, one JSON object. Exit
+status 0 only if every invariant holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+import anyio
+import redis.exceptions
+from anyio.abc import Process, TaskGroup
+from faultproxy import FaultProxy, serve_proxy
+
+from crawler._crawl import crawlog_command, stop_processes
+from crawler._invariants import CrawlCheck, check_crawl, tasks_held
+from crawler._job import JobConfig, save_config
+from crawler._politeness import Politeness
+from crawler._worker import enqueue_seeds
+from crawler.testsite import Faults, RunningSite, serve_testsite
+from eventlog import CrawlogError, EventLog, JobKeys, TaskQueue, TaskReclaimed, stream_id_key
+from eventlog._connection import client_for
+from eventlog._server import ensure_server
+from projector._projector import wait_for_position
+from projector._store import Store
+
+T = TypeVar("T")
+
+LEASE_MS = 3_000
+"""Short leases, so that the tasks of a killed or stopped worker move within seconds."""
+WORKERS = 3
+CONCURRENCY = 16
+DEFAULT_PAGES = 3_000
+PAUSE_S = (0.3, 2.0)
+"""Random pause before each fault."""
+STOP_BEYOND_LEASE_S = 2.0
+"""A stopped worker stays stopped this long past its lease: others have reclaimed by then."""
+VALKEY_DOWN_S = (0.2, 1.5)
+DELAY_S = (0.05, 0.5)
+"""Per-chunk delay of a worker's Redis traffic..."""
+DELAY_FOR_S = (1.0, 3.0)
+"""...for this long."""
+FAULT_WEIGHTS = {
+    "kill_worker": 3,
+    "stop_worker": 2,
+    "kill_projector": 2,
+    "kill_valkey": 2,
+    "lose_reply": 3,
+    "delay": 2,
+}
+MEMORY_BOUND_MB = 128.0
+"""Peak ``used_memory`` allowed: the projector trims the log, dedup sets expire."""
+RECOVERY_GIVE_UP_S = 120.0
+CRAWL_TIMEOUT_S = 900.0
+PROJECTOR_WAIT_S = 120.0
+REDIS_RETRY_S = 30.0
+POLL_S = 0.05
+RESTART_PAUSE_S = 0.2
+WARM_UP_REQUESTS = 100
+
+
+@dataclass
+class Fault:
+    """One fault injected, and what it had in flight."""
+
+    round: int
+    crawl: int
+    kind: str
+    target: str
+    at_s: float
+    in_flight: dict[str, str] = field(default_factory=dict)
+    recovery_s: float | None = None
+    """Kill/stop: until every task the victim held ran again elsewhere (None: none held)."""
+    reclaim_s: float | None = None
+    """Kill/stop: until every task the victim held was taken back (``TaskReclaimed``)."""
+    note: str = ""
+
+
+@dataclass
+class Slot:
+    """One of the crawl's worker places: its proxy and its current process."""
+
+    index: int
+    proxy: FaultProxy
+    name: str = ""
+    process: Process | None = None
+    done: bool = False
+
+
+@dataclass
+class Totals:
+    """Across every crawl of the run."""
+
+    faults: list[Fault] = field(default_factory=list)
+    checks: list[tuple[int, CrawlCheck, dict[str, bool]]] = field(default_factory=list)
+    crashes: list[str] = field(default_factory=list)
+    """Processes that died without being killed (name, status, last line of stderr)."""
+    acked_lost: int = 0
+    memory_peak_mb: float = 0.0
+    pages: int = 0
+    stream_after: list[int] = field(default_factory=list)
+
+
+class ChaosRun:
+    """The whole run: a Valkey server, crawls one after another, the chaos loop."""
+
+    def __init__(
+        self,
+        rounds: int,
+        seed: int,
+        pages: int,
+        work: Path,
+        echo: Callable[[str], None],
+        kinds: list[str] | None = None,
+    ) -> None:
+        self.rounds, self.seed, self.pages, self.work, self.echo = rounds, seed, pages, work, echo
+        self.kinds = kinds or list(FAULT_WEIGHTS)
+        self.rng = random.Random(seed)
+        self.totals = Totals()
+        self.started = time.monotonic()
+        self.round = 0
+        self.server = ensure_server(work, fsync="always")
+        self.url = self.server.url
+        self.logs = work / "logs"
+        self.logs.mkdir(exist_ok=True)
+
+    def now(self) -> float:
+        return time.monotonic() - self.started
+
+    async def run(self) -> None:
+        """Crawl until every round has been injected (one crawl at least)."""
+        crawl = 0
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._sample_memory)
+            while crawl == 0 or self.round < self.rounds:
+                crawl += 1
+                await Crawl(self, crawl).run()
+            tg.cancel_scope.cancel()
+
+    async def _sample_memory(self) -> None:
+        client = client_for(self.url)
+        try:
+            while True:
+                with contextlib.suppress(redis.exceptions.RedisError, OSError):
+                    info: dict[str, Any] = await client.info("memory")
+                    used = int(info["used_memory"]) / 2**20
+                    self.totals.memory_peak_mb = max(self.totals.memory_peak_mb, used)
+                await anyio.sleep(0.5)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
+
+    async def kill_valkey(self) -> tuple[float, bool]:
+        """SIGKILL the server, wait, start it on the same data; (seconds down, events kept)."""
+        os.kill(self.server.pid, signal.SIGKILL)
+        while Path(f"/proc/{self.server.pid}").exists() and _state(self.server.pid) not in "ZX":
+            await anyio.sleep(0.01)
+        down = self.rng.uniform(*VALKEY_DOWN_S)
+        await anyio.sleep(down)
+        self.server = await anyio.to_thread.run_sync(
+            lambda: ensure_server(self.work, fsync="always")
+        )
+        return down, True
+
+
+class Crawl:
+    """One job crawled to the end under chaos, then checked."""
+
+    def __init__(self, run: ChaosRun, number: int) -> None:
+        self.run_, self.number = run, number
+        self.job = f"chaos-{run.seed}-{number}"
+        self.names = 0
+        self.killed: set[Process] = set()
+        self.finishing = False
+        self.projector: Process | None = None
+        self.slots: list[Slot] = []
+        self.in_flight: dict[str, str] = {}
+        self.stderr: dict[str, Path] = {}
+        self.site_requests: Callable[[], int] = lambda: 0
+
+    @property
+    def common(self) -> tuple[str, ...]:
+        return ("--job", self.job, "--data-dir", str(self.run_.work))
+
+    async def run(self) -> None:
+        run = self.run_
+        client = client_for(run.url)
+        async with (
+            serve_testsite(
+                pages=run.pages, seed=run.seed + self.number, faults=Faults.all()
+            ) as site,
+            contextlib.AsyncExitStack() as proxies,
+        ):
+            self.site_requests = lambda: site.request_count
+            for index in range(WORKERS):
+                proxy = await proxies.enter_async_context(
+                    serve_proxy(unix_path=run.server.socket_path)
+                )
+                self.slots.append(Slot(index, proxy))
+            self.queue = TaskQueue(client, self.job, "chaos", lease_ms=LEASE_MS)
+            self.log = EventLog(client, self.job)
+            config = JobConfig(
+                seeds=(site.url + "/",), lease_ms=LEASE_MS,
+                politeness=Politeness(per_host=WORKERS * CONCURRENCY),
+            )  # fmt: skip
+            await save_config(client, JobKeys(self.job), config)
+            await enqueue_seeds(self.queue, list(config.seeds), actor="chaos")
+            run.echo(
+                f"crawl {self.number}: job {self.job}, {len(site.reachable)} reachable pages, "
+                f"{WORKERS} workers x {CONCURRENCY}, lease {LEASE_MS / 1000:g} s"
+            )
+            try:
+                with anyio.fail_after(CRAWL_TIMEOUT_S):
+                    await self._crawl(site)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await client.aclose()
+            store = Store(run.work, self.job)
+            check = check_crawl(site, store, self.in_flight)
+            checks = check.checks(len(self.in_flight))
+            run.totals.checks.append((self.number, check, checks))
+            run.totals.pages += check.requested
+            self._crawl_report(check, checks)
+
+    async def _crawl(self, site: RunningSite) -> None:
+        async with anyio.create_task_group() as background:
+            background.start_soon(self._supervise_projector)
+            chaos = anyio.CancelScope()
+            background.start_soon(self._chaos_loop, chaos, background)
+            async with anyio.create_task_group() as workers:
+                for slot in self.slots:
+                    workers.start_soon(self._supervise_worker, slot)
+            chaos.cancel()
+            # Every task is terminal: let the projector catch up, then stop it (it commits).
+            last = await self._retrying(self.log.last_id)
+            if last is not None:
+                position = await wait_for_position(
+                    self.queue.redis, self.job, last, PROJECTOR_WAIT_S
+                )
+                if position is None:
+                    self.run_.totals.crashes.append(f"{self.job}: projector did not reach {last}")
+            self.finishing = True
+            if self.projector is not None:
+                await stop_processes([self.projector])
+            self.run_.totals.stream_after.append(await self._retrying(self.log.length))
+            # The recovery trackers end by themselves once their tasks ran elsewhere.
+            with anyio.move_on_after(10):
+                while self._trackers:
+                    await anyio.sleep(POLL_S)
+            background.cancel_scope.cancel()
+
+    # --- processes -----------------------------------------------------------------------
+
+    def _log_file(self, name: str) -> IO[bytes]:
+        path = self.run_.logs / f"{self.job}-{name}.log"
+        self.stderr[name] = path
+        return path.open("ab")
+
+    async def _supervise_worker(self, slot: Slot) -> None:
+        """Keep a worker running in this slot until one exits 0 (every task terminal)."""
+        while True:
+            self.names += 1
+            slot.name = f"w{self.names}"
+            command = crawlog_command(
+                "worker", *self.common, "--concurrency", str(CONCURRENCY), "--exit-when-done",
+                "--name", slot.name,
+            )  # fmt: skip
+            env = {**os.environ, "REDIS_URL": slot.proxy.url}
+            with self._log_file(slot.name) as err:
+                process = await anyio.open_process(command, env=env, stdout=err, stderr=err)
+            slot.process = process
+            status = await process.wait()
+            if status == 0:
+                slot.done = True
+                return
+            if process not in self.killed:
+                self._crashed(slot.name, status)
+                await anyio.sleep(RESTART_PAUSE_S)
+
+    async def _supervise_projector(self) -> None:
+        """Keep the projector running (restarted after a kill or a crash) until the end."""
+        env = {**os.environ, "REDIS_URL": self.run_.url}
+        attempt = 0
+        while not self.finishing:
+            attempt += 1
+            name = f"projector{attempt}"
+            with self._log_file(name) as err:
+                process = await anyio.open_process(
+                    crawlog_command("project", *self.common), env=env, stdout=err, stderr=err
+                )
+            self.projector = process
+            try:
+                status = await process.wait()
+            except anyio.get_cancelled_exc_class():
+                with anyio.CancelScope(shield=True):
+                    await stop_processes([process])
+                raise
+            if not self.finishing and process not in self.killed:
+                self._crashed(name, status)
+                await anyio.sleep(RESTART_PAUSE_S)
+
+    def _crashed(self, name: str, status: int) -> None:
+        lines = self.stderr[name].read_text(errors="replace").strip().splitlines()
+        last = lines[-1] if lines else ""
+        self.run_.totals.crashes.append(f"{self.job} {name} exit {status}: {last[:200]}")
+        self.run_.echo(f"  ! {name} exited with status {status}: {last[:200]}")
+
+    def _alive_workers(self) -> list[Slot]:
+        alive = [s for s in self.slots if s.process is not None and s.process.returncode is None]
+        return [s for s in alive if s.process not in self.killed]
+
+    # --- chaos ---------------------------------------------------------------------------
+
+    _trackers: int = 0
+
+    async def _chaos_loop(self, scope: anyio.CancelScope, background: TaskGroup) -> None:
+        run = self.run_
+        kinds = run.kinds
+        weights = [FAULT_WEIGHTS[kind] for kind in kinds]
+        with scope:
+            # Faults start once the workers are under way (they take a second to start).
+            while self.site_requests() < WARM_UP_REQUESTS:
+                await anyio.sleep(POLL_S)
+            while run.round < run.rounds:
+                await anyio.sleep(run.rng.uniform(*PAUSE_S))
+                kind = run.rng.choices(kinds, weights)[0]
+                # An injection is never cut short: a stopped worker must get its SIGCONT,
+                # a killed server its restart.
+                with anyio.CancelScope(shield=True):
+                    fault = await self._inject(kind, background)
+                if fault is not None:
+                    run.totals.faults.append(fault)
+                    self.in_flight.update(fault.in_flight)
+                    run.echo(
+                        f"  round {fault.round:>3} at {fault.at_s:6.1f} s: {kind:<14} "
+                        f"{fault.target:<10} in flight {len(fault.in_flight):>3} {fault.note}"
+                    )
+
+    async def _inject(self, kind: str, background: TaskGroup) -> Fault | None:
+        run = self.run_
+        workers = self._alive_workers()
+        if kind in ("kill_worker", "stop_worker", "lose_reply", "delay") and not workers:
+            return None
+        if kind == "kill_projector" and (
+            self.projector is None or self.projector.returncode is not None
+        ):
+            return None
+        run.round += 1
+        fault = Fault(run.round, self.number, kind, "", run.now())
+        if kind == "kill_worker":
+            slot = run.rng.choice(workers)
+            fault.target = slot.name
+            assert slot.process is not None
+            mark = await self._retrying(self.log.last_id)
+            self.killed.add(slot.process)
+            slot.process.send_signal(signal.SIGKILL)
+            await slot.process.wait()
+            fault.in_flight = await self._held(slot.name)
+            self._track(background, fault, slot.name, mark, time.monotonic(), back_at=None)
+        elif kind == "stop_worker":
+            slot = run.rng.choice(workers)
+            process, name = slot.process, slot.name
+            assert process is not None
+            fault.target = name
+            mark = await self._retrying(self.log.last_id)
+            process.send_signal(signal.SIGSTOP)
+            stopped = time.monotonic()
+            back_at: list[str | None] = [None]
+            try:
+                fault.in_flight = await self._held(name)
+                self._track(background, fault, name, mark, stopped, back_at=back_at)
+                await anyio.sleep(LEASE_MS / 1000 + STOP_BEYOND_LEASE_S)
+            finally:
+                back_at[0] = await self._retrying(self.log.last_id)
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGCONT)
+            fault.note = f"stopped {time.monotonic() - stopped:.1f} s"
+        elif kind == "kill_projector":
+            assert self.projector is not None
+            fault.target = "projector"
+            self.killed.add(self.projector)
+            self.projector.send_signal(signal.SIGKILL)
+            await self.projector.wait()
+        elif kind == "kill_valkey":
+            fault.target = "valkey"
+            for slot in workers:
+                fault.in_flight.update(await self._held(slot.name))
+            seen = await self._retrying(self.log.last_id)
+            down, _ = await run.kill_valkey()
+            after = await self._retrying(self.log.last_id)
+            kept = seen is None or (
+                after is not None and stream_id_key(after) >= stream_id_key(seen)
+            )
+            if not kept:
+                run.totals.acked_lost += 1
+            fault.note = f"down {down:.1f} s; last event {seen} {'kept' if kept else 'LOST'}"
+        elif kind == "lose_reply":
+            slot = run.rng.choice(workers)
+            fault.target = slot.name
+            fault.in_flight = await self._held(slot.name)
+            slot.proxy.lose_next_reply()
+            fault.note = "next reply dropped, connections cut"
+        else:
+            slot = run.rng.choice(workers)
+            fault.target = slot.name
+            fault.in_flight = await self._held(slot.name)
+            per_chunk, for_s = run.rng.uniform(*DELAY_S), run.rng.uniform(*DELAY_FOR_S)
+            slot.proxy.delay(per_chunk, for_s)
+            fault.note = f"{per_chunk * 1000:.0f} ms per chunk for {for_s:.1f} s"
+        return fault
+
+    async def _held(self, name: str) -> dict[str, str]:
+        async def read() -> dict[str, str]:
+            return await tasks_held(self.queue, await self.queue.leases_of(name))
+
+        return await self._retrying(read)
+
+    def _track(
+        self, tg: TaskGroup, fault: Fault, victim: str, mark: str | None, t0: float,
+        *, back_at: list[str | None] | None,
+    ) -> None:  # fmt: skip
+        if not fault.in_flight:
+            return
+        self._trackers += 1
+        tg.start_soon(self._recovery, fault, victim, mark, t0, back_at)
+
+    async def _recovery(
+        self,
+        fault: Fault,
+        victim: str,
+        mark: str | None,
+        t0: float,
+        back_at: list[str | None] | None,
+    ) -> None:
+        """Time until every task ``victim`` held was reclaimed, and ran again elsewhere.
+
+        A stopped worker may, once continued, be given one of its old tasks again: that
+        task then ran again, but not elsewhere, and is left out.
+        """
+        waiting, unclaimed = set(fault.in_flight), set(fault.in_flight)
+        position = mark or "0-0"
+        try:
+            with anyio.move_on_after(RECOVERY_GIVE_UP_S):
+                while waiting:
+                    try:
+                        entries = await self.log.read_after(position, 1000)
+                    except (CrawlogError, redis.exceptions.RedisError, OSError):
+                        await anyio.sleep(0.2)
+                        continue
+                    for entry in entries:
+                        position = entry.stream_id
+                        event = entry.event
+                        task_id = getattr(event, "task_id", None)
+                        if task_id not in waiting:
+                            continue
+                        if isinstance(event, TaskReclaimed):
+                            if task_id in unclaimed:
+                                unclaimed.discard(task_id)
+                                if not unclaimed:
+                                    fault.reclaim_s = time.monotonic() - t0
+                        elif event.actor != victim or _after(entry.stream_id, back_at):
+                            waiting.discard(task_id)
+                            unclaimed.discard(task_id)
+                    if not entries:
+                        await anyio.sleep(POLL_S)
+            if not waiting:
+                fault.recovery_s = time.monotonic() - t0
+                if fault.reclaim_s is None:
+                    fault.reclaim_s = fault.recovery_s
+            else:
+                fault.note += f" {len(waiting)} task(s) never ran elsewhere"
+        finally:
+            self._trackers -= 1
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()``, retried while the server is down (a chaos round may have killed it)."""
+        with anyio.fail_after(REDIS_RETRY_S):
+            while True:
+                try:
+                    return await call()
+                except (CrawlogError, redis.exceptions.RedisError, OSError):
+                    await anyio.sleep(0.1)
+
+    def _crawl_report(self, check: CrawlCheck, checks: dict[str, bool]) -> None:
+        echo = self.run_.echo
+        echo(
+            f"crawl {self.number} checked: requested {check.requested}/{check.reachable} pages, "
+            f"lost {len(check.lost)}, unfinished {len(check.unfinished)}, refetched "
+            f"{check.refetched_pages} (log {len(check.refetched_in_log)}, site "
+            f"{len(check.refetched_by_site)}) of {len(self.in_flight)} in flight, items "
+            f"{check.items} ({check.duplicate_items} duplicated), anomalies {check.anomalies}"
+        )
+        for name, held in checks.items():
+            if not held:
+                echo(f"  FAIL {name}")
+        if check.lost:
+            echo(f"    lost: {check.lost[:10]}")
+        if check.unfinished:
+            echo(f"    unfinished: {check.unfinished[:10]}")
+        if check.refetched_outside:
+            echo(
+                f"    refetched outside the faults' in-flight tasks: {check.refetched_outside[:10]}"
+            )
+
+
+def _after(stream_id: str, mark: list[str | None] | None) -> bool:
+    """Whether ``stream_id`` comes after the mark (a stopped worker's SIGCONT)."""
+    return (
+        mark is not None
+        and mark[0] is not None
+        and (stream_id_key(stream_id) > stream_id_key(mark[0]))
+    )
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return "X"
+
+
+def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
+    """Print the tables; whether every invariant held, and the JSON figures."""
+    totals, echo = run.totals, run.echo
+    faults = totals.faults
+    echo("")
+    echo(f"{'round':>5} {'crawl':>5} {'at s':>7}  {'fault':<14} {'target':<10} {'in flight':>9} "
+         f"{'reclaim s':>9} {'recovery s':>10}  note")  # fmt: skip
+    for f in faults:
+        echo(
+            f"{f.round:>5} {f.crawl:>5} {f.at_s:>7.1f}  {f.kind:<14} {f.target:<10} "
+            f"{len(f.in_flight):>9} {_s(f.reclaim_s):>9} {_s(f.recovery_s):>10}  {f.note}"
+        )
+    in_flight = sum(len(f.in_flight) for f in faults)
+    recoveries = [f.recovery_s for f in faults if f.recovery_s is not None]
+    unrecovered = [f for f in faults if f.in_flight and f.kind in ("kill_worker", "stop_worker")
+                   and f.recovery_s is None]  # fmt: skip
+    checks = [c for _, c, _ in totals.checks]
+    lost = sum(len(c.lost) for c in checks)
+    duplicates = sum(c.duplicate_items for c in checks)
+    refetched = sum(c.refetched_pages for c in checks)
+    stuck = sum(len(c.unfinished) for c in checks)
+    anomalies = sum(c.anomalies for c in checks)
+    replay_identical = all(not c.replay_differences for c in checks)
+    max_recovery = max(recoveries, default=0.0)
+    invariants = {
+        f"{run.rounds} rounds injected": len(faults) >= run.rounds,
+        "no reachable page lost (site request log)": lost == 0,
+        "no task stuck (pending, running or paused)": stuck == 0,
+        "no item duplicated in the output": duplicates == 0,
+        "refetches only among in-flight tasks, and no more than them": all(
+            held[ "pages fetched again only among those in flight at a fault"]
+            for _, _, held in totals.checks
+        ),
+        "replay --verify identical": replay_identical,
+        "no event rejected by the state machine (fencing)": anomalies == 0,
+        "no acknowledged event lost by a SIGKILLed Valkey": totals.acked_lost == 0,
+        f"Redis memory bounded (peak {totals.memory_peak_mb:.1f} MB <= {MEMORY_BOUND_MB:g})":
+            totals.memory_peak_mb <= MEMORY_BOUND_MB,
+        f"every killed worker's tasks ran again elsewhere within lease + 2 s "
+        f"(max {max_recovery:.1f} s)": not unrecovered
+        and max_recovery <= LEASE_MS / 1000 + 2.0,
+    }  # fmt: skip
+    echo("")
+    for name, held in invariants.items():
+        echo(f"  {'ok  ' if held else 'FAIL'} {name}")
+    if totals.crashes:
+        echo(f"processes that died without being killed ({len(totals.crashes)}):")
+        for crash in totals.crashes[:20]:
+            echo(f"  {crash}")
+    ok = all(invariants.values())
+    figures: dict[str, Any] = {
+        "rounds": len(faults),
+        "seed": run.seed,
+        "crawls": len(totals.checks),
+        "pages_requested": totals.pages,
+        "faults": dict(Counter(f.kind for f in faults)),
+        "lost_pages": lost,
+        "duplicate_items": duplicates,
+        "refetched_pages": refetched,
+        "inflight_at_kills": in_flight,
+        "replay_identical": replay_identical,
+        "stuck_tasks": stuck,
+        "anomalies": anomalies,
+        "max_recovery_s": round(max_recovery, 2),
+        "max_reclaim_s": round(max((f.reclaim_s for f in faults if f.reclaim_s), default=0.0), 2),
+        "lease_s": LEASE_MS / 1000,
+        "acked_events_lost": totals.acked_lost,
+        "redis_peak_mb": round(totals.memory_peak_mb, 1),
+        "stream_left_after_projection": totals.stream_after,
+        "crashes": len(totals.crashes),
+        "seconds": round(run.now(), 1),
+        "ok": ok,
+    }
+    return ok, figures
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def main() -> None:
+    """Parse the options, run the chaos, print the figures; exit 1 if an invariant broke."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--rounds", type=int, default=10, help="faults to inject")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--pages", type=int, default=DEFAULT_PAGES, help="test site size")
+    parser.add_argument(
+        "--data-dir", type=Path, default=None, help="work dir (server, archive, logs) [a temp dir]"
+    )
+    parser.add_argument(
+        "--kinds",
+        default=",".join(FAULT_WEIGHTS),
+        help=f"comma-separated fault kinds to draw from [{','.join(FAULT_WEIGHTS)}]",
+    )
+    args = parser.parse_args()
+    kinds = [kind for kind in args.kinds.split(",") if kind]
+    if unknown := set(kinds) - set(FAULT_WEIGHTS):
+        parser.error(f"unknown fault kinds: {', '.join(sorted(unknown))}")
+    work = args.data_dir or Path(tempfile.mkdtemp(prefix="crawlog-chaos-"))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"chaos: {args.rounds} rounds, seed {args.seed}, work dir {work}", flush=True)
+
+    def echo(line: str) -> None:
+        print(line, flush=True)
+
+    run = ChaosRun(args.rounds, args.seed, args.pages, work.absolute(), echo, kinds)
+    try:
+        anyio.run(run.run)
+    finally:
+        # The server is ours: stop it (its data stays in the work dir).
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(run.server.pid, signal.SIGTERM)
+    ok, figures = summarize(run)
+    # Every fault with its in-flight tasks, for a post-mortem.
+    faults = [dataclasses.asdict(fault) for fault in run.totals.faults]
+    (work / "faults.json").write_text(json.dumps(faults, indent=1))
+    print(json.dumps(figures), flush=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
