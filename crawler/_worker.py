@@ -164,6 +164,8 @@ class Worker:
         """Resume points preloaded for the backlog, by task id."""
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._robots_locks: dict[str, anyio.Lock] = {}
+        self._ended: set[str] = set()
+        """Entries whose task ended since the current re-read of our PEL began."""
 
     def stop(self) -> None:
         """Stop claiming; in-flight tasks finish their page or are released (graceful stop)."""
@@ -264,9 +266,14 @@ class Worker:
                 await self._recover(lease)
             # Entries of our own that no task runs: a lost XREADGROUP reply delivered them
             # to us without our knowing, or the resume found more than one batch.
+            # A task that ends while the PEL is read is in the reply but no longer in
+            # flight: without ``_ended`` it would run a second time (found by chaos.py).
             queued = {lease.entry_id for lease in self._backlog}
+            self._ended.clear()
             for lease in await self.queue.pending(PENDING_BATCH):
-                if lease.entry_id not in self._in_flight and lease.entry_id not in queued:
+                entry = lease.entry_id
+                ours = entry in self._in_flight or entry in queued or entry in self._ended
+                if not ours:
                     self._backlog.append(lease)
 
     async def _recover(self, lease: Lease) -> None:
@@ -312,6 +319,7 @@ class Worker:
         finally:
             self._in_flight.pop(lease.entry_id, None)
             self._leases.pop(lease.entry_id, None)
+            self._ended.add(lease.entry_id)
             self._capacity.set()
             self._capacity = anyio.Event()
 
