@@ -85,13 +85,16 @@ async def run_crawl(
         try:
             projector = await anyio.open_process(
                 crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
-                stdout=None,
+                stdout=None, stderr=None,
             )
             processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
                 command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
-                processes.append(await anyio.open_process(command, env=env, stdout=None))
+                # stderr inherited, not anyio's default pipe: nobody would read that pipe, so
+                # a child's errors were lost, and a full pipe would block its logging.
+                child = await anyio.open_process(command, env=env, stdout=None, stderr=None)
+                processes.append(child)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, processes, tg.cancel_scope)
                 source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
