@@ -312,7 +312,12 @@ class Fetcher:
                     body = await self._read(response)
                 finally:
                     await response.aclose()
-            except (httpx.RequestError, httpx.InvalidURL) as exc:
+            except httpx.InvalidURL:
+                # Only a redirect gets here (the URL asked for was checked before sending):
+                # httpx builds the next request of every redirect, even one it does not
+                # follow, and refuses a Location such as "javascript:..." or "mailto:...".
+                return self._result(chain, _NO_RESPONSE, {}, b"", ERROR_INVALID_REDIRECT)
+            except httpx.RequestError as exc:
                 return self._result(chain, _NO_RESPONSE, {}, b"", _reason(exc))
             location = headers.get("location")
             if location is None or status not in REDIRECT_STATUSES:
