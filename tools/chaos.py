@@ -73,7 +73,7 @@ LEASE_MS = 3_000
 WORKERS = 3
 CONCURRENCY = 16
 DEFAULT_PAGES = 3_000
-PAUSE_S = (0.3, 2.0)
+PAUSE_S = (0.2, 1.2)
 """Random pause before each fault."""
 STOP_BEYOND_LEASE_S = 2.0
 """A stopped worker stays stopped this long past its lease: others have reclaimed by then."""
@@ -157,6 +157,7 @@ class ChaosRun:
     ) -> None:
         self.rounds, self.seed, self.pages, self.work, self.echo = rounds, seed, pages, work, echo
         self.kinds = kinds or list(FAULT_WEIGHTS)
+        self._cycle: list[str] = []
         self.rng = random.Random(seed)
         self.totals = Totals()
         self.started = time.monotonic()
@@ -165,6 +166,14 @@ class ChaosRun:
         self.url = self.server.url
         self.logs = work / "logs"
         self.logs.mkdir(exist_ok=True)
+
+    def next_kind(self) -> str:
+        """The next fault: every kind once first (in a seeded order), then weighted draws."""
+        if not self._cycle and self.round < len(self.kinds):
+            self._cycle = self.rng.sample(self.kinds, len(self.kinds))
+        if self.round < len(self._cycle):
+            return self._cycle[self.round]
+        return self.rng.choices(self.kinds, [FAULT_WEIGHTS[kind] for kind in self.kinds])[0]
 
     def now(self) -> float:
         return time.monotonic() - self.started
@@ -357,15 +366,13 @@ class Crawl:
 
     async def _chaos_loop(self, scope: anyio.CancelScope, background: TaskGroup) -> None:
         run = self.run_
-        kinds = run.kinds
-        weights = [FAULT_WEIGHTS[kind] for kind in kinds]
         with scope:
             # Faults start once the workers are under way (they take a second to start).
             while self.site_requests() < WARM_UP_REQUESTS:
                 await anyio.sleep(POLL_S)
             while run.round < run.rounds:
                 await anyio.sleep(run.rng.uniform(*PAUSE_S))
-                kind = run.rng.choices(kinds, weights)[0]
+                kind = run.next_kind()
                 # An injection is never cut short: a stopped worker must get its SIGCONT,
                 # a killed server its restart.
                 with anyio.CancelScope(shield=True):
@@ -391,14 +398,17 @@ class Crawl:
         fault = Fault(run.round, self.number, kind, "", run.now())
         if kind == "kill_worker":
             slot = run.rng.choice(workers)
-            fault.target = slot.name
-            assert slot.process is not None
+            # The slot's supervisor renames the slot as soon as the process is gone.
+            process, name = slot.process, slot.name
+            assert process is not None
+            fault.target = name
             mark = await self._retrying(self.log.last_id)
-            self.killed.add(slot.process)
-            slot.process.send_signal(signal.SIGKILL)
-            await slot.process.wait()
-            fault.in_flight = await self._held(slot.name)
-            self._track(background, fault, slot.name, mark, time.monotonic(), back_at=None)
+            self.killed.add(process)
+            process.send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            await process.wait()
+            fault.in_flight = await self._held(name)
+            self._track(background, fault, name, mark, killed, back_at=None)
         elif kind == "stop_worker":
             slot = run.rng.choice(workers)
             process, name = slot.process, slot.name
