@@ -258,12 +258,43 @@ class TaskQueue:
         delivery, so a task that keeps killing its worker reaches the recovery limit.
         """
         await self.ensure_groups()
-        mode = "bump" if redeliver else "keep"
+        if redeliver:
+            return await self._redeliver_own(count)
         with redis_errors("reading pending tasks"):
             reply = await self._pending(
-                keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, 0, mode]
+                keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, 0]
             )
         return await self._leases(reply, reclaimed=False)
+
+    async def _redeliver_own(self, count: int) -> list[Lease]:
+        # XREADGROUP from ID 0 re-delivers this consumer's own PEL with each entry's fields
+        # (delivery count + 1, idle time reset), and XPENDING then gives the new counts: two
+        # native commands a lane, in one MULTI so that both see the same PEL. A script doing
+        # XPENDING + XCLAIM took several times longer for a restart's 100,000 entries.
+        with redis_errors("taking back pending tasks"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                for key in self.keys.lanes:
+                    pipe.execute_command(
+                        "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
+                        "STREAMS", key, "0",
+                    )  # fmt: skip
+                    pipe.execute_command(
+                        "XPENDING", key, WORKERS_GROUP, "-", "+", count, self.consumer
+                    )
+                replies = await pipe.execute()
+        leases = []
+        for lane in range(len(self.keys.lanes)):
+            read, pending = replies[2 * lane], replies[2 * lane + 1]
+            deliveries = {entry[0]: int(entry[3]) for entry in pending}
+            for entry_id, fields in read[0][1] if read else ():
+                if not fields:
+                    continue  # deleted while pending: nothing left to run
+                lease = await self._lease(
+                    lane, entry_id, fields, deliveries=deliveries.get(entry_id, 1)
+                )
+                if lease is not None:
+                    leases.append(lease)
+        return leases
 
     async def reclaim(
         self, count: int = DEFAULT_CLAIM_COUNT, *, min_idle_ms: int | None = None
@@ -401,10 +432,11 @@ class TaskQueue:
         """
         if not task_ids:
             return {}
+        joined = "\n".join(task_ids)
+        if joined.count("\n") != len(task_ids) - 1:
+            raise ValueError("a task id may not contain a newline")
         with redis_errors("reading checkpoints"):
-            reply = await self._checkpoints(
-                keys=[self.keys.ckpt, self.keys.events], args=list(task_ids)
-            )
+            reply = await self._checkpoints(keys=[self.keys.ckpt, self.keys.events], args=[joined])
         found: dict[str, tuple[str, AnyEvent | None]] = {}
         for task_id, (stream_id, payload) in zip(task_ids, reply, strict=True):
             if stream_id:

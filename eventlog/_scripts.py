@@ -281,38 +281,18 @@ return out
 """
 
 PENDING = """
--- Pending entries of one consumer (its own PEL), with their delivery counts.
--- KEYS: lanes.  ARGV: group, consumer, count, min idle ms, 'bump' or 'keep'
--- 'bump' re-delivers them (XCLAIM without JUSTID, delivery count + 1): a restarted worker
--- resuming its own PEL is a recovery.  'keep' is the periodic re-read that picks up
--- entries whose XREADGROUP reply was lost: not a new delivery.
--- Entries are claimed or read CHUNK ids a call: a restart may take back 100,000 at once.
+-- Pending entries of one consumer (its own PEL) idle for at least min idle ms, with their
+-- delivery counts, without re-delivering them: the periodic re-read that picks up entries
+-- whose XREADGROUP reply was lost (a restarted worker re-delivers its PEL with a plain
+-- XREADGROUP from ID 0 instead, see TaskQueue.pending).
+-- KEYS: lanes.  ARGV: group, consumer, count, min idle ms.
 -- Returns {lane index, id, owner, deliveries, fields or false} per entry.
-local CHUNK = 500
 local out = {}
 for i = 1, #KEYS do
   local p = redis.call('XPENDING', KEYS[i], ARGV[1], 'IDLE', ARGV[4], '-', '+', ARGV[3], ARGV[2])
-  for first = 1, #p, CHUNK do
-    local last = math.min(first + CHUNK - 1, #p)
-    local ids = {}
-    for n = first, last do ids[#ids + 1] = p[n][1] end
-    local fields = {}
-    if ARGV[5] == 'bump' then
-      for _, entry in ipairs(redis.call('XCLAIM', KEYS[i], ARGV[1], ARGV[2], 0, unpack(ids))) do
-        fields[entry[1]] = entry[2]
-      end
-    else
-      for _, id in ipairs(ids) do
-        local r = redis.call('XRANGE', KEYS[i], id, id)
-        if #r > 0 then fields[id] = r[1][2] end
-      end
-    end
-    for n = first, last do
-      local e = p[n]
-      local deliveries = e[4]
-      if ARGV[5] == 'bump' and fields[e[1]] then deliveries = deliveries + 1 end
-      out[#out + 1] = {i - 1, e[1], e[2], deliveries, fields[e[1]] or false}
-    end
+  for _, e in ipairs(p) do
+    local r = redis.call('XRANGE', KEYS[i], e[1], e[1])
+    out[#out + 1] = {i - 1, e[1], e[2], e[4], #r > 0 and r[1][2] or false}
   end
 end
 return out
@@ -379,17 +359,19 @@ return 0
 
 CHECKPOINTS = """
 -- The last checkpoint of each task: its stream ID and stored event, in one round trip.
--- KEYS: ckpt, events.  ARGV: task ids.  Returns {stream id or false, payload or false}.
+-- KEYS: ckpt, events.  ARGV: task ids joined by newlines (one argument: a restart asks for
+-- 100,000 at once, and packing that many arguments costs the client more than the reads).
+-- Returns {stream id or false, payload or false} per task.
 -- A pointer whose event was trimmed returns its ID alone: read it from the archive.
 local out = {}
-for n, task_id in ipairs(ARGV) do
+for task_id in string.gmatch(ARGV[1], '[^\\n]+') do
   local id = redis.call('HGET', KEYS[1], task_id)
   local payload = false
   if id then
     local r = redis.call('XRANGE', KEYS[2], id, id)
     if #r > 0 then payload = r[1][2][2] end
   end
-  out[n] = {id, payload}
+  out[#out + 1] = {id, payload}
 end
 return out
 """
