@@ -24,6 +24,7 @@ from projector._projector import (
     committed_position,
     wait_for_position,
 )
+from projector._repair import rebuild_from_redis
 from projector._replay import rebuild_checkpoint_index, replay
 from projector._replay import verify as verify_snapshot
 from projector._store import MANIFEST, Store, job_dir
@@ -163,13 +164,26 @@ async def _wait_for(url: str, job: str, target: str, timeout: float, directory: 
               help="Compare with the live snapshot; exit 1 if they differ.")  # fmt: skip
 @click.option("--rebuild-index", is_flag=True,
               help="Point the checkpoint index in Redis at what the log says.")  # fmt: skip
+@click.option("--from-redis", is_flag=True,
+              help="First rewrite archive segments that cannot be read, from the events "
+              "the stream in Redis still holds (stop the projector first).")  # fmt: skip
 @click.pass_context
 def replay_command(
-    ctx: click.Context, job: str, data_dir: Path | None, verify: bool, rebuild_index: bool
+    ctx: click.Context,
+    job: str,
+    data_dir: Path | None,
+    verify: bool,
+    rebuild_index: bool,
+    from_redis: bool,
 ) -> None:
     """Rebuild the job's whole state from the archive and the stream tail."""
     directory = resolve_data_dir(data_dir)
     store = Store(directory, job)
+    if from_redis:
+        rebuilt = anyio.run(_rebuild_segments, resolve_url(data_dir), store)
+        click.echo(f"{len(rebuilt)} damaged archive segment(s) rebuilt from Redis")
+        for name in rebuilt:
+            click.echo(f"  {name}")
     if verify:
         if store.read_manifest().snapshot is None:
             raise CrawlogError(
@@ -200,3 +214,8 @@ def replay_command(
                 click.echo(f"checkpoint index rebuilt: {changed} entries changed")
 
     anyio.run(run)
+
+
+async def _rebuild_segments(url: str, store: Store) -> list[str]:
+    async with connect(url) as client:
+        return await rebuild_from_redis(client, store)
