@@ -81,9 +81,12 @@ class Store:
         try:
             return msgspec.json.decode(data, type=Manifest)
         except msgspec.MsgspecError as exc:
+            # Without the manifest nothing says what is committed; --from-redis rewrites
+            # segments a manifest names, so it cannot help here.
             raise CrawlogError(
-                f"{self.root / MANIFEST} is damaged ({exc}): `crawlog replay --job {self.job} "
-                "--from-redis` rebuilds the archive if the stream still holds the log"
+                f"{self.root / MANIFEST} is damaged ({exc}): move {self.root} aside; if the "
+                f"stream in Redis still holds the whole log, `crawlog project --job {self.job}` "
+                "archives it again"
             ) from None
 
     @contextlib.contextmanager
