@@ -34,6 +34,7 @@ status 0 only if every invariant holds.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -116,6 +117,8 @@ class Fault:
     reclaim_s: float | None = None
     """Kill/stop: until every task the victim held was taken back (``TaskReclaimed``)."""
     note: str = ""
+    fenced: int = 0
+    """Stop: writes of the continued worker refused with ``LeaseLost`` (from its log)."""
 
 
 @dataclass
@@ -181,6 +184,7 @@ class ChaosRun:
     async def run(self) -> None:
         """Crawl until every round has been injected (one crawl at least)."""
         crawl = 0
+        asyncio.get_running_loop().set_exception_handler(_ignore_unix_socket_race)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._sample_memory)
             while crawl == 0 or self.round < self.rounds:
@@ -272,6 +276,12 @@ class Crawl:
             run.totals.checks.append((self.number, check, checks))
             run.totals.pages += check.requested
             self._crawl_report(check, checks)
+            # Fencing at work: what the stopped workers tried to write once continued.
+            for fault in run.totals.faults:
+                if fault.crawl == self.number and fault.kind == "stop_worker":
+                    text = self.stderr[fault.target].read_text(errors="replace")
+                    fault.fenced = text.count("nothing was written")
+                    fault.note += f"; {fault.fenced} late write(s) refused"
 
     async def _crawl(self, site: RunningSite) -> None:
         async with anyio.create_task_group() as background:
@@ -555,6 +565,18 @@ class Crawl:
             )
 
 
+def _ignore_unix_socket_race(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Drop one known, harmless asyncio complaint; report everything else as usual.
+
+    anyio's unix socket stream waits with ``loop.add_reader(sock, future.set_result)``:
+    when the proxy cancels a link while Valkey is being killed, the reader can fire after
+    the future was cancelled, and asyncio logs an ``InvalidStateError`` for the callback.
+    """
+    if isinstance(context.get("exception"), asyncio.InvalidStateError):
+        return
+    loop.default_exception_handler(context)
+
+
 def _after(stream_id: str, mark: list[str | None] | None) -> bool:
     """Whether ``stream_id`` comes after the mark (a stopped worker's SIGCONT)."""
     return (
@@ -637,6 +659,7 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "max_recovery_s": round(max_recovery, 2),
         "max_reclaim_s": round(max((f.reclaim_s for f in faults if f.reclaim_s), default=0.0), 2),
         "lease_s": LEASE_MS / 1000,
+        "fenced_writes": sum(f.fenced for f in faults),
         "acked_events_lost": totals.acked_lost,
         "redis_peak_mb": round(totals.memory_peak_mb, 1),
         "stream_left_after_projection": totals.stream_after,
