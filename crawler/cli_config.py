@@ -29,7 +29,7 @@ REDIS_FROM_FILE_META = "crawlog.redis_url_from_file"
 
 @click.command(
     CONFIG_COMMAND,
-    epilog="Example:  CRAWLOG_WORKERS=4 crawlog config --delay 0.5",
+    epilog="Example:  crawlog config --delay 0.5   (or: CRAWLOG_DELAY=0.5 crawlog config)",
 )
 @json_option
 @click.pass_context
