@@ -35,6 +35,9 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Consecutive failed fetches of a site that open its circuit."""
     circuit_cooldown_s: float = DEFAULT_COOLDOWN_S
     """Seconds an open circuit holds the site's tasks before one probe is let through."""
+    record_events: bool = True
+    """False only to measure what the log costs (``tools/bench_vs_scrapy.py``): workers
+    append no task events, so the job can be neither resumed nor reported."""
 
     def breaker(self) -> CircuitBreaker:
         """The job's circuit breaker settings."""

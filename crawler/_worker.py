@@ -142,7 +142,9 @@ class Worker:
         self.concurrency = concurrency
         self.exit_when_done = exit_when_done
         self.grace_s = grace_s
-        self.queue = TaskQueue(redis, job, name, lease_ms=config.lease_ms)
+        self.queue = TaskQueue(
+            redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events
+        )
         self.keys = self.queue.keys
         self.gate = PolitenessGate(redis, self.keys, config.politeness)
         self.scope = config.scope_rule()

@@ -90,6 +90,12 @@ log = logging.getLogger("crawlog.worker")
     help="Seconds a stalled worker keeps its tasks.",
 )
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
+@click.option(
+    "--no-events",
+    is_flag=True,
+    hidden=True,
+    help="Benchmarks only: workers append no task events (nothing to resume or report).",
+)
 @metrics_options
 @click.pass_context
 def crawl_command(
@@ -107,6 +113,7 @@ def crawl_command(
     spider: str | None,
     lease: float,
     ignore_robots: bool,
+    no_events: bool,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
@@ -132,12 +139,19 @@ def crawl_command(
         lease_ms=int(lease * 1000),
         recovery_limit=DEFAULT_RECOVERY_LIMIT,
         obey_robots=not ignore_robots,
+        record_events=not no_events,
     )
     config.scope_rule()
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     summary = anyio.run(
         lambda: run_crawl(
-            url, directory, job, config, workers=workers, concurrency=concurrency, echo=click.echo,
+            url,
+            directory,
+            job,
+            config,
+            workers=workers,
+            concurrency=concurrency,
+            echo=click.echo,
             metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
         )
     )

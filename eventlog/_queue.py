@@ -125,6 +125,7 @@ class TaskQueue:
         *,
         lease_ms: int = DEFAULT_LEASE_MS,
         log: EventLog | None = None,
+        record_events: bool = True,
     ) -> None:
         if not consumer or any(c.isspace() for c in consumer):
             raise ConfigError(f"invalid worker name {consumer!r}: no spaces, not empty")
@@ -135,6 +136,9 @@ class TaskQueue:
         self.consumer = consumer
         self.lease_ms = lease_ms
         self.log = log or EventLog(redis, self.keys)
+        self.record_events = record_events
+        """False: task events are dropped, not appended (a no-op sink, to measure what the
+        log costs: nothing can be resumed, replayed or reported then)."""
         self.poisoned = 0
         """Task entries this consumer moved to the dead stream because they did not decode."""
         self._groups_ready = False
@@ -195,8 +199,11 @@ class TaskQueue:
                 priority=task.priority,
                 parent_task_id=task.parent_task_id,
             )
-            args += (fp, lane_for(task), _task_encoder.encode(task), event.event_id)
-            args.append(encode(event))
+            if self.record_events:
+                args += (fp, lane_for(task), _task_encoder.encode(task), event.event_id)
+                args.append(encode(event))
+            else:
+                args += (fp, lane_for(task), _task_encoder.encode(task), "", "")
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
         return [bool(flag) for flag in reply]
@@ -464,6 +471,9 @@ class TaskQueue:
         action: tuple[str, str] | None = None,
     ) -> str | None:
         task_id = lease.task.task_id
+        if not self.record_events:
+            # Nothing appended, so no checkpoint to point at: a checkpoint only renews.
+            events, mode = (), "note" if mode == "ckpt" else mode
         for event in events:
             if isinstance(event, TaskEvent) and event.task_id != task_id:
                 raise ValueError(f"event is about task {event.task_id}, lease is {task_id}")

@@ -64,7 +64,9 @@ for i = 3, #ARGV, 5 do
     new[#new + 1] = 0
   elseif redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
     redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 1])], '*', 't', ARGV[i + 2])
-    append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 3], ARGV[i + 4])
+    if ARGV[i + 3] ~= '' then  -- '': a queue that records no events (benchmarks only)
+      append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 3], ARGV[i + 4])
+    end
     new[#new + 1] = 1
   else
     new[#new + 1] = 0

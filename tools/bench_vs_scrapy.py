@@ -10,8 +10,14 @@ fresh job and data directory per round, on a private valkey-server). Both obey
 robots.txt, both have no per-host delay. Pages/s is pages fetched over the command's wall
 time (process start to exit, so both pay their start-up).
 
+Each round also crawls with the event log swapped for a no-op sink (``crawl --no-events``:
+the workers lease, fetch, parse and enqueue exactly as before, but append no task events),
+to show what the log costs. The crawlog runs count the pages the site served them (its
+request log), so the no-op run, which has no log to count from, is measured the same way.
+
 Needs Scrapy: ``pip install -e '.[bench]'``. Prints a table; the last line is one JSON object
-with ``scrapy_pages_per_s``, ``crawlog_pages_per_s`` and ``vs_scrapy``.
+with ``scrapy_pages_per_s``, ``crawlog_pages_per_s``, ``vs_scrapy``, ``nolog_pages_per_s``
+and ``log_overhead`` (crawlog / no-op; 1.0 = the log costs nothing).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from crawler.testsite import FLUSH_INTERVAL_S, read_request_log
 from eventlog._server import ensure_server, stop_server
 
 DEFAULT_PAGES = 2_000
@@ -77,17 +84,11 @@ SCRAPY_SPIDER = textwrap.dedent(
 )
 
 
-def start_site(pages: int) -> tuple[subprocess.Popen[str], str]:
+def start_site(pages: int, request_log: Path) -> tuple[subprocess.Popen[str], str]:
     command = [
-        sys.executable,
-        "-m",
-        "crawler.cli",
-        "testsite",
-        "--port",
-        "0",
-        "--pages",
-        str(pages),
-    ]
+        sys.executable, "-m", "crawler.cli", "testsite", "--port", "0", "--pages", str(pages),
+        "--request-log", str(request_log),
+    ]  # fmt: skip
     site = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert site.stdout is not None
     line = site.stdout.readline()
@@ -111,21 +112,31 @@ def run_scrapy(url: str, concurrency: int) -> tuple[int, float]:
     return int(out.stdout.strip().splitlines()[-1]), elapsed
 
 
-def run_crawlog(url: str, redis_url: str, workers: int, concurrency: int) -> tuple[int, float]:
+def served(request_log: Path) -> int:
+    """Pages the site has served so far (robots.txt not counted)."""
+    # The site flushes its log every FLUSH_INTERVAL_S: wait for the last batch.
+    time.sleep(FLUSH_INTERVAL_S * 3)
+    return sum(1 for r in read_request_log(request_log) if r.path != "/robots.txt")
+
+
+def run_crawlog(
+    url: str, redis_url: str, workers: int, concurrency: int, request_log: Path, *, events: bool
+) -> tuple[int, float]:
+    """Pages the site served to one ``crawlog crawl``, and its wall time."""
+    before = served(request_log)
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as data:
         job = f"bench-{time.time_ns()}"
         command = [
             sys.executable, "-m", "crawler.cli", "crawl", url + "/", "--job", job,
             "--workers", str(workers), "--concurrency", str(concurrency),
             "--per-host", str(workers * concurrency), "--data-dir", data,
+            *(() if events else ("--no-events",)),
         ]  # fmt: skip
         env = {**os.environ, "REDIS_URL": redis_url}
         started = time.monotonic()
-        out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        subprocess.run(command, env=env, capture_output=True, text=True, check=True)
         elapsed = time.monotonic() - started
-    summary = [line for line in out.stdout.splitlines() if line.startswith("finished ")][-1]
-    pages = int(summary.split("; ")[1].split(" pages")[0])
-    return pages, elapsed
+    return served(request_log) - before, elapsed
 
 
 def main() -> int:
@@ -140,22 +151,27 @@ def main() -> int:
     except ImportError:
         raise SystemExit("this benchmark needs Scrapy: pip install -e '.[bench]'") from None
     total = args.workers * args.concurrency
-    site, url = start_site(args.pages)
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
-        redis_url = ensure_server(Path(tmp)).url
+        request_log = Path(tmp) / "requests.jsonl"
+        site, url = start_site(args.pages, request_log)
+        redis_url = ensure_server(Path(tmp) / "server").url
+        crawl = (url, redis_url, args.workers, args.concurrency, request_log)
         try:
-            scrapy_rates, crawlog_rates = [], []
+            scrapy_rates, crawlog_rates, nolog_rates = [], [], []
             for r in range(args.rounds):
                 pages, seconds = run_scrapy(url, total)
                 scrapy_rates.append(pages / seconds)
-                pages_c, seconds_c = run_crawlog(url, redis_url, args.workers, args.concurrency)
+                pages_c, seconds_c = run_crawlog(*crawl, events=True)
                 crawlog_rates.append(pages_c / seconds_c)
+                pages_n, seconds_n = run_crawlog(*crawl, events=False)
+                nolog_rates.append(pages_n / seconds_n)
                 print(
                     f"  round {r + 1}: scrapy {pages} pages in {seconds:.1f} s, "
-                    f"crawlog {pages_c} pages in {seconds_c:.1f} s"
+                    f"crawlog {pages_c} pages in {seconds_c:.1f} s, "
+                    f"no-op log {pages_n} pages in {seconds_n:.1f} s"
                 )
         finally:
-            stop_server(Path(tmp))
+            stop_server(Path(tmp) / "server")
             site.terminate()
             site.wait()
     result = {
@@ -165,10 +181,14 @@ def main() -> int:
         "crawlog_pages_per_s": statistics.median(crawlog_rates),
     }
     result["vs_scrapy"] = result["crawlog_pages_per_s"] / result["scrapy_pages_per_s"]
+    result["nolog_pages_per_s"] = statistics.median(nolog_rates)
+    result["log_overhead"] = result["crawlog_pages_per_s"] / result["nolog_pages_per_s"]
     print(f"\n{'crawler':<10} {'pages/s':>10}   ({args.workers} x {args.concurrency} vs {total})")
     print(f"{'scrapy':<10} {result['scrapy_pages_per_s']:>10,.0f}")
     ratio = f"{result['vs_scrapy']:.2f} x scrapy (target >= 3)"
     print(f"{'crawlog':<10} {result['crawlog_pages_per_s']:>10,.0f}   {ratio}")
+    overhead = f"crawlog / no-op = {result['log_overhead']:.2f} (target >= 0.9)"
+    print(f"{'no-op log':<10} {result['nolog_pages_per_s']:>10,.0f}   {overhead}")
     print(json.dumps({k: round(v, 3) for k, v in result.items()}))
     return 0
 
