@@ -86,6 +86,8 @@ DEFAULT_GRACE_S = 10.0
 """On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 IDLE_BLOCK_MS = 500
 PENDING_BATCH = 10_000
+SPIDER_ERROR_MAX = 300
+"""Characters of a spider's exception kept as a failed task's reason."""
 RESUME_MAX = 10_000_000
 PRELOAD_BATCH = 20_000
 """A restart takes its whole pending list back at once (one script call)."""
@@ -255,6 +257,8 @@ class Worker:
             await anyio.sleep(self.config.lease_ms / 3000)
             lost = await self.queue.renew(list(self._leases.values()))
             for entry_id in lost:
+                if entry_id not in self._leases:
+                    continue  # the task ended while the renewal ran: its entry is acked
                 # Another worker reclaimed it while we stalled: stop, the fenced scripts
                 # would refuse anything this task still tries to write.
                 log.warning("lease on %s lost; abandoning its task", entry_id)
@@ -263,7 +267,9 @@ class Worker:
 
     async def _maintenance_loop(self) -> None:
         while True:
-            await anyio.sleep(self.config.lease_ms / 2000)
+            # A quarter of the lease: a dead worker's tasks are taken over within lease +
+            # lease/4 (+ one claim), inside the lease + 2 s the chaos run holds us to.
+            await anyio.sleep(self.config.lease_ms / 4000)
             for lease in await self.queue.reclaim():
                 await self._recover(lease)
             # Entries of our own that no task runs: a lost XREADGROUP reply delivered them
@@ -379,7 +385,22 @@ class Worker:
             pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
                 return
-            outputs = await self._parse(lease, result, page, resume)
+            try:
+                outputs = await self._parse(lease, result, page, resume)
+            except (LeaseLost, UncertainAction):
+                raise
+            except Exception as exc:
+                # A bug in the spider: the same page would fail the same way on every retry
+                # (and crashing the worker would redeliver it until the recovery limit).
+                # The task fails with the error; ``crawlog retry`` once the spider is fixed.
+                log.exception("spider %s failed on %s", self.spider.name, url)
+                failed = TaskFailed(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    reason=f"spider error: {type(exc).__name__}: {exc}"[:SPIDER_ERROR_MAX],
+                )  # fmt: skip
+                await self.queue.finish(lease, failed, before=pending)
+                self.stats.tasks_failed += 1
+                return
             items = [o for o in outputs if isinstance(o, Item)]
             follows = [o for o in outputs if isinstance(o, Follow)]
             nexts = [o for o in outputs if isinstance(o, NextPage)]

@@ -265,19 +265,28 @@ return lost
 )
 
 CLAIM = """
--- New entries, highest-priority lane first, up to count in all.
--- KEYS: lanes.  ARGV: group, consumer, count.  Returns {lane index, entries} pairs.
+-- New entries, up to count in all: first a quarter of count (rounded up) from the last
+-- lane, recovered work, then highest-priority lane first. Recovered work still waits
+-- behind most fresh work, but a crawl with an endless frontier would otherwise never come
+-- back to the tasks of a worker that died: they would wait for the frontier to run dry.
+-- KEYS: lanes (the last is the recovery lane).  ARGV: group, consumer, count.
+-- Returns {lane index, entries} pairs.
 local out = {}
 local want = tonumber(ARGV[3])
-for i = 1, #KEYS do
-  if want <= 0 then break end
-  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', want,
+local function read(i, n)
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', n,
                        'STREAMS', KEYS[i], '>')
   if r then
-    local entries = r[1][2]
-    out[#out + 1] = {i - 1, entries}
-    want = want - #entries
+    out[#out + 1] = {i - 1, r[1][2]}
+    want = want - #r[1][2]
   end
+end
+if want > 0 then  -- COUNT 0 would mean no limit at all
+  read(#KEYS, math.ceil(want / 4))
+end
+for i = 1, #KEYS do
+  if want <= 0 then break end
+  read(i, want)
 end
 return out
 """

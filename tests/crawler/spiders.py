@@ -75,3 +75,14 @@ class DeadlySpider(Spider):
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         os.kill(os.getpid(), signal.SIGKILL)
         yield Item(response.url)
+
+
+class FlakySpider(Spider):
+    """Raises on detail pages (``/item/``), yields an item for every other page."""
+
+    name = "flaky"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        if "/item/" in response.url:
+            raise ValueError(f"cannot parse {response.url}")
+        yield Item(response.url)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from eventlog import LANE_HIGH, LANE_NORMAL, EventLog, TaskEnqueued, TaskQueue
+from eventlog import LANE_HIGH, LANE_NORMAL, LANE_RECOVERY, EventLog, TaskEnqueued, TaskQueue
 from tests.eventlog.helpers import task
 
 pytestmark = pytest.mark.anyio
@@ -79,3 +79,16 @@ async def test_a_blocking_claim_returns_at_once_when_work_is_waiting(make_queue:
     [lease] = await queue.claim(5, block_ms=100)
     assert lease.task.task_id == "task-1"
     assert await queue.claim(5, block_ms=10) == []
+
+
+async def test_recovered_work_gets_a_quarter_of_each_claim_so_it_never_starves(
+    make_queue: MakeQueue,
+) -> None:
+    w1 = make_queue("w1")
+    await w1.enqueue([task(n) for n in range(10)], actor="seed")
+    [lost] = await w1.claim(1)
+    await w1.requeue(lost, [], lost.task, LANE_RECOVERY)
+    w2 = make_queue("w2")
+    # An endless frontier would always have fresh work: recovered work is not left behind.
+    first = await w2.claim(4)
+    assert [lease.lane for lease in first] == [LANE_RECOVERY, LANE_NORMAL, LANE_NORMAL, LANE_NORMAL]
