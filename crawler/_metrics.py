@@ -169,9 +169,18 @@ class MeteredQueue(TaskQueue):
         *,
         metrics: WorkerMetrics,
         lease_ms: int = DEFAULT_LEASE_MS,
+        record_events: bool = True,
     ) -> None:
-        super().__init__(redis, job, consumer, lease_ms=lease_ms)
+        super().__init__(redis, job, consumer, lease_ms=lease_ms, record_events=record_events)
         self.metrics = metrics
+
+    @classmethod
+    def like(cls, queue: TaskQueue, metrics: WorkerMetrics) -> MeteredQueue:
+        """A metered queue with ``queue``'s client, job, consumer and settings."""
+        return cls(
+            queue.redis, queue.keys, queue.consumer, metrics=metrics, lease_ms=queue.lease_ms,
+            record_events=queue.record_events,
+        )  # fmt: skip
 
     async def _settle_call(
         self, lease: Lease, mode: str, events: Sequence[Event], **options: Any

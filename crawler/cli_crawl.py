@@ -232,9 +232,7 @@ def worker_command(
             )
             if metrics is not None:
                 # Same consumer, same keys: only what it appends is counted on the way.
-                worker.queue = MeteredQueue(
-                    client, job, worker_name, metrics=metrics, lease_ms=config.lease_ms
-                )
+                worker.queue = MeteredQueue.like(worker.queue, metrics)
             log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_stop_on_signal, worker.stop)
