@@ -1,0 +1,174 @@
+"""SIGKILL the projector at random moments during a stream of events; lose nothing.
+
+    python tools/chaos_projector.py [--rounds 20] [--events 200000] [--seed 1]
+
+Starts its own valkey-server, appends ``--events`` events (a realistic crawl mix, in
+batches at a steady pace) while ``crawlog project`` runs as a subprocess; once the projector
+has caught up with what was appended when it started, it is SIGKILLed after a random delay
+(wherever it is then: reading, folding, writing a segment or a snapshot, replacing the
+manifest) and started again, ``--rounds`` times. Then one last ``project --once``, and the
+checks:
+
+  archive          every appended event archived exactly once, in log order
+  state            the committed snapshot equals a fold of the appended events
+  replay           ``crawlog replay --verify`` says identical
+  duckdb           ``crawlog sql``: count(*) and count(DISTINCT stream_id) of ``events``
+                   both equal the events appended
+
+Prints a table, then one JSON object as its last line (``rounds``, ``events``,
+``archived_once``, ``state_identical``, ``replay_identical``, ``duckdb_events``,
+``duckdb_distinct``, ``ok``). Exit 0 only if every check holds. The suite runs a short
+version (``tests/projector/test_killed_projector.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_projector import crawl_events
+
+from eventlog import EventLog, LogEntry, connect, encode
+from eventlog._server import ensure_server, stop_server
+from projector._archive import read_entries
+from projector._fold import fold
+from projector._projector import wait_for_position
+from projector._state import canonical
+from projector._store import Store
+
+JOB = "chaos-projector"
+BATCH = 500
+PACE_S = 0.002
+"""Pause between two appended batches: a steady stream, not one burst."""
+MAX_KILL_DELAY_S = 0.5
+CATCH_UP_S = 60.0
+
+
+def projector_command(data_dir: Path, *extra: str) -> list[str]:
+    """``crawlog project`` committing and snapshotting often, trimming everything committed."""
+    return [
+        sys.executable, "-m", "crawler.cli", "project", "--job", JOB, "--data-dir",
+        str(data_dir), "--commit-interval", "0.02", "--snapshot-interval", "0.1",
+        "--keep-tail", "0", *extra,
+    ]  # fmt: skip
+
+
+async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> dict[str, Any]:
+    """The chaos run and its checks, as the figures of the last line."""
+    rng = random.Random(seed)
+    stream = crawl_events(events)
+    env = {**os.environ, "REDIS_URL": url}
+    appended: list[LogEntry] = []
+    kills: list[float] = []
+    async with connect(url) as client:
+        log = EventLog(client, JOB)
+
+        async def append(start: int) -> None:
+            batch = stream[start : start + BATCH]
+            ids = await log.append_many(batch)
+            appended.extend(LogEntry(i, e, encode(e)) for i, e in zip(ids, batch, strict=True))
+
+        async def append_the_rest() -> None:
+            for start in range(BATCH, len(stream), BATCH):
+                await append(start)
+                await anyio.sleep(PACE_S)
+
+        await append(0)
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(append_the_rest)
+            for n in range(rounds):
+                process = await anyio.open_process(
+                    projector_command(data_dir), env=env, stdout=subprocess.DEVNULL
+                )
+                try:
+                    # Once it has caught up with what was there when it started, the kill
+                    # lands wherever the projector happens to be.
+                    goal = appended[-1].stream_id
+                    if not await wait_for_position(client, JOB, goal, CATCH_UP_S):
+                        raise SystemExit(f"round {n + 1}: the projector never reached {goal}")
+                    delay = rng.uniform(0, MAX_KILL_DELAY_S)
+                    await anyio.sleep(delay)
+                    kills.append(delay)
+                finally:
+                    process.send_signal(signal.SIGKILL)
+                    await process.wait()
+                print(f"  round {n + 1:>2}: killed {delay * 1000:.0f} ms after catching up")
+        await anyio.run_process(projector_command(data_dir, "--once"), env=env)
+        seconds = time.monotonic() - started
+
+    store = Store(data_dir, JOB)
+    manifest = store.read_manifest()
+    archived = [e.stream_id for p in store.segment_paths(manifest) for e in read_entries(p)]
+    state_identical = canonical(store.read_snapshot(manifest)) == canonical(fold(appended))
+    common = ["--job", JOB, "--data-dir", str(data_dir)]
+    replay = await anyio.run_process(
+        [sys.executable, "-m", "crawler.cli", "replay", *common, "--verify"], env=env, check=False
+    )
+    query = "SELECT count(*), count(DISTINCT stream_id) FROM events"
+    sql = await anyio.run_process(
+        [sys.executable, "-m", "crawler.cli", "sql", *common, "--format", "json", query], env=env
+    )
+    [row] = json.loads(sql.stdout)
+    counted, distinct = list(row.values())
+    figures = {
+        "rounds": rounds,
+        "events": len(appended),
+        "archived_once": archived == [e.stream_id for e in appended],
+        "manifest_events": manifest.events,
+        "state_identical": state_identical,
+        "replay_identical": replay.returncode == 0 and b"identical" in replay.stdout,
+        "duckdb_events": counted,
+        "duckdb_distinct": distinct,
+        "seconds": round(seconds, 1),
+    }
+    figures["ok"] = bool(
+        figures["archived_once"] and figures["state_identical"] and figures["replay_identical"]
+        and manifest.events == counted == distinct == len(appended)
+    )  # fmt: skip
+    return figures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="crawlog-chaos-projector-") as tmp:
+        server_dir, data_dir = Path(tmp) / "server", Path(tmp) / "data"
+        url = ensure_server(server_dir).url
+        try:
+            print(f"{args.events:,} events, projector SIGKILLed {args.rounds} times")
+            figures = anyio.run(run, url, data_dir, args.rounds, args.events, args.seed)
+        finally:
+            stop_server(server_dir)
+    checks = [
+        ("every event archived once, in order", figures["archived_once"]),
+        ("manifest counts every event once", figures["manifest_events"] == figures["events"]),
+        ("snapshot == fold of the log", figures["state_identical"]),
+        ("replay --verify identical", figures["replay_identical"]),
+        ("DuckDB sees every event once",
+         figures["duckdb_events"] == figures["duckdb_distinct"] == figures["events"]),
+    ]  # fmt: skip
+    for name, held in checks:
+        print(f"  {'ok' if held else 'FAIL':<4} {name}")
+    print(json.dumps(figures))
+    return 0 if figures["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
