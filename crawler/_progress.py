@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import msgspec
 
 from eventlog import LogEntry, RetryScheduled, TaskReclaimed
+from eventlog._operator import WorkerInfo
 from projector._fold import apply
 from projector._state import ABORTED, DONE, FAILED, PAUSED, PENDING, RUNNING, State
 
@@ -75,18 +76,6 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     eta_s: float | None
     """Seconds until every discovered task has ended at this rate; None: not moving."""
     window_s: float
-
-
-class WorkerInfo(msgspec.Struct, frozen=True, kw_only=True):
-    """A worker as Redis sees it: whether its process holds its name, and its leases."""
-
-    name: str
-    alive: bool
-    leases: int
-    oldest_lease_ms: int | None
-    """Idle time of its least recently renewed lease: near the lease, the worker is stuck."""
-    idle_ms: int
-    """Since the worker last read from or claimed in the queue."""
 
 
 class Progress(msgspec.Struct, frozen=True, kw_only=True):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -34,11 +33,9 @@ from crawler._progress import (
     Progress,
     RateWindow,
     Tracker,
-    WorkerInfo,
     progress,
 )
 from eventlog import (
-    WORKERS_GROUP,
     CrawlogError,
     EventLog,
     JobKeys,
@@ -46,6 +43,7 @@ from eventlog import (
     stream_id_key,
 )
 from eventlog._connection import command, redis_errors
+from eventlog._operator import read_workers
 from projector._projector import read_committed
 from projector._store import Store
 
@@ -53,8 +51,6 @@ TAIL_BATCH = 5_000
 MAX_TAIL_PER_REFRESH = 200_000
 """Events folded per refresh at most, so a display far behind still redraws; it catches up
 over the next refreshes."""
-LEASES_READ = 10_000
-"""Pending entries per lane read for lease ages (counts come from XINFO, exact)."""
 
 
 class LiveProgress:
@@ -156,57 +152,5 @@ class LiveProgress:
         return None if found == "0-0" else found
 
 
-async def read_workers(client: aioredis.Redis, keys: JobKeys) -> list[WorkerInfo]:
-    """Every worker that is alive or holds leases, by name: their lease counts and ages."""
-    leases: dict[str, int] = {}
-    idle: dict[str, int] = {}
-    oldest: dict[str, int] = {}
-    with redis_errors("reading the workers"):
-        for lane in keys.lanes:
-            try:
-                consumers = await command(client, "XINFO", "CONSUMERS", lane, WORKERS_GROUP)
-            except redis.exceptions.ResponseError:
-                continue  # the lane or its group does not exist yet: nobody has read it
-            for consumer in consumers:
-                info = _fields(consumer)
-                name = _text(info["name"])
-                leases[name] = leases.get(name, 0) + int(info["pending"])
-                # Idle since its last read of *any* lane: the smallest over the lanes.
-                idle[name] = min(idle.get(name, int(info["idle"])), int(info["idle"]))
-            if not consumers:
-                continue
-            pending = await command(client, "XPENDING", lane, WORKERS_GROUP, "-", "+", LEASES_READ)
-            for _entry_id, owner, entry_idle, _deliveries in pending:
-                name = _text(owner)
-                oldest[name] = max(oldest.get(name, 0), int(entry_idle))
-        names = sorted(leases)
-        if not names:
-            return []
-        async with client.pipeline(transaction=False) as pipe:
-            for name in names:
-                pipe.exists(keys.worker_lock(name))
-            alive = [bool(found) for found in await pipe.execute()]
-    return [
-        WorkerInfo(
-            name=name,
-            alive=is_alive,
-            leases=leases[name],
-            oldest_lease_ms=oldest.get(name) if leases[name] else None,
-            idle_ms=idle[name],
-        )
-        for name, is_alive in zip(names, alive, strict=True)
-        # A name from an earlier run that holds nothing is history, not a worker.
-        if is_alive or leases[name]
-    ]
-
-
 def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _fields(consumer: object) -> dict[str, Any]:
-    """A consumer's XINFO reply as a dict, whether redis-py parsed it already or not."""
-    if isinstance(consumer, dict):
-        return {_text(k): v for k, v in consumer.items()}
-    assert isinstance(consumer, list | tuple)
-    return {_text(k): v for k, v in zip(consumer[::2], consumer[1::2], strict=False)}

@@ -18,7 +18,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from crawler._progress import TOTAL, Progress, Row, WorkerInfo, format_duration
+from crawler._progress import TOTAL, Progress, Row, format_duration
+from eventlog._operator import WorkerInfo
 
 SITE_LINES_MAX = 20
 """Sites listed one per line in plain output; beyond, the busiest ones."""

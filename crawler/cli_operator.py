@@ -60,8 +60,8 @@ from eventlog._operator import (
     LeaseInfo,
     find_dead_letter,
     read_leases,
+    read_workers,
     replay_dead_letter,
-    worker_names_alive,
 )
 from eventlog._queue import Retry
 from eventlog._server import resolve_data_dir, resolve_url
@@ -430,7 +430,7 @@ async def _retry(
                 f"task {refused[0]} was already retried from attempt {chosen[0].attempt} "
                 "(another operator, or this command run twice); nothing written"
             )
-        alive = bool(await worker_names_alive(job.client, job.keys))
+        alive = any(w.alive for w in await read_workers(job.client, job.keys))
         return retried, refused, alive
 
 
@@ -699,11 +699,12 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
     than the job's lease time is expired: any worker takes it over at its next reclaim.
     """
 
-    async def run() -> tuple[list[LeaseInfo], int, dict[str, int], int]:
+    async def run() -> tuple[list[LeaseInfo], int, set[str], int]:
         async with _open_job(data_dir, job) as opened:
             await TaskQueue(opened.client, opened.keys, "operator").ensure_groups()
             leases, total = await read_leases(opened.client, opened.keys)
-            alive = await worker_names_alive(opened.client, opened.keys)
+            workers = await read_workers(opened.client, opened.keys)
+            alive = {w.name for w in workers if w.alive}
             return leases, total, alive, opened.config.lease_ms
 
     leases, total, alive, lease_ms = anyio.run(run)

@@ -8,9 +8,11 @@ dead-lettered entry back where it came from.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 
 from eventlog._codec import decode
 from eventlog._connection import command, redis_errors
@@ -38,6 +40,18 @@ class LeaseInfo(msgspec.Struct, frozen=True, kw_only=True):
     task_id: str | None
     """None if the entry was deleted while pending (nothing left to run) or is unreadable."""
     url: str | None
+
+
+class WorkerInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """A worker as Redis sees it: whether its process holds its name, and its leases."""
+
+    name: str
+    alive: bool
+    leases: int
+    oldest_lease_ms: int | None
+    """Idle time of its least recently renewed lease: near the lease, the worker is stuck."""
+    idle_ms: int
+    """Since the worker last read from or claimed in the queue."""
 
 
 async def read_leases(
@@ -84,29 +98,48 @@ async def read_leases(
     return leases, total
 
 
-async def worker_names_alive(redis: aioredis.Redis, keys: JobKeys) -> dict[str, int]:
-    """Worker name -> ms its lock has left, for every name a live process holds.
-
-    A worker renews its name's lock several times per TTL while it lives; a killed one's
-    lock runs out within the TTL, so a name here is a process alive a few seconds ago.
-    """
-    prefix = keys.worker_locks[:-1]
-    found: dict[str, int] = {}
-    with redis_errors("reading the worker names"):
-        names = [
-            _text(key) async for key in redis.scan_iter(match=keys.worker_locks, count=_SCAN_COUNT)
-        ]
-        if names:
-            async with redis.pipeline(transaction=False) as pipe:
-                for key in names:
-                    pipe.pttl(key)
-                ttls = await pipe.execute()
-            found = {
-                key.removeprefix(prefix): int(ttl)
-                for key, ttl in zip(names, ttls, strict=True)
-                if int(ttl) > 0
-            }
-    return found
+async def read_workers(redis: aioredis.Redis, keys: JobKeys) -> list[WorkerInfo]:
+    """Every worker that is alive or holds leases, by name: their lease counts and ages."""
+    leases: dict[str, int] = {}
+    idle: dict[str, int] = {}
+    oldest: dict[str, int] = {}
+    with redis_errors("reading the workers"):
+        for lane in keys.lanes:
+            try:
+                consumers = await command(redis, "XINFO", "CONSUMERS", lane, WORKERS_GROUP)
+            except ResponseError:
+                continue  # the lane or its group does not exist yet: nobody has read it
+            for consumer in consumers:
+                info = _fields(consumer)
+                name = _text(info["name"])
+                leases[name] = leases.get(name, 0) + int(info["pending"])
+                # Idle since its last read of *any* lane: the smallest over the lanes.
+                idle[name] = min(idle.get(name, int(info["idle"])), int(info["idle"]))
+            if not consumers:
+                continue
+            pending = await command(redis, "XPENDING", lane, WORKERS_GROUP, "-", "+", LEASES_READ)
+            for _entry_id, owner, entry_idle, _deliveries in pending:
+                name = _text(owner)
+                oldest[name] = max(oldest.get(name, 0), int(entry_idle))
+        names = sorted(leases)
+        if not names:
+            return []
+        async with redis.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.exists(keys.worker_lock(name))
+            alive = [bool(found) for found in await pipe.execute()]
+    return [
+        WorkerInfo(
+            name=name,
+            alive=is_alive,
+            leases=leases[name],
+            oldest_lease_ms=oldest.get(name) if leases[name] else None,
+            idle_ms=idle[name],
+        )
+        for name, is_alive in zip(names, alive, strict=True)
+        # A name from an earlier run that holds nothing is history, not a worker.
+        if is_alive or leases[name]
+    ]
 
 
 def _decode_task(fields: Sequence[bytes]) -> Task | None:
@@ -177,3 +210,11 @@ def _still_bad(letter: DeadLetter, why: str) -> str:
         f"dead letter {letter.dead_id} ({letter.stream} entry {letter.entry_id}) still does "
         f"not decode ({why}): replaying it would only dead-letter it again; nothing replayed"
     )
+
+
+def _fields(consumer: object) -> dict[str, Any]:
+    """A consumer's XINFO reply as a dict, whether redis-py parsed it already or not."""
+    if isinstance(consumer, dict):
+        return {_text(k): v for k, v in consumer.items()}
+    assert isinstance(consumer, list | tuple)
+    return {_text(k): v for k, v in zip(consumer[::2], consumer[1::2], strict=False)}
