@@ -132,12 +132,6 @@ class JobKeys:
         """Held while a process lives under the worker name ``worker``."""
         return self._key("worker", worker)
 
-    @cached_property
-    def worker_locks(self) -> str:
-        """A SCAN pattern matching every worker-name lock of the job."""
-        # Job names are letters, digits, '.', '_' and '-': nothing a glob treats specially.
-        return self._key("worker", "*")
-
     def host_slots(self, host: str) -> str:
         """Zset of the politeness slots held on ``host``: token -> expiry (server ms)."""
         return self._key("host", host, "slots")
