@@ -24,7 +24,7 @@ import math
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from http.client import HTTPResponse
 from http.cookiejar import CookieJar
 from importlib import metadata
@@ -191,6 +191,8 @@ class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     redirect not followed, an oversized body. An HTTP error status is not an error here."""
     parseable: bool = False
     """No error, and the content type is one of the config's parse content types."""
+    handed_over: bool = False
+    """A redirect not followed because another task fetches its target (``location``)."""
 
     @property
     def content_type(self) -> str | None:
@@ -274,9 +276,18 @@ class Fetcher:
             await client.aclose()
 
     async def fetch(
-        self, url: str, *, redirect_allowed: Callable[[str], bool] | None = None
+        self,
+        url: str,
+        *,
+        redirect_allowed: Callable[[str], bool] | None = None,
+        claim_target: Callable[[str], Awaitable[bool]] | None = None,
     ) -> FetchResult:
-        """GET ``url``, following redirects that ``redirect_allowed`` (if given) accepts."""
+        """GET ``url``, following redirects that ``redirect_allowed`` (if given) accepts.
+
+        ``claim_target`` is asked, for each redirect about to be followed, whether this
+        fetch may have that URL; if not (another task fetches it), the redirect is the
+        result, ``handed_over``.
+        """
         client = self._client
         if client is None:
             raise RuntimeError("Fetcher.fetch called outside `async with Fetcher(...)`")
@@ -289,7 +300,7 @@ class Fetcher:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
         chain = _Chain(url, started)
         with anyio.move_on_after(self.config.total_timeout_s):
-            return await self._follow(client, chain, request, redirect_allowed)
+            return await self._follow(client, chain, request, redirect_allowed, claim_target)
         return self._result(chain, _NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
 
     async def _follow(
@@ -298,6 +309,7 @@ class Fetcher:
         chain: _Chain,
         request: httpx.Request,
         redirect_allowed: Callable[[str], bool] | None,
+        claim_target: Callable[[str], Awaitable[bool]] | None,
     ) -> FetchResult:
         """Send ``request`` and the redirects that follow it, until a response that is not
         a redirect, or a redirect that is not followed."""
@@ -334,6 +346,9 @@ class Fetcher:
             error = self._refusal(key in seen, len(chain.redirects), target, redirect_allowed)
             if error is not None:
                 return self._result(chain, status, headers, b"", error)
+            if claim_target is not None and not await claim_target(target):
+                stop = self._result(chain, status, headers, b"", None)
+                return msgspec.structs.replace(stop, parseable=False, handed_over=True)
             seen.add(key)
             chain.redirects.append(target)
             request = httpx.Request(

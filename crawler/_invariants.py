@@ -6,9 +6,9 @@ nothing of crawlog, and the event log, read through the projector's archive with
 
 * every reachable page was requested, and every task the crawl created ended terminal;
 * a page of a task fetched successfully twice (in the log), or a path served 2xx more
-  often than its links and redirects explain (in the site's log), only among the tasks
-  in flight at a fault — a kill, a stop, a cut connection — and never more of them than
-  were in flight;
+  than once (in the site's log: a page reached through a redirect is fetched by one task
+  only), only among the tasks in flight at a fault — a kill, a stop, a cut connection —
+  (or reached through a redirect from one of them) and never more than were in flight;
 * no item key twice in the items output, and no event the state machine had to reject;
 * ``replay --verify``: the archive folded from scratch gives the live snapshot exactly.
 """
@@ -94,7 +94,7 @@ def check_crawl(site: RunningSite, store: Store, in_flight: Mapping[str, str]) -
     ).rows
     items, distinct = query(store, "SELECT count(*), count(DISTINCT key) FROM items").rows[0]
     by_site = site_refetches(site)
-    flying_paths = {url.removeprefix(origin) for url in in_flight.values()}
+    flying_paths = _flying(site, in_flight)
     outside = [row[0] for row in again if row[0] not in in_flight]
     outside += [path for path in by_site if path not in flying_paths]
     position, differences = verify(store)
@@ -109,27 +109,24 @@ def check_crawl(site: RunningSite, store: Store, in_flight: Mapping[str, str]) -
 
 
 def site_refetches(site: RunningSite) -> dict[str, int]:
-    """Path -> successful responses more than its fetches explain, by the site's own log.
-
-    A page is expected once, plus once per redirect to it that was followed (the redirect's
-    own task lands on the page too: redirects are fingerprinted before they are followed).
-    """
+    """Path -> successful responses beyond the first, by the site's own log."""
     reachable = site.sitemap.reachable
     served: dict[str, int] = {}
-    redirected: dict[str, int] = {}
     for request in site.requests:
-        if request.path not in reachable:
-            continue  # robots.txt: each worker reads it
-        if 200 <= request.status < 300:
+        # robots.txt is not a page: each worker reads it.
+        if request.path in reachable and 200 <= request.status < 300:
             served[request.path] = served.get(request.path, 0) + 1
-        elif 300 <= request.status < 400:
-            redirected[request.path] = redirected.get(request.path, 0) + 1
-    expected = dict.fromkeys(served, 1)
-    for source, times in redirected.items():
-        target = site.sitemap.redirects.get(source, "").removeprefix(site.url)
-        if target in expected:
-            expected[target] += times
-    return {path: n - expected[path] for path, n in served.items() if n > expected[path]}
+    return {path: n - 1 for path, n in served.items() if n > 1}
+
+
+def _flying(site: RunningSite, in_flight: Mapping[str, str]) -> set[str]:
+    """Paths in-flight tasks may have fetched: their own, and where their redirects lead."""
+    origin = site.url
+    flying = {url.removeprefix(origin) for url in in_flight.values()}
+    for source, target in site.sitemap.redirects.items():
+        if source in flying:
+            flying.add(target.removeprefix(origin))
+    return flying
 
 
 def task_id_of(url: str) -> str:

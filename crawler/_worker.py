@@ -367,7 +367,7 @@ class Worker:
                 return
             if await self._held_back(lease, pending):
                 return
-            result = await self._fetch(url)
+            result = await self._fetch(url, task.task_id)
             if result is None:  # robots.txt says no
                 failed = TaskFailed(
                     actor=self.name, task_id=task.task_id, attempt=task.attempt,
@@ -384,6 +384,15 @@ class Worker:
             )  # fmt: skip
             pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
+                return
+            if result.handed_over:
+                done = TaskDone(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    reason=f"redirect to {result.location}, fetched by its own task",
+                    counts=counts,
+                )  # fmt: skip
+                await self.queue.finish(lease, done, before=pending)
+                self.stats.tasks_done += 1
                 return
             try:
                 outputs = await self._parse(lease, result, page, resume)
@@ -477,7 +486,7 @@ class Worker:
             return True
         return False
 
-    async def _fetch(self, url: str) -> FetchResult | None:
+    async def _fetch(self, url: str, task_id: str) -> FetchResult | None:
         """The page at ``url`` (None if robots.txt disallows it), fetched politely."""
         assert self._fetcher is not None
         site = site_of(url)
@@ -493,10 +502,25 @@ class Worker:
                 return None
         host = site.split("://", 1)[1]
         async with self.gate.slot(host):
-            return await self._fetcher.fetch(url, redirect_allowed=self._in_scope)
+            return await self._fetcher.fetch(
+                url, redirect_allowed=self._in_scope, claim_target=self._claimer(task_id)
+            )
 
     def _in_scope(self, url: str) -> bool:
         return self.scope.allows(url, 0)
+
+    def _claimer(self, task_id: str) -> Callable[[str], Awaitable[bool]]:
+        """Whether the task may follow a redirect to a URL: not if a task of its own
+        fetches it (enqueued, or reached by another redirect first). Without this, a page
+        linked both directly and through a redirect is fetched twice."""
+
+        async def claim(url: str) -> bool:
+            fp = fingerprint(url)
+            if fp in self._seen:
+                return False
+            return await self.queue.claim_url(fp, task_id)
+
+        return claim
 
     async def _robots_for(self, site: str) -> RobotsRules:
         now = time.time()

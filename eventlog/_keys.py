@@ -99,6 +99,13 @@ class JobKeys:
         return self._key("parked")
 
     @cached_property
+    def redirected(self) -> str:
+        """Hash fingerprint -> the task that fetches that URL through a redirect: its URL is
+        in ``seen`` too, so no task is enqueued for it, and a retry of that task may follow
+        the same redirect again."""
+        return self._key("redirected")
+
+    @cached_property
     def retries(self) -> str:
         """Hash task id -> the attempt an operator's retry started from (``crawlog retry``):
         a second retry of the same ended attempt is refused, so a task is enqueued once."""

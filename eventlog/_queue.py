@@ -36,6 +36,7 @@ from eventlog._log import EventLog
 from eventlog._scripts import (
     CHECKPOINTS,
     CLAIM,
+    CLAIM_URL,
     ENQUEUE,
     PENDING,
     PROMOTE,
@@ -151,6 +152,7 @@ class TaskQueue:
         self._promote = redis.register_script(PROMOTE)
         self._checkpoints = redis.register_script(CHECKPOINTS)
         self._retry = redis.register_script(RETRY)
+        self._claim_url = redis.register_script(CLAIM_URL)
 
     async def ensure_groups(self) -> None:
         """Create every lane and its ``workers`` group if missing (idempotent)."""
@@ -207,6 +209,15 @@ class TaskQueue:
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
         return [bool(flag) for flag in reply]
+
+    async def claim_url(self, fingerprint: str, task_id: str) -> bool:
+        """Whether task ``task_id`` may fetch the URL of ``fingerprint`` (a redirect
+        target): True if no task has it yet (it is then seen) or this one claimed it."""
+        with redis_errors("claiming a redirect target"):
+            found = await self._claim_url(
+                keys=[self.keys.seen, self.keys.redirected], args=[fingerprint, task_id]
+            )
+        return bool(found)
 
     async def retry(self, retries: Sequence[Retry]) -> list[bool]:
         """An operator's retries of ended tasks, in one round trip: per task, whether it was

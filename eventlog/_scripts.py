@@ -188,6 +188,21 @@ return moved
 """
 )
 
+CLAIM_URL = """
+-- May this task fetch the URL of this fingerprint through a redirect? Yes if nobody has it
+-- (it is then marked seen, so no task is ever enqueued for it) or this same task claimed
+-- it before (a retry, or a restart, following the same redirect).
+-- KEYS: seen, redirected.  ARGV: fingerprint, task id.  Returns 1 or 0.
+if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  return 1
+end
+if redis.call('HGET', KEYS[2], ARGV[1]) == ARGV[2] then
+  return 1
+end
+return 0
+"""
+
 RETRY = (
     _PRELUDE
     + """

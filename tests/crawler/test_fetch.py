@@ -168,6 +168,21 @@ async def test_a_redirect_the_hook_refuses_is_not_followed(fetcher: Fetcher) -> 
     assert paths(site) == [f"{MOVED_PREFIX}{ITEM}"]
 
 
+async def test_a_redirect_whose_target_another_task_has_is_handed_over(
+    fetcher: Fetcher,
+) -> None:
+    async def taken(url: str) -> bool:
+        return False
+
+    async with serve_testsite(pages=PAGES, faults=Faults(redirects=True)) as site:
+        url = f"{site.url}{MOVED_PREFIX}{ITEM}"
+        result = await fetcher.fetch(url, claim_target=taken)
+    assert (result.error, result.handed_over, result.parseable) == (None, True, False)
+    assert (result.status, result.redirects) == (301, ())
+    assert result.location == f"{site.url}{ITEM_PREFIX}{ITEM}"
+    assert paths(site) == [f"{MOVED_PREFIX}{ITEM}"]
+
+
 async def test_a_redirect_loop_is_detected(fetcher: Fetcher) -> None:
     first, second = LOOP_PATHS
     async with serve_testsite(pages=PAGES, faults=Faults(redirect_loop=True)) as site:
