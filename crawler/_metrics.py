@@ -52,6 +52,7 @@ from eventlog import (
     stream_id_key,
 )
 from eventlog._connection import command
+from eventlog._control import ControlEvent
 from eventlog._events import Event
 from projector._projector import Projector
 
@@ -209,6 +210,13 @@ class MeteredQueue(TaskQueue):
             self.metrics.enqueued.inc(added)
             self.metrics.events.inc(added)
         return new
+
+    async def control(self, event: ControlEvent, *, task_site: str = "") -> int:
+        """Append a control event as ``TaskQueue.control`` does; count it and time it."""
+        started = time.perf_counter()
+        moved = await super().control(event, task_site=task_site)
+        self.metrics.appended("control", [event], time.perf_counter() - started)
+        return moved
 
     async def renew(self, leases: Sequence[Lease]) -> set[str]:
         """Renew as ``TaskQueue.renew`` does; count renewals and losses."""

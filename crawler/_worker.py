@@ -72,7 +72,6 @@ from eventlog import (
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
-    apply_control,
     hold_worker_name,
     read_controls,
 )
@@ -88,7 +87,9 @@ IDLE_BLOCK_MS = 500
 PENDING_BATCH = 10_000
 SPIDER_ERROR_MAX = 300
 """Characters of a spider's exception kept as a failed task's reason."""
-RESUME_MAX = 10_000_000
+RESUME_CHUNK = 5_000
+"""Own pending entries taken back (and their resume points loaded) a lane at a time: the
+first tasks start while the rest of a long pending list is still being read."""
 PRELOAD_BATCH = 20_000
 """A restart takes its whole pending list back at once (one script call)."""
 SEEN_CACHE_SIZE = 200_000
@@ -169,6 +170,8 @@ class Worker:
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._robots_locks: dict[str, anyio.Lock] = {}
         self._ended: set[str] = set()
+        self._resuming: anyio.Event | None = anyio.Event()
+        """Set (and replaced) as each chunk of the pending list arrives; None once all did."""
         """Entries whose task ended since the current re-read of our PEL began."""
 
     def stop(self) -> None:
@@ -206,15 +209,7 @@ class Worker:
         # A restarted worker resumes its own pending list at once, without waiting for
         # its leases to expire (the worker-name lock makes it the only one doing so).
         # They wait in the backlog, started as capacity allows, before any new claim.
-        started = time.monotonic()
-        resumed = await self.queue.pending(RESUME_MAX, redeliver=True)
-        await self._preload_checkpoints([lease.task for lease in resumed])
-        self._backlog.extend(resumed)
-        if resumed:
-            log.info(
-                "resumed %d tasks of %s (resume points loaded) in %.3f s",
-                len(self._backlog), self.name, time.monotonic() - started,
-            )  # fmt: skip
+        tasks.start_soon(self._resume)
         while not self.stopping.is_set():
             free = self.concurrency - len(self._in_flight)
             if free <= 0 or self.controls.job_paused:
@@ -225,11 +220,37 @@ class Worker:
                 for _ in range(min(free, len(self._backlog))):
                     self._start(tasks, self._backlog.popleft())
                 continue
+            if self._resuming is not None:
+                # The rest of the pending list is on its way: no new work before it.
+                with anyio.move_on_after(CONTROL_POLL_S):
+                    await self._resuming.wait()
+                continue
             leases = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
             for lease in leases:
                 self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
+
+    async def _resume(self) -> None:
+        """Take back this worker's own pending list into the backlog, a chunk at a time,
+        each chunk's resume points loaded before its tasks can start."""
+        started, resumed, after = time.monotonic(), 0, None
+        while True:
+            leases, after = await self.queue.take_back(RESUME_CHUNK, after)
+            await self._preload_checkpoints([lease.task for lease in leases])
+            self._backlog.extend(leases)
+            resumed += len(leases)
+            assert self._resuming is not None
+            self._resuming.set()
+            if after is None:
+                break
+            self._resuming = anyio.Event()
+        self._resuming = None
+        if resumed:
+            log.info(
+                "resumed %d tasks of %s (resume points loaded) in %.3f s",
+                resumed, self.name, time.monotonic() - started,
+            )  # fmt: skip
 
     def _start(self, tasks: TaskGroup, lease: Lease) -> None:
         if lease.entry_id in self._in_flight:
@@ -276,6 +297,8 @@ class Worker:
             # to us without our knowing, or the resume found more than one batch.
             # A task that ends while the PEL is read is in the reply but no longer in
             # flight: without ``_ended`` it would run a second time (found by chaos.py).
+            if self._resuming is not None:
+                continue  # the resume is reading the pending list: every entry comes
             queued = {lease.entry_id for lease in self._backlog}
             self._ended.clear()
             for lease in await self.queue.pending(PENDING_BATCH):
@@ -557,7 +580,7 @@ class Worker:
                 failures=self.circuits.breaker.failures_to_open,
                 cooldown_s=self.circuits.breaker.cooldown,
             )  # fmt: skip
-            await apply_control(self.redis, self.keys, event)
+            await self.queue.control(event)
         reason = result.error or f"HTTP {result.status}"
         delay = (
             None
@@ -622,7 +645,7 @@ class Worker:
             actor=self.name, task_id=task.task_id,
             reason=f"uncertain action {action_id}: its intent is logged, its completion not",
         )  # fmt: skip
-        await apply_control(self.redis, self.keys, paused, task_site=task.site)
+        await self.queue.control(paused, task_site=task.site)
         await self.queue.park(lease)
 
     async def _enqueue(self, parent: Task, follows: list[Follow]) -> None:

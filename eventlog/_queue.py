@@ -18,6 +18,7 @@ import redis.exceptions
 
 from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors, script_pipeline
+from eventlog._control import ControlEvent, apply_control
 from eventlog._control_flags import site_pause_flag, task_pause_flag
 from eventlog._events import (
     AnyEvent,
@@ -210,6 +211,10 @@ class TaskQueue:
             reply = await self._enqueue(keys=keys, args=args)
         return [bool(flag) for flag in reply]
 
+    async def control(self, event: ControlEvent, *, task_site: str = "") -> int:
+        """Append a pause, resume or circuit event with its flag (``apply_control``)."""
+        return await apply_control(self.redis, self.keys, event, task_site=task_site)
+
     async def claim_url(self, fingerprint: str, task_id: str) -> bool:
         """Whether task ``task_id`` may fetch the URL of ``fingerprint`` (a redirect
         target): True if no task has it yet (it is then seen) or this one claimed it."""
@@ -268,43 +273,55 @@ class TaskQueue:
                     leases.append(lease)
         return leases
 
-    async def pending(self, count: int = 1000, *, redeliver: bool = False) -> list[Lease]:
-        """This consumer's own leases (its PEL), with their tasks.
+    async def pending(self, count: int = 1000) -> list[Lease]:
+        """This consumer's own leases (its PEL), with their tasks, without re-delivering them.
 
         The periodic re-read picks up entries whose XREADGROUP reply was lost on the way.
-        ``redeliver=True`` is for a restarted worker resuming its PEL: that counts as a
-        delivery, so a task that keeps killing its worker reaches the recovery limit.
         """
         await self.ensure_groups()
-        if redeliver:
-            return await self._redeliver_own(count)
         with redis_errors("reading pending tasks"):
             reply = await self._pending(
                 keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, 0]
             )
         return await self._leases(reply, reclaimed=False)
 
-    async def _redeliver_own(self, count: int) -> list[Lease]:
-        # XREADGROUP from ID 0 re-delivers this consumer's own PEL with each entry's fields
-        # (delivery count + 1, idle time reset), and XPENDING then gives the new counts: two
-        # native commands a lane, in one MULTI so that both see the same PEL. A script doing
-        # XPENDING + XCLAIM took several times longer for a restart's 100,000 entries.
+    async def take_back(
+        self, count: int, after: tuple[str, ...] | None = None
+    ) -> tuple[list[Lease], tuple[str, ...] | None]:
+        """Re-deliver this consumer's own pending entries: up to ``count`` a lane, after the
+        entry ids ``after`` (one a lane; None: from the start).
+
+        For a restarted worker resuming its PEL: that counts as a delivery, so a task that
+        keeps killing its worker reaches the recovery limit. Returns the leases and where
+        to go on from, or None once every lane is read to its end.
+        """
+        await self.ensure_groups()
+        lanes = self.keys.lanes
+        start = after or ("0",) * len(lanes)
+        # XREADGROUP from an id re-delivers this consumer's own PEL after it, with each
+        # entry's fields (delivery count + 1, idle time reset), and XPENDING then gives
+        # the new counts: two native commands a lane, in one MULTI so that both see the same
+        # PEL. A script doing XPENDING + XCLAIM took several times longer.
         with redis_errors("taking back pending tasks"):
             async with self.redis.pipeline(transaction=True) as pipe:
-                for key in self.keys.lanes:
+                for key, first in zip(lanes, start, strict=True):
                     pipe.execute_command(
                         "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
-                        "STREAMS", key, "0",
+                        "STREAMS", key, first,
                     )  # fmt: skip
                     pipe.execute_command(
-                        "XPENDING", key, WORKERS_GROUP, "-", "+", count, self.consumer
-                    )
+                        "XPENDING", key, WORKERS_GROUP, f"({first}" if first != "0" else "-",
+                        "+", count, self.consumer,
+                    )  # fmt: skip
                 replies = await pipe.execute()
-        leases = []
-        for lane in range(len(self.keys.lanes)):
+        leases, cursor, more = [], list(start), False
+        for lane in range(len(lanes)):
             read, pending = replies[2 * lane], replies[2 * lane + 1]
+            entries = read[0][1] if read else []
+            more = more or len(entries) >= count
             deliveries = {entry[0]: int(entry[3]) for entry in pending}
-            for entry_id, fields in read[0][1] if read else ():
+            for entry_id, fields in entries:
+                cursor[lane] = entry_id.decode()
                 if not fields:
                     continue  # deleted while pending: nothing left to run
                 lease = await self._lease(
@@ -312,7 +329,7 @@ class TaskQueue:
                 )
                 if lease is not None:
                     leases.append(lease)
-        return leases
+        return leases, tuple(cursor) if more else None
 
     async def reclaim(
         self, count: int = DEFAULT_CLAIM_COUNT, *, min_idle_ms: int | None = None

@@ -69,7 +69,8 @@ async def test_a_restarted_worker_resuming_its_pending_list_counts_a_delivery(
 ) -> None:
     await make_queue("w1").enqueue([task(1)], actor="seed")
     await make_queue("w1").claim(1)
-    [resumed] = await make_queue("w1").pending(redeliver=True)
+    [resumed], rest = await make_queue("w1").take_back(100)
+    assert rest is None
     assert (resumed.deliveries, resumed.recoveries) == (2, 1)
 
 
@@ -92,3 +93,17 @@ async def test_recovered_work_gets_a_quarter_of_each_claim_so_it_never_starves(
     # An endless frontier would always have fresh work: recovered work is not left behind.
     first = await w2.claim(4)
     assert [lease.lane for lease in first] == [LANE_RECOVERY, LANE_NORMAL, LANE_NORMAL, LANE_NORMAL]
+
+
+async def test_a_long_pending_list_is_taken_back_a_chunk_at_a_time(make_queue: MakeQueue) -> None:
+    queue = make_queue("w1")
+    await queue.enqueue([task(n) for n in range(12)], actor="seed")
+    held = await queue.claim(12)
+    chunks, after = [], None
+    while True:
+        leases, after = await queue.take_back(5, after)
+        chunks.append([lease.entry_id for lease in leases])
+        if after is None:
+            break
+    assert [len(chunk) for chunk in chunks] == [5, 5, 2]
+    assert sum(chunks, []) == [lease.entry_id for lease in held], "each once, in order"

@@ -87,7 +87,7 @@ async def run_worker(
     """Work on the job's tasks until none is left: own leases first, then new, then expired."""
     async with connect(url) as client:
         queue = TaskQueue(client, job, name, lease_ms=lease_ms)
-        leases = await queue.pending(redeliver=True)  # a restart resumes its own leases first
+        leases, _ = await queue.take_back(1000)  # a restart resumes its own leases first
         while True:
             for lease in leases:
                 await on_step("claimed", lease.task.task_id)
