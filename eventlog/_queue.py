@@ -35,6 +35,7 @@ from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
 from eventlog._keys import LANE_HIGH, LANE_NORMAL, WORKERS_GROUP, JobKeys
 from eventlog._log import EventLog
 from eventlog._scripts import (
+    CHECKPOINT_VALUES,
     CHECKPOINTS,
     CLAIM,
     CLAIM_URL,
@@ -111,6 +112,21 @@ class _Resumed(Exception):
     """A park refused because the pause was lifted meanwhile."""
 
 
+def _joined(task_ids: Sequence[str]) -> str:
+    """Task ids as one script argument, one a line."""
+    joined = "\n".join(task_ids)
+    if joined.count("\n") != len(task_ids) - 1:
+        raise ValueError("a task id may not contain a newline")
+    return joined
+
+
+def _task_of(fields: list[bytes]) -> Task:
+    """The task of a lane entry's fields; msgspec's DecodeError if there is none."""
+    if len(fields) != 2 or fields[0] != TASK_FIELD:
+        raise msgspec.DecodeError(f"expected one field {TASK_FIELD!r}")
+    return _task_decoder.decode(fields[1])
+
+
 def lane_for(task: Task) -> int:
     """The lane a fresh task goes to: positive priority jumps the queue."""
     return LANE_HIGH if task.priority > 0 else LANE_NORMAL
@@ -152,6 +168,7 @@ class TaskQueue:
         self._reclaim = redis.register_script(RECLAIM)
         self._promote = redis.register_script(PROMOTE)
         self._checkpoints = redis.register_script(CHECKPOINTS)
+        self._checkpoint_values = redis.register_script(CHECKPOINT_VALUES)
         self._retry = redis.register_script(RETRY)
         self._claim_url = redis.register_script(CLAIM_URL)
 
@@ -320,15 +337,22 @@ class TaskQueue:
             entries = read[0][1] if read else []
             more = more or len(entries) >= count
             deliveries = {entry[0]: int(entry[3]) for entry in pending}
+            if entries:
+                cursor[lane] = entries[-1][0].decode()
             for entry_id, fields in entries:
-                cursor[lane] = entry_id.decode()
                 if not fields:
                     continue  # deleted while pending: nothing left to run
-                lease = await self._lease(
-                    lane, entry_id, fields, deliveries=deliveries.get(entry_id, 1)
-                )
-                if lease is not None:
-                    leases.append(lease)
+                # Decoded here, not through ``_lease``: a coroutine per entry is a good part
+                # of the time a restart takes over 100,000 of them.
+                try:
+                    task = _task_of(fields)
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    await self._poisoned(lane, entry_id, fields, exc, deliveries.get(entry_id, 1))
+                    continue
+                leases.append(
+                    Lease(lane=lane, entry_id=entry_id.decode(), task=task,
+                          deliveries=deliveries.get(entry_id, 1))
+                )  # fmt: skip
         return leases, tuple(cursor) if more else None
 
     async def reclaim(
@@ -461,21 +485,36 @@ class TaskQueue:
     async def last_checkpoints(
         self, task_ids: Sequence[str]
     ) -> dict[str, tuple[str, AnyEvent | None]]:
-        """Each task's last checkpoint: its stream ID and the event, in one round trip.
+        """Each task's last checkpoint: its stream ID and the event.
 
         The event is None where it was trimmed from Redis (the archive has it).
         """
         if not task_ids:
             return {}
-        joined = "\n".join(task_ids)
-        if joined.count("\n") != len(task_ids) - 1:
-            raise ValueError("a task id may not contain a newline")
         with redis_errors("reading checkpoints"):
-            reply = await self._checkpoints(keys=[self.keys.ckpt, self.keys.events], args=[joined])
+            values = await self._checkpoint_values(
+                keys=[self.keys.ckpt], args=[_joined(task_ids)]
+            )
         found: dict[str, tuple[str, AnyEvent | None]] = {}
-        for task_id, (stream_id, payload) in zip(task_ids, reply, strict=True):
-            if stream_id:
-                found[task_id] = (stream_id.decode(), decode(payload) if payload else None)
+        bare: list[str] = []
+        for task_id, value in zip(task_ids, values, strict=True):
+            if not isinstance(value, bytes):
+                continue
+            stream_id, _, payload = value.partition(b"|")
+            if payload:
+                found[task_id] = (stream_id.decode(), decode(payload))
+            else:
+                bare.append(task_id)
+        if bare:
+            # A pointer without its event (set by a retry or ``replay --rebuild-index``):
+            # the event is read from the stream.
+            with redis_errors("reading checkpoints"):
+                reply = await self._checkpoints(
+                    keys=[self.keys.ckpt, self.keys.events], args=[_joined(bare)]
+                )
+            for task_id, (stream_id, payload) in zip(bare, reply, strict=True):
+                if stream_id:
+                    found[task_id] = (stream_id.decode(), decode(payload) if payload else None)
         return found
 
     async def checkpoint_ids(self, task_ids: Sequence[str]) -> dict[str, str]:
@@ -483,8 +522,12 @@ class TaskQueue:
         if not task_ids:
             return {}
         with redis_errors("reading checkpoint pointers"):
-            ids = await self.redis.hmget(self.keys.ckpt, list(task_ids))
-        return {t: i.decode() for t, i in zip(task_ids, ids, strict=True) if isinstance(i, bytes)}
+            values = await self.redis.hmget(self.keys.ckpt, list(task_ids))
+        return {
+            task_id: value.partition(b"|")[0].decode()
+            for task_id, value in zip(task_ids, values, strict=True)
+            if isinstance(value, bytes)
+        }
 
     async def _settle_call(
         self,
@@ -576,15 +619,9 @@ class TaskQueue:
         previous_owner: str | None = None,
     ) -> Lease | None:
         try:
-            if len(fields) != 2 or fields[0] != TASK_FIELD:
-                raise msgspec.DecodeError(f"expected one field {TASK_FIELD!r}")
-            task = _task_decoder.decode(fields[1])
+            task = _task_of(fields)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            # A task nobody can read would be redelivered forever: move it aside at once.
-            self.poisoned += 1
-            pairs = dict(zip(fields[::2], fields[1::2], strict=False))
-            reason = f"task does not decode: {exc}"
-            await self.dead_letter(lane, entry_id.decode(), reason, pairs, deliveries)
+            await self._poisoned(lane, entry_id, fields, exc, deliveries)
             return None
         return Lease(
             lane=lane,
@@ -593,3 +630,12 @@ class TaskQueue:
             deliveries=deliveries,
             previous_owner=previous_owner,
         )
+
+    async def _poisoned(
+        self, lane: int, entry_id: bytes, fields: list[bytes], exc: Exception, deliveries: int
+    ) -> None:
+        # A task nobody can read would be redelivered forever: move it aside at once.
+        self.poisoned += 1
+        pairs = dict(zip(fields[::2], fields[1::2], strict=False))
+        reason = f"task does not decode: {exc}"
+        await self.dead_letter(lane, entry_id.decode(), reason, pairs, deliveries)

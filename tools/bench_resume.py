@@ -5,14 +5,16 @@
 Sets up, through the real API, the state a worker leaves when it is SIGKILLed: N tasks
 leased by worker ``w1`` (its pending list), each with a checkpoint. (Its name lock is
 left to expire, as a dead process's does.) Then starts ``crawlog worker --name w1`` and
-measures, from the moment the process is started:
+measures, from the moment the process is started (interpreter start included):
 
-  resume_loaded_s   until the worker has taken its whole pending list back and loaded
-                    every resume point (the worker logs it)
-  first_fetch_s     until the test site sees the first request (interpreter start included)
+  first_fetch_s     until the test site sees the first request
+  all_loaded_s      until the worker logs that it has taken its whole pending list back
+                    and loaded every resume point (it does so a chunk at a time, the first
+                    tasks running meanwhile); ``resume_loaded_s``: the part of it the
+                    worker's resume took
 
-The last line is one JSON object with ``resume_100k_s``: the time until the first fetch
-(meaningful with the default 100,000 tasks). Target: <= 1.0 s.
+The last line is one JSON object with ``resume_100k_s``: the later of the two (meaningful
+with the default 100,000 tasks). Target: <= 1.0 s.
 """
 
 from __future__ import annotations
@@ -80,27 +82,43 @@ async def measure(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
         ]  # fmt: skip
         began = time.monotonic()
         process = await anyio.open_process(command, env=env, stderr=-1)
-        try:
-            with anyio.fail_after(120):
-                while site.request_count == 0:
-                    await anyio.sleep(0.001)
-            first_fetch = time.monotonic() - began
-        finally:
-            process.terminate()
-            stderr = b""
+        assert process.stderr is not None
+        stderr = bytearray()
+        loaded_at: list[float] = []
+
+        async def read_log() -> None:
             assert process.stderr is not None
             async for chunk in process.stderr:
-                stderr += chunk
-            await process.wait()
+                stderr.extend(chunk)
+                if not loaded_at and LOADED.search(stderr):
+                    loaded_at.append(time.monotonic() - began)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read_log)
+                with anyio.fail_after(120):
+                    while site.request_count == 0:
+                        await anyio.sleep(0.001)
+                    first_fetch = time.monotonic() - began
+                    # The rest of the pending list loads while the first tasks run.
+                    while not loaded_at and process.returncode is None:
+                        await anyio.sleep(0.01)
+                process.terminate()
+        finally:
+            with anyio.CancelScope(shield=True):
+                if process.returncode is None:
+                    process.kill()
+                await process.wait()
     found = LOADED.search(stderr)
-    if found is None:
+    if found is None or not loaded_at:
         raise SystemExit(f"the worker did not report its resume:\n{stderr.decode()[-2000:]}")
     return {
         "tasks": tasks,
         "resumed": int(found.group(1)),
         "resume_loaded_s": float(found.group(2)),
         "first_fetch_s": first_fetch,
-        "resume_100k_s": first_fetch,
+        "all_loaded_s": loaded_at[0],
+        "resume_100k_s": max(first_fetch, loaded_at[0]),
     }
 
 
@@ -117,9 +135,10 @@ def main() -> int:
         finally:
             stop_server(Path(tmp))
     print(
-        f"resumed {result['resumed']:,} tasks; resume points loaded in "
-        f"{result['resume_loaded_s']:.3f} s (in the worker); first fetch "
-        f"{result['first_fetch_s']:.3f} s after the process started (target <= 1.0 s)"
+        f"resumed {result['resumed']:,} tasks; from the process start: first fetch "
+        f"{result['first_fetch_s']:.3f} s, every resume point loaded "
+        f"{result['all_loaded_s']:.3f} s ({result['resume_loaded_s']:.3f} s of it in the "
+        f"worker's resume); resume_100k_s = the later of the two (target <= 1.0 s)"
     )
     print(json.dumps({k: round(v, 3) for k, v in result.items()}))
     return 0
