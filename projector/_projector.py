@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Self
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
@@ -27,7 +28,6 @@ from eventlog import (
     JobKeys,
     LogEntry,
     PoisonEntry,
-    TaskEvent,
     stream_id_key,
 )
 from eventlog._connection import command, redis_errors
@@ -36,7 +36,7 @@ from projector._committer import CommitRequest, Committer
 from projector._fold import apply, fold
 from projector._state import State, canonical
 from projector._store import Manifest, Store
-from projector._summary import SummaryTracker
+from projector._summary import SummaryTracker, touched_tasks
 
 DEFAULT_COMMIT_EVENTS = 50_000
 DEFAULT_COMMIT_INTERVAL_S = 1.0
@@ -88,6 +88,7 @@ class Projector:
         self._summary = SummaryTracker()
         self._behind = False
         """The last read was a full batch: the log has more (compaction can wait)."""
+        self._ahead: _ReadAhead | None = None
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
@@ -120,14 +121,23 @@ class Projector:
 
     async def step(self, *, block_ms: int = 0) -> int:
         """Read and fold one batch; start a commit if one is due. Returns the events read."""
+        ahead, self._ahead = self._ahead, None
         try:
-            entries = await self.log.read_after(self.position, READ_BATCH, block_ms=block_ms)
+            if ahead is not None and ahead.after == self.position:
+                entries = await ahead.result()
+            else:
+                entries = await self.log.read_after(self.position, READ_BATCH, block_ms=block_ms)
         except PoisonEntry as poison:
             # Copied aside, never edited out of the log; reading goes on after it.
             await self.log.dead_letter(poison)
             self.position = poison.entry_id
             return 0
         self._behind = len(entries) >= READ_BATCH
+        if self._behind and self._tasks is not None:
+            # Behind the log: the next batch is asked for now, and the server reads it while
+            # this one is folded (a checkpoint lets the read send its command first).
+            self._ahead = _ReadAhead(self.log, entries[-1].stream_id, self._tasks)
+            await anyio.lowlevel.checkpoint()
         if entries:
             if not self._buffer:
                 self._buffer_since = time.monotonic()
@@ -167,7 +177,7 @@ class Projector:
             self._snapshot_at = time.monotonic()
         if not self._buffer and self.position == self.manifest.position and not snapshot_bytes:
             return
-        self._summary.update(self.state, _task_ids(self._buffer))
+        self._summary.update(self.state, touched_tasks(self._buffer))
         work = CommitRequest(
             position=self.position,
             entries=self._buffer,
@@ -227,9 +237,30 @@ class Projector:
         return max(1, int(left * 1000))
 
 
-def _task_ids(entries: list[LogEntry]) -> set[str]:
-    """The tasks some of ``entries`` are about (only task events change a task)."""
-    return {e.event.task_id for e in entries if isinstance(e.event, TaskEvent)}
+class _ReadAhead:
+    """A read of the batch after ``after``, running while the batch before it is folded."""
+
+    def __init__(self, log: EventLog, after: str, tasks: TaskGroup) -> None:
+        self.after = after
+        self._done = anyio.Event()
+        self._entries: list[LogEntry] = []
+        self._error: Exception | None = None
+        tasks.start_soon(self._read, log)
+
+    async def _read(self, log: EventLog) -> None:
+        try:
+            self._entries = await log.read_after(self.after, READ_BATCH)
+        except Exception as exc:  # raised again where the batch is taken
+            self._error = exc
+        finally:
+            self._done.set()
+
+    async def result(self) -> list[LogEntry]:
+        """The batch; what the read raised (a poison entry, a lost server) is raised here."""
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._entries
 
 
 def committed_state(store: Store, manifest: Manifest) -> State:

@@ -21,6 +21,15 @@ from typing import Final, TypeVar
 
 import msgspec
 
+from eventlog import (
+    ActionDone,
+    ActionIntended,
+    CheckpointSaved,
+    ItemScraped,
+    LogEntry,
+    PageFetched,
+    TaskEvent,
+)
 from projector._state import (
     ABORTED,
     FAILED,
@@ -83,6 +92,20 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _SUMMARY_DECODER: Final = msgspec.msgpack.Decoder(Summary)
+
+
+_UNSUMMARIZED: Final = (PageFetched, ItemScraped, CheckpointSaved, ActionIntended, ActionDone)
+"""Task events that change nothing a summary holds (status, retries, recoveries, reason):
+most of a crawl's events, so most are skipped when a batch's tasks are refreshed."""
+
+
+def touched_tasks(entries: Iterable[LogEntry]) -> set[str]:
+    """The tasks whose summary figures ``entries`` may have changed."""
+    return {
+        e.event.task_id
+        for e in entries
+        if isinstance(e.event, TaskEvent) and not isinstance(e.event, _UNSUMMARIZED)
+    }
 
 
 def summarize(state: State) -> Summary:

@@ -106,4 +106,5 @@ async def test_a_long_pending_list_is_taken_back_a_chunk_at_a_time(make_queue: M
         if after is None:
             break
     assert [len(chunk) for chunk in chunks] == [5, 5, 2]
-    assert sum(chunks, []) == [lease.entry_id for lease in held], "each once, in order"
+    taken = [entry for chunk in chunks for entry in chunk]
+    assert taken == [lease.entry_id for lease in held], "each once, in order"

@@ -10,11 +10,11 @@ import redis.asyncio as aioredis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventlog import EventLog, LogEntry, TaskEnqueued, TaskEvent, TaskFailed
+from eventlog import EventLog, LogEntry, TaskEnqueued, TaskFailed
 from projector._fold import fold
 from projector._projector import Projector, read_committed
 from projector._state import State
-from projector._summary import LISTED, SummaryTracker, summarize
+from projector._summary import LISTED, SummaryTracker, summarize, touched_tasks
 from tests.projector.strategies import logs
 
 
@@ -27,7 +27,7 @@ def test_a_summary_kept_batch_by_batch_equals_one_computed_from_the_whole_state(
     for start, end in zip([0, *cuts], [*cuts, len(log)], strict=True):
         batch = log[start:end]
         fold(batch, state)
-        tracker.update(state, {e.event.task_id for e in batch if isinstance(e.event, TaskEvent)})
+        tracker.update(state, touched_tasks(batch))
         assert tracker.summary(state) == summarize(state)
 
 
