@@ -22,6 +22,7 @@ from projector._projector import (
     DEFAULT_SNAPSHOT_INTERVAL_S,
     Projector,
     committed_position,
+    tune_gc,
     wait_for_position,
 )
 from projector._repair import rebuild_from_redis
@@ -100,6 +101,7 @@ def project_command(
             ) as projector, anyio.create_task_group() as tg:  # fmt: skip
                 if metrics is not None:
                     tg.start_soon(metrics.watch, client, projector)
+                tune_gc()  # after the state is restored: it is frozen out of collections
                 log.info("projector of %s started at %s", job, projector.position)
                 if once:
                     await projector.catch_up()

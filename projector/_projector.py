@@ -10,6 +10,7 @@ it, so no event leaves Redis before it is archived.
 
 from __future__ import annotations
 
+import gc
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -44,6 +45,10 @@ DEFAULT_SNAPSHOT_INTERVAL_S = 10.0
 DEFAULT_KEEP_TAIL_S = 60.0
 """Events younger than this (by stream ID time) before the committed position stay in Redis."""
 READ_BATCH = 5_000
+GC_GEN0_THRESHOLD = 100_000
+"""Allocations between two young-generation collections in a projector process (700 by
+default): reading and folding allocates millions of short-lived objects and makes almost
+no cycles, and collecting every 700 of them cost a sixth of the projector's time."""
 
 
 class Projector:
@@ -261,6 +266,16 @@ class _ReadAhead:
         if self._error is not None:
             raise self._error
         return self._entries
+
+
+def tune_gc() -> None:
+    """Set this process's garbage collector for projecting (``crawlog project`` calls it).
+
+    What exists now (imports, the restored state) is frozen out of every collection, and
+    young objects are collected every ``GC_GEN0_THRESHOLD`` allocations instead of 700.
+    """
+    gc.freeze()
+    gc.set_threshold(GC_GEN0_THRESHOLD, 50, 100)
 
 
 def committed_state(store: Store, manifest: Manifest) -> State:

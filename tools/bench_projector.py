@@ -14,6 +14,9 @@ In one run, on one private valkey-server (unix socket, AOF everysec):
                       and trimmed (the dedup sets of recent event ids reported apart)
 
 Medians of the rounds. Prints a table, then one JSON object as its last line.
+
+The process's garbage collector is set as ``crawlog project`` sets it (``tune_gc``), for
+the raw read as well as for the projector: both are measured in the same conditions.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ from eventlog import (
 )
 from eventlog._server import ensure_server, stop_server
 from projector._archive import write_segment
-from projector._projector import Projector
+from projector._projector import Projector, tune_gc
 from projector._replay import replay_archive
 from projector._store import Manifest, Store
 
@@ -202,6 +205,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller sizes, under a minute")
     args = parser.parse_args()
     sizes = QUICK if args.quick else FULL
+    tune_gc()
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
         url = ensure_server(Path(tmp)).url
         try:
