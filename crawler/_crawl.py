@@ -26,6 +26,7 @@ from crawler._progress_source import LiveProgress
 from crawler._progress_view import display_for
 from crawler._worker import enqueue_seeds
 from eventlog import JobKeys, TaskQueue, connect
+from eventlog._connection import DEFAULT_RIDE_OUT_S
 from projector._projector import read_committed, wait_for_position
 from projector._store import Store
 
@@ -72,7 +73,8 @@ async def run_crawl(
     keys = JobKeys(job)
     env = {**os.environ, "REDIS_URL": url}
     common = ("--job", job, "--data-dir", str(data_dir))
-    async with connect(url) as client:
+    # Like its workers and projector, the crawl waits out a Redis restart.
+    async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
         config = await save_config(client, keys, config)
         queue = TaskQueue(client, job, "crawl")
         new = await enqueue_seeds(

@@ -34,7 +34,10 @@ DEFAULT_RIDE_OUT_S = 60.0
 """How long a long-running process (a worker, the projector) keeps retrying a lost server
 before it gives up: long enough for a restart that replays its append-only file."""
 _RIDE_OUT_BASE_S = 0.05
-_RIDE_OUT_CAP_S = 2.0
+_RIDE_OUT_CAP_S = 0.5
+"""The longest wait between two tries. Short: a worker's lease renewal stuck in a long
+wait after the server is back lets its leases expire under it (with chaos.py's 3 s
+leases, a 2 s cap made live workers' tasks be taken over and fetched twice)."""
 _NOSCRIPT_RESENDS = 3
 
 _RAW_COMMANDS = ("XRANGE", "XREVRANGE", "XREAD", "XREADGROUP", "XCLAIM", "XAUTOCLAIM", "XPENDING")
@@ -82,7 +85,7 @@ def client_for(url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S) 
 def ride_out_retry(seconds: float) -> Retry:
     """A redis-py retry policy that keeps trying a lost server for at least ``seconds``.
 
-    Exponential backoff from 50 ms up to 2 s, each wait jittered between half and all of
+    Exponential backoff from 50 ms up to 0.5 s, each wait jittered between half and all of
     it (workers that lost the server together do not come back in lockstep). The number
     of retries is counted so that even the shortest waits add up to ``seconds``.
     """

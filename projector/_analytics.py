@@ -37,7 +37,14 @@ from projector._archive import SCHEMA
 from projector._projector import committed_state, read_committed
 from projector._state import STATUSES, JobState, SiteState, State, TaskState
 from projector._store import Manifest, Store
-from projector._summary import ANOMALIES_LISTED, LISTED, RunningTask, Summary, summarize
+from projector._summary import (
+    ANOMALIES_LISTED,
+    LISTED,
+    RecoveredTask,
+    RunningTask,
+    Summary,
+    summarize,
+)
 
 T = TypeVar("T")
 
@@ -544,15 +551,6 @@ class ResponseTimes(msgspec.Struct, frozen=True, kw_only=True):
     p95_ms: float | None
 
 
-class ResumedTask(msgspec.Struct, frozen=True, kw_only=True):
-    """A task another worker took over after a lease expired."""
-
-    task_id: str
-    url: str
-    status: str
-    recoveries: int
-
-
 class RefetchedPage(msgspec.Struct, frozen=True, kw_only=True):
     """A page of a task fetched more than once, and how many times in all."""
 
@@ -566,21 +564,15 @@ class Recoveries(msgspec.Struct, frozen=True, kw_only=True):
     """Tasks resumed after a lost lease, and pages fetched again (the first few named)."""
 
     tasks_resumed: int
-    resumed: list[ResumedTask]
+    resumed: list[RecoveredTask]
     pages_refetched: int
     extra_fetches: int
     refetched: list[RefetchedPage]
 
 
-class StuckTask(msgspec.Struct, frozen=True, kw_only=True):
+class StuckTask(RunningTask, frozen=True, kw_only=True):
     """A running task whose last event is older than the lease."""
 
-    task_id: str
-    url: str
-    site: str
-    owner: str | None
-    attempt: int
-    updated_at: float
     idle_s: float
 
 
@@ -800,10 +792,7 @@ def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
     """).fetchall()
     return Recoveries(
         tasks_resumed=summary.recovered_tasks,
-        resumed=[
-            ResumedTask(task_id=t.task_id, url=t.url, status=t.status, recoveries=t.recoveries)
-            for t in summary.recovered[:LISTED]
-        ],
+        resumed=list(summary.recovered[:LISTED]),
         pages_refetched=pairs,
         extra_fetches=int(extra),
         refetched=[
