@@ -533,6 +533,11 @@ class Crawl:
                 fault.note += f" {len(waiting)} task(s) never ran elsewhere"
         finally:
             self._trackers -= 1
+            if waiting and fault.recovery_s is None and "never ran" not in fault.note:
+                # Cut off when the crawl ended: name what was still awaited, to look into.
+                fault.note += (
+                    f" recovery not seen for {len(waiting)} task(s), e.g. {sorted(waiting)[:3]}"
+                )
 
     async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call()``, retried while the server is down (a chaos round may have killed it)."""
