@@ -61,7 +61,15 @@ from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
 from crawler.testsite import Faults, RunningSite, serve_testsite
-from eventlog import CrawlogError, EventLog, JobKeys, TaskQueue, TaskReclaimed, stream_id_key
+from eventlog import (
+    TERMINAL_EVENT_TYPES,
+    CrawlogError,
+    EventLog,
+    JobKeys,
+    TaskQueue,
+    TaskReclaimed,
+    stream_id_key,
+)
 from eventlog._connection import client_for
 from eventlog._server import ensure_server
 from projector._projector import wait_for_position
@@ -520,7 +528,14 @@ class Crawl:
                                 unclaimed.discard(task_id)
                                 if not unclaimed:
                                     fault.reclaim_s = time.monotonic() - t0
-                        elif event.actor != victim or _after(entry.stream_id, back_at):
+                        elif (
+                            event.actor != victim
+                            or _after(entry.stream_id, back_at)
+                            or isinstance(event, TERMINAL_EVENT_TYPES)
+                        ):
+                            # A terminal event of the victim's own: its last step was on its
+                            # way (in the proxy) when it was stopped or killed, and the server
+                            # took it, lease still held: the task ended, nothing to recover.
                             waiting.discard(task_id)
                             unclaimed.discard(task_id)
                     if not entries:
