@@ -91,7 +91,7 @@ RESUME_CHUNK = 5_000
 """Own pending entries taken back (and their resume points loaded) a lane at a time: the
 first tasks start while the rest of a long pending list is still being read."""
 PRELOAD_BATCH = 20_000
-"""A restart takes its whole pending list back at once (one script call)."""
+"""Resume points read in one script call."""
 SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
 ROBOTS_PATH = "/robots.txt"
@@ -170,9 +170,9 @@ class Worker:
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._robots_locks: dict[str, anyio.Lock] = {}
         self._ended: set[str] = set()
+        """Entries whose task ended since the current re-read of our PEL began."""
         self._resuming: anyio.Event | None = anyio.Event()
         """Set (and replaced) as each chunk of the pending list arrives; None once all did."""
-        """Entries whose task ended since the current re-read of our PEL began."""
 
     def stop(self) -> None:
         """Stop claiming; in-flight tasks finish their page or are released (graceful stop)."""
@@ -541,6 +541,8 @@ class Worker:
 
         async def claim(url: str) -> bool:
             fp = fingerprint(url)
+            if fp == task_id:
+                return True  # the same URL in another spelling: the task's own page
             if fp in self._seen:
                 return False
             return await self.queue.claim_url(fp, task_id)

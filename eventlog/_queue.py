@@ -342,8 +342,8 @@ class TaskQueue:
             for entry_id, fields in entries:
                 if not fields:
                     continue  # deleted while pending: nothing left to run
-                # Decoded here, not through ``_lease``: a coroutine per entry is a good part
-                # of the time a restart takes over 100,000 of them.
+                # Decoded inline (no coroutine per entry); an entry that does not decode is
+                # moved aside as ``_lease`` does.
                 try:
                     task = _task_of(fields)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
