@@ -54,6 +54,7 @@ from eventlog import (
     ActionIntended,
     AnyEvent,
     CheckpointSaved,
+    CircuitClosed,
     CircuitOpened,
     Controls,
     Counts,
@@ -576,6 +577,10 @@ class Worker:
         if result.error is None and result.status < 400:
             if self.circuits.record_success(site, now):
                 log.info("circuit of %s closed", site)
+                # The event clears the shared flag too: without it the state (and report)
+                # showed the circuit open for the rest of the job.
+                closed = CircuitClosed(actor=self.name, site=site, reason="a fetch succeeded")
+                await self.queue.control(closed)
             return False
         opened = self.circuits.record_failure(site, now)
         if opened:

@@ -15,6 +15,7 @@ import pytest
 
 from crawler.testsite import Faults, serve_testsite
 from eventlog import (
+    CircuitClosed,
     CircuitOpened,
     EventLog,
     JobKeys,
@@ -147,5 +148,9 @@ async def test_a_failing_site_opens_its_circuit_and_is_probed_back(
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
         reachable = {u.removeprefix(site.url) for u in site.reachable}
         assert reachable <= {r.path for r in site.requests if r.status == 200}
-    opened = [e for e in await events_of(log) if isinstance(e, CircuitOpened)]
+    events = await events_of(log)
+    opened = [e for e in events if isinstance(e, CircuitOpened)]
     assert opened and opened[0].site == site.url and opened[0].failures == 3
+    # The probe that succeeds closes it, in the log too (the state must not stay "open").
+    last_change = [e for e in events if isinstance(e, CircuitOpened | CircuitClosed)][-1]
+    assert isinstance(last_change, CircuitClosed) and last_change.site == site.url

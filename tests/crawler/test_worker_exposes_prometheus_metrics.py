@@ -80,7 +80,9 @@ async def test_worker_counts_what_it_wrote_to_the_log(
     start_job: Callable[..., Any],
     worker_process: Callable[..., Any],
 ) -> None:
-    await start_job([site.url + "/"], lease_ms=3000)
+    # The breaker set for a site that throws scattered 500s: with the default (5 in a row,
+    # 30 s) the test spent most of its time waiting out an open circuit.
+    await start_job([site.url + "/"], lease_ms=3000, circuit_failures=50)
     port = free_port()
     await worker_process("w1", "--metrics-port", str(port))
     queue = TaskQueue(redis_client, job, "test")
