@@ -77,9 +77,9 @@ async def worker_process(
         await process.aclose()
 
 
-async def run_projector(valkey_url: str, job: str, data_dir: Path) -> None:
-    """Project the job's whole log now (``crawlog project --once``)."""
-    command = [sys.executable, "-m", "crawler.cli", "project", "--job", job, "--once"]
+async def run_projector(valkey_url: str, job: str, data_dir: Path, *extra: str) -> None:
+    """Project the job's whole log now (``crawlog project --once``, then ``extra``)."""
+    command = [sys.executable, "-m", "crawler.cli", "project", "--job", job, "--once", *extra]
     env = {**os.environ, "REDIS_URL": valkey_url}
     await anyio.run_process([*command, "--data-dir", str(data_dir)], env=env, cwd=ROOT)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,16 +13,10 @@ import redis.asyncio as aioredis
 from crawler._urls import fingerprint
 from crawler.testsite import Faults, serve_testsite
 from eventlog import EventLog, JobKeys, TaskEvent
-from tests.crawler.operator_cli import ROOT, crawlog
+from tests.crawler.conftest import run_projector
+from tests.crawler.operator_cli import crawlog
 
 pytestmark = pytest.mark.anyio
-
-
-async def project_and_trim(valkey_url: str, job: str, data_dir: Path) -> None:
-    """Archive the whole log and trim Redis down to the committed position."""
-    command = [sys.executable, "-m", "crawler.cli", "project", "--job", job, "--once",
-               "--keep-tail", "0", "--data-dir", str(data_dir)]  # fmt: skip
-    await anyio.run_process(command, env={**os.environ, "REDIS_URL": valkey_url}, cwd=ROOT)
 
 
 async def test_history_of_a_url_fetched_twice_shows_the_failed_fetch_and_the_retry(
@@ -43,7 +35,8 @@ async def test_history_of_a_url_fetched_twice_shows_the_failed_fetch_and_the_ret
         with anyio.fail_after(90):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
             # The first attempt's events only in the archive, the rest in the stream.
-            await project_and_trim(valkey_url, job, data_dir)
+            # Archive the whole log and trim Redis down to the committed position.
+            await run_projector(valkey_url, job, data_dir, "--keep-tail", "0")
             assert await redis_client.xlen(JobKeys(job).events) == 1
             retry = await crawlog(valkey_url, data_dir, "retry", "--job", job, seed,
                                   "--reason", "flaky upstream", "--by", "erin")  # fmt: skip
