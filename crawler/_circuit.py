@@ -24,6 +24,23 @@ DEFAULT_PROBE_TIMEOUT_S = 60.0
 
 CircuitState = Literal["closed", "open", "half-open"]
 Transition = Literal["opened", "closed"]
+Verdict = Literal["failure", "success"]
+
+SITE_FAILURE_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""Answers that say the site is struggling. Any other answer (a 404 too) shows it is up."""
+
+
+def verdict_of(status: int, *, error: bool, permanent: bool) -> Verdict | None:
+    """What one fetch says about its site's health (``status`` 0: no answer), or None.
+
+    A dead link (404, 410) is the page's problem, not the site's: counted as a failure, a
+    few broken links opened a site's circuit and held back all its pages. A network error
+    or a timeout is a failure; a permanent error (a redirect loop, a page over the size
+    cap) came with an answer, unless nothing was sent at all (a malformed URL).
+    """
+    if (error and not permanent) or status in SITE_FAILURE_STATUSES or status >= 500:
+        return "failure"
+    return "success" if status else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,9 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT_ENV = "CRAWLOG_LOG_FORMAT"
 DEFAULT_LOG_LEVEL = "warning"
 HUMAN_FORMAT = "%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"
+PER_REQUEST_LOGGERS = ("httpx", "httpcore")
+"""Libraries that log every HTTP request at INFO: shown only at --log-level debug (a
+worker's info log is for its own events, and hundreds of lines a second cost CPU)."""
 
 # Fields every LogRecord has: anything else on a record came from ``extra=`` and is kept.
 _STANDARD_FIELDS = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
@@ -57,7 +60,7 @@ def configure_logging(log_format: LogFormat, level: str = DEFAULT_LOG_LEVEL) -> 
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
-    root.setLevel(level.upper())
+    set_log_level(level)
     # Python's own warnings (deprecations in a spider, say) go through logging as well,
     # so a JSON log stays JSON.
     logging.captureWarnings(True)
@@ -67,3 +70,6 @@ def configure_logging(log_format: LogFormat, level: str = DEFAULT_LOG_LEVEL) -> 
 def set_log_level(level: str) -> None:
     """Set the level of every crawlog logger (the root logger's)."""
     logging.getLogger().setLevel(level.upper())
+    quieter = max(logging.WARNING, logging.getLevelName(level.upper()))
+    for name in PER_REQUEST_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if level == "debug" else quieter)

@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
 from crawler._backoff import RetryPolicy
-from crawler._circuit import SiteCircuits
+from crawler._circuit import SiteCircuits, verdict_of
 from crawler._fetch import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
@@ -574,16 +574,18 @@ class Worker:
         task = lease.task
         site = task.site
         now = time.time()
+        verdict = verdict_of(
+            result.status, error=result.error is not None, permanent=_permanent(result)
+        )
+        if verdict == "success" and self.circuits.record_success(site, now):
+            log.info("circuit of %s closed", site)
+            # The event clears the shared flag too: without it the state (and report)
+            # showed the circuit open for the rest of the job.
+            closed = CircuitClosed(actor=self.name, site=site, reason="the site answered")
+            await self.queue.control(closed)
         if result.error is None and result.status < 400:
-            if self.circuits.record_success(site, now):
-                log.info("circuit of %s closed", site)
-                # The event clears the shared flag too: without it the state (and report)
-                # showed the circuit open for the rest of the job.
-                closed = CircuitClosed(actor=self.name, site=site, reason="a fetch succeeded")
-                await self.queue.control(closed)
             return False
-        opened = self.circuits.record_failure(site, now)
-        if opened:
+        if verdict == "failure" and self.circuits.record_failure(site, now):
             event = CircuitOpened(
                 actor=self.name, site=site, reason=result.error or f"HTTP {result.status}",
                 failures=self.circuits.breaker.failures_to_open,

@@ -59,7 +59,7 @@ async def prepare(url: str, site: str, job: str, tasks: int) -> None:
         queue = TaskQueue(client, job, "w1")
         for start in range(0, tasks, SETUP_BATCH):
             batch = [
-                Task(task_id=f"{n:016x}", url=f"{site}/item/{n % 50}?copy={n}", site=site)
+                Task(task_id=f"{n:016x}", url=f"{site}/item/{n + 1}", site=site)
                 for n in range(start, min(start + SETUP_BATCH, tasks))
             ]
             await queue.enqueue(batch, actor="bench")
@@ -71,7 +71,7 @@ async def prepare(url: str, site: str, job: str, tasks: int) -> None:
 
 async def measure(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
     job = f"resume-{time.time_ns()}"
-    async with serve_testsite(pages=60, seed=1) as site:
+    async with serve_testsite(pages=tasks, seed=1) as site:
         started = time.monotonic()
         await prepare(url, site.url, job, tasks)
         print(f"set up {tasks:,} leased, checkpointed tasks in {time.monotonic() - started:.1f} s")

@@ -11,6 +11,7 @@ from crawler._circuit import (
     DEFAULT_FAILURES_TO_OPEN,
     CircuitBreaker,
     SiteCircuits,
+    verdict_of,
 )
 from eventlog._exceptions import ConfigError
 
@@ -192,3 +193,23 @@ def test_a_closed_circuit_always_allows(
             circuits.record_success(SITE, now)
         else:
             circuits.record_failure(SITE, now)
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "permanent", "verdict"),
+    [
+        (200, False, False, "success"),
+        (404, False, False, "success"),
+        (410, False, False, "success"),
+        (301, True, True, "success"),
+        (429, False, False, "failure"),
+        (503, False, False, "failure"),
+        (599, False, False, "failure"),
+        (0, True, False, "failure"),
+        (0, True, True, None),
+    ],
+)
+def test_only_a_struggling_site_counts_against_its_circuit(
+    status: int, error: bool, permanent: bool, verdict: str | None
+) -> None:
+    assert verdict_of(status, error=error, permanent=permanent) == verdict

@@ -94,6 +94,23 @@ async def test_throttled_and_failing_pages_are_retried_after_their_backoff(
     assert any(e.reason == "HTTP 500" for e in retries)
 
 
+async def test_dead_links_fail_their_tasks_without_opening_the_sites_circuit(
+    start_job: Callable[..., Any], worker_process: Callable[..., Any], log: EventLog
+) -> None:
+    async with serve_testsite(pages=12, seed=8) as site:
+        dead = [f"{site.url}/item/{n}?gone" for n in range(12)]
+        # The default cooldown (30 s) would outlast the deadline if 404s opened the circuit.
+        await start_job([*dead, site.url + "/"], circuit_failures=3)
+        with anyio.fail_after(25):
+            assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
+        reachable = {u.removeprefix(site.url) for u in site.reachable}
+        assert reachable <= {r.path for r in site.requests if r.status == 200}
+    events = await events_of(log)
+    assert not [e for e in events if isinstance(e, CircuitOpened)]
+    failed = [e for e in events if isinstance(e, TaskFailed)]
+    assert len(failed) == len(dead) and {e.reason for e in failed} == {"HTTP 404"}
+
+
 async def test_a_paused_site_stops_being_fetched_within_a_second_and_resumes(
     start_job: Callable[..., Any],
     worker_process: Callable[..., Any],
