@@ -91,8 +91,6 @@ SPIDER_ERROR_MAX = 300
 RESUME_CHUNK = 5_000
 """Own pending entries taken back (and their resume points loaded) a lane at a time: the
 first tasks start while the rest of a long pending list is still being read."""
-PRELOAD_BATCH = 20_000
-"""Resume points read in one script call."""
 SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
 ROBOTS_PATH = "/robots.txt"
@@ -166,8 +164,6 @@ class Worker:
         self._capacity = anyio.Event()
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._backlog: deque[Lease] = deque()
-        self._checkpoints: dict[str, CheckpointSaved] = {}
-        """Resume points preloaded for the backlog, by task id."""
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._robots_locks: dict[str, anyio.Lock] = {}
         self._ended: set[str] = set()
@@ -238,7 +234,6 @@ class Worker:
         started, resumed, after = time.monotonic(), 0, None
         while True:
             leases, after = await self.queue.take_back(RESUME_CHUNK, after)
-            await self._preload_checkpoints([lease.task for lease in leases])
             self._backlog.extend(leases)
             resumed += len(leases)
             assert self._resuming is not None
@@ -381,7 +376,7 @@ class Worker:
             deliveries=lease.deliveries,
         )  # fmt: skip
         pending: list[AnyEvent] = [claimed]  # written with the first page's step
-        last = await self._last_checkpoint(task)
+        last = await self._last_checkpoint(lease)
         resume = last.cursor if last else None
         counts = last.counts if last else Counts()
         page = resume.page + 1 if resume else 1
@@ -469,25 +464,14 @@ class Worker:
             self.stats.tasks_done += 1
             return
 
-    async def _preload_checkpoints(self, tasks: list[Task]) -> None:
-        """Resume points of many tasks, a script call per batch: each ``ckpt`` pointer and
-        the event it points at, read by the server (a restart resumes a whole pending list;
-        one pipelined XRANGE per task cost more in the client than the reads themselves)."""
-        for start in range(0, len(tasks), PRELOAD_BATCH):
-            batch = [task.task_id for task in tasks[start : start + PRELOAD_BATCH]]
-            for task_id, (_, event) in (await self.queue.last_checkpoints(batch)).items():
-                if isinstance(event, CheckpointSaved):
-                    self._checkpoints[task_id] = event
-
-    async def _last_checkpoint(self, task: Task) -> CheckpointSaved | None:
-        """The task's last checkpoint, if it has one: read by its stream ID from Redis, or
-        from the archive when it was trimmed (the projector archives before trimming)."""
-        if (preloaded := self._checkpoints.pop(task.task_id, None)) is not None:
-            return preloaded
-        found = await self.queue.last_checkpoints([task.task_id])
-        if task.task_id not in found:
+    async def _last_checkpoint(self, lease: Lease) -> CheckpointSaved | None:
+        """The task's last checkpoint, if it has one: taken back with the lease on a
+        restart, else read by its stream ID from Redis, or from the archive when it was
+        trimmed (the projector archives before trimming)."""
+        found = await self.queue.resume_point(lease)
+        if found is None:
             return None
-        stream_id, event = found[task.task_id]
+        stream_id, event = found
         if event is None:
             store = Store(self.data_dir, self.job)
             event = await anyio.to_thread.run_sync(find_archived, store, stream_id)

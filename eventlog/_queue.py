@@ -46,6 +46,7 @@ from eventlog._scripts import (
     RENEW,
     RETRY,
     SETTLE,
+    TAKE_BACK,
 )
 
 DEFAULT_LEASE_MS = 30_000
@@ -85,6 +86,9 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
     """How many times the server delivered this entry (new reads, restarts, reclaims)."""
     previous_owner: str | None = None
     """For a reclaimed lease: the consumer it was taken from."""
+    resume: bytes | None = None
+    """For a taken-back lease: its task's ``ckpt`` value, read with it and decoded only when
+    the task starts (``b""``: no checkpoint); None: not read (see `TaskQueue.resume_point`)."""
 
     @property
     def recoveries(self) -> int:
@@ -169,6 +173,7 @@ class TaskQueue:
         self._promote = redis.register_script(PROMOTE)
         self._checkpoints = redis.register_script(CHECKPOINTS)
         self._checkpoint_values = redis.register_script(CHECKPOINT_VALUES)
+        self._take_back = redis.register_script(TAKE_BACK)
         self._retry = redis.register_script(RETRY)
         self._claim_url = redis.register_script(CLAIM_URL)
 
@@ -305,55 +310,78 @@ class TaskQueue:
     async def take_back(
         self, count: int, after: tuple[str, ...] | None = None
     ) -> tuple[list[Lease], tuple[str, ...] | None]:
-        """Re-deliver this consumer's own pending entries: up to ``count`` a lane, after the
-        entry ids ``after`` (one a lane; None: from the start).
+        """Re-deliver this consumer's own pending entries, each with its task's resume point
+        (`Lease.resume`): up to ``count``, after the entry ids ``after`` (one a lane; None:
+        from the start).
 
         For a restarted worker resuming its PEL: that counts as a delivery, so a task that
         keeps killing its worker reaches the recovery limit. Returns the leases and where
         to go on from, or None once every lane is read to its end.
         """
         await self.ensure_groups()
-        lanes = self.keys.lanes
-        start = after or ("0",) * len(lanes)
-        # XREADGROUP from an id re-delivers this consumer's own PEL after it, with each
-        # entry's fields (delivery count + 1, idle time reset), and XPENDING then gives
-        # the new counts: two native commands a lane, in one MULTI so that both see the same
-        # PEL. A script doing XPENDING + XCLAIM took several times longer.
-        with redis_errors("taking back pending tasks"):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                for key, first in zip(lanes, start, strict=True):
-                    pipe.execute_command(
-                        "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
-                        "STREAMS", key, first,
-                    )  # fmt: skip
-                    pipe.execute_command(
-                        "XPENDING", key, WORKERS_GROUP, f"({first}" if first != "0" else "-",
-                        "+", count, self.consumer,
-                    )  # fmt: skip
-                replies = await pipe.execute()
-        leases, cursor, more = [], list(start), False
-        for lane in range(len(lanes)):
-            read, pending = replies[2 * lane], replies[2 * lane + 1]
-            entries = read[0][1] if read else []
-            more = more or len(entries) >= count
-            deliveries = {entry[0]: int(entry[3]) for entry in pending}
-            if entries:
-                cursor[lane] = entries[-1][0].decode()
-            for entry_id, fields in entries:
-                if not fields:
-                    continue  # deleted while pending: nothing left to run
-                # Decoded inline (no coroutine per entry); an entry that does not decode is
-                # moved aside as ``_lease`` does.
-                try:
-                    task = _task_of(fields)
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    await self._poisoned(lane, entry_id, fields, exc, deliveries.get(entry_id, 1))
-                    continue
-                leases.append(
-                    Lease(lane=lane, entry_id=entry_id.decode(), task=task,
-                          deliveries=deliveries.get(entry_id, 1))
-                )  # fmt: skip
+        cursor = list(after or ("0",) * len(self.keys.lanes))
+        leases: list[Lease] = []
+        # A lane is read until a chunk comes back short (its end, marked ""); a full chunk
+        # ends the call, so one call returns at most one full chunk.
+        for lane, first in enumerate(cursor):
+            if first == "":
+                continue
+            with redis_errors("taking back pending tasks"):
+                reply = await self._take_back(
+                    keys=[self.keys.tasks(lane), self.keys.ckpt],
+                    args=[WORKERS_GROUP, self.consumer, count, first],
+                )
+            if not reply[0]:
+                cursor[lane] = ""
+                continue
+            last, ids, deliveries, fields, values = reply
+            leases += await self._taken_back(lane, ids, deliveries, fields, values)
+            if len(ids) < count:
+                cursor[lane] = ""
+                continue
+            cursor[lane] = last.decode()
+            break
+        more = any(first != "" for first in cursor)
         return leases, tuple(cursor) if more else None
+
+    async def _taken_back(
+        self,
+        lane: int,
+        ids: list[bytes],
+        deliveries: list[int],
+        fields: list[list[bytes] | None],
+        values: list[bytes | None],
+    ) -> list[Lease]:
+        leases = []
+        for entry_id, delivered, entry, value in zip(ids, deliveries, fields, values, strict=True):
+            if not entry:
+                continue  # deleted while pending: nothing left to run
+            # Decoded inline (no coroutine per entry); an entry that does not decode is
+            # moved aside as ``_lease`` does.
+            try:
+                task = _task_of(entry)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                await self._poisoned(lane, entry_id, entry, exc, delivered)
+                continue
+            leases.append(
+                Lease(lane=lane, entry_id=entry_id.decode(), task=task, deliveries=delivered,
+                      resume=b"" if value is None else value or None)
+            )  # fmt: skip
+        return leases
+
+    async def resume_point(self, lease: Lease) -> tuple[str, AnyEvent | None] | None:
+        """The last checkpoint of the lease's task: its stream ID and the event (None where
+        it was trimmed from Redis: the archive has it); None if the task has none."""
+        value = lease.resume
+        task_id = lease.task.task_id
+        if value is None:
+            return (await self.last_checkpoints([task_id])).get(task_id)
+        if not value:
+            return None
+        stream_id, _, payload = value.partition(b"|")
+        if not payload:  # a bare pointer (see `last_checkpoints`)
+            return (await self.last_checkpoints([task_id])).get(task_id)
+        return stream_id.decode(), decode(payload)
 
     async def reclaim(
         self, count: int = DEFAULT_CLAIM_COUNT, *, min_idle_ms: int | None = None

@@ -1,0 +1,80 @@
+"""A restarted worker's take-back reads each pending task with its last checkpoint, in one
+server call a chunk (tasks whose id the server cannot read are looked up by the client)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+import pytest
+import redis.asyncio as aioredis
+
+from eventlog import CheckpointSaved, EventLog, Task, TaskQueue
+from eventlog._keys import WORKERS_GROUP
+from tests.eventlog.helpers import checkpoint
+
+pytestmark = pytest.mark.anyio
+MakeQueue = Callable[..., TaskQueue]
+SITE = "http://site.test"
+
+
+def _task(task_id: str) -> Task:
+    return Task(task_id=task_id, url=f"{SITE}/{task_id}", site=SITE)
+
+
+async def test_each_taken_back_task_comes_with_its_last_checkpoint(make_queue: MakeQueue) -> None:
+    # Short ids are msgpack fixstr, ids over 31 bytes str8: the server reads both.
+    ids = ["short", "x" * 40, "never-checkpointed"]
+    queue = make_queue("w1")
+    await queue.enqueue([_task(i) for i in ids], actor="seed")
+    for lease in await queue.claim(10):
+        if lease.task.task_id != "never-checkpointed":
+            await queue.checkpoint(lease, checkpoint(lease.task.task_id, 1))
+            await queue.checkpoint(lease, checkpoint(lease.task.task_id, 2))
+
+    leases, rest = await make_queue("w1").take_back(100)
+    assert rest is None and [lease.task.task_id for lease in leases] == ids
+    assert all(lease.resume is not None for lease in leases), "read with the lease"
+    points = {lease.task.task_id: await queue.resume_point(lease) for lease in leases}
+    assert points["never-checkpointed"] is None
+    for task_id in ids[:2]:
+        found = points[task_id]
+        assert found is not None and isinstance(found[1], CheckpointSaved)
+        assert found[1].task_id == task_id and found[1].cursor.page == 2
+
+
+async def test_a_task_whose_id_the_server_cannot_read_is_looked_up_by_the_client(
+    make_queue: MakeQueue, redis_client: aioredis.Redis, log: EventLog
+) -> None:
+    queue = make_queue("w1")
+    await queue.enqueue([_task("a")], actor="seed")
+    [lease] = await queue.claim(1)
+    await queue.checkpoint(lease, checkpoint("a", 3))
+    # The same task written with its fields in another order: still a valid task.
+    odd = msgspec.msgpack.encode({"url": f"{SITE}/a", "site": SITE, "task_id": "a"})
+    await redis_client.xadd(queue.keys.tasks(1), {"t": odd})
+    [other] = await queue.claim(1)
+    assert other.task.task_id == "a"
+
+    leases, _ = await make_queue("w1").take_back(100)
+    assert [lease.resume for lease in leases][1] is None, "not read by the server"
+    found = await queue.resume_point(leases[1])
+    assert found is not None and isinstance(found[1], CheckpointSaved) and found[1].cursor.page == 3
+
+
+async def test_a_pending_entry_that_does_not_decode_is_dead_lettered_and_the_rest_taken_back(
+    make_queue: MakeQueue, redis_client: aioredis.Redis, log: EventLog
+) -> None:
+    queue = make_queue("w1")
+    await queue.enqueue([_task("a")], actor="seed")
+    await redis_client.xadd(queue.keys.tasks(1), {"t": b"\x00\x01"})
+    await queue.enqueue([_task("b")], actor="seed")
+    # Read raw, as a worker killed before decoding would have: all three in w1's PEL.
+    await redis_client.xreadgroup(WORKERS_GROUP, "w1", {queue.keys.tasks(1): ">"})
+
+    restarted = make_queue("w1")
+    leases, _ = await restarted.take_back(100)
+    assert [lease.task.task_id for lease in leases] == ["a", "b"]
+    assert restarted.poisoned == 1
+    [letter] = await log.dead_letters()
+    assert "does not decode" in letter.reason
