@@ -7,9 +7,9 @@ checkpoint (or, for the last page, the terminal event) in one fenced step. Links
 enqueued *before* that step: a crash in between refetches the page and enqueues the same
 links again (they are deduplicated), whereas the other order could lose them.
 
-Beside the tasks run three loops: lease renewal, maintenance (reclaiming others' expired
-leases, promoting delayed retries, re-reading this worker's own pending list) and the
-control poll (pauses, open circuits).
+Beside the tasks run four loops: lease renewal, recovery (moving others' expired leases to
+the recovery lane), re-reading this worker's own pending list, and the control poll
+(pauses, open circuits, due retries).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from crawler._urls import fingerprint, site_of
 from eventlog import (
     CONTROL_POLL_S,
     DEFAULT_NAME_TTL_MS,
-    LANE_RECOVERY,
     ActionDone,
     ActionIntended,
     AnyEvent,
@@ -86,6 +85,10 @@ DEFAULT_GRACE_S = 10.0
 """On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 IDLE_BLOCK_MS = 500
 PENDING_BATCH = 10_000
+RECOVER_BATCH = 256
+"""Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
+RECOVER_MARGIN_S = 0.02
+"""Looked for this long after a lease is due to expire (and never sooner after a pass)."""
 SPIDER_ERROR_MAX = 300
 """Characters of a spider's exception kept as a failed task's reason."""
 RESUME_CHUNK = 5_000
@@ -188,7 +191,8 @@ class Worker:
             self.controls = await read_controls(self.redis, self.keys)
             background.start_soon(self._control_loop)
             background.start_soon(self._renew_loop)
-            background.start_soon(self._maintenance_loop)
+            background.start_soon(self._recovery_loop)
+            background.start_soon(self._pending_loop)
             async with anyio.create_task_group() as tasks:
                 await self._claim_loop(tasks)
                 # Stopping: tasks end at their next page boundary; those still running
@@ -282,15 +286,49 @@ class Worker:
                 if scope := self._in_flight.get(entry_id):
                     scope.cancel()
 
-    async def _maintenance_loop(self) -> None:
+    async def _recovery_loop(self) -> None:
+        # At once on start, then every sixth of the lease, or sooner: when a lease is due
+        # to expire before that, right after it does. A dead worker's tasks are back in a
+        # lane a pass (two round trips) after their leases expire, not up to a period
+        # later (lease/6 + a pass per task: 2.7 s after expiry in a chaos run, 2 cores).
+        period = self.config.lease_ms / 6000
         while True:
-            # A sixth of the lease: a dead worker's tasks are taken over within lease +
-            # lease/6 (+ one claim), inside the lease + 2 s the chaos run holds us to even
-            # when two workers die at once and their replacements start on a busy machine.
-            # (Each pass is one XPENDING IDLE a lane: cheap.)
+            soonest = await self._recover_expired(period)
+            wait = period if soonest is None else min(period, soonest + RECOVER_MARGIN_S)
+            await anyio.sleep(max(wait, RECOVER_MARGIN_S))
+
+    async def _recover_expired(self, horizon_s: float) -> float | None:
+        """Tasks whose holder stopped renewing: to the recovery lane, or aborted past the
+        recovery limit, in one atomic step each (``TaskQueue.recover``). Returns the
+        seconds until the next lease expires, if within ``horizon_s``."""
+        expired, soonest = await self.queue.expired(
+            RECOVER_BATCH, horizon_ms=int(horizon_s * 1000)
+        )
+        moves = [self._recovery(lease) for lease in expired]
+        for (_, _, task), moved in zip(moves, await self.queue.recover(moves), strict=True):
+            if not moved:
+                continue  # renewed by its owner, or another worker was quicker
+            if task is None:
+                self.stats.aborted += 1
+            else:
+                self.stats.reclaimed += 1
+        return soonest
+
+    def _recovery(self, lease: Lease) -> tuple[Lease, TaskReclaimed | TaskAborted, Task | None]:
+        task = lease.task
+        owners = (*task.owners, lease.previous_owner or "?")
+        if lease.recoveries > self.config.recovery_limit:
+            return lease, self._aborted(lease, owners), None
+        moved = msgspec.structs.replace(task, recoveries=lease.recoveries, owners=owners)
+        reclaimed = TaskReclaimed(
+            actor=self.name, task_id=task.task_id, attempt=task.attempt,
+            previous_owner=lease.previous_owner or "?", deliveries=lease.deliveries,
+        )  # fmt: skip
+        return lease, reclaimed, moved
+
+    async def _pending_loop(self) -> None:
+        while True:
             await anyio.sleep(self.config.lease_ms / 6000)
-            for lease in await self.queue.reclaim():
-                await self._recover(lease)
             # Entries of our own that no task runs: a lost XREADGROUP reply delivered them
             # to us without our knowing, or the resume found more than one batch.
             # A task that ends while the PEL is read is in the reply but no longer in
@@ -304,25 +342,6 @@ class Worker:
                 ours = entry in self._in_flight or entry in queued or entry in self._ended
                 if not ours:
                     self._backlog.append(lease)
-
-    async def _recover(self, lease: Lease) -> None:
-        """A task whose holder stopped renewing: to the recovery lane, or aborted."""
-        task = lease.task
-        owners = (*task.owners, lease.previous_owner or "?")
-        try:
-            if lease.recoveries > self.config.recovery_limit:
-                await self.queue.finish(lease, self._aborted(lease, owners))
-                self.stats.aborted += 1
-                return
-            moved = msgspec.structs.replace(task, recoveries=lease.recoveries, owners=owners)
-            reclaimed = TaskReclaimed(
-                actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                previous_owner=lease.previous_owner or "?", deliveries=lease.deliveries,
-            )  # fmt: skip
-            await self.queue.requeue(lease, [reclaimed], moved, LANE_RECOVERY)
-            self.stats.reclaimed += 1
-        except LeaseLost:
-            pass  # another worker was quicker
 
     def _aborted(self, lease: Lease, owners: tuple[str, ...]) -> TaskAborted:
         return TaskAborted(

@@ -29,6 +29,7 @@ from eventlog._events import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskReclaimed,
     TaskRetried,
 )
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
@@ -40,9 +41,11 @@ from eventlog._scripts import (
     CLAIM,
     CLAIM_URL,
     ENQUEUE,
+    EXPIRED,
     PENDING,
     PROMOTE,
     RECLAIM,
+    RECOVER,
     RENEW,
     RETRY,
     SETTLE,
@@ -170,6 +173,8 @@ class TaskQueue:
         self._claim = redis.register_script(CLAIM)
         self._pending = redis.register_script(PENDING)
         self._reclaim = redis.register_script(RECLAIM)
+        self._expired = redis.register_script(EXPIRED)
+        self._recover = redis.register_script(RECOVER)
         self._promote = redis.register_script(PROMOTE)
         self._checkpoints = redis.register_script(CHECKPOINTS)
         self._checkpoint_values = redis.register_script(CHECKPOINT_VALUES)
@@ -394,6 +399,64 @@ class TaskQueue:
                 keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, idle]
             )
         return await self._leases(reply, reclaimed=True)
+
+    async def expired(
+        self,
+        count: int = DEFAULT_CLAIM_COUNT,
+        *,
+        min_idle_ms: int | None = None,
+        horizon_ms: int = 0,
+    ) -> tuple[list[Lease], float | None]:
+        """Leases of any consumer that the server has seen idle for at least the lease
+        time, read without taking them over: what ``recover`` may move. Each counts the
+        delivery a takeover adds (as ``reclaim`` returns them).
+
+        Also the seconds until the next lease expires, if one does within ``horizon_ms``
+        (0: more have expired than ``count``), else None.
+        """
+        await self.ensure_groups()
+        idle = self.lease_ms if min_idle_ms is None else min_idle_ms
+        with redis_errors("reading expired leases"):
+            soonest, reply = await self._expired(
+                keys=list(self.keys.lanes), args=[WORKERS_GROUP, count, idle, horizon_ms]
+            )
+        next_s = None if int(soonest) < 0 else int(soonest) / 1000
+        return await self._leases(reply, reclaimed=True), next_s
+
+    async def recover(
+        self,
+        moves: Sequence[tuple[Lease, TaskReclaimed | TaskAborted, Task | None]],
+        *,
+        min_idle_ms: int | None = None,
+    ) -> list[bool]:
+        """Move expired leases (from ``expired``) in one round trip: each entry acked and
+        deleted with its event, and its task (with the event ``TaskReclaimed``) put in the
+        recovery lane, or with ``None`` (the event ``TaskAborted``) ended there.
+
+        Per lease, whether it was moved: not if its owner renewed it or another worker
+        moved it since it was read. Unlike ``reclaim`` + ``requeue`` the entry never sits
+        in this consumer's pending list, where a stall of ours would hold it up.
+        """
+        if not moves:
+            return []
+        idle = self.lease_ms if min_idle_ms is None else min_idle_ms
+        dedup, ttl = self.log.dedup_args()
+        keys = [self.keys.events, *dedup, self.keys.ckpt, *self.keys.lanes]
+        args: list[str | bytes | int] = [ttl, WORKERS_GROUP, idle]
+        for lease, event, task in moves:
+            if event.task_id != lease.task.task_id or (task and task.task_id != event.task_id):
+                raise ValueError(f"event and task must be about task {lease.task.task_id}")
+            if isinstance(event, TaskReclaimed) != (task is not None):
+                raise ValueError("a reclaimed task is requeued, an aborted one is not")
+            payload = _task_encoder.encode(task) if task is not None else b""
+            eid, encoded = (event.event_id, encode(event)) if self.record_events else ("", b"")
+            args += (
+                lease.lane, lease.entry_id, lease.previous_owner or "", lease.deliveries - 1,
+                lease.task.task_id, payload, eid, encoded,
+            )  # fmt: skip
+        with redis_errors("recovering expired tasks"):
+            reply = await self._recover(keys=keys, args=args)
+        return [bool(flag) for flag in reply]
 
     async def renew(self, leases: Sequence[Lease]) -> set[str]:
         """Reset the lease time of ``leases``; returns the entry ids this consumer lost."""

@@ -348,6 +348,86 @@ end
 return out
 """
 
+EXPIRED = """
+-- Leases of any consumer that the server saw idle for at least min idle ms, read without
+-- taking them over: what RECOVER may move; and how soon the next one expires, among those
+-- idle for min idle - horizon ms already (-1: none within the horizon), so that a worker
+-- can look again right then instead of a whole period later. An entry deleted while
+-- pending has nothing left to run: it is acked (as XCLAIM would drop it), not returned.
+-- KEYS: lanes.  ARGV: group, count, min idle ms, horizon ms.
+-- Returns {ms to the next expiry, {lane index, id, owner, deliveries + 1 (as a takeover
+-- counts), fields}...}.
+local out = {}
+local want = tonumber(ARGV[2])
+local min_idle = tonumber(ARGV[3])
+local soonest = -1
+for i = 1, #KEYS do
+  if want <= 0 then soonest = 0; break end
+  -- Idle past min - horizon, in id order: a reply cut at the count may leave some out.
+  local limit = want + 100
+  local p = redis.call('XPENDING', KEYS[i], ARGV[1], 'IDLE',
+                       math.max(min_idle - tonumber(ARGV[4]), 0), '-', '+', limit)
+  if #p == limit then soonest = 0 end
+  for _, e in ipairs(p) do
+    if e[3] < min_idle then
+      if soonest < 0 or min_idle - e[3] < soonest then soonest = min_idle - e[3] end
+    elseif want > 0 then
+      local r = redis.call('XRANGE', KEYS[i], e[1], e[1])
+      if #r > 0 then
+        out[#out + 1] = {i - 1, e[1], e[2], e[4] + 1, r[1][2]}
+        want = want - 1
+      else
+        redis.call('XACK', KEYS[i], ARGV[1], e[1])
+      end
+    else
+      soonest = 0
+    end
+  end
+end
+return {soonest, out}
+"""
+
+RECOVER = (
+    _PRELUDE
+    + """
+-- Move expired leases (read by EXPIRED), each in one step: ack and delete the entry and
+-- append its event, with the task put in the recovery lane, or (an abort) its checkpoint
+-- pointer dropped. The entry never passes through the mover's own pending list, so a mover
+-- that stalls after this call holds nothing up. Moved only if still pending with the same
+-- owner and delivery count and still idle for min idle ms: one whose owner renewed it, or
+-- that another worker moved, since it was read is left alone. The owner's fenced writes
+-- find the entry gone, as after any takeover.
+-- KEYS: events, eids current, eids previous, ckpt, lane 0 .. lane n (the last: recovery)
+-- ARGV: dedup ttl (s), group, min idle ms, then groups of 8: lane index, entry id, owner,
+--       deliveries (as read), task id, task payload ('' to abort), event_id ('' to append
+--       nothing: a queue that records no events), event.  Returns 1 (moved) or 0 each.
+local group, idle = ARGV[2], ARGV[3]
+local moved = {}
+for i = 4, #ARGV, 8 do
+  local lane = KEYS[5 + tonumber(ARGV[i])]
+  local id = ARGV[i + 1]
+  local p = redis.call('XPENDING', lane, group, 'IDLE', idle, id, id, 1)
+  if #p == 1 and p[1][2] == ARGV[i + 2] and p[1][4] == tonumber(ARGV[i + 3]) then
+    redis.call('XACK', lane, group, id)
+    redis.call('XDEL', lane, id)
+    if ARGV[i + 5] ~= '' then
+      redis.call('XADD', KEYS[#KEYS], '*', 't', ARGV[i + 5])
+    else
+      redis.call('HDEL', KEYS[4], ARGV[i + 4])
+    end
+    if ARGV[i + 6] ~= '' then
+      append(KEYS[1], KEYS[2], KEYS[3], ARGV[i + 6], ARGV[i + 7])
+    end
+    moved[#moved + 1] = 1
+  else
+    moved[#moved + 1] = 0
+  end
+end
+redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
+return moved
+"""
+)
+
 DEAD_LETTER = """
 -- Move an entry aside with the reason; a task entry is also acked and deleted.
 -- KEYS: source stream, dead.  ARGV: group ('' for the events log), entry id, reason,
