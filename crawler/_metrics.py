@@ -218,6 +218,21 @@ class MeteredQueue(TaskQueue):
         self.metrics.appended("control", [event], time.perf_counter() - started)
         return moved
 
+    async def recover(
+        self,
+        moves: Sequence[tuple[Lease, TaskReclaimed | TaskAborted, Task | None]],
+        *,
+        min_idle_ms: int | None = None,
+    ) -> list[bool]:
+        """Move expired leases as ``TaskQueue.recover`` does; count the events of those
+        moved (reclaims, aborts) and time the step."""
+        started = time.perf_counter()
+        moved = await super().recover(moves, min_idle_ms=min_idle_ms)
+        if moves:
+            events = [event for (_, event, _), ok in zip(moves, moved, strict=True) if ok]
+            self.metrics.appended("recover", events, time.perf_counter() - started)
+        return moved
+
     async def renew(self, leases: Sequence[Lease]) -> set[str]:
         """Renew as ``TaskQueue.renew`` does; count renewals and losses."""
         lost = await super().renew(leases)
