@@ -22,6 +22,7 @@ from typing import Final, TypeVar
 import msgspec
 
 from eventlog import (
+    EVENT_TYPES,
     ActionDone,
     ActionIntended,
     CheckpointSaved,
@@ -99,12 +100,20 @@ _UNSUMMARIZED: Final = (PageFetched, ItemScraped, CheckpointSaved, ActionIntende
 most of a crawl's events, so most are skipped when a batch's tasks are refreshed."""
 
 
+_SUMMARIZED: Final = frozenset(
+    t for t in EVENT_TYPES if issubclass(t, TaskEvent) and not issubclass(t, _UNSUMMARIZED)
+)
+"""The event types ``touched_tasks`` looks at: one set lookup an event, not two
+``isinstance`` calls (it runs on the projector's main thread, over every event)."""
+
+
 def touched_tasks(entries: Iterable[LogEntry]) -> set[str]:
     """The tasks whose summary figures ``entries`` may have changed."""
+    summarized = _SUMMARIZED
     return {
-        e.event.task_id
+        e.event.task_id  # type: ignore[union-attr]  # every type in _SUMMARIZED is a TaskEvent
         for e in entries
-        if isinstance(e.event, TaskEvent) and not isinstance(e.event, _UNSUMMARIZED)
+        if type(e.event) in summarized
     }
 
 

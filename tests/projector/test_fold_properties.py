@@ -6,9 +6,9 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventlog import LogEntry, TaskRetried
-from projector._fold import apply, fold
-from projector._state import TERMINAL, State, canonical, state_from_bytes
+from eventlog import JobPaused, LogEntry, TaskRetried
+from projector._fold import apply, apply_all, fold
+from projector._state import DEDUP_WINDOW, TERMINAL, State, canonical, state_from_bytes
 from tests.projector.strategies import as_entries, logs
 
 
@@ -19,6 +19,29 @@ def test_folding_in_any_split_through_a_snapshot_gives_the_same_state(
     cut = data.draw(st.integers(0, len(log)))
     restored = state_from_bytes(canonical(fold(log[:cut])))
     assert canonical(fold(log[cut:], restored)) == canonical(fold(log))
+
+
+def apply_each(log: list[LogEntry]) -> State:
+    state = State()
+    for entry in log:
+        apply(state, entry)
+    return state
+
+
+@given(logs)
+def test_folding_a_batch_at_once_is_applying_each_event_in_turn(log: list[LogEntry]) -> None:
+    assert canonical(apply_all(State(), log)) == canonical(apply_each(log))
+
+
+def test_folding_a_batch_at_once_remembers_event_ids_across_dedup_windows() -> None:
+    # Two and a half windows of distinct ids, then repeats: one from the window before
+    # (ignored), one from two windows back (forgotten, so folded again).
+    ids = [f"e{n}" for n in range(DEDUP_WINDOW * 5 // 2)] + ["e5", f"e{DEDUP_WINDOW + 5}"]
+    events = [JobPaused(actor="operator", reason="r", event_id=i) for i in ids]
+    log = as_entries(events)
+    state = apply_all(State(), log)
+    assert canonical(state) == canonical(apply_each(log))
+    assert state.job.repeats_ignored == 1
 
 
 @given(logs)
