@@ -49,7 +49,6 @@ from eventlog._scripts import (
     RENEW,
     RETRY,
     SETTLE,
-    TAKE_BACK,
 )
 
 DEFAULT_LEASE_MS = 30_000
@@ -178,7 +177,6 @@ class TaskQueue:
         self._promote = redis.register_script(PROMOTE)
         self._checkpoints = redis.register_script(CHECKPOINTS)
         self._checkpoint_values = redis.register_script(CHECKPOINT_VALUES)
-        self._take_back = redis.register_script(TAKE_BACK)
         self._retry = redis.register_script(RETRY)
         self._claim_url = redis.register_script(CLAIM_URL)
 
@@ -316,63 +314,63 @@ class TaskQueue:
         self, count: int, after: tuple[str, ...] | None = None
     ) -> tuple[list[Lease], tuple[str, ...] | None]:
         """Re-deliver this consumer's own pending entries, each with its task's resume point
-        (`Lease.resume`): up to ``count``, after the entry ids ``after`` (one a lane; None:
-        from the start).
+        (`Lease.resume`): up to ``count`` a lane, after the entry ids ``after`` (one a lane;
+        None: from the start).
 
         For a restarted worker resuming its PEL: that counts as a delivery, so a task that
         keeps killing its worker reaches the recovery limit. Returns the leases and where
         to go on from, or None once every lane is read to its end.
         """
         await self.ensure_groups()
-        cursor = list(after or ("0",) * len(self.keys.lanes))
-        leases: list[Lease] = []
-        # A lane is read until a chunk comes back short (its end, marked ""); a full chunk
-        # ends the call, so one call returns at most one full chunk.
-        for lane, first in enumerate(cursor):
-            if first == "":
-                continue
-            with redis_errors("taking back pending tasks"):
-                reply = await self._take_back(
-                    keys=[self.keys.tasks(lane), self.keys.ckpt],
-                    args=[WORKERS_GROUP, self.consumer, count, first],
-                )
-            if not reply[0]:
-                cursor[lane] = ""
-                continue
-            last, ids, deliveries, fields, values = reply
-            leases += await self._taken_back(lane, ids, deliveries, fields, values)
-            if len(ids) < count:
-                cursor[lane] = ""
-                continue
-            cursor[lane] = last.decode()
-            break
-        more = any(first != "" for first in cursor)
+        lanes = self.keys.lanes
+        start = after or ("0",) * len(lanes)
+        # XREADGROUP from an id re-delivers this consumer's own PEL after it, with each
+        # entry's fields (delivery count + 1, idle time reset), and XPENDING then gives
+        # the new counts: two native commands a lane, in one MULTI so that both see the same
+        # PEL. Native commands and an HMGET of the ckpt values beat one script doing all
+        # three (100,000 entries: 0.65 s against 1.1 s, the script's replies converted to
+        # Lua and back) and a script doing XPENDING + XCLAIM (several times longer).
+        with redis_errors("taking back pending tasks"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                for key, first in zip(lanes, start, strict=True):
+                    pipe.execute_command(
+                        "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
+                        "STREAMS", key, first,
+                    )  # fmt: skip
+                    pipe.execute_command(
+                        "XPENDING", key, WORKERS_GROUP, f"({first}" if first != "0" else "-",
+                        "+", count, self.consumer,
+                    )  # fmt: skip
+                replies = await pipe.execute()
+        taken: list[tuple[int, bytes, Task, int]] = []
+        cursor, more = list(start), False
+        for lane in range(len(lanes)):
+            read, pending = replies[2 * lane], replies[2 * lane + 1]
+            entries = read[0][1] if read else []
+            more = more or len(entries) >= count
+            deliveries = {entry[0]: int(entry[3]) for entry in pending}
+            if entries:
+                cursor[lane] = entries[-1][0].decode()
+            for entry_id, fields in entries:
+                if not fields:
+                    continue  # deleted while pending: nothing left to run
+                # Decoded inline (no coroutine per entry); an entry that does not decode is
+                # moved aside as ``_lease`` does.
+                delivered = deliveries.get(entry_id, 1)
+                try:
+                    taken.append((lane, entry_id, _task_of(fields), delivered))
+                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                    await self._poisoned(lane, entry_id, fields, exc, delivered)
+        values: Sequence[object] = []
+        if taken:
+            with redis_errors("reading checkpoints"):
+                values = await self.redis.hmget(self.keys.ckpt, [t.task_id for _, _, t, _ in taken])
+        leases = [
+            Lease(lane=lane, entry_id=entry_id.decode(), task=task, deliveries=delivered,
+                  resume=value if isinstance(value, bytes) else b"")
+            for (lane, entry_id, task, delivered), value in zip(taken, values, strict=True)
+        ]  # fmt: skip
         return leases, tuple(cursor) if more else None
-
-    async def _taken_back(
-        self,
-        lane: int,
-        ids: list[bytes],
-        deliveries: list[int],
-        fields: list[list[bytes] | None],
-        values: list[bytes | None],
-    ) -> list[Lease]:
-        leases = []
-        for entry_id, delivered, entry, value in zip(ids, deliveries, fields, values, strict=True):
-            if not entry:
-                continue  # deleted while pending: nothing left to run
-            # Decoded inline (no coroutine per entry); an entry that does not decode is
-            # moved aside as ``_lease`` does.
-            try:
-                task = _task_of(entry)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                await self._poisoned(lane, entry_id, entry, exc, delivered)
-                continue
-            leases.append(
-                Lease(lane=lane, entry_id=entry_id.decode(), task=task, deliveries=delivered,
-                      resume=b"" if value is None else value or None)
-            )  # fmt: skip
-        return leases
 
     async def resume_point(self, lease: Lease) -> tuple[str, AnyEvent | None] | None:
         """The last checkpoint of the lease's task: its stream ID and the event (None where
