@@ -93,6 +93,10 @@ RESUME_CHUNK = 5_000
 """Own pending entries taken back (with their resume points) in one script call."""
 SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
+FRESH_SHARE = 0.5
+"""A lease the server last reset this share of the lease time ago or longer is renewed (or
+found lost) before a fetch: a worker stalled past its lease must not fetch a page another
+worker has taken over."""
 ROBOTS_PATH = "/robots.txt"
 STOPPED_REASON = "worker stopped"
 NAME_WAIT_S = DEFAULT_NAME_TTL_MS / 1000 * 2
@@ -161,6 +165,9 @@ class Worker:
         self._rng = random.Random()
         self._in_flight: dict[str, anyio.CancelScope] = {}
         self._leases: dict[str, Lease] = {}
+        self._fresh: dict[str, float] = {}
+        """When (monotonic) each lease of ours last had its idle time reset, at the latest:
+        taken just before the claim, take-back or renewal that did it."""
         self._capacity = anyio.Event()
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._backlog: deque[Lease] = deque()
@@ -225,8 +232,10 @@ class Worker:
                 for _ in range(min(free, len(self._backlog))):
                     self._start(tasks, self._backlog.popleft())
                 continue
+            sent = time.monotonic()
             leases = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
             for lease in leases:
+                self._fresh[lease.entry_id] = sent
                 self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
@@ -237,7 +246,9 @@ class Worker:
         are not held up behind one long one)."""
         started, resumed, after = time.monotonic(), 0, None
         while True:
+            sent = time.monotonic()
             leases, after = await self.queue.take_back(RESUME_CHUNK, after)
+            self._fresh.update((lease.entry_id, sent) for lease in leases)
             self._backlog.extend(leases)
             resumed += len(leases)
             if after is None:
@@ -273,7 +284,11 @@ class Worker:
     async def _renew_loop(self) -> None:
         while True:
             await anyio.sleep(self.config.lease_ms / 3000)
-            lost = await self.queue.renew(list(self._leases.values()))
+            sent, held = time.monotonic(), list(self._leases.values())
+            lost = await self.queue.renew(held)
+            for lease in held:
+                if lease.entry_id not in lost and lease.entry_id in self._leases:
+                    self._fresh[lease.entry_id] = sent
             for entry_id in lost:
                 if entry_id not in self._leases:
                     continue  # the task ended while the renewal ran: its entry is acked
@@ -298,9 +313,7 @@ class Worker:
         """Tasks whose holder stopped renewing: to the recovery lane, or aborted past the
         recovery limit, in one atomic step each (``TaskQueue.recover``). Returns the
         seconds until the next lease expires, if within ``horizon_s``."""
-        expired, soonest = await self.queue.expired(
-            RECOVER_BATCH, horizon_ms=int(horizon_s * 1000)
-        )
+        expired, soonest = await self.queue.expired(RECOVER_BATCH, horizon_ms=int(horizon_s * 1000))
         moves = [self._recovery(lease) for lease in expired]
         for (_, _, task), moved in zip(moves, await self.queue.recover(moves), strict=True):
             if not moved:
@@ -364,6 +377,7 @@ class Worker:
         finally:
             self._in_flight.pop(lease.entry_id, None)
             self._leases.pop(lease.entry_id, None)
+            self._fresh.pop(lease.entry_id, None)
             self._ended.add(lease.entry_id)
             self._capacity.set()
             self._capacity = anyio.Event()
@@ -404,7 +418,7 @@ class Worker:
                 return
             if await self._held_back(lease, pending):
                 return
-            result = await self._fetch(url, task.task_id)
+            result = await self._fetch(url, lease)
             if result is None:  # robots.txt says no
                 failed = TaskFailed(
                     actor=self.name, task_id=task.task_id, attempt=task.attempt,
@@ -517,8 +531,9 @@ class Worker:
             return True
         return False
 
-    async def _fetch(self, url: str, task_id: str) -> FetchResult | None:
-        """The page at ``url`` (None if robots.txt disallows it), fetched politely."""
+    async def _fetch(self, url: str, lease: Lease) -> FetchResult | None:
+        """The page at ``url`` (None if robots.txt disallows it), fetched politely, while
+        the lease is still ours (LeaseLost if not)."""
         assert self._fetcher is not None
         site = site_of(url)
         if self.config.obey_robots:
@@ -533,9 +548,23 @@ class Worker:
                 return None
         host = site.split("://", 1)[1]
         async with self.gate.slot(host):
+            # Checked last thing before the request, after any politeness wait: a worker
+            # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
+            # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
+            await self._hold(lease)
             return await self._fetcher.fetch(
-                url, redirect_allowed=self._in_scope, claim_target=self._claimer(task_id)
+                url, redirect_allowed=self._in_scope, claim_target=self._claimer(lease.task.task_id)
             )
+
+    async def _hold(self, lease: Lease) -> None:
+        """Renew the lease if the server may have seen it idle long enough to let another
+        worker take it; LeaseLost if one did."""
+        now = time.monotonic()
+        if now - self._fresh.get(lease.entry_id, 0.0) < self.config.lease_ms / 1000 * FRESH_SHARE:
+            return
+        if lease.entry_id in await self.queue.renew([lease]):
+            raise LeaseLost(lease.entry_id, self.name, None)
+        self._fresh[lease.entry_id] = now
 
     def _in_scope(self, url: str) -> bool:
         return self.scope.allows(url, 0)
