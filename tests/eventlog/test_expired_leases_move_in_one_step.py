@@ -12,7 +12,6 @@ import redis.asyncio as aioredis
 
 from eventlog import (
     LANE_RECOVERY,
-    WORKERS_GROUP,
     EventLog,
     Lease,
     LeaseLost,
@@ -21,20 +20,11 @@ from eventlog import (
     TaskQueue,
     TaskReclaimed,
 )
-from tests.eventlog.helpers import checkpoint, done, task
+from tests.eventlog.helpers import age, checkpoint, done, task
 
 pytestmark = pytest.mark.anyio
 MakeQueue = Callable[..., TaskQueue]
 LEASE_MS = 10_000
-
-
-async def age(redis_client: aioredis.Redis, queue: TaskQueue, lease: Lease, ms: int) -> None:
-    """Make the server see ``lease`` idle for ``ms`` (XCLAIM ... IDLE, JUSTID: no delivery
-    counted), as if its owner had stalled that long."""
-    await redis_client.execute_command(
-        "XCLAIM", queue.keys.tasks(lease.lane), WORKERS_GROUP, queue.consumer, 0,
-        lease.entry_id, "IDLE", ms, "JUSTID",
-    )  # fmt: skip
 
 
 def reclaimed(lease: Lease, actor: str) -> tuple[Lease, TaskReclaimed, Task]:

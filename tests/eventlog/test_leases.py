@@ -11,30 +11,17 @@ import redis.asyncio as aioredis
 
 from eventlog import (
     LANE_RECOVERY,
-    WORKERS_GROUP,
     EventLog,
     Lease,
     LeaseLost,
     TaskQueue,
     TaskReclaimed,
 )
-from tests.eventlog.helpers import checkpoint, done, fetched, task
+from tests.eventlog.helpers import age, checkpoint, done, fetched, task
 
 pytestmark = pytest.mark.anyio
 MakeQueue = Callable[..., TaskQueue]
 LEASE_MS = 10_000
-
-
-async def age(redis_client: aioredis.Redis, queue: TaskQueue, lease: Lease, ms: int) -> None:
-    """Make the server see ``lease`` idle for ``ms``, as if its owner had stalled that long.
-
-    XCLAIM ... IDLE sets the server's idle time of the entry without changing its owner
-    (JUSTID: nor its delivery count), so the tests need not wait out real leases.
-    """
-    await redis_client.execute_command(
-        "XCLAIM", queue.keys.tasks(lease.lane), WORKERS_GROUP, queue.consumer, 0,
-        lease.entry_id, "IDLE", ms, "JUSTID",
-    )  # fmt: skip
 
 
 async def claim_one(queue: TaskQueue) -> Lease:
