@@ -8,9 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
+from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_METRICS_HOST
 from crawler._logs import DEFAULT_LOG_LEVEL, LOG_LEVELS
-from crawler._metrics import DEFAULT_METRICS_HOST
-from crawler._worker import DEFAULT_CONCURRENCY
 from eventlog._server import FSYNC_POLICIES
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import redis.asyncio as aioredis
@@ -35,6 +35,7 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from crawler._defaults import DEFAULT_METRICS_HOST as DEFAULT_METRICS_HOST
 from eventlog import (
     DEFAULT_LEASE_MS,
     ConfigError,
@@ -54,9 +55,10 @@ from eventlog import (
 from eventlog._connection import command
 from eventlog._control import ControlEvent
 from eventlog._events import Event
-from projector._projector import Projector
 
-DEFAULT_METRICS_HOST = "127.0.0.1"
+if TYPE_CHECKING:
+    from projector._projector import Projector
+
 PROJECTOR_UPDATE_S = 0.5
 APPEND_BUCKETS = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,

@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 
 from crawler._backoff import RetryPolicy
 from crawler._circuit import SiteCircuits, verdict_of
+from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
 from crawler._fetch import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
@@ -78,9 +79,6 @@ from eventlog import (
 
 log = logging.getLogger("crawlog.worker")
 
-DEFAULT_CONCURRENCY = 32
-DEFAULT_GRACE_S = 10.0
-"""On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 IDLE_BLOCK_MS = 500
 PENDING_BATCH = 10_000
 RECOVER_BATCH = 256

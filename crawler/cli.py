@@ -6,6 +6,12 @@ defined once below. Errors crawlog raises on purpose (:class:`CrawlogError`) are
 one line, ``crawlog: error: <message>``, with exit status 2; the traceback only with
 ``--debug``.
 
+The command tree is built at import, but each command imports its machinery (the worker's
+HTTP clients, Prometheus, Arrow, DuckDB...) in its body, and the defaults its options show
+come from ``_defaults``: a crawl starts every worker as ``python -m crawler.cli worker``,
+and its start-up time is part of how fast a restarted worker resumes.
+``tests/crawler/test_cli_startup.py`` keeps it so.
+
 Exit status: 0 success, 1 "no" answers (e.g. ``server status`` when nothing runs), 2 errors.
 """
 

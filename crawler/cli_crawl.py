@@ -19,15 +19,13 @@ from crawler._cli_options import (
     log_level_option,
     metrics_options,
 )
-from crawler._crawl import run_crawl
+from crawler._defaults import DEFAULT_GRACE_S
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
 from crawler._logs import set_log_level
-from crawler._metrics import MeteredQueue, WorkerMetrics, new_registry, serve
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
 from crawler._spider import load_spider
 from crawler._urls import check_seed_url
-from crawler._worker import DEFAULT_GRACE_S, Worker, enqueue_seeds
 from eventlog import DEFAULT_LEASE_MS, JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
 from eventlog._server import resolve_data_dir, resolve_url
@@ -126,6 +124,8 @@ def crawl_command(
     With --metrics-port P the projector serves its metrics on port P and worker wN on
     P+N (the crawl process itself serves none).
     """
+    from crawler._crawl import run_crawl
+
     canonical = tuple(check_seed_url(s) for s in seeds)
     load_spider(spider)  # fail now, not in every worker
     job = job or _job_name(canonical[0])
@@ -206,11 +206,15 @@ def worker_command(
     metrics_port: int | None,
 ) -> None:
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
+    from crawler._worker import Worker
+
     set_log_level(log_level)
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
     metrics = None
     if metrics_port is not None:
+        from crawler._metrics import WorkerMetrics, new_registry, serve
+
         registry = new_registry()
         metrics = WorkerMetrics(registry, job=job, worker=worker_name)
         serve(registry, metrics_host, metrics_port)
@@ -231,6 +235,8 @@ def worker_command(
                 grace_s=grace,
             )
             if metrics is not None:
+                from crawler._metrics import MeteredQueue
+
                 # Same consumer, same keys: only what it appends is counted on the way.
                 worker.queue = MeteredQueue.like(worker.queue, metrics)
             log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
@@ -255,6 +261,8 @@ async def _stop_on_signal(stop: object) -> None:
 @click.argument("urls", nargs=-1, required=True)
 def enqueue_command(job: str, data_dir: Path | None, urls: tuple[str, ...]) -> None:
     """Add seed URLs to a running job (a URL already seen is not enqueued again)."""
+    from crawler._worker import enqueue_seeds
+
     canonical = [check_seed_url(u) for u in urls]
     url = resolve_url(data_dir)
 

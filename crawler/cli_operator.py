@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -66,9 +66,10 @@ from eventlog._operator import (
 from eventlog._queue import Retry
 from eventlog._server import resolve_data_dir, resolve_url
 from projector._fold import fold
-from projector._history import current_state, task_history
 from projector._state import ABORTED, DONE, FAILED, TERMINAL, State, TaskState
-from projector._store import Store
+
+if TYPE_CHECKING:
+    from projector._store import Store
 
 EXIT_NO = 1
 RETRY_BATCH = 500
@@ -114,10 +115,18 @@ class _Job:
         self.config = config
         self.store = store
 
+    async def state(self) -> State:
+        """The job's state now: the committed state plus the stream after it."""
+        from projector._history import current_state
+
+        return await current_state(self.client, self.store)
+
 
 @asynccontextmanager
 async def _open_job(data_dir: Path | None, job: str) -> AsyncIterator[_Job]:
     """The job on its server; one-line errors for an unknown job or an unreachable server."""
+    from projector._store import Store
+
     keys = JobKeys(job)  # a bad name is a ConfigError before anything starts
     url = resolve_url(data_dir)
     async with connect(url) as client:
@@ -153,7 +162,7 @@ async def _resolve_site(job: _Job, value: str, *, also: Iterable[str] = ()) -> s
     known = {site_of(seed) for seed in job.config.seeds} | set(also)
     matches = sorted(s for s in known if s.split("://", 1)[1] == wanted)
     if not matches:
-        state = await current_state(job.client, job.store)
+        state = await job.state()
         known |= set(state.sites)
         matches = sorted(s for s in state.sites if s.split("://", 1)[1] == wanted)
     if len(matches) == 1:
@@ -279,7 +288,7 @@ async def _control(
             if pause == is_paused:
                 return f"{subject} is {'already' if pause else 'not'} paused; nothing written"
             if pause:
-                task = _task_in(await current_state(job.client, job.store), task_id, job_name)
+                task = _task_in(await job.state(), task_id, job_name)
                 if task.status in TERMINAL:
                     raise OperatorRefused(
                         f"{subject} has ended ({task.status} at attempt {task.attempt}): "
@@ -393,7 +402,7 @@ async def _retry(
     yes: bool,
 ) -> tuple[list[TaskState], list[str], bool]:
     async with _open_job(data_dir, job_name) as job:
-        state = await current_state(job.client, job.store)
+        state = await job.state()
         if task_arg is not None:
             task_id, _ = _task_id_of(task_arg)
             task = _task_in(state, task_id, job_name)
@@ -581,6 +590,8 @@ def history_command(
     task_id, url = _task_id_of(target)
 
     async def run() -> tuple[list[LogEntry], bool]:
+        from projector._history import task_history
+
         async with _open_job(data_dir, job) as opened:
             entries = await task_history(opened.client, opened.store, [task_id], page_url=url)
             with redis_errors("reading the seen set"):

@@ -5,30 +5,25 @@ from __future__ import annotations
 import logging
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 import redis.asyncio as aioredis
 
 from crawler._cli_options import data_dir_option, job_option, log_level_option, metrics_options
-from crawler._logs import set_log_level
-from crawler._metrics import ProjectorMetrics, new_registry, serve
-from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect, stream_id_key
-from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
-from eventlog._server import resolve_data_dir, resolve_url
-from projector._projector import (
+from crawler._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,
     DEFAULT_KEEP_TAIL_S,
     DEFAULT_SNAPSHOT_INTERVAL_S,
-    Projector,
-    committed_position,
-    tune_gc,
-    wait_for_position,
 )
-from projector._repair import rebuild_from_redis
-from projector._replay import rebuild_checkpoint_index, replay
-from projector._replay import verify as verify_snapshot
-from projector._store import MANIFEST, Store, job_dir
+from crawler._logs import set_log_level
+from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect, stream_id_key
+from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
+from eventlog._server import resolve_data_dir, resolve_url
+
+if TYPE_CHECKING:
+    from projector._store import Store
 
 DEFAULT_WAIT_TIMEOUT_S = 60.0
 
@@ -85,8 +80,12 @@ def project_command(
     if wait_for is not None:
         reached = anyio.run(_wait_for, url, job, wait_for, timeout, directory)
         ctx.exit(0 if reached else 1)
+    from projector._projector import Projector, tune_gc
+
     metrics = None
     if metrics_port is not None:
+        from crawler._metrics import ProjectorMetrics, new_registry, serve
+
         registry = new_registry()
         metrics = ProjectorMetrics(registry, job=job)
         serve(registry, metrics_host, metrics_port)
@@ -118,6 +117,8 @@ def project_command(
 async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> None:
     """``ConfigError`` unless the job exists: its settings or its log in Redis, or its
     projected data here (a mistyped --job would otherwise wait for events forever)."""
+    from projector._store import MANIFEST, job_dir
+
     keys = JobKeys(job)
     with redis_errors("looking up the job"):
         if await client.exists(keys.config, keys.events):
@@ -138,6 +139,8 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
 
 
 async def _wait_for(url: str, job: str, target: str, timeout: float, directory: Path) -> bool:
+    from projector._projector import committed_position, wait_for_position
+
     async with connect(url) as client:
         await _require_job(client, job, directory)
         if target == "last":
@@ -179,6 +182,10 @@ def replay_command(
     from_redis: bool,
 ) -> None:
     """Rebuild the job's whole state from the archive and the stream tail."""
+    from projector._replay import rebuild_checkpoint_index, replay
+    from projector._replay import verify as verify_snapshot
+    from projector._store import Store
+
     directory = resolve_data_dir(data_dir)
     store = Store(directory, job)
     if from_redis:
@@ -219,5 +226,7 @@ def replay_command(
 
 
 async def _rebuild_segments(url: str, store: Store) -> list[str]:
+    from projector._repair import rebuild_from_redis
+
     async with connect(url) as client:
         return await rebuild_from_redis(client, store)

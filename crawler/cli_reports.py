@@ -15,26 +15,19 @@ import time
 from collections.abc import Sequence
 from numbers import Number
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import msgspec
 
 from crawler._cli_options import data_dir_option, job_option, json_option
+from crawler._defaults import EXPORT_FORMATS, EXPORT_WHAT
 from eventlog import DEFAULT_LEASE_MS, CrawlogError
 from eventlog._server import resolve_data_dir
-from projector._analytics import (
-    EXPORT_FORMATS,
-    EXPORT_WHAT,
-    ExportFormat,
-    ExportWhat,
-    QueryResult,
-    build_report,
-    export,
-    format_report,
-    query,
-)
-from projector._store import Store
+
+if TYPE_CHECKING:
+    from projector._analytics import ExportFormat, ExportWhat, QueryResult
+    from projector._store import Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
 STDOUT = "-"
@@ -43,6 +36,8 @@ SqlFormat = Literal["table", "csv", "json"]
 
 
 def _store(data_dir: Path | None, job: str) -> Store:
+    from projector._store import Store
+
     return Store(resolve_data_dir(data_dir), job)
 
 
@@ -67,6 +62,8 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     Reads what the projector committed, so it works while the crawl runs; it is as recent
     as the projector's last commit.
     """
+    from projector._analytics import build_report, format_report
+
     report = build_report(_store(data_dir, job), lease_s=lease_s, now=time.time())
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
@@ -95,6 +92,8 @@ def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, sql: str) -> No
     Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
     columns). Works while the crawl runs, on what the projector last committed.
     """
+    from projector._analytics import query
+
     result = query(_store(data_dir, job), sql)
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -163,6 +162,8 @@ def export_command(
 
     Rows are in log order. OUT "-" writes JSON lines or CSV to stdout.
     """
+    from projector._analytics import export
+
     store = _store(data_dir, job)
     if out != STDOUT:
         rows = export(store, what=what, fmt=fmt, out=Path(out))

@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 from contextlib import ExitStack, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 
 from crawler._cli_options import data_dir_option, job_option, json_option
 from crawler._job import load_config
-from crawler._progress import Progress
-from crawler._progress_source import LiveProgress
-from crawler._progress_view import PlainDisplay, as_dict, display_for
 from eventlog import JobKeys, connect
 from eventlog._server import resolve_data_dir, resolve_url
+
+if TYPE_CHECKING:
+    from crawler._progress import Progress
 
 WATCH_EVERY_S = 0.5
 """Half the promised second: a refresh sees everything appended before it starts."""
@@ -62,6 +63,9 @@ def status_command(
     the ETA) as unknown, --watch measures them over the last 10 s.
     With --json, one JSON object per refresh, one per line.
     """
+    from crawler._progress_source import LiveProgress
+    from crawler._progress_view import PlainDisplay, as_dict, display_for
+
     directory = resolve_data_dir(data_dir)
     url = resolve_url(data_dir)
 

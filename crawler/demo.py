@@ -16,23 +16,21 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 from anyio.abc import Process
 
 from crawler._cli_options import data_dir_option
-from crawler._crawl import crawlog_command, stop_processes
-from crawler._invariants import check_crawl, tasks_held
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
-from crawler._worker import enqueue_seeds
 from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import JobKeys, TaskQueue, connect
 from eventlog._server import resolve_data_dir, resolve_url
-from projector._analytics import build_report, format_report
-from projector._projector import wait_for_position
-from projector._store import Store
+
+if TYPE_CHECKING:
+    from projector._store import Store
 
 DEMO_PAGES = 1_500
 KILL_AT = 0.4
@@ -53,6 +51,11 @@ async def run_demo(
     url: str, data_dir: Path, pages: int, echo: Callable[[str], None]
 ) -> tuple[bool, str]:
     """Run the demo; whether every invariant held, and the job's name."""
+    from crawler._crawl import crawlog_command, stop_processes
+    from crawler._worker import enqueue_seeds
+    from projector._projector import wait_for_position
+    from projector._store import Store
+
     job = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
     env = {**os.environ, "REDIS_URL": url}
     common = ("--job", job, "--data-dir", str(data_dir))
@@ -94,6 +97,8 @@ async def _kill_mid_task(
     site: RunningSite, queue: TaskQueue, victim: Process, echo: Callable[[str], None]
 ) -> dict[str, str]:
     """SIGKILL ``w1`` once 40 % is fetched, while it holds tasks; the tasks it held."""
+    from crawler._invariants import tasks_held
+
     target = int(KILL_AT * len(site.reachable))
     while site.request_count < target or not await queue.leases_of("w1"):
         await anyio.sleep(POLL_S)
@@ -116,6 +121,9 @@ def _verdict(
     lease_ms: int,
     echo: Callable[[str], None],
 ) -> bool:
+    from crawler._invariants import check_crawl
+    from projector._analytics import build_report, format_report
+
     check = check_crawl(site, store, in_flight)
     checks = check.checks(len(in_flight))
     echo("")
