@@ -14,12 +14,14 @@ the recovery lane), re-reading this worker's own pending list, and the control p
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import random
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +89,6 @@ RECOVER_MARGIN_S = 0.02
 """Looked for this long after a lease is due to expire (and never sooner after a pass)."""
 SPIDER_ERROR_MAX = 300
 """Characters of a spider's exception kept as a failed task's reason."""
-RESUME_CHUNK = 5_000
-"""Own pending entries taken back (with their resume points) in one script call."""
 SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
 FRESH_SHARE = 0.5
@@ -240,22 +240,17 @@ class Worker:
 
     async def _resume(self) -> None:
         """Take back this worker's own pending list into the backlog, with every task's
-        resume point, a chunk at a time (a short script call each: other workers' calls
-        are not held up behind one long one)."""
-        started, resumed, after = time.monotonic(), 0, None
-        while True:
-            sent = time.monotonic()
-            leases, after = await self.queue.take_back(RESUME_CHUNK, after)
-            self._fresh.update((lease.entry_id, sent) for lease in leases)
+        resume point (`TaskQueue.take_back_all`)."""
+        started = time.monotonic()
+        with _collector_paused():
+            leases = await self.queue.take_back_all()
+            self._fresh.update(dict.fromkeys((lease.entry_id for lease in leases), started))
             self._backlog.extend(leases)
-            resumed += len(leases)
-            if after is None:
-                break
         self._resumed.set()
-        if resumed:
+        if leases:
             log.info(
                 "resumed %d tasks of %s (resume points loaded) in %.3f s",
-                resumed, self.name, time.monotonic() - started,
+                len(leases), self.name, time.monotonic() - started,
             )  # fmt: skip
 
     def _start(self, tasks: TaskGroup, lease: Lease) -> None:
@@ -729,3 +724,17 @@ async def enqueue_seeds(
         Task(task_id=fingerprint(url), url=url, site=site_of(url), priority=1) for url in seeds
     ]
     return sum(await queue.enqueue(tasks, actor=actor, cap=max_pages))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection inside: a take-back builds hundreds of thousands of objects
+    that all stay alive (the replies, the leases), and the collections they set off found
+    nothing to free while costing a third of the time (100,000 entries: 0.85 → 0.55 s)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -8,17 +8,25 @@ Two settings matter for correctness, not only speed:
 * the stream commands' response callbacks are removed: crawlog parses raw replies itself
   (straight into msgspec), and redis-py's generic parsing of XRANGE/XREAD replies costs a
   third or more of a reader's time.
+
+Commands are packed by hiredis (in C) instead of redis-py's asyncio connection, which packs
+them in Python: 1.2 against 7.3 µs for a script call of a dozen arguments, 10 against 73 ms
+for the HMGET of 100,000 checkpoints a restarted worker sends.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
+import anyio
+import hiredis
 import redis.asyncio as aioredis
+import redis.asyncio.connection
 import redis.exceptions
+from anyio.abc import TaskGroup
 from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
 from redis.commands.core import AsyncScript
@@ -39,6 +47,8 @@ _RIDE_OUT_CAP_S = 0.5
 wait after the server is back lets its leases expire under it (with chaos.py's 3 s
 leases, a 2 s cap made live workers' tasks be taken over and fetched twice)."""
 _NOSCRIPT_RESENDS = 3
+
+T = TypeVar("T")
 
 _RAW_COMMANDS = ("XRANGE", "XREVRANGE", "XREAD", "XREADGROUP", "XCLAIM", "XAUTOCLAIM", "XPENDING")
 _SCHEMES = ("redis", "rediss", "unix")
@@ -77,9 +87,49 @@ def client_for(url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S) 
         )
     except ValueError as exc:
         raise ConfigError(f"bad Redis URL {redacted(url)!r}: {exc}") from None
+    pool = client.connection_pool
+    pool.connection_class = _packing_in_c(pool.connection_class)
     for command in _RAW_COMMANDS:
         client.response_callbacks.pop(command, None)
     return client
+
+
+ConnectionClass = type[redis.asyncio.connection.AbstractConnection]
+
+
+_PACKING_IN_C: dict[str, ConnectionClass] = {}
+
+
+def _packing_in_c(base: ConnectionClass) -> ConnectionClass:
+    """``base`` (the plain, unix-socket or TLS connection ``from_url`` chose) packing its
+    commands with hiredis; the bytes sent are the same."""
+    made = _PACKING_IN_C.get(base.__qualname__)
+    if made is not None and issubclass(made, base):
+        return made
+
+    class PackingInC(base):  # type: ignore[valid-type,misc]
+        def pack_command(self, *args: Any) -> list[bytes]:
+            # As redis-py does: "CLIENT SETNAME" as one argument is two words on the wire.
+            first = args[0]
+            if isinstance(first, str):
+                args = (*first.encode().split(), *args[1:])
+            elif b" " in first:
+                args = (*first.split(), *args[1:])
+            try:
+                return [hiredis.pack_command(args)]
+            except TypeError:
+                # redis-py's own packer accepts bytearray and memoryview: so do we.
+                args = tuple(
+                    bytes(a) if isinstance(a, (bytearray, memoryview)) else a for a in args
+                )
+                try:
+                    return [hiredis.pack_command(args)]
+                except TypeError as exc:  # None, a bool, an object: redis-py's error for it
+                    raise redis.exceptions.DataError(f"cannot send {args!r}: {exc}") from None
+
+    PackingInC.__name__ = PackingInC.__qualname__ = f"PackingInC{base.__name__}"
+    _PACKING_IN_C[base.__qualname__] = PackingInC
+    return PackingInC
 
 
 def ride_out_retry(seconds: float) -> Retry:
@@ -164,6 +214,32 @@ async def script_pipeline(
 async def command(client: aioredis.Redis, *args: str | bytes | int) -> Any:
     """Run a raw command; its reply comes back unparsed for the stream commands."""
     return await client.execute_command(*args)  # type: ignore[no-untyped-call]
+
+
+class InFlight(Generic[T]):
+    """A command sent now (at the caller's next checkpoint) whose reply is taken later:
+    the server works on it while the caller does something else."""
+
+    def __init__(self, tasks: TaskGroup, call: Awaitable[T]) -> None:
+        self._done = anyio.Event()
+        self._reply: T | None = None
+        self._error: Exception | None = None
+        tasks.start_soon(self._wait, call)
+
+    async def _wait(self, call: Awaitable[T]) -> None:
+        try:
+            self._reply = await call
+        except Exception as exc:  # raised again where the reply is taken
+            self._error = exc
+        finally:
+            self._done.set()
+
+    async def result(self) -> T:
+        """The reply, or what the command raised."""
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._reply  # type: ignore[return-value]  # set when no error was
 
 
 @contextmanager

@@ -58,3 +58,45 @@ async def test_a_pending_entry_that_does_not_decode_is_dead_lettered_and_the_res
     assert restarted.poisoned == 1
     [letter] = await log.dead_letters()
     assert "does not decode" in letter.reason
+
+
+async def test_the_pipelined_take_back_gives_what_chunk_by_chunk_reads_give(
+    make_queue: MakeQueue, redis_client: aioredis.Redis
+) -> None:
+    queue = make_queue("w1")
+    # Two lanes of different lengths, read 3 entries a lane at a time: chunks overlap in
+    # flight, and one lane runs out before the other.
+    await queue.enqueue([_task(f"n{i:02}") for i in range(11)], actor="seed")
+    await queue.enqueue(
+        [Task(task_id=f"h{i}", url=f"{SITE}/h{i}", site=SITE, priority=1) for i in range(4)],
+        actor="seed",
+    )
+    held = await queue.claim(20)
+    for lease in held[::2]:
+        await queue.checkpoint(lease, checkpoint(lease.task.task_id, 3))
+    # An entry deleted while pending has nothing to run: it is skipped.
+    gone = held[5]
+    await redis_client.xdel(queue.keys.tasks(gone.lane), gone.entry_id)
+
+    restarted = make_queue("w1")
+    leases = await restarted.take_back_all(chunk=3)
+    for lane in {lease.lane for lease in held}:
+        assert [lease.entry_id for lease in leases if lease.lane == lane] == [
+            lease.entry_id for lease in held if lease.lane == lane and lease is not gone
+        ], "each once, in order"
+    assert all(lease.deliveries == 2 for lease in leases), "the take-back is a delivery"
+    checkpointed = {lease.task.task_id for lease in held[::2]}
+    for lease in leases:
+        point = await restarted.resume_point(lease)
+        assert (point is not None) == (lease.task.task_id in checkpointed)
+
+    chunked, after = [], None
+    while True:
+        part, after = await make_queue("w1").take_back(3, after)
+        chunked += part
+        if after is None:
+            break
+    assert [(lease.entry_id, lease.resume) for lease in chunked] == [
+        (lease.entry_id, lease.resume) for lease in leases
+    ]
+    assert all(lease.deliveries == 3 for lease in chunked)

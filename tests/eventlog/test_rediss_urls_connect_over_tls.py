@@ -22,6 +22,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from redis.asyncio.connection import SSLConnection
 
 from eventlog import EventLog, ServerUnreachable, TaskDone, connect
 from eventlog._connection import client_for
@@ -122,6 +123,6 @@ async def test_a_rediss_url_to_a_plain_server_is_a_clear_error(valkey_url: str) 
 def test_rediss_urls_make_tls_connections() -> None:
     client = client_for("rediss://user:pw@redis.example:6380/2?ssl_cert_reqs=required")
     kwargs = client.connection_pool.connection_kwargs
-    assert client.connection_pool.connection_class.__name__ == "SSLConnection"
+    assert issubclass(client.connection_pool.connection_class, SSLConnection)
     assert (kwargs["host"], kwargs["port"], kwargs["db"]) == ("redis.example", 6380, 2)
     assert (kwargs["username"], kwargs["password"]) == ("user", "pw")
