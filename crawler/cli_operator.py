@@ -707,7 +707,8 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
     """Workers alive and the leases they hold, with their ages (the server's clock).
 
     Alive: the process holds its name's lock (renewed every few seconds). A lease older
-    than the job's lease time is expired: any worker takes it over at its next reclaim.
+    than the job's lease time is expired: the next recovery pass of any worker moves its task
+    to the recovery lane.
     """
 
     async def run() -> tuple[list[LeaseInfo], int, set[str], int]:

@@ -47,7 +47,6 @@ from eventlog._scripts import (
     EXPIRED,
     PENDING,
     PROMOTE,
-    RECLAIM,
     RECOVER,
     RENEW,
     RETRY,
@@ -179,7 +178,6 @@ class TaskQueue:
         self._renew = redis.register_script(RENEW)
         self._claim = redis.register_script(CLAIM)
         self._pending = redis.register_script(PENDING)
-        self._reclaim = redis.register_script(RECLAIM)
         self._expired = redis.register_script(EXPIRED)
         self._recover = redis.register_script(RECOVER)
         self._promote = redis.register_script(PROMOTE)
@@ -446,18 +444,6 @@ class TaskQueue:
             return (await self.last_checkpoints([task_id])).get(task_id)
         return stream_id.decode(), decode(payload)
 
-    async def reclaim(
-        self, count: int = DEFAULT_CLAIM_COUNT, *, min_idle_ms: int | None = None
-    ) -> list[Lease]:
-        """Take over leases that the server has seen idle for at least the lease time."""
-        await self.ensure_groups()
-        idle = self.lease_ms if min_idle_ms is None else min_idle_ms
-        with redis_errors("reclaiming expired tasks"):
-            reply = await self._reclaim(
-                keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, idle]
-            )
-        return await self._leases(reply, reclaimed=True)
-
     async def expired(
         self,
         count: int = DEFAULT_CLAIM_COUNT,
@@ -467,7 +453,7 @@ class TaskQueue:
     ) -> tuple[list[Lease], float | None]:
         """Leases of any consumer that the server has seen idle for at least the lease
         time, read without taking them over: what ``recover`` may move. Each counts the
-        delivery a takeover adds (as ``reclaim`` returns them).
+        delivery a takeover adds.
 
         Also the seconds until the next lease expires, if one does within ``horizon_ms``
         (0: more have expired than ``count``), else None.
@@ -492,8 +478,8 @@ class TaskQueue:
         recovery lane, or with ``None`` (the event ``TaskAborted``) ended there.
 
         Per lease, whether it was moved: not if its owner renewed it or another worker
-        moved it since it was read. Unlike ``reclaim`` + ``requeue`` the entry never sits
-        in this consumer's pending list, where a stall of ours would hold it up.
+        moved it since it was read. Unlike the former ``reclaim`` + ``requeue``, the entry
+        never sits in this consumer's pending list, where a stall of ours would hold it up.
         """
         if not moves:
             return []

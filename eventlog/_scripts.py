@@ -326,28 +326,6 @@ end
 return out
 """
 
-RECLAIM = """
--- Take over other consumers' leases that the server saw idle for at least min idle ms.
--- KEYS: lanes.  ARGV: group, consumer, count, min idle ms.
--- Expiry is the server's idle time, so a worker's skewed clock can never reissue a live
--- task. XPENDING first, to report the previous owner; XCLAIM re-checks the idle time and
--- counts the delivery.  Returns {lane index, id, previous owner, deliveries, fields}.
-local out = {}
-local want = tonumber(ARGV[3])
-for i = 1, #KEYS do
-  if want <= 0 then break end
-  local p = redis.call('XPENDING', KEYS[i], ARGV[1], 'IDLE', ARGV[4], '-', '+', want)
-  for _, e in ipairs(p) do
-    local c = redis.call('XCLAIM', KEYS[i], ARGV[1], ARGV[2], ARGV[4], e[1])
-    if #c > 0 then
-      out[#out + 1] = {i - 1, e[1], e[2], e[4] + 1, c[1][2]}
-      want = want - 1
-    end
-  end
-end
-return out
-"""
-
 EXPIRED = """
 -- Leases of any consumer that the server saw idle for at least min idle ms, read without
 -- taking them over: what RECOVER may move; and how soon the next one expires, among those

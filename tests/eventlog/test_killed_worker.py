@@ -32,6 +32,7 @@ from eventlog import (
     TaskDone,
     TaskEnqueued,
     TaskQueue,
+    TaskReclaimed,
 )
 from tests.eventlog.helpers import task
 
@@ -67,6 +68,16 @@ async def lane_task_ids(redis_client: aioredis.Redis, queue: TaskQueue) -> list[
         for _entry_id, fields in await redis_client.execute_command("XRANGE", lane, "-", "+"):
             ids.append(msgspec.msgpack.decode(fields[1])["task_id"])
     return ids
+
+
+async def leased_task_ids(queue: TaskQueue, consumer: str) -> set[str]:
+    """Tasks whose lease ``consumer`` holds."""
+    held = set()
+    for lane, entry_id in await queue.leases_of(consumer):
+        key = queue.keys.tasks(lane)
+        [(_, fields)] = await queue.redis.execute_command("XRANGE", key, entry_id, entry_id)
+        held.add(msgspec.msgpack.decode(fields[1])["task_id"])
+    return held
 
 
 async def check_consistent(log: EventLog, queue: TaskQueue, redis_client: aioredis.Redis) -> None:
@@ -138,11 +149,17 @@ async def test_worker_killed_at_a_step_boundary_leaves_a_consistent_log(
     worker = start_worker(valkey_url, job, "w1", "--stop-at", stop_at)
     run_until(worker, lambda _n, line: line == "PAUSED")
     await check_consistent(log, queue, redis_client)
+    held = await leased_task_ids(queue, "w1")
+    assert held or stop_at.startswith("finished"), "killed holding the task it was on"
 
-    # Another worker takes over the dead one's lease and finishes everything.
-    await finish_with(valkey_url, job, "w2", "--reclaim")
+    # Another worker recovers the dead one's lease (to the recovery lane, without waiting
+    # for it to expire), claims it from there and finishes everything.
+    await finish_with(valkey_url, job, "w2", "--recover-now")
     await check_consistent(log, queue, redis_client)
     assert await lane_task_ids(redis_client, queue) == []
+    recovered = [e.event for e in await log.read_range() if isinstance(e.event, TaskReclaimed)]
+    assert {(e.task_id, e.previous_owner) for e in recovered} == {(t, "w1") for t in held}
+    assert len(recovered) == len(held), "each lease of the dead worker recovered once"
 
 
 @pytest.mark.parametrize("after_lines", [5, 13, 22])

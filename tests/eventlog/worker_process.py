@@ -1,14 +1,17 @@
 """A minimal worker loop over the eventlog API alone, run as a subprocess that tests kill
 at chosen moments.
 
-    python -m tests.eventlog.worker_process URL JOB NAME PAGES [--stop-at STEP:N] [--reclaim]
+    python -m tests.eventlog.worker_process URL JOB NAME PAGES [--stop-at STEP:N] [--recover-now]
 
 Each task is a synthetic listing of PAGES pages (no network). Per page the worker appends
 the page's ``PageFetched`` together with a checkpoint (the last page: with ``TaskDone``) in
 one fenced call, and resumes a task after its last checkpoint. It prints one line per step
 (claimed, fetching, checkpointed, finished); with ``--stop-at STEP:N`` it prints ``PAUSED``
-when it reaches STEP for the Nth time and waits there to be killed. ``--reclaim`` takes
-over other workers' leases without waiting for them to expire.
+when it reaches STEP for the Nth time and waits there to be killed. With no task left in
+the lanes it recovers expired leases as the real worker does (``expired`` + ``recover``:
+each moved to the recovery lane with its ``TaskReclaimed`` event in one step), then claims
+them from there; ``--recover-now`` recovers other workers' leases without waiting for them
+to expire.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import sys
 from collections.abc import Awaitable, Callable
 
 import anyio
+import msgspec
 
 from eventlog import (
     CheckpointSaved,
@@ -25,6 +29,7 @@ from eventlog import (
     Cursor,
     Lease,
     PageFetched,
+    Task,
     TaskClaimed,
     TaskDone,
     TaskQueue,
@@ -81,10 +86,11 @@ async def run_worker(
     pages: int,
     page_time_s: float = 0.0,
     lease_ms: int = LEASE_MS,
-    reclaim_idle_ms: int | None = None,
+    recover_idle_ms: int | None = None,
     on_step: OnStep = _quiet,
 ) -> None:
-    """Work on the job's tasks until none is left: own leases first, then new, then expired."""
+    """Work on the job's tasks until none is left: own leases first, then new ones; with
+    none left in the lanes, expired leases are moved to the recovery lane and claimed."""
     async with connect(url) as client:
         queue = TaskQueue(client, job, name, lease_ms=lease_ms)
         leases, _ = await queue.take_back(1000)  # a restart resumes its own leases first
@@ -96,9 +102,11 @@ async def run_worker(
             if leases:
                 await queue.log.append_many([claimed_event(name, lease) for lease in leases])
                 continue
-            leases = await queue.reclaim(min_idle_ms=reclaim_idle_ms)
-            if leases:
-                await queue.log.append_many([reclaimed_event(name, lease) for lease in leases])
+            expired, _ = await queue.expired(min_idle_ms=recover_idle_ms)
+            if expired:
+                moves = [recovery(name, lease) for lease in expired]
+                await queue.recover(moves, min_idle_ms=recover_idle_ms)
+                # Those moved are in the recovery lane now: the next claim takes them.
             elif await queue.remaining() == 0:
                 return
 
@@ -110,11 +118,18 @@ def claimed_event(worker: str, lease: Lease) -> TaskClaimed:
     )  # fmt: skip
 
 
-def reclaimed_event(worker: str, lease: Lease) -> TaskReclaimed:
-    return TaskReclaimed(
+def recovery(worker: str, lease: Lease) -> tuple[Lease, TaskReclaimed, Task]:
+    """What ``recover`` moves for an expired lease: its task, to the recovery lane with its
+    recoveries and owners (no recovery limit here: these tests never reach one)."""
+    owner = lease.previous_owner or "?"
+    moved = msgspec.structs.replace(
+        lease.task, recoveries=lease.recoveries, owners=(*lease.task.owners, owner)
+    )
+    event = TaskReclaimed(
         actor=worker, task_id=lease.task.task_id, attempt=lease.task.attempt,
-        previous_owner=lease.previous_owner or "?", deliveries=lease.deliveries,
+        previous_owner=owner, deliveries=lease.deliveries,
     )  # fmt: skip
+    return lease, event, moved
 
 
 class Stepper:
@@ -139,11 +154,11 @@ async def main(argv: list[str]) -> int:
     parser.add_argument("name")
     parser.add_argument("pages", type=int)
     parser.add_argument("--stop-at")
-    parser.add_argument("--reclaim", action="store_true")
+    parser.add_argument("--recover-now", action="store_true")
     args = parser.parse_args(argv)
     await run_worker(
         args.url, args.job, args.name, pages=args.pages,
-        reclaim_idle_ms=0 if args.reclaim else None, on_step=Stepper(args.stop_at).step,
+        recover_idle_ms=0 if args.recover_now else None, on_step=Stepper(args.stop_at).step,
     )  # fmt: skip
     return 0
 
