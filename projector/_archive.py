@@ -132,7 +132,9 @@ def write_table(directory: Path, table: pa.Table) -> SegmentInfo:
     ids = table.column("stream_id")
     first_id, last_id = ids[0].as_py(), ids[-1].as_py()
     name = segment_name(first_id, last_id)
-    tmp = directory / f".{name}.tmp"
+    # The pid: a segment writer process still finishing a dead projector's segment never
+    # shares a temporary file with the next projector's (``_writer``).
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as sink:
         # Page checksums: a bit flipped on disk is an error naming the file when read,
         # not a wrong event (without them 1 flip in 9 read back silently as other data).

@@ -1,10 +1,8 @@
 """The committer: writes a commit's files, then the manifest that makes it count.
 
-Runs in a worker thread beside the projector's read-and-fold loop (Arrow and Parquet do
-most of their work without the GIL). A child process was tried as well: it measured no
-faster on two cores, where the reader, the committer and Redis already share the CPU, and
-it needed the lock handed down to it so that a killed projector's committer could not
-commit after a new projector started.
+Runs in a worker thread beside the projector's read-and-fold loop. A big commit's segment
+is built and written by the writer process (``_writer``), a small one's here; either way
+the manifest, the commit point, is written here, in the projector's process.
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from eventlog import LogEntry
-from projector._archive import merge_segments, write_segment
+from projector._archive import SegmentInfo, merge_segments, write_segment
 from projector._compaction import plan as plan_compaction
 from projector._store import Manifest, Store
 from projector._summary import Summary
@@ -23,6 +21,9 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     position: str
     entries: list[LogEntry]
+    segment: SegmentInfo | None = None
+    """The segment of the entries, if the writer process wrote it (``entries`` is then
+    empty)."""
     snapshot: bytes | None = None
     snapshot_position: str = ""
     summary: Summary | None = None
@@ -31,7 +32,7 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Committer:
-    """Writes commits into a job's store, in order (runs in the writer process)."""
+    """Writes commits into a job's store, in order."""
 
     def __init__(self, store: Store, manifest: Manifest) -> None:
         self.store = store
@@ -40,9 +41,11 @@ class Committer:
     def commit(self, request: CommitRequest) -> Manifest:
         """Write the segment and snapshot, then the manifest (the commit), then compact."""
         old = self.manifest
-        segments = old.segments
+        segments, segment = old.segments, request.segment
         if request.entries:
-            segments = (*segments, write_segment(self.store.archive, request.entries))
+            segment = write_segment(self.store.archive, request.entries)
+        if segment is not None:
+            segments = (*segments, segment)
         name, snapshot_position = old.snapshot, old.snapshot_position
         if request.snapshot is not None:
             name = self.store.write_snapshot(request.snapshot, request.snapshot_position)
@@ -53,7 +56,7 @@ class Committer:
             segments=segments,
             snapshot=name,
             snapshot_position=snapshot_position,
-            events=old.events + len(request.entries),
+            events=old.events + (segment.events if segment is not None else 0),
             summary=request.summary,
         )
         self.store.commit(manifest)

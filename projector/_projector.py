@@ -21,6 +21,7 @@ from typing import Self
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+import msgspec
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
@@ -39,6 +40,7 @@ from projector._fold import apply_all, fold
 from projector._state import State, canonical
 from projector._store import Manifest, Store
 from projector._summary import SummaryTracker, touched_tasks
+from projector._writer import WRITER_MIN_EVENTS, SegmentWriter
 
 DEFAULT_COMMIT_EVENTS = 50_000
 DEFAULT_COMMIT_INTERVAL_S = 1.0
@@ -80,6 +82,7 @@ class Projector:
         commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
         snapshot_interval_s: float = DEFAULT_SNAPSHOT_INTERVAL_S,
         keep_tail_s: float | None = DEFAULT_KEEP_TAIL_S,
+        writer_min_events: int = WRITER_MIN_EVENTS,
     ) -> None:
         self.log = EventLog(redis, job)
         self.store = Store(data_dir, job)
@@ -88,6 +91,9 @@ class Projector:
         self.snapshot_interval_s = snapshot_interval_s
         self.keep_tail_s = keep_tail_s
         """None: never trim the stream."""
+        self.writer_min_events = writer_min_events
+        """A stream this long when the projector starts, or the first commit of this many
+        events, starts the writer process (``_writer``)."""
         self.state = State()
         self.manifest = Manifest(job=job)
         """The last committed manifest."""
@@ -100,6 +106,7 @@ class Projector:
         self._stack = AsyncExitStack()
         self._tasks: TaskGroup | None = None
         self._committer: Committer | None = None
+        self._writer: SegmentWriter | None = None
         self._summary = SummaryTracker()
         self._behind = False
         """The last read was a full batch: the log has more (compaction can wait)."""
@@ -107,9 +114,18 @@ class Projector:
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
-            stack.enter_context(self.store.lock())
+            lock_fd = stack.enter_context(self.store.lock())
             self.manifest = await anyio.to_thread.run_sync(self.store.recover)
             self._committer = Committer(self.store, self.manifest)
+            # Left after the task group, which waits for the commit in flight.
+            writer = SegmentWriter(self.store.archive, lock_fd)
+            self._writer = await stack.enter_async_context(writer)
+            if await self.log.length() >= self.writer_min_events:
+                # A log this long is probably ahead of the manifest: the writer is started
+                # now, not in the middle of catching up (a projector that keeps up with a
+                # short stream never needs one).
+                await writer.start()
+                await writer.wait_ready()
             self.state = await anyio.to_thread.run_sync(committed_state, self.store, self.manifest)
             self._summary.update(self.state, self.state.tasks)
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
@@ -159,6 +175,7 @@ class Projector:
             apply_all(self.state, entries)
             self._buffer += entries
             self.position = entries[-1].stream_id
+            await self._feed_writer(entries)
         if self._commit_due():
             await self.commit()
         return len(entries)
@@ -191,9 +208,13 @@ class Projector:
         if not self._buffer and self.position == self.manifest.position and not snapshot_bytes:
             return
         self._summary.update(self.state, touched_tasks(self._buffer))
+        streamed = bool(self._buffer) and self._writer is not None and self._writer.running
+        if streamed:
+            assert self._writer is not None
+            self._writer.end_segment()
         work = CommitRequest(
             position=self.position,
-            entries=self._buffer,
+            entries=[] if streamed else self._buffer,
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
             summary=self._summary.summary(self.state),
@@ -202,7 +223,7 @@ class Projector:
         self._buffer = []
         done = self._committing = anyio.Event()
         assert self._tasks is not None, "enter the projector first"
-        self._tasks.start_soon(self._commit, work, done)
+        self._tasks.start_soon(self._commit, work, done, streamed)
         if wait:
             await self._wait_committed()
 
@@ -210,9 +231,25 @@ class Projector:
         if self._committing is not None:
             await self._committing.wait()
 
-    async def _commit(self, work: CommitRequest, done: anyio.Event) -> None:
+    async def _feed_writer(self, entries: list[LogEntry]) -> None:
+        writer = self._writer
+        if writer is None:
+            return
+        if not writer.running:
+            if len(self._buffer) < self.writer_min_events:
+                return
+            # Behind, or keeping up with a fast crawl: what is not committed yet goes to
+            # the writer, and every batch read from now on.
+            await writer.start()
+            entries = self._buffer
+        writer.feed(entries)
+
+    async def _commit(self, work: CommitRequest, done: anyio.Event, streamed: bool) -> None:
         assert self._committer is not None
         try:
+            if streamed:
+                assert self._writer is not None
+                work = msgspec.structs.replace(work, segment=await self._writer.segment())
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             await self._publish_and_trim()
         finally:
