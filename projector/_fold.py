@@ -111,21 +111,33 @@ def apply_all(state: State, entries: Iterable[LogEntry]) -> State:
     it is what the projector's rate is bounded by (the GIL)."""
     job, handlers = state.job, _HANDLERS
     recent, older = state.recent_event_ids, state.older_event_ids
-    for entry in entries:
-        event = entry.event
-        job.events += 1
-        state.position = entry.stream_id
-        event_id = event.event_id
-        if event_id in recent or event_id in older:
-            job.repeats_ignored += 1
-            continue
-        recent.add(event_id)
-        if len(recent) >= DEDUP_WINDOW:
-            state.older_event_ids, state.recent_event_ids = older, recent = recent, set()
-        try:
-            handlers[type(event)](state, event)
-        except Refused as refused:
-            _record_anomaly(state, entry.stream_id, event, refused)
+    count = 0
+    try:
+        for entry in entries:
+            count += 1
+            event = entry.event
+            state.position = entry.stream_id
+            event_id = event.event_id
+            # One hash lookup for the common case, a new event: adding it either grows
+            # the set or finds it was there already.
+            seen = len(recent)
+            recent.add(event_id)
+            if len(recent) == seen:
+                job.repeats_ignored += 1
+                continue
+            if event_id in older:
+                recent.discard(event_id)
+                job.repeats_ignored += 1
+                continue
+            if seen + 1 >= DEDUP_WINDOW:
+                state.older_event_ids, state.recent_event_ids = older, recent = recent, set()
+            try:
+                handlers[type(event)](state, event)
+            except Refused as refused:
+                _record_anomaly(state, entry.stream_id, event, refused)
+    finally:
+        # Counted once for the batch: no handler reads it.
+        job.events += count
     return state
 
 
@@ -168,9 +180,12 @@ def _site(state: State, site: str) -> SiteState:
 def _move(state: State, task: TaskState, status: str, event: TaskEvent, reason: str) -> None:
     """Change a task's status, keeping the site and job counts by status in step."""
     old = task.status
-    for counts in (state.sites[task.site].tasks, state.job.tasks):
-        counts[old] -= 1
-        counts[status] = counts.get(status, 0) + 1
+    counts = state.sites[task.site].tasks
+    counts[old] -= 1
+    counts[status] = counts.get(status, 0) + 1
+    counts = state.job.tasks
+    counts[old] -= 1
+    counts[status] = counts.get(status, 0) + 1
     task.status = status
     task.last_actor, task.updated_at, task.last_reason = event.actor, event.at, reason
 
@@ -209,7 +224,9 @@ def _enqueued(state: State, event: TaskEnqueued) -> None:
 
 
 def _claimed(state: State, event: TaskClaimed) -> None:
-    task = _task(state, event, _ACTIVE, "claimed")
+    task = state.tasks.get(event.task_id)
+    if task is None or task.status not in _ACTIVE:
+        task = _task(state, event, _ACTIVE, "claimed")
     task.owner, task.attempt, task.deliveries = event.actor, event.attempt, event.deliveries
     _move(state, task, RUNNING, event, "claimed")
 
@@ -225,14 +242,18 @@ def _reclaimed(state: State, event: TaskReclaimed) -> None:
 
 def _checkpoint(state: State, event: CheckpointSaved) -> None:
     # A paused task may still save the page that was in flight when the pause came.
-    task = _task(state, event, _NOT_TERMINAL, "checkpoint")
+    task = state.tasks.get(event.task_id)
+    if task is None or task.status not in _NOT_TERMINAL:
+        task = _task(state, event, _NOT_TERMINAL, "checkpoint")
     task.checkpoint, task.counts = event.cursor, event.counts
     task.checkpoint_id = state.position  # ``apply`` sets it to this entry's ID first
     task.last_actor, task.updated_at = event.actor, event.at
 
 
 def _page(state: State, event: PageFetched) -> None:
-    task = _task(state, event, _NOT_TERMINAL, "page fetched")
+    task = state.tasks.get(event.task_id)
+    if task is None or task.status not in _NOT_TERMINAL:
+        task = _task(state, event, _NOT_TERMINAL, "page fetched")
     job, site = state.job, state.sites[task.site]
     task.pages_fetched += 1
     job.pages += 1
@@ -250,7 +271,9 @@ def _page(state: State, event: PageFetched) -> None:
 
 
 def _item(state: State, event: ItemScraped) -> None:
-    task = _task(state, event, _NOT_TERMINAL, "item scraped")
+    task = state.tasks.get(event.task_id)
+    if task is None or task.status not in _NOT_TERMINAL:
+        task = _task(state, event, _NOT_TERMINAL, "item scraped")
     # Output is keyed: a redone page emits the same keys, and each key counts once.
     if event.key in state.item_keys:
         state.job.duplicate_items += 1
@@ -271,7 +294,9 @@ def _retry_scheduled(state: State, event: RetryScheduled) -> None:
 
 def _terminal(status: str) -> Handler:
     def handle(state: State, event: TaskDone | TaskFailed | TaskAborted) -> None:
-        task = _task(state, event, _ACTIVE, status)
+        task = state.tasks.get(event.task_id)
+        if task is None or task.status not in _ACTIVE:
+            task = _task(state, event, _ACTIVE, status)
         task.attempt = event.attempt
         task.owner = None
         if isinstance(event, TaskDone):
