@@ -33,7 +33,7 @@ from eventlog import (
     PoisonEntry,
     stream_id_key,
 )
-from eventlog._connection import command, redis_errors
+from eventlog._connection import InFlight, command, redis_errors
 from projector._archive import read_entries
 from projector._committer import CommitRequest, Committer
 from projector._fold import apply_all, fold
@@ -115,7 +115,8 @@ class Projector:
         """The tasks the buffered events may have changed the summary figures of."""
         self._behind = False
         """The last read was a full batch: the log has more (compaction can wait)."""
-        self._ahead: _ReadAhead | None = None
+        self._ahead: tuple[str, InFlight[list[LogEntry]]] | None = None
+        """The read of the batch after a stream ID, sent while the batch before it is folded."""
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
@@ -159,8 +160,8 @@ class Projector:
         """Read and fold one batch; start a commit if one is due. Returns the events read."""
         ahead, self._ahead = self._ahead, None
         try:
-            if ahead is not None and ahead.after == self.position:
-                entries = await ahead.result()
+            if ahead is not None and ahead[0] == self.position:
+                entries = await ahead[1].result()
             else:
                 entries = await self.log.read_after(self.position, READ_BATCH, block_ms=block_ms)
         except PoisonEntry as poison:
@@ -172,7 +173,8 @@ class Projector:
         if self._behind and self._tasks is not None:
             # Behind the log: the next batch is asked for now, and the server reads it while
             # this one is folded (a checkpoint lets the read send its command first).
-            self._ahead = _ReadAhead(self.log, entries[-1].stream_id, self._tasks)
+            after = entries[-1].stream_id
+            self._ahead = (after, InFlight(self._tasks, self.log.read_after(after, READ_BATCH)))
             await anyio.lowlevel.checkpoint()
         if entries:
             if not self._pending:
@@ -300,32 +302,6 @@ class Projector:
             return int(self.commit_interval_s * 1000)
         left = self.commit_interval_s - (time.monotonic() - self._buffer_since)
         return max(1, int(left * 1000))
-
-
-class _ReadAhead:
-    """A read of the batch after ``after``, running while the batch before it is folded."""
-
-    def __init__(self, log: EventLog, after: str, tasks: TaskGroup) -> None:
-        self.after = after
-        self._done = anyio.Event()
-        self._entries: list[LogEntry] = []
-        self._error: Exception | None = None
-        tasks.start_soon(self._read, log)
-
-    async def _read(self, log: EventLog) -> None:
-        try:
-            self._entries = await log.read_after(self.after, READ_BATCH)
-        except Exception as exc:  # raised again where the batch is taken
-            self._error = exc
-        finally:
-            self._done.set()
-
-    async def result(self) -> list[LogEntry]:
-        """The batch; what the read raised (a poison entry, a lost server) is raised here."""
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._entries
 
 
 def tune_gc() -> None:
