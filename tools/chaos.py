@@ -61,6 +61,7 @@ from crawler._invariants import CrawlCheck, check_crawl, tasks_held
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
+from crawler.demo import DEMO_CIRCUIT_COOLDOWN_S, DEMO_CIRCUIT_FAILURES
 from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import (
     TERMINAL_EVENT_TYPES,
@@ -270,9 +271,13 @@ class Crawl:
                 self.slots.append(Slot(index, proxy))
             self.queue = TaskQueue(client, self.job, "chaos", lease_ms=LEASE_MS)
             self.log = EventLog(client, self.job)
+            # The demo's breaker, for the same scattered faults: with the default one (5 in
+            # a row, 30 s) a run of retried 500s sometimes held the site for 30 s or more,
+            # and the suite's short run took 140 s instead of 12.
             config = JobConfig(
                 seeds=(site.url + "/",), lease_ms=LEASE_MS,
                 politeness=Politeness(per_host=WORKERS * CONCURRENCY),
+                circuit_failures=DEMO_CIRCUIT_FAILURES, circuit_cooldown_s=DEMO_CIRCUIT_COOLDOWN_S,
             )  # fmt: skip
             await save_config(client, JobKeys(self.job), config)
             await enqueue_seeds(self.queue, list(config.seeds), actor="chaos")
