@@ -27,11 +27,10 @@ from crawler._progress_view import display_for
 from crawler._worker import enqueue_seeds
 from eventlog import JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
-from projector._projector import read_committed, wait_for_position
+from projector._projector import read_committed
 from projector._store import Store
 
 PROGRESS_EVERY_S = 1.0
-PROJECTOR_WAIT_S = 60.0
 STOP_GRACE_S = 15.0
 
 
@@ -103,10 +102,9 @@ async def run_crawl(
                 await _watch(source, processes[1:], echo)
                 tg.cancel_scope.cancel()
             complete = await queue.remaining() == 0
-            last = await queue.log.last_id()
-            if last is not None:
-                await wait_for_position(client, job, last, PROJECTOR_WAIT_S)
         finally:
+            # The projector, stopped, reads to the log's end and commits before it exits:
+            # the summary below reads that commit.
             with anyio.CancelScope(shield=True):
                 await stop_processes(processes)
     _, state = read_committed(Store(data_dir, job))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 import redis.asyncio as aioredis
+from anyio.abc import TaskStatus
 
 from crawler._cli_options import data_dir_option, job_option, log_level_option, metrics_options
 from crawler._defaults import (
@@ -26,6 +28,9 @@ if TYPE_CHECKING:
     from projector._store import Store
 
 DEFAULT_WAIT_TIMEOUT_S = 60.0
+STOP_CATCH_UP_S = 10.0
+"""On SIGTERM, the projector reads on to the log's end for at most this long, then commits
+(``crawlog crawl`` gives it 15 s before a SIGKILL)."""
 
 log = logging.getLogger("crawlog.projector")
 
@@ -72,8 +77,9 @@ def project_command(
 ) -> None:
     """Fold the job's log into state, archive it to Parquet, and trim Redis behind it.
 
-    Runs until SIGTERM or Ctrl-C (committing what it has read), or with --once until the
-    log's current end. One projector per job: a second one is refused.
+    Runs until SIGTERM or Ctrl-C, then reads to the log's end (for at most 10 s) and
+    commits; with --once, projects to the log's current end and exits. One projector per
+    job: a second one is refused.
     """
     set_log_level(log_level)
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
@@ -101,12 +107,21 @@ def project_command(
                 if metrics is not None:
                     tg.start_soon(metrics.watch, client, projector)
                 tune_gc()  # after the state is restored: it is frozen out of collections
-                log.info("projector of %s started at %s", job, projector.position)
                 if once:
-                    await projector.catch_up()
+                    log.info("projector of %s started at %s", job, projector.position)
                 else:
-                    tg.start_soon(_cancel_on_signal, tg.cancel_scope)
-                    await projector.run()
+                    async with anyio.create_task_group() as until_stopped:
+                        # Listening before saying it started: a SIGTERM right after must
+                        # stop it the graceful way, not with the default action.
+                        await until_stopped.start(_cancel_on_signal, until_stopped.cancel_scope)
+                        log.info("projector of %s started at %s", job, projector.position)
+                        await projector.run()
+                # Stopped, or --once: read what the log holds now and commit it. The crawl
+                # that stops its projector has finished: its last events are in, and the
+                # crawl's summary reads what this commits (instead of waiting up to a
+                # commit interval for the next regular commit, as it did).
+                with anyio.move_on_after(math.inf if once else STOP_CATCH_UP_S):
+                    await projector.catch_up()
                 tg.cancel_scope.cancel()
         manifest = projector.manifest
         click.echo(f"committed {job} up to {manifest.position}: {manifest.events} events archived")
@@ -131,8 +146,11 @@ async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> Non
     )
 
 
-async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+async def _cancel_on_signal(
+    scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
         async for _ in signals:
             scope.cancel()
             return
