@@ -14,15 +14,15 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskStatus
 
 from crawler._cli_options import data_dir_option, job_option, log_level_option, metrics_options
-from crawler._defaults import (
-    DEFAULT_COMMIT_INTERVAL_S,
-    DEFAULT_KEEP_TAIL_S,
-    DEFAULT_SNAPSHOT_INTERVAL_S,
-)
 from crawler._logs import set_log_level
 from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect, stream_id_key
 from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
 from eventlog._server import resolve_data_dir, resolve_url
+from projector._defaults import (
+    DEFAULT_COMMIT_INTERVAL_S,
+    DEFAULT_KEEP_TAIL_S,
+    DEFAULT_SNAPSHOT_INTERVAL_S,
+)
 
 if TYPE_CHECKING:
     from projector._store import Store

@@ -21,12 +21,12 @@ import click
 import msgspec
 
 from crawler._cli_options import data_dir_option, job_option, json_option
-from crawler._defaults import EXPORT_FORMATS, EXPORT_WHAT
 from eventlog import DEFAULT_LEASE_MS, CrawlogError
 from eventlog._server import resolve_data_dir
+from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
-    from projector._analytics import ExportFormat, ExportWhat, QueryResult
+    from projector._analytics import QueryResult
     from projector._store import Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000

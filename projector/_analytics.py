@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, TypeVar
 
 import duckdb
 import msgspec
@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from eventlog import CrawlogError
 from projector._archive import SCHEMA
+from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 from projector._projector import committed_state, read_committed
 from projector._state import STATUSES, JobState, SiteState, State, TaskState
 from projector._store import Manifest, Store
@@ -51,10 +52,6 @@ T = TypeVar("T")
 VIEWS: Final = ("events", "pages", "items", "tasks", "sites", "anomalies", "job")
 """Every view a query may use, as ``docs/reports.md`` documents them."""
 
-ExportWhat = Literal["pages", "items"]
-ExportFormat = Literal["jsonl", "parquet", "csv"]
-EXPORT_WHAT: Final = ("pages", "items")
-EXPORT_FORMATS: Final = ("jsonl", "parquet", "csv")
 _COPY_OPTIONS: Final[dict[str, str]] = {
     "jsonl": "FORMAT json",
     "csv": "FORMAT csv, HEADER true",

@@ -36,6 +36,11 @@ from eventlog import (
 from eventlog._connection import InFlight, command, redis_errors
 from projector._archive import read_entries
 from projector._committer import CommitRequest, Committer
+from projector._defaults import (
+    DEFAULT_COMMIT_INTERVAL_S,
+    DEFAULT_KEEP_TAIL_S,
+    DEFAULT_SNAPSHOT_INTERVAL_S,
+)
 from projector._fold import apply_all, fold
 from projector._state import State, canonical
 from projector._store import Manifest, Store
@@ -43,10 +48,6 @@ from projector._summary import SummaryTracker, touched_tasks
 from projector._writer import WRITER_MIN_EVENTS, SegmentWriter
 
 DEFAULT_COMMIT_EVENTS = 50_000
-DEFAULT_COMMIT_INTERVAL_S = 1.0
-DEFAULT_SNAPSHOT_INTERVAL_S = 10.0
-DEFAULT_KEEP_TAIL_S = 60.0
-"""Events younger than this (by stream ID time) before the committed position stay in Redis."""
 READ_BATCH = 5_000
 TRICKLE_EVENTS = 500
 TRICKLE_PAUSE_S = 0.1
@@ -199,7 +200,8 @@ class Projector:
         goal = stream_id_key(until) if until is not None else None
         while goal is None or stream_id_key(self.position) < goal:
             read = await self.step(block_ms=self._block_ms())
-            if 0 < read < TRICKLE_EVENTS:
+            reached = goal is not None and stream_id_key(self.position) >= goal
+            if 0 < read < TRICKLE_EVENTS and not reached:
                 # Caught up with a log that trickles in: let events gather before the next
                 # read. Each read costs about as much as folding a hundred events, and a
                 # projector reading every few events as a crawl appended them spent more

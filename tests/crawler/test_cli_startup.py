@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crawler import _defaults
 from tests.crawler.cli_run import CLI_TIMEOUT_S, clean_env, free_port
 
 ANALYTICS = (
@@ -76,13 +75,3 @@ def test_a_worker_serving_metrics_imports_neither_arrow_nor_duckdb(tmp_path: Pat
     modules = _modules_after(RUN_UNTIL_THE_EVENT_LOOP, *args, cwd=tmp_path)
     assert {"crawler._worker", "crawler._metrics", "prometheus_client"} <= modules
     assert modules & set(ANALYTICS) == set()
-
-
-def test_the_command_line_shows_the_projector_s_own_defaults() -> None:
-    from projector import _analytics, _projector
-
-    assert _defaults.DEFAULT_COMMIT_INTERVAL_S == _projector.DEFAULT_COMMIT_INTERVAL_S
-    assert _defaults.DEFAULT_SNAPSHOT_INTERVAL_S == _projector.DEFAULT_SNAPSHOT_INTERVAL_S
-    assert _defaults.DEFAULT_KEEP_TAIL_S == _projector.DEFAULT_KEEP_TAIL_S
-    assert _defaults.EXPORT_WHAT == _analytics.EXPORT_WHAT
-    assert _defaults.EXPORT_FORMATS == _analytics.EXPORT_FORMATS
