@@ -339,7 +339,8 @@ class TaskQueue:
         Each chunk's read is sent as soon as the one before it has arrived, before that one
         is decoded, and each chunk's resume points are read on another connection while
         the next chunk is on its way: the server works while this process decodes (100,000
-        entries: 0.6 s → 0.45 s). Short calls, not one long one: other workers' commands are
+        entries, the collector off, alternating in one run: 0.68-0.74 s → 0.58-0.61 s, with
+        hiredis packing the HMGETs). Short calls, not one long one: other workers' commands are
         served in between.
         """
         await self.ensure_groups()
