@@ -20,16 +20,14 @@ decides what to retry. Only misuse raises (fetching outside ``async with``, a
 from __future__ import annotations
 
 import errno
-import math
 import socket
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from http.client import HTTPResponse
 from http.cookiejar import CookieJar
-from importlib import metadata
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Self
 from urllib.request import Request as UrllibRequest
 
 import aiohttp
@@ -37,8 +35,32 @@ import anyio
 import httpx
 import msgspec
 
+from crawler._fetch_spec import (
+    _NO_RESPONSE,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_USER_AGENT,
+    ERROR_BAD_ENCODING,
+    ERROR_BAD_RESPONSE,
+    ERROR_CONNECT,
+    ERROR_CONNECT_REFUSED,
+    ERROR_CONNECT_TIMEOUT,
+    ERROR_CONNECTION_CLOSED,
+    ERROR_DNS,
+    ERROR_INVALID_REDIRECT,
+    ERROR_INVALID_URL,
+    ERROR_READ_TIMEOUT,
+    ERROR_REDIRECT_LOOP,
+    ERROR_REDIRECT_OUT_OF_SCOPE,
+    ERROR_TIMEOUT,
+    ERROR_TLS,
+    ERROR_TOO_MANY_REDIRECTS,
+    KEPT_HEADERS,
+    REDIRECT_STATUSES,
+    FetchConfig,
+    FetchResult,
+    too_large,
+)
 from crawler._urls import HTTP_SCHEMES, canonical_url
-from eventlog._exceptions import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -68,146 +90,10 @@ __all__ = [
 ]
 
 
-def _package_version() -> str:
-    try:
-        return metadata.version("crawlog")
-    except metadata.PackageNotFoundError:
-        return "0"
-
-
-DEFAULT_USER_AGENT: Final = f"crawlog/{_package_version()}"
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
-DEFAULT_READ_TIMEOUT_S = 30.0
-"""The longest wait for the next bytes of a response (its head or its body)."""
-DEFAULT_TOTAL_TIMEOUT_S = 60.0
-"""The longest a whole fetch may take: every redirect hop and the body included."""
-DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
-DEFAULT_MAX_REDIRECTS = 10
-DEFAULT_PARSE_CONTENT_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-DEFAULT_MAX_CONNECTIONS = 100
-"""Open connections per fetcher (per worker), over all hosts."""
-
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-KEPT_HEADERS = ("content-type", "retry-after", "location")
-"""The response headers a result carries (lowercase names): all the worker reads."""
-
-# The reasons a result gives in ``error``; see also `too_large`.
-ERROR_TIMEOUT = "timeout"
-"""The whole fetch took longer than ``total_timeout_s``."""
-ERROR_CONNECT_TIMEOUT = "connect timeout"
-ERROR_READ_TIMEOUT = "read timeout"
-ERROR_CONNECT_REFUSED = "connect refused"
-ERROR_DNS = "DNS failure"
-ERROR_TLS = "TLS error"
-ERROR_CONNECT = "connect error"
-"""A connection could not be made for another reason (host unreachable, …)."""
-ERROR_CONNECTION_CLOSED = "connection closed"
-"""The connection broke (reset, closed by the server) before the response was complete."""
-ERROR_BAD_RESPONSE = "bad response"
-"""The server's answer is not valid HTTP (malformed head, truncated body)."""
-ERROR_BAD_ENCODING = "bad content encoding"
-ERROR_INVALID_URL = "invalid URL"
-ERROR_INVALID_REDIRECT = "invalid redirect"
-"""A redirect's Location is not an http(s) URL."""
-ERROR_REDIRECT_LOOP = "redirect loop"
-ERROR_TOO_MANY_REDIRECTS = "too many redirects"
-ERROR_REDIRECT_OUT_OF_SCOPE = "redirect out of scope"
-
 _GET = "GET"
 _MAX_CAUSES = 8
 """How far down an exception's causes a connect error's reason is looked for."""
 _HEADER_NAMES = {name.encode(): name for name in KEPT_HEADERS}
-_NO_RESPONSE = 0
-
-
-ERROR_TOO_LARGE_PREFIX = "response larger than "
-
-
-def too_large(limit: int) -> str:
-    """The ``error`` of a response whose body exceeds ``limit`` bytes."""
-    return f"{ERROR_TOO_LARGE_PREFIX}{limit} bytes"
-
-
-class FetchConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """How a :class:`Fetcher` fetches: timeouts, limits and what counts as a parseable page."""
-
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
-    """Seconds to open a connection (TLS handshake included)."""
-    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
-    total_timeout_s: float = DEFAULT_TOTAL_TIMEOUT_S
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
-    """A body (after content decoding) larger than this is not kept: the fetch fails."""
-    max_redirects: int = DEFAULT_MAX_REDIRECTS
-    user_agent: str = DEFAULT_USER_AGENT
-    parse_content_types: frozenset[str] = DEFAULT_PARSE_CONTENT_TYPES
-    """Media types (lowercase, no parameters) whose bodies the spider parses."""
-    max_connections: int = DEFAULT_MAX_CONNECTIONS
-    max_connections_per_host: int | None = None
-    """None: no cap per host here (per-host politeness is the worker's gate's job)."""
-
-    def __post_init__(self) -> None:
-        for name in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ConfigError(f"{name.replace('_', ' ')} {value} is not a positive number")
-        if self.max_response_bytes < 1:
-            raise ConfigError(f"max response bytes {self.max_response_bytes} is not 1 or more")
-        if self.max_redirects < 0:
-            raise ConfigError(f"max redirects {self.max_redirects} is negative")
-        if self.max_connections < 1:
-            raise ConfigError(f"max connections {self.max_connections} is not 1 or more")
-        per_host = self.max_connections_per_host
-        if per_host is not None and per_host < 1:
-            raise ConfigError(f"max connections per host {per_host} is not 1 or more")
-        if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n\0"):
-            raise ConfigError(f"user agent {self.user_agent!r} is not a one-line header value")
-        for media_type in self.parse_content_types:
-            if media_type != media_type.strip().lower() or media_type.count("/") != 1:
-                raise ConfigError(
-                    f"parse content type {media_type!r} is not a lowercase type/subtype "
-                    "such as text/html"
-                )
-
-
-class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """What one fetch got: a response (any status), or the reason there is none to use."""
-
-    url: str
-    """The URL asked for."""
-    final_url: str
-    """The URL that answered last (after redirects), or that was being fetched on error."""
-    status: int = _NO_RESPONSE
-    """The last response's HTTP status; 0 when no response arrived."""
-    headers: dict[str, str] = {}
-    """Those of `KEPT_HEADERS` the last response had (lowercase names); ``location`` is
-    resolved to an absolute URL."""
-    body: bytes = b""
-    """The decoded body; empty on error."""
-    elapsed_ms: float = 0.0
-    redirects: tuple[str, ...] = ()
-    """The URLs redirected to, in order (the last is ``final_url``)."""
-    error: str | None = None
-    """None, or why the fetch has no usable page: a timeout, a refused connection, a
-    redirect not followed, an oversized body. An HTTP error status is not an error here."""
-    parseable: bool = False
-    """No error, and the content type is one of the config's parse content types."""
-    handed_over: bool = False
-    """A redirect not followed because another task fetches its target (``location``)."""
-
-    @property
-    def content_type(self) -> str | None:
-        """The Content-Type header, if any."""
-        return self.headers.get("content-type")
-
-    @property
-    def retry_after(self) -> str | None:
-        """The Retry-After header, if any (see `crawler._backoff.retry_after_seconds`)."""
-        return self.headers.get("retry-after")
-
-    @property
-    def location(self) -> str | None:
-        """The Location of a redirect that was not followed, as an absolute URL."""
-        return self.headers.get("location")
 
 
 class Fetcher:
@@ -230,6 +116,9 @@ class Fetcher:
         self._headers = httpx.Headers()
         self._extensions: dict[str, Any] = {}
         self._too_large = too_large(self.config.max_response_bytes)
+        # Built here, not on entry: the worker builds its fetcher in a thread, where reading
+        # the CA bundle does not hold up the event loop.
+        self._ssl_context = httpx.create_ssl_context()
 
     async def __aenter__(self) -> Self:
         if self._client is not None:
@@ -239,7 +128,7 @@ class Fetcher:
             connector=aiohttp.TCPConnector(
                 limit=config.max_connections,
                 limit_per_host=config.max_connections_per_host or 0,
-                ssl=httpx.create_ssl_context(),
+                ssl=self._ssl_context,
             ),
             cookie_jar=aiohttp.DummyCookieJar(),
             # httpx decodes, so that the size cap applies to the decoded body.

@@ -21,9 +21,9 @@ import random
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -33,7 +33,7 @@ from anyio.abc import TaskGroup
 from crawler._backoff import RetryPolicy
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
-from crawler._fetch import (
+from crawler._fetch_spec import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
     ERROR_REDIRECT_LOOP,
@@ -41,7 +41,6 @@ from crawler._fetch import (
     ERROR_TOO_LARGE_PREFIX,
     ERROR_TOO_MANY_REDIRECTS,
     FetchConfig,
-    Fetcher,
     FetchResult,
 )
 from crawler._job import JobConfig
@@ -78,6 +77,9 @@ from eventlog import (
     hold_worker_name,
     read_controls,
 )
+
+if TYPE_CHECKING:
+    from crawler._fetch import Fetcher
 
 log = logging.getLogger("crawlog.worker")
 
@@ -175,6 +177,7 @@ class Worker:
         """Entries whose task ended since the current re-read of our PEL began."""
         self._resumed = anyio.Event()
         """Set once the whole pending list (of a restart) is taken back."""
+        self._fetcher_open = anyio.Event()
 
     def stop(self) -> None:
         """Stop claiming; in-flight tasks finish their page or are released (graceful stop)."""
@@ -185,10 +188,9 @@ class Worker:
         async with (
             # A restart right after a SIGKILL waits out the dead process's hold on the name.
             hold_worker_name(self.redis, self.keys, self.name, wait_s=NAME_WAIT_S),
-            Fetcher(self._fetch_config) as fetcher,
+            AsyncExitStack() as closing,  # the fetcher, once open: closed after every task
             anyio.create_task_group() as background,
         ):
-            self._fetcher = fetcher
             await self.queue.ensure_groups()
             self.controls = await read_controls(self.redis, self.keys)
             background.start_soon(self._control_loop)
@@ -196,6 +198,7 @@ class Worker:
             background.start_soon(self._recovery_loop)
             background.start_soon(self._pending_loop)
             async with anyio.create_task_group() as tasks:
+                tasks.start_soon(self._open_fetcher, closing)
                 await self._claim_loop(tasks)
                 # Stopping: tasks end at their next page boundary; those still running
                 # after the grace period are cancelled (and give their task back).
@@ -214,12 +217,12 @@ class Worker:
         # They wait in the backlog, started as capacity allows, before any new claim.
         tasks.start_soon(self._resume)
         while not self.stopping.is_set():
-            if not self._resumed.is_set():
+            if not self._resumed.is_set() or not self._fetcher_open.is_set():
                 # The whole pending list is taken back before any of it runs: the take-back
                 # renews every lease, and tasks running meanwhile slowed it (100,000
                 # entries: 1.0 s alone, 1.6 s beside one task, 2.9 s beside 32, on 2 cores).
                 with anyio.move_on_after(CONTROL_POLL_S):
-                    await self._resumed.wait()
+                    await (self._fetcher_open if self._resumed.is_set() else self._resumed).wait()
                 continue
             free = self.concurrency - len(self._in_flight)
             if free <= 0 or self.controls.job_paused:
@@ -237,6 +240,15 @@ class Worker:
                 self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
+
+    async def _open_fetcher(self, closing: AsyncExitStack) -> None:
+        """Open the fetcher, its HTTP stack imported and its TLS context built in a thread."""
+        # Importing aiohttp and httpx and reading the CA bundle take ~0.15 s of a worker's
+        # start; in a thread, they overlap the take-back of a restart's pending list, which
+        # mostly waits for the server (the CA bundle is read without the GIL).
+        fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config)
+        self._fetcher = await closing.enter_async_context(fetcher)
+        self._fetcher_open.set()
 
     async def _resume(self) -> None:
         """Take back this worker's own pending list into the backlog, with every task's
@@ -724,6 +736,12 @@ async def enqueue_seeds(
         Task(task_id=fingerprint(url), url=url, site=site_of(url), priority=1) for url in seeds
     ]
     return sum(await queue.enqueue(tasks, actor=actor, cap=max_pages))
+
+
+def _new_fetcher(config: FetchConfig) -> Fetcher:
+    from crawler._fetch import Fetcher
+
+    return Fetcher(config)
 
 
 @contextmanager
