@@ -100,3 +100,14 @@ async def test_the_pipelined_take_back_gives_what_chunk_by_chunk_reads_give(
         (lease.entry_id, lease.resume) for lease in leases
     ]
     assert all(lease.deliveries == 3 for lease in chunked)
+
+
+async def test_each_taken_back_entry_gets_its_own_delivery_count(make_queue: MakeQueue) -> None:
+    queue = make_queue("w1")
+    await queue.enqueue([_task("a"), _task("b")], actor="seed")
+    await queue.claim(10)
+    await make_queue("w1").take_back_all()  # a, b: delivered twice
+    await queue.enqueue([_task("c")], actor="seed")
+    await queue.claim(10)  # c: once
+    leases = await make_queue("w1").take_back_all()
+    assert {lease.task.task_id: lease.deliveries for lease in leases} == {"a": 3, "b": 3, "c": 2}
