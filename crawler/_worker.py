@@ -181,6 +181,7 @@ class Worker:
         self._resumed = anyio.Event()
         """Set once the whole pending list (of a restart) is taken back."""
         self._fetcher_open = anyio.Event()
+        """Set once the fetcher is open (`_open_fetcher`): no task starts before."""
 
     def stop(self) -> None:
         """Stop claiming; in-flight tasks finish their page or are released (graceful stop)."""
@@ -745,6 +746,7 @@ async def enqueue_seeds(
 
 
 def _new_fetcher(config: FetchConfig) -> Fetcher:
+    """Run in a thread: import the HTTP stack, build a fetcher (its TLS context with it)."""
     from crawler._fetch import Fetcher
 
     return Fetcher(config)
