@@ -13,8 +13,9 @@ measures, from the moment the process is started (interpreter start included):
                     tasks running meanwhile); ``resume_loaded_s``: the part of it the
                     worker's resume took
   worker_started_s  until the worker logs that it started (the interpreter's start and the
-                    imports, about half a second, are in it); ``resume_from_worker_start_s``
-                    is the later of the two above, counted from there
+                    imports, about 0.2 s, are in it; the HTTP stack then loads in a thread
+                    beside the take-back); ``resume_from_worker_start_s`` is the later of the
+                    two above, counted from there
 
 The last line is one JSON object with ``resume_100k_s``: the later of the two (meaningful
 with the default 100,000 tasks). Target: <= 1.0 s.
