@@ -30,6 +30,7 @@ from eventlog import (
     Task,
     TaskQueue,
 )
+from eventlog._connection import command
 from eventlog._keys import WORKERS_GROUP
 
 pytestmark = pytest.mark.anyio
@@ -72,13 +73,13 @@ async def _leased_and_checkpointed(queue: TaskQueue, site: str) -> list[Lease]:
 async def _deliveries(redis: aioredis.Redis, queue: TaskQueue) -> dict[str, int]:
     """Each of w1's pending entries (one lane here) with its delivery count."""
     [lane] = {key for key in queue.keys.lanes if await redis.xlen(key)}
-    reply = await redis.execute_command("XPENDING", lane, WORKERS_GROUP, "-", "+", TASKS, "w1")
+    reply = await command(redis, "XPENDING", lane, WORKERS_GROUP, "-", "+", TASKS, "w1")
     return {entry[0].decode(): int(entry[3]) for entry in reply}
 
 
 async def _count_of(redis: aioredis.Redis, queue: TaskQueue, lease: Lease) -> int:
-    reply = await redis.execute_command(
-        "XPENDING", queue.keys.lanes[lease.lane], WORKERS_GROUP,
+    reply = await command(
+        redis, "XPENDING", queue.keys.lanes[lease.lane], WORKERS_GROUP,
         lease.entry_id, lease.entry_id, 1, "w1",
     )  # fmt: skip
     return int(reply[0][3]) if reply else 0
