@@ -20,6 +20,7 @@ decides what to retry. Only misuse raises (fetching outside ``async with``, a
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import ssl
 import time
@@ -61,6 +62,7 @@ from crawler._fetch_spec import (
     too_large,
 )
 from crawler._urls import HTTP_SCHEMES, canonical_url
+from eventlog._exceptions import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -91,6 +93,8 @@ __all__ = [
 
 
 _GET = "GET"
+CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+"""Where httpx looks for CA certificates instead of certifi's bundle, if set."""
 _MAX_CAUSES = 8
 """How far down an exception's causes a connect error's reason is looked for."""
 _HEADER_NAMES = {name.encode(): name for name in KEPT_HEADERS}
@@ -118,7 +122,7 @@ class Fetcher:
         self._too_large = too_large(self.config.max_response_bytes)
         # Built here, not on entry: the worker builds its fetcher in a thread, where reading
         # the CA bundle does not hold up the event loop.
-        self._ssl_context = httpx.create_ssl_context()
+        self._ssl_context = _tls_context()
 
     async def __aenter__(self) -> Self:
         if self._client is not None:
@@ -296,6 +300,19 @@ class Fetcher:
             error=error,
             parseable=parseable,
         )
+
+
+def _tls_context() -> ssl.SSLContext:
+    """httpx's TLS context (certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR if set)."""
+    try:
+        return httpx.create_ssl_context()
+    except OSError as exc:  # ssl.SSLError included
+        where = {name: os.environ[name] for name in CA_ENV if name in os.environ}
+        shown = ", ".join(f"{name}={value}" for name, value in where.items()) or "certifi's"
+        raise ConfigError(
+            f"cannot load the CA certificates ({shown}): {exc.strerror or exc}; point "
+            "SSL_CERT_FILE at a PEM bundle, or unset it to use certifi's"
+        ) from exc
 
 
 class _Chain:
