@@ -86,6 +86,8 @@ log = logging.getLogger("crawlog.worker")
 IDLE_BLOCK_MS = 500
 PENDING_BATCH = 10_000
 RECOVER_BATCH = 256
+HAND_BACK_CONCURRENCY = 16
+"""Backlog leases released at once on a graceful stop (one fenced script each)."""
 """Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
 RECOVER_MARGIN_S = 0.02
 """Looked for this long after a lease is due to expire (and never sooner after a pass)."""
@@ -204,11 +206,14 @@ class Worker:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._open_fetcher, closing)
                 await self._claim_loop(tasks)
-                # Stopping: tasks end at their next page boundary; those still running
-                # after the grace period are cancelled (and give their task back).
+                # Stopping: tasks end at their next page boundary, and those not started
+                # are handed back meanwhile; what is still running after the grace period
+                # is cancelled (and gives its task back).
                 with anyio.move_on_after(self.grace_s):
-                    while self._in_flight:
-                        await self._capacity.wait()
+                    async with anyio.create_task_group() as stopping:
+                        stopping.start_soon(self._hand_back)
+                        while self._in_flight:
+                            await self._capacity.wait()
                 tasks.cancel_scope.cancel()
             background.cancel_scope.cancel()
         return self.stats
@@ -354,6 +359,8 @@ class Worker:
             # flight: without ``_ended`` it would run a second time (found by chaos.py).
             if not self._resumed.is_set():
                 continue  # the resume is reading the pending list: every entry comes
+            if self.stopping.is_set():
+                continue  # handing back: an entry being released is in no list of ours
             queued = {lease.entry_id for lease in self._backlog}
             self._ended.clear()
             for lease in await self.queue.pending(PENDING_BATCH):
@@ -390,6 +397,19 @@ class Worker:
             self._ended.add(lease.entry_id)
             self._capacity.set()
             self._capacity = anyio.Event()
+
+    async def _hand_back(self) -> None:
+        """Release the leases waiting in the backlog (a graceful stop), a few at a time."""
+        # Without this, other workers get them only once they expire, each counted as a
+        # recovery of a task that never ran.
+
+        async def some() -> None:
+            while self._backlog:
+                await self._release(self._backlog.popleft())
+
+        async with anyio.create_task_group() as releasing:
+            for _ in range(min(HAND_BACK_CONCURRENCY, len(self._backlog))):
+                releasing.start_soon(some)
 
     async def _release(self, lease: Lease, pending: Sequence[AnyEvent] = ()) -> None:
         """Give a task back to the queue at once (a graceful stop)."""
