@@ -311,6 +311,13 @@ class Worker:
                 log.warning("lease on %s lost; abandoning its task", entry_id)
                 if scope := self._in_flight.get(entry_id):
                     scope.cancel()
+            if self._backlog:
+                # Leases waiting their turn (a restart's pending list) are ours too: left
+                # to expire, other workers would move them, each move counted as a
+                # recovery of a task that never ran.
+                # (``_taken_back_at`` stays: a lease moved during a stall must still be
+                # found lost by `_hold` before its page is fetched.)
+                await self.queue.renew_idle(self.config.lease_ms // 3)
 
     async def _recovery_loop(self) -> None:
         # At once on start, then every sixth of the lease, or sooner: when a lease is due

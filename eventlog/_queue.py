@@ -50,6 +50,7 @@ from eventlog._scripts import (
     PROMOTE,
     RECOVER,
     RENEW,
+    RENEW_IDLE,
     RETRY,
     SETTLE,
 )
@@ -59,6 +60,9 @@ DEFAULT_LEASE_MS = 30_000
 DEFAULT_CLAIM_COUNT = 16
 DEFAULT_TAKE_BACK_CHUNK = 2_000
 """Own pending entries a lane taken back in one call (see `TaskQueue.take_back_all`)."""
+DEFAULT_RENEW_IDLE_COUNT = 500
+"""Idle leases a lane renewed in one call of `TaskQueue.renew_idle` (~4 ms of the server:
+about 7 µs an entry, measured on 100,000)."""
 PROMOTE_BATCH = 1000
 TASK_FIELD = b"t"
 
@@ -206,6 +210,7 @@ class TaskQueue:
         self._enqueue = redis.register_script(ENQUEUE)
         self._settle = redis.register_script(SETTLE)
         self._renew = redis.register_script(RENEW)
+        self._renew_idle = redis.register_script(RENEW_IDLE)
         self._claim = redis.register_script(CLAIM)
         self._pending = redis.register_script(PENDING)
         self._expired = redis.register_script(EXPIRED)
@@ -549,6 +554,30 @@ class TaskQueue:
         with redis_errors("renewing leases"):
             replies = await script_pipeline(self.redis, calls)
         return {entry.decode() for reply in replies for entry in reply}
+
+    async def renew_idle(self, min_idle_ms: int, count: int = DEFAULT_RENEW_IDLE_COUNT) -> int:
+        """Renew every lease of this consumer idle for at least ``min_idle_ms``; how many.
+
+        For leases held but not worked on yet (a restart's backlog), in one pass over the
+        pending list rather than a check per entry (`renew`): no delivery is counted, and
+        no other consumer's entry is touched. ``count`` entries a lane a call.
+        """
+        starts = {lane: "-" for lane in range(len(self.keys.lanes))}
+        renewed = 0
+        while starts:
+            lanes = list(starts)
+            with redis_errors("renewing idle leases"):
+                reply = await self._renew_idle(
+                    keys=[self.keys.lanes[lane] for lane in lanes],
+                    args=[WORKERS_GROUP, self.consumer, min_idle_ms, count, *starts.values()],
+                )
+            for lane, (done, listed, last) in zip(lanes, reply, strict=True):
+                renewed += done
+                if listed < count:
+                    del starts[lane]  # read to its end
+                else:
+                    starts[lane] = f"({last.decode()}"
+        return renewed
 
     async def checkpoint(
         self, lease: Lease, event: CheckpointSaved, *, before: Sequence[AnyEvent] = ()

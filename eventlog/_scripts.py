@@ -281,6 +281,32 @@ return lost
 """
 )
 
+RENEW_IDLE = """
+-- Renew the caller's leases idle for at least min_idle ms (a backlog waiting its turn):
+-- reset their idle time without counting a delivery. Up to count a lane, after the entry
+-- id start ('-' or '(id'); returns {renewed, listed, last id listed or ''} for each lane.
+-- KEYS: lanes.  ARGV: group, consumer, min idle ms, count, then one start a lane.
+-- Only entries XPENDING lists as the caller's in this same script are claimed: XCLAIM with
+-- min-idle 0 would otherwise take another consumer's entry.
+local out = {}
+for i = 1, #KEYS do
+  local pending = redis.call('XPENDING', KEYS[i], ARGV[1], 'IDLE', ARGV[3], ARGV[4 + i], '+',
+                             ARGV[4], ARGV[2])
+  local renewed, last = 0, ''
+  -- unpack() of too many values overflows Lua's stack: a thousand ids a call. (And only
+  -- a last argument unpacks to all its values: the ids go in a table with JUSTID.)
+  for j = 1, #pending, 1000 do
+    local args = {KEYS[i], ARGV[1], ARGV[2], 0}
+    for k = j, math.min(j + 999, #pending) do args[#args + 1] = pending[k][1] end
+    args[#args + 1] = 'JUSTID'
+    renewed = renewed + #redis.call('XCLAIM', unpack(args))
+    last = args[#args - 1]
+  end
+  out[i] = {renewed, #pending, last}
+end
+return out
+"""
+
 CLAIM = """
 -- New entries, up to count in all: first a quarter of count (rounded up) from the last
 -- lane, recovered work, then highest-priority lane first. Recovered work still waits
