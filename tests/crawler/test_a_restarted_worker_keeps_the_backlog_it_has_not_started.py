@@ -11,10 +11,10 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 
-from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler.testsite import RunningSite
-from eventlog import EventLog, JobKeys, Task, TaskDone, TaskQueue, TaskReclaimed
+from eventlog import EventLog, TaskDone, TaskReclaimed
+from tests.crawler.left_behind import leased_by_a_killed_worker
 
 pytestmark = pytest.mark.anyio
 TASKS = 24
@@ -30,20 +30,9 @@ async def test_a_restarted_worker_keeps_the_backlog_it_has_not_started(
     redis_client: aioredis.Redis,
     job: str,
 ) -> None:
-    config = JobConfig(
-        seeds=(site.url + "/",), obey_robots=False, max_depth=0, lease_ms=LEASE_MS,
-        politeness=SLOW,
-    )  # fmt: skip
-    await save_config(redis_client, JobKeys(job), config)
-    queue = TaskQueue(redis_client, job, "w1", lease_ms=LEASE_MS)
-    await queue.enqueue(
-        [
-            Task(task_id=f"{n:016x}", url=f"{site.url}/item/{n + 1}", site=site.url)
-            for n in range(TASKS)
-        ],
-        actor="test",
+    _, held = await leased_by_a_killed_worker(
+        redis_client, job, site.url, TASKS, lease_ms=LEASE_MS, politeness=SLOW
     )
-    assert len(await queue.claim(TASKS)) == TASKS  # as a SIGKILLed w1 leaves them
 
     with anyio.fail_after(60):
         restarted = await worker_process("w1", "--exit-when-done")
@@ -56,4 +45,4 @@ async def test_a_restarted_worker_keeps_the_backlog_it_has_not_started(
     moved = [event.task_id for event in events if isinstance(event, TaskReclaimed)]
     assert moved == [], "a waiting lease expired and was moved"
     done = [event.task_id for event in events if isinstance(event, TaskDone)]
-    assert sorted(done) == sorted(f"{n:016x}" for n in range(TASKS)), "each done once"
+    assert sorted(done) == sorted(lease.task.task_id for lease in held), "each done once"

@@ -1,0 +1,81 @@
+"""What a SIGKILLed worker leaves behind, set up through the real API, and read back: for
+the tests of a worker restarted under the same name (``w1``)."""
+
+from __future__ import annotations
+
+import anyio
+import redis.asyncio as aioredis
+
+from crawler._job import JobConfig, save_config
+from crawler._politeness import Politeness
+from eventlog import CheckpointSaved, Counts, Cursor, JobKeys, Lease, Task, TaskQueue
+from eventlog._connection import command
+from eventlog._keys import WORKERS_GROUP
+
+CONSUMER = "w1"
+BATCH = 1_000
+CHECKPOINT_CONCURRENCY = 50
+"""Checkpoints written at once (each on a connection of the client's pool)."""
+DEFAULT_POLITENESS = Politeness()
+
+
+def item_task(site: str, n: int) -> Task:
+    """Task ``n`` (from 0): the test site's item page ``n + 1``."""
+    return Task(task_id=f"{n:016x}", url=f"{site}/item/{n + 1}", site=site)
+
+
+async def leased_by_a_killed_worker(
+    redis: aioredis.Redis,
+    job: str,
+    site: str,
+    tasks: int,
+    *,
+    lease_ms: int,
+    politeness: Politeness = DEFAULT_POLITENESS,
+    checkpointed: bool = False,
+) -> tuple[TaskQueue, list[Lease]]:
+    """The job (item pages only, no links followed) with ``tasks`` tasks leased by ``w1``,
+    each checkpointed at page 1 if asked: the pending list a SIGKILLed ``w1`` leaves (its
+    name lock is not held: no process had it)."""
+    config = JobConfig(
+        seeds=(site + "/",), obey_robots=False, max_depth=0, lease_ms=lease_ms,
+        politeness=politeness,
+    )  # fmt: skip
+    await save_config(redis, JobKeys(job), config)
+    queue = TaskQueue(redis, job, CONSUMER, lease_ms=lease_ms)
+    limiter = anyio.CapacityLimiter(CHECKPOINT_CONCURRENCY)
+
+    async def checkpoint(lease: Lease) -> None:
+        saved = CheckpointSaved(
+            actor=CONSUMER, task_id=lease.task.task_id, attempt=1,
+            cursor=Cursor(page=1, url=lease.task.url), counts=Counts(pages=1),
+        )  # fmt: skip
+        async with limiter:
+            await queue.checkpoint(lease, saved)
+
+    held: list[Lease] = []
+    for start in range(0, tasks, BATCH):
+        await queue.enqueue(
+            [item_task(site, n) for n in range(start, min(start + BATCH, tasks))], actor="test"
+        )
+        leases = await queue.claim(BATCH)
+        if checkpointed:
+            async with anyio.create_task_group() as tg:
+                for lease in leases:
+                    tg.start_soon(checkpoint, lease)
+        held += leases
+    assert len(held) == tasks
+    return queue, held
+
+
+async def deliveries(
+    redis: aioredis.Redis, queue: TaskQueue, first: Lease, last: Lease | None = None
+) -> dict[str, int]:
+    """Delivery count of each of ``w1``'s pending entries from ``first`` to ``last`` (or
+    ``first`` alone) of ``first``'s lane; an entry no longer ``w1``'s is not there."""
+    end = (last or first).entry_id
+    reply = await command(
+        redis, "XPENDING", queue.keys.lanes[first.lane], WORKERS_GROUP,
+        first.entry_id, end, 1_000_000, CONSUMER,
+    )  # fmt: skip
+    return {entry[0].decode(): int(entry[3]) for entry in reply}
