@@ -37,7 +37,6 @@ import httpx
 import msgspec
 
 from crawler._fetch_spec import (
-    _NO_RESPONSE,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_USER_AGENT,
     ERROR_BAD_ENCODING,
@@ -56,6 +55,7 @@ from crawler._fetch_spec import (
     ERROR_TLS,
     ERROR_TOO_MANY_REDIRECTS,
     KEPT_HEADERS,
+    NO_RESPONSE,
     REDIRECT_STATUSES,
     FetchConfig,
     FetchResult,
@@ -93,7 +93,7 @@ __all__ = [
 
 
 _GET = "GET"
-CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+_CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 """Where httpx looks for CA certificates instead of certifi's bundle, if set."""
 _MAX_CAUSES = 8
 """How far down an exception's causes a connect error's reason is looked for."""
@@ -194,7 +194,7 @@ class Fetcher:
         chain = _Chain(url, started)
         with anyio.move_on_after(self.config.total_timeout_s):
             return await self._follow(client, chain, request, redirect_allowed, claim_target)
-        return self._result(chain, _NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
+        return self._result(chain, NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
 
     async def _follow(
         self,
@@ -221,9 +221,9 @@ class Fetcher:
                 # Only a redirect gets here (the URL asked for was checked before sending):
                 # httpx builds the next request of every redirect, even one it does not
                 # follow, and refuses a Location such as "javascript:..." or "mailto:...".
-                return self._result(chain, _NO_RESPONSE, {}, b"", ERROR_INVALID_REDIRECT)
+                return self._result(chain, NO_RESPONSE, {}, b"", ERROR_INVALID_REDIRECT)
             except httpx.RequestError as exc:
-                return self._result(chain, _NO_RESPONSE, {}, b"", _reason(exc))
+                return self._result(chain, NO_RESPONSE, {}, b"", _reason(exc))
             location = headers.get("location")
             if location is None or status not in REDIRECT_STATUSES:
                 if body is None:
@@ -307,7 +307,7 @@ def _tls_context() -> ssl.SSLContext:
     try:
         return httpx.create_ssl_context()
     except OSError as exc:  # ssl.SSLError included
-        where = {name: os.environ[name] for name in CA_ENV if name in os.environ}
+        where = {name: os.environ[name] for name in _CA_ENV if name in os.environ}
         shown = ", ".join(f"{name}={value}" for name, value in where.items()) or "certifi's"
         raise ConfigError(
             f"cannot load the CA certificates ({shown}): {exc.strerror or exc}; point "

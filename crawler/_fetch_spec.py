@@ -62,7 +62,8 @@ ERROR_REDIRECT_LOOP = "redirect loop"
 ERROR_TOO_MANY_REDIRECTS = "too many redirects"
 ERROR_REDIRECT_OUT_OF_SCOPE = "redirect out of scope"
 
-_NO_RESPONSE = 0
+NO_RESPONSE = 0
+"""The ``status`` of a result for which no response arrived."""
 
 
 ERROR_TOO_LARGE_PREFIX = "response larger than "
@@ -121,7 +122,7 @@ class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The URL asked for."""
     final_url: str
     """The URL that answered last (after redirects), or that was being fetched on error."""
-    status: int = _NO_RESPONSE
+    status: int = NO_RESPONSE
     """The last response's HTTP status; 0 when no response arrived."""
     headers: dict[str, str] = {}
     """Those of `KEPT_HEADERS` the last response had (lowercase names); ``location`` is

@@ -69,13 +69,20 @@ async def leased_by_a_killed_worker(
 
 
 async def deliveries(
-    redis: aioredis.Redis, queue: TaskQueue, first: Lease, last: Lease | None = None
+    redis: aioredis.Redis, queue: TaskQueue, first: Lease, last: Lease
 ) -> dict[str, int]:
-    """Delivery count of each of ``w1``'s pending entries from ``first`` to ``last`` (or
-    ``first`` alone) of ``first``'s lane; an entry no longer ``w1``'s is not there."""
-    end = (last or first).entry_id
+    """Delivery count of each of ``w1``'s pending entries from ``first`` to ``last`` of
+    ``first``'s lane; an entry no longer ``w1``'s is not there."""
     reply = await command(
         redis, "XPENDING", queue.keys.lanes[first.lane], WORKERS_GROUP,
-        first.entry_id, end, 1_000_000, CONSUMER,
+        first.entry_id, last.entry_id, 1_000_000, CONSUMER,
     )  # fmt: skip
     return {entry[0].decode(): int(entry[3]) for entry in reply}
+
+
+async def wait_until_delivered(
+    redis: aioredis.Redis, queue: TaskQueue, lease: Lease, times: int
+) -> None:
+    """Return once the server has delivered ``lease``'s entry to ``w1`` ``times`` times."""
+    while (await deliveries(redis, queue, lease, lease)).get(lease.entry_id, 0) < times:
+        await anyio.sleep(0.001)

@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 from crawler._politeness import Politeness
 from crawler.testsite import RunningSite
 from eventlog import TaskQueue
-from tests.crawler.left_behind import deliveries, leased_by_a_killed_worker
+from tests.crawler.left_behind import leased_by_a_killed_worker, wait_until_delivered
 
 pytestmark = pytest.mark.anyio
 TASKS = 40
@@ -40,8 +40,7 @@ async def test_a_stopped_worker_hands_back_the_tasks_it_had_not_started(
     with anyio.fail_after(60):
         worker = await worker_process("w1")
         # Taken back (the last entry re-delivered): 4 running, the rest in the backlog.
-        while (await deliveries(redis_client, queue, last)).get(last.entry_id, 0) < 2:
-            await anyio.sleep(0.01)
+        await wait_until_delivered(redis_client, queue, last, 2)
         worker.send_signal(signal.SIGTERM)
         assert await worker.wait() == 0
 

@@ -19,7 +19,11 @@ import redis.asyncio as aioredis
 
 from crawler.testsite import RunningSite
 from eventlog import TERMINAL_EVENT_TYPES, EventLog
-from tests.crawler.left_behind import deliveries, leased_by_a_killed_worker
+from tests.crawler.left_behind import (
+    deliveries,
+    leased_by_a_killed_worker,
+    wait_until_delivered,
+)
 
 pytestmark = pytest.mark.anyio
 TASKS = 30_000
@@ -42,8 +46,7 @@ async def test_a_worker_killed_while_taking_its_tasks_back_loses_none(
     with anyio.fail_after(60):
         killed = await worker_process("w1")
         # The worst moment: the first chunk is taken back, the rest is not yet.
-        while (await deliveries(redis_client, queue, first)).get(first.entry_id, 0) < 2:
-            await anyio.sleep(0.001)
+        await wait_until_delivered(redis_client, queue, first, 2)
         killed.send_signal(signal.SIGKILL)
         await killed.wait()
         after_kill = await deliveries(redis_client, queue, first, last)
@@ -51,8 +54,7 @@ async def test_a_worker_killed_while_taking_its_tasks_back_loses_none(
         assert after_kill[last.entry_id] == 1, "killed before its take-back ended"
 
         again = await worker_process("w1")
-        while (await deliveries(redis_client, queue, last)).get(last.entry_id, 0) < 2:
-            await anyio.sleep(0.01)
+        await wait_until_delivered(redis_client, queue, last, 2)
         # Frozen as it is: no graceful stop hands anything back.
         again.send_signal(signal.SIGKILL)
         await again.wait()
