@@ -131,6 +131,8 @@ def load_file(path: Path | None = None) -> ConfigFile:
         raise ConfigError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{shown}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{shown}: {_not_utf8(exc)}") from None
     values: dict[str, Any] = {}
     for key, value in _flatten(document):
         setting = _BY_KEY.get(key)
@@ -143,6 +145,18 @@ def load_file(path: Path | None = None) -> ConfigFile:
         # Relative to the file, not to wherever a command happens to run.
         values["data_dir"] = str(path.parent / Path(values["data_dir"]).expanduser())
     return ConfigFile(path, values, exists=True)
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> str:
+    # tomllib decodes the whole file before parsing: the error's object is the file's bytes.
+    before = exc.object[: exc.start]
+    line = before.count(b"\n") + 1
+    column = exc.start - (before.rfind(b"\n") + 1) + 1
+    byte = exc.object[exc.start : exc.start + 1].hex()
+    return (
+        f"not UTF-8 (byte 0x{byte} at line {line}, column {column}): TOML files are UTF-8; "
+        "save it in that encoding"
+    )
 
 
 def _shown(path: Path) -> str:
