@@ -12,13 +12,16 @@ come from ``_defaults``: a crawl starts every worker as ``python -m crawler.cli 
 and its start-up time is part of how fast a restarted worker resumes.
 ``tests/crawler/test_cli_startup.py`` keeps it so.
 
-Exit status: 0 success, 1 "no" answers (e.g. ``server status`` when nothing runs), 2 errors.
+Exit status: 0 success, 1 "no" answers (e.g. ``server status`` when nothing runs), 2 errors,
+141 when the reader of stdout went away (``crawlog export ... - | head``): silently, with the
+status a Unix tool killed by SIGPIPE has, so ``set -o pipefail`` sees an output cut short.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import traceback
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -60,6 +63,8 @@ from eventlog._server import (
 
 EXIT_NO = 1
 EXIT_ERROR = 2
+EXIT_BROKEN_PIPE = 128 + 13
+"""128 + SIGPIPE: what the shell reports for ``cat`` or ``grep`` whose reader went away."""
 
 # --- errors -----------------------------------------------------------------------------------
 
@@ -106,11 +111,18 @@ class _CrawlogGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            # Output a command left buffered must meet a closed pipe here, not at exit.
+            sys.stdout.flush()
+            return result
+        except BrokenPipeError:
+            raise _reader_gone() from None
         except CrawlogError as exc:
             raise _ReportedError(str(exc), debug=bool(ctx.params.get("debug"))) from exc
         except BaseExceptionGroup as group:
             # Task groups wrap what their tasks raise; a crawlog error inside is still ours.
+            if group.split(BrokenPipeError)[0] is not None:
+                raise _reader_gone() from None
             crawlog_errors, _ = group.split(CrawlogError)
             if crawlog_errors is not None:
                 first = _first_leaf(crawlog_errors)
@@ -124,6 +136,16 @@ class _CrawlogGroup(click.Group):
             if ctx.params.get("debug"):
                 raise
             raise _internal_error(exc) from exc
+
+
+def _reader_gone() -> click.exceptions.Exit:
+    # Python ignores SIGPIPE, so a write to a pipe nobody reads raises instead of killing the
+    # process. Point stdout at /dev/null: the interpreter's last flush at exit must not fail
+    # again (it would print "Exception ignored ... BrokenPipeError").
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return click.exceptions.Exit(EXIT_BROKEN_PIPE)
 
 
 def _internal_error(exc: BaseException) -> _ReportedError:
