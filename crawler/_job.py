@@ -81,6 +81,53 @@ async def load_config(redis: aioredis.Redis, keys: JobKeys) -> JobConfig:
     return _decoder.decode(data)
 
 
+_OPTIONS: dict[str, str] = {
+    "seeds": "SEEDS",
+    "scope": "--scope",
+    "max_depth": "--depth",
+    "max_pages": "--max-pages",
+    "spider": "--spider",
+    "politeness.per_host": "--per-host",
+    "politeness.delay_s": "--delay",
+    "lease_ms": "--lease",
+    "obey_robots": "--ignore-robots",
+    "record_events": "--no-events",
+}
+"""Setting (dotted path into :class:`JobConfig`) -> the ``crawl`` option that sets it; a
+setting with no option is named by its path."""
+_INVERTED_FLAGS = frozenset({"obey_robots", "record_events"})
+"""Settings whose flag, when given, turns them off."""
+
+
 def _differences(stored: JobConfig, wanted: JobConfig) -> str:
-    a, b = msgspec.structs.asdict(stored), msgspec.structs.asdict(wanted)
-    return ", ".join(f"{k}: {a[k]!r} now, {b[k]!r} asked" for k in a if a[k] != b[k])
+    a, b = dict(_flatten(stored)), dict(_flatten(wanted))
+    return "; ".join(
+        f"{_OPTIONS.get(k, k)}: {_shown(k, a[k])} in the job, {_shown(k, b.get(k))} asked"
+        for k in a
+        if a[k] != b.get(k)
+    )
+
+
+def _flatten(struct: msgspec.Struct, prefix: str = "") -> list[tuple[str, object]]:
+    # Nested settings (politeness) are compared field by field, so the message can name the
+    # one option that differs rather than print the whole struct.
+    fields: list[tuple[str, object]] = []
+    for name, value in msgspec.structs.asdict(struct).items():
+        if isinstance(value, msgspec.Struct):
+            fields += _flatten(value, f"{prefix}{name}.")
+        else:
+            fields.append((f"{prefix}{name}", value))
+    return fields
+
+
+def _shown(setting: str, value: object) -> str:
+    """A setting's value as the user would type it for its option."""
+    if setting in _INVERTED_FLAGS:
+        return "off" if value else "on"
+    if setting == "lease_ms" and isinstance(value, int):
+        return f"{value / 1000:g}"
+    if isinstance(value, tuple):
+        return " ".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return "none" if value is None else str(value)
