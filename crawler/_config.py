@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from crawler._spider import is_spider_file
 from eventlog._exceptions import ConfigError
 from eventlog._server import DATA_DIR_ENV, REDIS_URL_ENV
 
@@ -74,7 +75,8 @@ SETTINGS: tuple[Setting, ...] = (
             "worker processes `crawl` starts"),
     Setting("job.concurrency", "CRAWLOG_CONCURRENCY", "concurrency", ("crawl", "worker"), int,
             "fetches in flight per worker"),
-    Setting("job.spider", "CRAWLOG_SPIDER", "spider", ("crawl",), str, "MODULE:CLASS"),
+    Setting("job.spider", "CRAWLOG_SPIDER", "spider", ("crawl",), str,
+            "MODULE:CLASS or FILE.py:CLASS (a file relative to crawlog.toml's directory)"),
     Setting("job.max_pages", "CRAWLOG_MAX_PAGES", "max_pages", ("crawl",), int,
             "enqueue at most this many tasks (0: no limit)"),
     Setting("job.lease", "CRAWLOG_LEASE", "lease", ("crawl",), float,
@@ -144,6 +146,9 @@ def load_file(path: Path | None = None) -> ConfigFile:
     if isinstance(values.get("data_dir"), str):
         # Relative to the file, not to wherever a command happens to run.
         values["data_dir"] = str(path.parent / Path(values["data_dir"]).expanduser())
+    spider = values.get("job.spider")
+    if isinstance(spider, str) and is_spider_file(spider):
+        values["job.spider"] = str(path.parent / Path(spider).expanduser())  # the same
     return ConfigFile(path, values, exists=True)
 
 

@@ -25,7 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
+import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
@@ -157,21 +162,106 @@ class SiteSpider(Spider):
 
 
 def load_spider(path: str | None) -> Spider:
-    """The spider ``MODULE:CLASS`` (the default site spider for None)."""
+    """The spider ``MODULE:CLASS`` or ``FILE.py:CLASS`` (the default site spider for None).
+
+    MODULE is imported as ``python -m`` would: from the working directory first, then
+    PYTHONPATH and the installed packages. FILE is a path to a Python file (relative to the
+    working directory), imported by path with its own directory on ``sys.path`` so that it
+    can import the modules beside it. ``ConfigError`` naming what to do when either fails.
+    """
     if path is None:
         return SiteSpider()
-    module_name, _, class_name = path.partition(":")
-    if not module_name or not class_name:
-        raise ConfigError(f"--spider {path!r}: expected MODULE:CLASS, e.g. myspiders:Shop")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # an import runs arbitrary code: report anything it raises
-        raise ConfigError(f"--spider {path!r}: cannot import {module_name} ({exc})") from None
+    source, _, class_name = path.rpartition(":")
+    if not source or not class_name:
+        raise ConfigError(
+            f"--spider {path!r}: expected MODULE:CLASS or FILE.py:CLASS, e.g. myspiders:Shop "
+            "or spiders/shop.py:Shop"
+        )
+    module = _import_file(path, Path(source)) if _is_file(source) else _import(path, source)
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type) or not hasattr(cls, "parse"):
-        raise ConfigError(f"--spider {path!r}: {module_name} has no spider class {class_name}")
+        raise ConfigError(f"--spider {path!r}: {source} has no spider class {class_name}")
     try:
         spider = cls()
     except Exception as exc:
         raise ConfigError(f"--spider {path!r}: {class_name}() failed ({exc})") from None
     return spider  # type: ignore[no-any-return]
+
+
+def spider_path(path: str | None) -> str | None:
+    """``path`` as a job stores it: a spider file made absolute, so that every worker (and a
+    resume from another directory) imports the same file; MODULE:CLASS as it is."""
+    if path is None:
+        return None
+    if not is_spider_file(path):
+        return path
+    source, _, class_name = path.rpartition(":")
+    return f"{os.path.abspath(Path(source).expanduser())}:{class_name}"
+
+
+def is_spider_file(path: str) -> bool:
+    """Whether ``--spider`` names a file (``FILE.py:CLASS``) rather than ``MODULE:CLASS``."""
+    return _is_file(path.rpartition(":")[0])
+
+
+def _is_file(source: str) -> bool:
+    # A module name has neither a path separator nor a .py suffix; a file path has one.
+    return source.endswith(".py") or "/" in source or os.sep in source
+
+
+def _import(path: str, module_name: str) -> ModuleType:
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        # The `crawlog` console script has its own bin directory on sys.path, not the
+        # working directory that `python -m crawler.cli` (as workers run) has.
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"--spider {path!r}: cannot import {module_name} ({exc}): "
+            + _not_found_hint(module_name, exc.name, path.rpartition(":")[2], cwd)
+        ) from None
+    except Exception as exc:  # an import runs arbitrary code: report anything it raises
+        raise ConfigError(f"--spider {path!r}: cannot import {module_name} ({exc})") from None
+
+
+def _not_found_hint(module_name: str, missing: str | None, class_name: str, cwd: str) -> str:
+    top = module_name.partition(".")[0]
+    if missing is not None and missing != module_name and not module_name.startswith(f"{missing}."):
+        # The spider's module was found; something it imports is not installed.
+        return f"{module_name} imports {missing}, which is not installed where crawlog runs"
+    where = f"{top}.py" if top == module_name else f"the package {top}/"
+    return (
+        f"crawlog imports it from the working directory ({cwd}) and PYTHONPATH: run crawlog "
+        f"where {where} is, add that directory to PYTHONPATH, or give the file: "
+        f"--spider path/to/{module_name.rpartition('.')[2]}.py:{class_name}"
+    )
+
+
+def _import_file(path: str, file: Path) -> ModuleType:
+    file = Path(os.path.abspath(file.expanduser()))
+    if not file.is_file():
+        raise ConfigError(
+            f"--spider {path!r}: no such file {file} (a relative path is taken from the "
+            f"working directory, {os.getcwd()})"
+        )
+    for loaded in list(sys.modules.values()):
+        if getattr(loaded, "__file__", None) == str(file):
+            return loaded  # already imported by this process (crawl checks it, then runs it)
+    name = file.stem if file.stem.isidentifier() and file.stem not in sys.modules else None
+    name = name or f"crawlog_spider_{hashlib.blake2b(bytes(file)).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"--spider {path!r}: {file} cannot be imported as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    if str(file.parent) not in sys.path:
+        sys.path.insert(0, str(file.parent))  # its sibling modules, as `python FILE` has
+    # Registered before it runs, as an import would: dataclasses and typing look it up.
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # an import runs arbitrary code: report anything it raises
+        del sys.modules[name]
+        raise ConfigError(f"--spider {path!r}: cannot import {file} ({exc})") from None
+    return module

@@ -24,9 +24,9 @@ from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
 from crawler._logs import set_log_level
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
-from crawler._spider import load_spider
+from crawler._spider import Spider, load_spider, spider_path
 from crawler._urls import check_seed_url
-from eventlog import DEFAULT_LEASE_MS, JobKeys, TaskQueue, connect
+from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
 from eventlog._server import resolve_data_dir, resolve_url
 
@@ -36,7 +36,7 @@ log = logging.getLogger("crawlog.worker")
 @click.command(
     "crawl", epilog="Example:  crawlog crawl http://127.0.0.1:8000/ --job site --workers 2"
 )
-@click.argument("seeds", nargs=-1, required=True)
+@click.argument("seeds", nargs=-1)
 @click.option(
     "--job", default=None, metavar="NAME", help="Job name [default: from the first seed's host]."
 )
@@ -78,7 +78,8 @@ log = logging.getLogger("crawlog.worker")
     "--spider",
     default=None,
     metavar="MODULE:CLASS",
-    help="A spider class [default: follow every link].",
+    help="A spider class, or FILE.py:CLASS [default: follow every link]. Without SEEDS, "
+    "its start_urls are the seeds.",
 )
 @click.option(
     "--lease",
@@ -126,8 +127,9 @@ def crawl_command(
     """
     from crawler._crawl import run_crawl
 
-    canonical = tuple(check_seed_url(s) for s in seeds)
-    load_spider(spider)  # fail now, not in every worker
+    spider = spider_path(spider)
+    loaded = load_spider(spider)  # fail now, not in every worker
+    canonical = tuple(check_seed_url(s) for s in seeds or _start_urls(loaded, spider))
     job = job or _job_name(canonical[0])
     config = JobConfig(
         seeds=canonical,
@@ -165,6 +167,17 @@ def crawl_command(
     )
     click.echo(f"next: crawlog report --job {summary.job}")
     ctx.exit(0 if summary.complete else 1)
+
+
+def _start_urls(spider: Spider, path: str | None) -> tuple[str, ...]:
+    urls = tuple(spider.start_urls)
+    if not urls:
+        spider_has = f"--spider {path!r} has no start_urls" if path else "no --spider"
+        raise ConfigError(
+            f"no seeds to crawl ({spider_has}): give SEED URLs, or a spider "
+            "whose start_urls lists them"
+        )
+    return urls
 
 
 def _job_name(seed: str) -> str:

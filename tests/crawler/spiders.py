@@ -86,3 +86,18 @@ class FlakySpider(Spider):
         if "/item/" in response.url:
             raise ValueError(f"cannot parse {response.url}")
         yield Item(response.url)
+
+
+START_URL_ENV = "CRAWLOG_TEST_START_URL"
+"""The one URL :class:`StartUrlsSpider` lists in its ``start_urls``."""
+
+
+class StartUrlsSpider(Spider):
+    """Names its own seed in ``start_urls`` (from the environment, as the site's port varies)
+    and records the page: a crawl of it needs no SEEDS."""
+
+    name = "start-urls"
+    start_urls = (os.environ.get(START_URL_ENV, ""),)
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        yield Item(response.url)
