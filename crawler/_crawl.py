@@ -46,6 +46,8 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+    exits: tuple[int | None, ...] = ()
+    """Exit statuses of the projector and the workers, in that order."""
 
 
 def crawlog_command(*args: str) -> list[str]:
@@ -113,6 +115,7 @@ async def run_crawl(
         pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
         duplicate_items=state.job.duplicate_items,
         anomalies=sum(state.job.anomalies.values()), seconds=time.monotonic() - started,
+        exits=tuple(p.returncode for p in processes),
     )  # fmt: skip
 
 

@@ -66,6 +66,7 @@ from eventlog import (
     LeaseLost,
     PageFetched,
     RetryScheduled,
+    ServerCannotPersist,
     Task,
     TaskAborted,
     TaskClaimed,
@@ -432,6 +433,10 @@ class Worker:
         )  # fmt: skip
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
+        except ServerCannotPersist:
+            # The worker stops with this error, said once; a line per task would bury it.
+            # The lease stays and expires as after a kill: nothing is lost.
+            pass
         except (LeaseLost, CrawlogError) as exc:
             log.warning("could not release %s: %s", lease.entry_id, exc)
 

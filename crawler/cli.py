@@ -35,6 +35,7 @@ import click
 from crawler._cli_options import data_dir_option, fsync_option, json_option
 from crawler._config import bind, export_redis_url, load_file
 from crawler._logs import LOG_FORMATS, LogFormat, configure_logging
+from crawler._unwritable import exit_status, said_by_the_crawl
 from crawler.cli_config import (
     CONFIG_META,
     REDIS_FROM_FILE_META,
@@ -49,7 +50,7 @@ from crawler.cli_status import status_command
 from crawler.demo import demo_command
 from crawler.testsite import testsite_command
 from eventlog._connection import redacted
-from eventlog._exceptions import ConfigError, CrawlogError
+from eventlog._exceptions import ConfigError, CrawlogError, ServerCannotPersist
 from eventlog._server import (
     REDIS_URL_ENV,
     Fsync,
@@ -118,7 +119,7 @@ class _CrawlogGroup(click.Group):
         except BrokenPipeError:
             raise _reader_gone() from None
         except CrawlogError as exc:
-            raise _ReportedError(str(exc), debug=bool(ctx.params.get("debug"))) from exc
+            raise _reported(exc, debug=bool(ctx.params.get("debug"))) from exc
         except BaseExceptionGroup as group:
             # Task groups wrap what their tasks raise; a crawlog error inside is still ours.
             if group.split(BrokenPipeError)[0] is not None:
@@ -126,7 +127,7 @@ class _CrawlogGroup(click.Group):
             crawlog_errors, _ = group.split(CrawlogError)
             if crawlog_errors is not None:
                 first = _first_leaf(crawlog_errors)
-                raise _ReportedError(str(first), debug=bool(ctx.params.get("debug"))) from first
+                raise _reported(first, debug=bool(ctx.params.get("debug"))) from first
             if ctx.params.get("debug") or not isinstance(group, Exception):
                 raise
             raise _internal_error(_first_leaf(group)) from group
@@ -136,6 +137,13 @@ class _CrawlogGroup(click.Group):
             if ctx.params.get("debug"):
                 raise
             raise _internal_error(exc) from exc
+
+
+def _reported(exc: BaseException, *, debug: bool) -> click.ClickException | click.exceptions.Exit:
+    if isinstance(exc, ServerCannotPersist) and said_by_the_crawl() and not debug:
+        # Every process of the crawl meets the same refusal: the crawl says it, once.
+        return click.exceptions.Exit(exit_status(exc))
+    return _ReportedError(str(exc), debug=debug)
 
 
 def _reader_gone() -> click.exceptions.Exit:

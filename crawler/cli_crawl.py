@@ -25,6 +25,7 @@ from crawler._logs import set_log_level
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
 from crawler._spider import Spider, load_spider, spider_path
+from crawler._unwritable import CRAWL_PID_ENV, EXIT_UNWRITABLE, said_once_if_unwritable
 from crawler._urls import check_seed_url
 from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
@@ -145,6 +146,7 @@ def crawl_command(
     )
     config.scope_rule()
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    os.environ[CRAWL_PID_ENV] = str(os.getpid())  # its processes leave MISCONF to it
     summary = anyio.run(
         lambda: run_crawl(
             url,
@@ -157,6 +159,7 @@ def crawl_command(
             metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
         )
     )
+    summary, refused = said_once_if_unwritable(url, directory, summary)
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"
     click.echo(
@@ -166,7 +169,7 @@ def crawl_command(
         f"{summary.anomalies} anomalies"
     )
     click.echo(f"next: crawlog report --job {summary.job}")
-    ctx.exit(0 if summary.complete else 1)
+    ctx.exit(EXIT_UNWRITABLE if refused else 0 if summary.complete else 1)
 
 
 def _start_urls(spider: Spider, path: str | None) -> tuple[str, ...]:

@@ -31,10 +31,11 @@ from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
 from redis.commands.core import AsyncScript
 
-from eventlog._exceptions import ConfigError, ServerError, ServerUnreachable
+from eventlog._exceptions import ConfigError, ServerCannotPersist, ServerError, ServerUnreachable
 
 DEFAULT_SOCKET_TIMEOUT_S = 10.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_HEALTH_CHECK_S = 30
 BLOCK_MARGIN = 0.5
 """Blocking reads block for at most this fraction of the socket timeout."""
 
@@ -47,6 +48,9 @@ _RIDE_OUT_CAP_S = 0.5
 wait after the server is back lets its leases expire under it (with chaos.py's 3 s
 leases, a 2 s cap made live workers' tasks be taken over and fetched twice)."""
 _NOSCRIPT_RESENDS = 3
+_MISCONF = "MISCONF"
+"""The error code of a server that cannot persist: it refuses every write (and PING)."""
+_NO_SPACE = "No space left on device"
 
 T = TypeVar("T")
 
@@ -68,8 +72,17 @@ def redacted(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-def client_for(url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S) -> aioredis.Redis:
-    """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``), not yet connected."""
+def client_for(
+    url: str,
+    *,
+    socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
+    health_check_s: int = DEFAULT_HEALTH_CHECK_S,
+) -> aioredis.Redis:
+    """A client for ``url`` (``redis://``, ``rediss://`` or ``unix://``), not yet connected.
+
+    ``health_check_s=0`` for a client that must read from a server that cannot persist:
+    redis-py's health check is a PING, which such a server refuses with the writes.
+    """
     scheme = urlsplit(url).scheme
     if scheme not in _SCHEMES:
         raise ConfigError(
@@ -81,7 +94,7 @@ def client_for(url: str, *, socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S) 
             socket_timeout=socket_timeout_s,
             socket_connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
             decode_responses=False,
-            health_check_interval=30,
+            health_check_interval=health_check_s,
             # The raw stream replies are parsed here in their RESP2 shape (lists, not maps).
             protocol=2,
         )
@@ -176,6 +189,11 @@ async def ping(client: aioredis.Redis, url: str) -> None:
     """Raise ``ServerUnreachable`` with a useful message unless the server answers."""
     try:
         await client.ping()
+    except redis.exceptions.ResponseError as exc:
+        # A server that cannot persist refuses PING too; it is reachable all the same.
+        if (refusal := cannot_persist(exc)) is None:
+            raise
+        raise refusal from None
     except redis.exceptions.AuthenticationError as exc:
         raise ServerUnreachable(
             f"Redis at {redacted(url)} refused the credentials ({exc}): "
@@ -253,4 +271,48 @@ def redis_errors(what: str) -> Iterator[None]:
             "nothing half-written is left behind, so the same command can be run again"
         ) from exc
     except redis.exceptions.ResponseError as exc:
+        if (refusal := cannot_persist(exc)) is not None:
+            raise refusal from exc
         raise ServerError(f"Redis refused {what}: {exc}") from exc
+
+
+def cannot_persist(
+    exc: redis.exceptions.ResponseError, *, where: str | None = None
+) -> ServerCannotPersist | None:
+    """``ServerCannotPersist`` for the server's ``MISCONF`` refusal, None for another error.
+
+    ``where`` names the disk for the user ("the data directory /srv/crawls"); without it
+    the message speaks of the Redis server's data directory.
+    """
+    # In a pipeline redis-py wraps the server's words: "Command # 1 (...) caused error: ...".
+    text = str(exc)
+    start = text.find(f"{_MISCONF} ")
+    if start < 0:
+        return None
+    # Inside a script the server appends "script: SHA, on @user_script:N.": not the user's.
+    detail = text[start + len(_MISCONF) :].split(" script: ")[0].strip().rstrip("\"',)")
+    return persist_error(detail, where=where)
+
+
+def cannot_persist_because(*, disk_full: bool, where: str | None = None) -> ServerCannotPersist:
+    """The error for a server known to have refused writes, its own words no longer at hand."""
+    detail = f"Errors writing to disk{': ' + _NO_SPACE if disk_full else ''}"
+    return persist_error(detail, where=where)
+
+
+def persist_error(detail: str, *, where: str | None = None) -> ServerCannotPersist:
+    """The error, in plain words, for a server that said ``MISCONF <detail>``."""
+    where = where or "the Redis server's data directory"
+    if _NO_SPACE in detail:
+        message = (
+            f"the disk of {where} is full: the server cannot write its append-only file, so "
+            "it refuses every write. Nothing written before is lost: free some space on that "
+            "disk (see `df -h`), then run the same command again to carry on"
+        )
+    else:
+        message = (
+            f"the Redis server cannot save to disk ({detail}), so it refuses every write: "
+            f"fix what its log says (crawlog's own server: valkey.log in {where}), then run "
+            "the same command again; nothing written before is lost"
+        )
+    return ServerCannotPersist(message, detail, disk_full=_NO_SPACE in detail)

@@ -7,6 +7,7 @@ messages that tell the user what to do next::
     ├── ConfigError ............ bad input: a URL, a job name, an option, a data directory
     ├── ServerError
     │   ├── ServerUnreachable .. the Redis/Valkey server cannot be reached
+    │   ├── ServerCannotPersist  it refuses writes: it cannot save them (a full disk)
     │   └── ServerStartError ... the embedded valkey-server did not come up
     ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
@@ -33,6 +34,20 @@ class ServerError(CrawlogError):
 
 class ServerUnreachable(ServerError):
     """The server cannot be reached (refused, timed out, bad credentials)."""
+
+
+class ServerCannotPersist(ServerError):
+    """The server refuses every write because it cannot save to disk (Redis's ``MISCONF``:
+    its append-only file or snapshot cannot be written, most often as the disk is full).
+
+    Nothing it accepted before is lost, and the refused write was not applied: once the
+    server can write again (it retries by itself), the same command carries on."""
+
+    def __init__(self, message: str, detail: str, *, disk_full: bool) -> None:
+        super().__init__(message)
+        self.detail = detail
+        """The server's own words, e.g. "Errors writing to the AOF file: No space left..."."""
+        self.disk_full = disk_full
 
 
 class ServerStartError(ServerError):
