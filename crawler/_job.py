@@ -10,6 +10,7 @@ from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, Scope, ScopeMode
 from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys
 from eventlog._connection import redis_errors
+from eventlog._jobs import did_you_mean, job_names
 
 DEFAULT_RECOVERY_LIMIT = 3
 """Recoveries (lease expiries, restarts mid-task) before a task is aborted, not retried."""
@@ -75,8 +76,10 @@ async def load_config(redis: aioredis.Redis, keys: JobKeys) -> JobConfig:
     with redis_errors("reading the job's configuration"):
         data = await redis.get(keys.config)
     if not isinstance(data, bytes):
+        hint = did_you_mean(keys.job, await job_names(redis))
         raise ConfigError(
-            f"no job {keys.job!r} here: start it with `crawlog crawl SEED --job {keys.job}`"
+            f"no job {keys.job!r} here{hint}: start it with `crawlog crawl SEED --job "
+            f"{keys.job}`; `crawlog jobs` lists the jobs"
         )
     return _decoder.decode(data)
 

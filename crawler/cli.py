@@ -43,6 +43,7 @@ from crawler.cli_config import (
     config_command,
 )
 from crawler.cli_crawl import crawl_command, enqueue_command, worker_command
+from crawler.cli_jobs import jobs_command
 from crawler.cli_operator import register_operator_commands
 from crawler.cli_projector import project_command, replay_command
 from crawler.cli_reports import register_report_commands
@@ -319,6 +320,7 @@ cli.add_command(enqueue_command)
 cli.add_command(project_command)
 cli.add_command(replay_command)
 cli.add_command(status_command)
+cli.add_command(jobs_command)
 register_report_commands(cli)
 register_operator_commands(cli)
 

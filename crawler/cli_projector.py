@@ -17,6 +17,7 @@ from crawler._cli_options import data_dir_option, job_option, log_level_option, 
 from crawler._logs import set_log_level
 from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect, stream_id_key
 from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
+from eventlog._jobs import did_you_mean, job_names
 from eventlog._server import resolve_data_dir, resolve_url
 from projector._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,
@@ -132,7 +133,7 @@ def project_command(
 async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> None:
     """``ConfigError`` unless the job exists: its settings or its log in Redis, or its
     projected data here (a mistyped --job would otherwise wait for events forever)."""
-    from projector._store import MANIFEST, job_dir
+    from projector._store import MANIFEST, job_dir, projected_jobs
 
     keys = JobKeys(job)
     with redis_errors("looking up the job"):
@@ -140,9 +141,11 @@ async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> Non
             return
     if (job_dir(directory, job) / MANIFEST).exists():
         return
+    hint = did_you_mean(job, [*await job_names(client), *projected_jobs(directory)])
     raise ConfigError(
-        f"no job {job!r} here (no settings or events in Redis, no data under {directory}): "
-        f"start it with `crawlog crawl SEED --job {job}`"
+        f"no job {job!r} here{hint} (no settings or events in Redis, no data under "
+        f"{directory}): start it with `crawlog crawl SEED --job {job}`; `crawlog jobs` lists "
+        "the jobs"
     )
 
 

@@ -21,7 +21,8 @@ import click
 import msgspec
 
 from crawler._cli_options import data_dir_option, job_option, json_option
-from eventlog import DEFAULT_LEASE_MS, CrawlogError
+from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError
+from eventlog._jobs import did_you_mean
 from eventlog._server import resolve_data_dir
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
@@ -36,9 +37,17 @@ SqlFormat = Literal["table", "csv", "json"]
 
 
 def _store(data_dir: Path | None, job: str) -> Store:
-    from projector._store import Store
+    from projector._store import Store, job_dir, projected_jobs
 
-    return Store(resolve_data_dir(data_dir), job)
+    directory = resolve_data_dir(data_dir)
+    if not job_dir(directory, job).is_dir():
+        # Not "is the projector running?": most often the name is mistyped.
+        known = projected_jobs(directory)
+        raise ConfigError(
+            f"no job {job!r} has data under {directory}{did_you_mean(job, known)}: "
+            "`crawlog jobs` lists the jobs; for a job crawled elsewhere, give its --data-dir"
+        )
+    return Store(directory, job)
 
 
 @click.command(

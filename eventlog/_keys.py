@@ -26,6 +26,19 @@ LANES = (LANE_HIGH, LANE_NORMAL, LANE_RECOVERY)
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+JOB_KEY_PATTERNS = (f"{PREFIX}:{{*}}:config", f"{PREFIX}:{{*}}:events")
+"""SCAN patterns that find every job on a server: its settings (written by ``crawl``) or its
+log (a job fed only through the API has no settings)."""
+_JOB_OF_KEY = re.compile(rf"{PREFIX}:\{{([^}}:]+)\}}:(?:config|events)")
+
+
+def job_of_key(key: str) -> str | None:
+    """The job a key found with :data:`JOB_KEY_PATTERNS` belongs to (None for a partition's
+    key or anything else)."""
+    matched = _JOB_OF_KEY.fullmatch(key)
+    return matched[1] if matched and _JOB_NAME.fullmatch(matched[1]) else None
+
+
 def check_job_name(job: str) -> str:
     """``job`` if it is a valid job name, else ``ConfigError`` saying what is allowed."""
     if not _JOB_NAME.fullmatch(job):

@@ -63,6 +63,23 @@ def job_dir(data_dir: Path, job: str) -> Path:
     return data_dir / "jobs" / check_job_name(job)
 
 
+def projected_jobs(data_dir: Path) -> list[str]:
+    """The jobs with a directory of projected data under ``data_dir``, sorted."""
+    try:
+        entries = list((data_dir / "jobs").iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(entry.name for entry in entries if entry.is_dir() and _is_job_name(entry.name))
+
+
+def _is_job_name(name: str) -> bool:
+    try:
+        check_job_name(name)
+    except ConfigError:
+        return False  # not a job's directory
+    return True
+
+
 class Store:
     """The committed files of one job's projector."""
 
