@@ -32,18 +32,17 @@ def refusing_server(tmp_path: Path) -> Iterator[ValkeyProcess]:
     options = ("--save", "3600 1", "--stop-writes-on-bgsave-error", "yes",
                "--enable-protected-configs", "yes")  # fmt: skip
     directory = tmp_path / "valkey"
-    with running_valkey(directory, *options) as server:
-        with redis.Redis.from_url(server.url) as admin:
-            admin.config_set("dir", UNWRITABLE_DIR)
-            admin.bgsave()
-            deadline = time.monotonic() + BGSAVE_TIMEOUT_S
-            while admin.info("persistence")["rdb_last_bgsave_status"] != "err":
-                if time.monotonic() > deadline:
-                    pytest.skip(f"BGSAVE into {UNWRITABLE_DIR} did not fail on this machine")
-                time.sleep(0.02)
-            yield server
-            # Its shutdown save must succeed, or it refuses SIGTERM until killed.
-            admin.config_set("dir", str(directory))
+    with running_valkey(directory, *options) as server, redis.Redis.from_url(server.url) as admin:
+        admin.config_set("dir", UNWRITABLE_DIR)
+        admin.bgsave()
+        deadline = time.monotonic() + BGSAVE_TIMEOUT_S
+        while admin.info("persistence")["rdb_last_bgsave_status"] != "err":
+            if time.monotonic() > deadline:
+                pytest.skip(f"BGSAVE into {UNWRITABLE_DIR} did not fail on this machine")
+            time.sleep(0.02)
+        yield server
+        # Its shutdown save must succeed, or it refuses SIGTERM until killed.
+        admin.config_set("dir", str(directory))
 
 
 async def test_a_refused_append_is_server_cannot_persist(refusing_server: ValkeyProcess) -> None:
