@@ -79,7 +79,7 @@ def said_once_if_unwritable(
 
 async def writes_refused(url: str, *, where: str | None) -> ServerCannotPersist | None:
     """The server's refusal to write, in plain words, or None if it writes (or is gone)."""
-    client = client_for(url)
+    client = client_for(url, health_check_s=0)  # its PING would be refused, as a lost link
     try:
         # PING is refused along with writes, and changes nothing when it is not.
         await client.ping()

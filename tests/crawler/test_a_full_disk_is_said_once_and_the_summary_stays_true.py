@@ -24,9 +24,11 @@ from tests.server_helpers import stop_or_kill
 
 pytestmark = pytest.mark.anyio
 DISK_MIB = 24
-PAGES = 400
-PAGES_BEFORE_FULL = 40
+PAGES = 150
+PAGES_BEFORE_FULL = 30
 CRAWL_TIMEOUT_S = 120
+TEST_TIMEOUT_S = 2 * CRAWL_TIMEOUT_S
+"""Two crawls and a server start: more than the suite's default on a loaded machine."""
 FILL_CHUNK = 64 * 1024
 
 
@@ -67,6 +69,7 @@ async def run_until_exit(process: subprocess.Popen[bytes]) -> int:
     return process.returncode
 
 
+@pytest.mark.timeout(TEST_TIMEOUT_S)
 async def test_a_full_disk_is_said_once_and_the_same_command_finishes_after(
     tmp_path: Path,
 ) -> None:

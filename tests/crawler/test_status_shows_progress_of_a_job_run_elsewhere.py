@@ -88,5 +88,6 @@ async def test_status_of_an_unknown_job_is_one_line_and_exit_2(
     )
     assert result.returncode == 2
     assert result.stderr.decode().splitlines() == [
-        f"crawlog: error: no job {job!r} here: start it with `crawlog crawl SEED --job {job}`"
+        f"crawlog: error: no job {job!r} here: start it with `crawlog crawl SEED --job {job}`; "
+        "`crawlog jobs` lists the jobs"
     ]
