@@ -270,6 +270,8 @@ _decoders: Final[dict[type, msgspec.msgpack.Decoder[Any]]] = {
     cls: msgspec.msgpack.Decoder(cls) for cls in (Item, Follow, NextPage)
 }
 _msgpack: Final = msgspec.msgpack.Encoder()
+_MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
+"""The integers msgpack carries."""
 _json: Final = msgspec.json.Encoder()
 
 
@@ -280,6 +282,13 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
     event decoder will read them (an item's data must be msgpack and JSON, the archive's
     form); a ``dict`` becomes ``Item(its "url" or "<page url>#<index>", the dict)``.
     """
+    if (
+        isinstance(output, Follow)  # the common case (hundreds a page): checked in full here
+        and type(output.url) is str
+        and type(output.priority) is int
+        and _MIN_INT <= output.priority <= _MAX_INT
+    ):
+        return output
     where = f"spider {spider} on {url}: output {index}"
     if isinstance(output, Mapping):  # a dict, or a dict-like item of another framework
         key = output.get(DICT_KEY_FIELD)
@@ -294,8 +303,8 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
         raise SpiderOutputError(
             f"{where}, {_shown(output)}: its key is a {type(output.key).__name__}, expected a str"
         )
-    kind = type(output)
     try:
+        kind = next(cls for cls in _decoders if isinstance(output, cls))
         checked: Output = _decoders[kind].decode(_msgpack.encode(output))
         if isinstance(checked, Item):
             _json.encode(checked.data)

@@ -157,10 +157,9 @@ def resolve_yielded(url: str, base: URL | Callable[[], URL]) -> str | Dropped:
         return NOT_HTTP
     try:
         if reference.scheme and reference.raw_authority:
-            base_url = reference  # absolute: the base plays no part
+            joined = reference  # absolute (already normalised): the base plays no part
         else:
-            base_url = base() if callable(base) else base
-        joined = _join(base_url, href)
+            joined = _join(base() if callable(base) else base, href)
         if joined.scheme not in HTTP_SCHEMES:
             return NOT_HTTP  # only when the base itself is not http(s)
         return _serialise(_http_url(joined))
