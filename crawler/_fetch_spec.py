@@ -86,7 +86,8 @@ class FetchConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_redirects: int = DEFAULT_MAX_REDIRECTS
     user_agent: str = DEFAULT_USER_AGENT
     parse_content_types: frozenset[str] = DEFAULT_PARSE_CONTENT_TYPES
-    """Media types (lowercase, no parameters) whose bodies the spider parses."""
+    """Media types (lowercase, no parameters) a result calls ``parseable``. The worker does
+    not ask: which responses reach a spider is the spider's ``content_types``."""
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_connections_per_host: int | None = None
     """None: no cap per host here (per-host politeness is the worker's gate's job)."""
