@@ -336,4 +336,5 @@ def load_spider(path: str | None) -> Spider:
         spider = cls()
     except Exception as exc:
         raise ConfigError(f"--spider {path!r}: {class_name}() failed ({exc})") from None
+    accepted_types(spider)  # a bad content_types is refused here too, like a bad class
     return spider  # type: ignore[no-any-return]

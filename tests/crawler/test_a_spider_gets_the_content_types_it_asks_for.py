@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from crawler._spider import SiteSpider, Spider, accepted_types, parses
+from crawler._spider import SiteSpider, Spider, accepted_types, load_spider, parses
 from crawler.testsite import JSON_PATH, OTHER_TYPE_ITEMS, TEXT_PATH, serve_testsite
 from eventlog import ConfigError, EventLog, ItemScraped, TaskDone, TaskEnqueued
 
@@ -71,3 +71,15 @@ def test_a_content_type_that_is_no_media_type_is_a_config_error() -> None:
 
     with pytest.raises(ConfigError, match="spider wrong: content type 'json' is not a media"):
         accepted_types(Wrong())
+
+
+class WrongTypes(Spider):
+    """Loaded by ``load_spider`` in the test below."""
+
+    name = "wrong-types"
+    content_types = ("html",)
+
+
+def test_load_spider_refuses_a_spider_with_a_bad_content_type() -> None:
+    with pytest.raises(ConfigError, match="spider wrong-types: content type 'html'"):
+        load_spider(f"{__name__}:WrongTypes")
