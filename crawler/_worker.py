@@ -154,7 +154,7 @@ class Worker:
             redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events
         )
         self.keys = self.queue.keys
-        self.gate = PolitenessGate(redis, self.keys, config.politeness)
+        self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
         self.circuits = SiteCircuits(config.breaker())

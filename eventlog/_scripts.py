@@ -27,6 +27,20 @@ local function append(events, cur, prev, eid, payload)
   return redis.call('XADD', events, '*', 'e', payload)
 end
 
+-- Free the politeness slots a holder's index (hash token -> host) lists on the hosts of
+-- ``slots`` (host -> that host's slots key), with their index entries. A slot on a host
+-- not passed in stays held until its ttl.
+local function release_held(index, slots)
+  local held = redis.call('HGETALL', index)
+  for i = 1, #held, 2 do
+    local key = slots[held[i + 1]]
+    if key then
+      redis.call('ZREM', key, held[i])
+      redis.call('HDEL', index, held[i])
+    end
+  end
+end
+
 -- The consumer holding a pending entry, or false when nobody does.
 local function owner_of(stream, group, id)
   local p = redis.call('XPENDING', stream, group, id, id, 1)
@@ -401,13 +415,22 @@ RECOVER = (
 -- owner and delivery count and still idle for min idle ms: one whose owner renewed it, or
 -- that another worker moved, since it was read is left alone. The owner's fenced writes
 -- find the entry gone, as after any takeover.
--- KEYS: events, eids current, eids previous, ckpt, lane 0 .. lane n (the last: recovery)
--- ARGV: dedup ttl (s), group, min idle ms, then groups of 8: lane index, entry id, owner,
---       deliveries (as read), task id, task payload ('' to abort), event_id ('' to append
---       nothing: a queue that records no events), event.  Returns 1 (moved) or 0 each.
-local group, idle = ARGV[2], ARGV[3]
+-- An owner any of whose leases moved has its politeness slots freed in the same step: it
+-- stopped renewing, so what it fetched is over or no longer its task, and the tasks it
+-- held must not wait for its slots to expire.
+-- KEYS: events, eids current, eids previous, ckpt, lane 0 .. lane n (the last: recovery),
+--       then per owner of ARGV's holders: its slot index, then its hosts' slots keys
+-- ARGV: [1] dedup ttl (s), [2] group, [3] min idle ms, [4] lanes, [5] moves, then groups
+--       of 8 a move: lane index, entry id, owner, deliveries (as read), task id, task
+--       payload ('' to abort), event_id ('' to append nothing: a queue that records no
+--       events), event; then groups a holder: owner, host count, hosts (in the order of
+--       their keys).  Returns 1 (moved) or 0 a move.
+local group, idle, lanes = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local recovery = KEYS[4 + lanes]
 local moved = {}
-for i = 4, #ARGV, 8 do
+local freed = {}
+local last = 5 + 8 * tonumber(ARGV[5])
+for i = 6, last, 8 do
   local lane = KEYS[5 + tonumber(ARGV[i])]
   local id = ARGV[i + 1]
   local p = redis.call('XPENDING', lane, group, 'IDLE', idle, id, id, 1)
@@ -415,17 +438,26 @@ for i = 4, #ARGV, 8 do
     redis.call('XACK', lane, group, id)
     redis.call('XDEL', lane, id)
     if ARGV[i + 5] ~= '' then
-      redis.call('XADD', KEYS[#KEYS], '*', 't', ARGV[i + 5])
+      redis.call('XADD', recovery, '*', 't', ARGV[i + 5])
     else
       redis.call('HDEL', KEYS[4], ARGV[i + 4])
     end
     if ARGV[i + 6] ~= '' then
       append(KEYS[1], KEYS[2], KEYS[3], ARGV[i + 6], ARGV[i + 7])
     end
+    freed[ARGV[i + 2]] = true
     moved[#moved + 1] = 1
   else
     moved[#moved + 1] = 0
   end
+end
+local k, a = 5 + lanes, last + 1
+while a <= #ARGV do
+  local owner, count = ARGV[a], tonumber(ARGV[a + 1])
+  local slots = {}
+  for h = 1, count do slots[ARGV[a + 1 + h]] = KEYS[k + h] end
+  if freed[owner] then release_held(KEYS[k], slots) end
+  k, a = k + 1 + count, a + 2 + count
 end
 redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
 return moved
@@ -529,8 +561,10 @@ return changed
 
 POLITENESS_ACQUIRE = """
 -- Take a slot on a host if it has a free one and its next start time has come.
--- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms)
--- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms
+-- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms), and optionally
+--       the holder's slot index (hash token -> host: see RELEASE_HELD)
+-- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
+--       with the index, the host
 -- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -549,8 +583,27 @@ if wait > 0 then return {wait, now} end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 -- The key lives as long as its latest slot (a worker may run with a longer slot ttl).
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+if KEYS[4] then
+  -- Kept as long as the holder's latest slot: entries of slots that expired meanwhile
+  -- are only freed again (a no-op), never counted.
+  redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
+  redis.call('PEXPIRE', KEYS[4], ttl)
+end
 -- The site's own Crawl-delay and ours are both minimums: the longer one applies.
 local delay = math.max(tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[3]) or 0))
 if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay) end
 return {0, now}
 """
+
+RELEASE_HELD = (
+    _PRELUDE
+    + """
+-- Free every slot a holder holds: the slots a worker killed mid-request left behind, freed
+-- by its restart under the same name before it runs anything (see TaskQueue.take_back_all).
+-- KEYS: the holder's slot index, then the slots key of each host it lists.
+-- ARGV: those hosts, in the order of their keys.
+local slots = {}
+for i = 1, #ARGV do slots[ARGV[i]] = KEYS[i + 1] end
+release_held(KEYS[1], slots)
+"""
+)
