@@ -32,6 +32,8 @@ from projector._store import Store
 
 PROGRESS_EVERY_S = 1.0
 STOP_GRACE_S = 15.0
+WAITING_SHOWN = 10
+"""Tasks waiting for a person named by id in the crawl's last lines (then "...")."""
 
 
 class CrawlSummary(msgspec.Struct, kw_only=True):
@@ -46,6 +48,21 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+
+
+async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
+    """Whether every task is terminal; names the tasks waiting for a person (the workers
+    exit when nothing else is left: the crawl ends rather than wait for them)."""
+    left, waiting = await queue.left()
+    if waiting:
+        more = ", ..." if len(waiting) > WAITING_SHOWN else ""
+        shown = ", ".join(waiting[:WAITING_SHOWN]) + more
+        echo(
+            f"{len(waiting)} task(s) wait for a person to decide about an uncertain action: "
+            f"{shown}; see `crawlog history --job {queue.keys.job} TASK_ID`, then "
+            f"`crawlog resolve --job {queue.keys.job} --task TASK_ID --done|--redo --reason ...`"
+        )
+    return left == 0
 
 
 def crawlog_command(*args: str) -> list[str]:
@@ -101,7 +118,7 @@ async def run_crawl(
                 source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
                 await _watch(source, processes[1:], echo)
                 tg.cancel_scope.cancel()
-            complete = await queue.remaining() == 0
+            complete = await _finished(queue, echo)
         finally:
             # The projector, stopped, reads to the log's end and commits before it exits:
             # the summary below reads that commit.

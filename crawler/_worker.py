@@ -283,8 +283,16 @@ class Worker:
         tasks.start_soon(self._run_task, lease, scope)
 
     async def _done(self) -> bool:
-        """Every task of the job is terminal (none queued, leased or waiting for a retry)."""
-        return await self.queue.remaining() == 0
+        """Every task of the job is terminal (none queued, leased or waiting for a retry),
+        or waits for a person to decide about an uncertain action (``crawlog resolve``)."""
+        left, waiting = await self.queue.left()
+        if waiting and left == len(waiting):
+            log.warning(
+                "%d task(s) wait for a person to decide about an uncertain action: %s "
+                "(crawlog resolve --job %s --task ID --done|--redo --reason ...)",
+                len(waiting), ", ".join(waiting), self.job,
+            )  # fmt: skip
+        return left == len(waiting)
 
     # --- background loops ----------------------------------------------------------------
 
@@ -733,8 +741,9 @@ class Worker:
             actor=self.name, task_id=task.task_id,
             reason=f"uncertain action {action_id}: its intent is logged, its completion not",
         )  # fmt: skip
-        await self.queue.control(paused, task_site=task.site)
-        await self.queue.park(lease)
+        if not await self.queue.pause_for_a_person(lease, action_id, paused):
+            # Resolved between the pause and the park: the task runs again, by the decision.
+            await self.queue.requeue(lease, [], task, lease.lane)
 
     async def _enqueue(self, parent: Task, follows: list[Follow]) -> None:
         """New tasks for the links in scope and depth, in one round trip."""

@@ -15,7 +15,7 @@ Order is the stream ID, never ``at``: ``at`` is the actor's wall clock, for repo
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
@@ -241,6 +241,19 @@ class ActionDone(TaskEvent, frozen=True, kw_only=True, tag="action.done"):
     result: str | None = None
 
 
+Decision = Literal["done", "redo"]
+"""A person's answer about an action that may have run: it did (skip it), or run it again."""
+
+
+class ActionResolved(TaskEvent, frozen=True, kw_only=True, tag="action.resolved"):
+    """A person decided about an uncertain action (its intent logged, its completion not):
+    ``done`` skips it when the task resumes, ``redo`` lets it run again."""
+
+    action_id: str
+    decision: Decision
+    reason: str
+
+
 AnyEvent: TypeAlias = (
     TaskEnqueued
     | TaskClaimed
@@ -263,6 +276,7 @@ AnyEvent: TypeAlias = (
     | JobResumed
     | ActionIntended
     | ActionDone
+    | ActionResolved
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

@@ -117,6 +117,12 @@ class JobKeys:
         return self._key("actions")
 
     @cached_property
+    def awaiting(self) -> str:
+        """Hash task id -> "<site>|<action id>": tasks paused for a person to decide about
+        an uncertain action (``crawlog resolve``)."""
+        return self._key("awaiting")
+
+    @cached_property
     def control(self) -> str:
         """Hash of pause flags and open circuits, polled by every worker."""
         return self._key("control")

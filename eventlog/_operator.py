@@ -1,8 +1,10 @@
-"""What operator commands read and repair in Redis: leases, live workers, dead letters.
+"""What operator commands read and repair in Redis: leases, live workers, dead letters,
+uncertain actions.
 
 Read-only views of the consumer group (who holds which task, for how long by the server's
-clock) and of the worker-name locks, and the one write that is not an event: putting a
-dead-lettered entry back where it came from.
+clock) and of the worker-name locks; a person's decision about an uncertain action (an
+event, its marker and the task resumed, in one script); and the one write that is not an
+event: putting a dead-lettered entry back where it came from.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from eventlog._codec import decode
+from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors
+from eventlog._control_flags import task_pause_flag
+from eventlog._events import ActionResolved, Decision, TaskResumed
 from eventlog._exceptions import EventDecodeError, OperatorRefused
 from eventlog._keys import WORKERS_GROUP, JobKeys
 from eventlog._log import EVENT_FIELD, DeadLetter, EventLog, parse_dead_letters
 from eventlog._queue import TASK_FIELD, Task
-from eventlog._scripts import DEAD_REPLAY
+from eventlog._scripts import DEAD_REPLAY, RESOLVE
 
 LEASES_READ = 10_000
 """Pending entries read per lane: more leases than this are counted but not listed."""
@@ -218,3 +222,98 @@ def _fields(consumer: object) -> dict[str, Any]:
         return {_text(k): v for k, v in consumer.items()}
     assert isinstance(consumer, list | tuple)
     return {_text(k): v for k, v in zip(consumer[::2], consumer[1::2], strict=False)}
+
+
+class Resolution(msgspec.Struct, frozen=True, kw_only=True):
+    """A decision about an uncertain action, as recorded."""
+
+    task_id: str
+    action_id: str
+    decision: Decision
+    requeued: int
+    """Parked tasks put back in their lane (1, or 0 if it had not been parked yet)."""
+
+
+_GLOB_SPECIALS = str.maketrans({c: "\\" + c for c in "*?[]\\"})
+
+
+async def uncertain_action(
+    redis: aioredis.Redis, keys: JobKeys, task_id: str
+) -> tuple[str, str] | None:
+    """(site, action id) of the task's action that waits for a person to decide, or None:
+    its intent is logged, its completion not, and the task is paused."""
+    with redis_errors("reading the task's actions"):
+        site = await redis.hget(keys.control, task_pause_flag(task_id))
+        if not isinstance(site, bytes):
+            return None  # not paused: an action of a running task is not uncertain yet
+        recorded = await redis.hget(keys.awaiting, task_id)
+        if isinstance(recorded, bytes):
+            _, _, action_id = recorded.decode().partition("|")
+            if await redis.hget(keys.actions, f"{task_id}|{action_id}") == b"intended":
+                return site.decode(), action_id
+        # Paused for an uncertain action before tasks waiting for a person were listed:
+        # its marker says so.
+        prefix = f"{task_id}|"
+        async for field, value in redis.hscan_iter(
+            keys.actions, match=prefix.translate(_GLOB_SPECIALS) + "*", count=_SCAN_COUNT
+        ):
+            if value == b"intended":
+                return site.decode(), _text(field).removeprefix(prefix)
+    return None
+
+
+async def resolve_action(
+    redis: aioredis.Redis,
+    keys: JobKeys,
+    task_id: str,
+    decision: Decision,
+    *,
+    actor: str,
+    reason: str,
+) -> Resolution:
+    """Record a person's decision about the task's uncertain action and resume the task.
+
+    ``done``: the action counts as done and is skipped when the task runs again; ``redo``:
+    it runs again. ``OperatorRefused`` if the task has no action waiting for a decision
+    (or another decision was recorded meanwhile).
+    """
+    found = await uncertain_action(redis, keys, task_id)
+    if found is None:
+        raise OperatorRefused(
+            f"task {task_id} has no uncertain action to resolve: only a task paused because "
+            "an action's intent is logged and its completion not waits for a decision"
+        )
+    site, action_id = found
+    resolved = ActionResolved(
+        actor=actor, task_id=task_id, action_id=action_id, decision=decision, reason=reason
+    )
+    resumed = TaskResumed(
+        actor=actor, task_id=task_id, reason=f"action {action_id} resolved ({decision}): {reason}"
+    )
+    log = EventLog(redis, keys)
+    dedup, ttl = log.dedup_args()
+    script = redis.register_script(RESOLVE)
+    script_keys = [
+        keys.events,
+        *dedup,
+        keys.actions,
+        keys.awaiting,
+        keys.control,
+        keys.parked,
+        *keys.lanes,
+    ]
+    args: list[str | bytes | int] = [
+        ttl, task_id, f"{task_id}|{action_id}", decision, task_pause_flag(task_id),
+        f"{site}|{task_id}|", resolved.event_id, encode(resolved), resumed.event_id,
+        encode(resumed),
+    ]  # fmt: skip
+    with redis_errors("resolving an uncertain action"):
+        reply = await script(keys=script_keys, args=args)
+    if reply[0] == b"refused":
+        raise OperatorRefused(
+            f"action {action_id} of task {task_id} was decided or resumed meanwhile; "
+            "nothing written"
+        )
+    return Resolution(
+        task_id=task_id, action_id=action_id, decision=decision, requeued=int(reply[1])
+    )

@@ -33,6 +33,7 @@ from eventlog._events import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskPaused,
     TaskReclaimed,
     TaskRetried,
 )
@@ -46,6 +47,7 @@ from eventlog._scripts import (
     CLAIM_URL,
     ENQUEUE,
     EXPIRED,
+    LEFT,
     PENDING,
     PROMOTE,
     RECOVER,
@@ -222,6 +224,7 @@ class TaskQueue:
         self._retry = redis.register_script(RETRY)
         self._claim_url = redis.register_script(CLAIM_URL)
         self._release_held = redis.register_script(RELEASE_HELD)
+        self._left = redis.register_script(LEFT)
 
     async def ensure_groups(self) -> None:
         """Create every lane and its ``workers`` group if missing (idempotent)."""
@@ -676,6 +679,29 @@ class TaskQueue:
         except _Resumed:
             return False
         return True
+
+    async def pause_for_a_person(self, lease: Lease, action_id: str, event: TaskPaused) -> bool:
+        """Pause and park the leased task until a person decides about its uncertain action
+        ``action_id`` (``crawlog resolve``): ``left`` then counts it as waiting for them.
+
+        False if it was decided meanwhile (not parked: the lease is still the caller's).
+        """
+        task = lease.task
+        with redis_errors("pausing a task for a person"):
+            # First: a worker killed before the park leaves a task that is not parked, and
+            # so not counted as waiting, and whose next worker pauses it again.
+            await self.redis.hset(self.keys.awaiting, task.task_id, f"{task.site}|{action_id}")
+        await self.control(event, task_site=task.site)
+        return await self.park(lease)
+
+    async def left(self) -> tuple[int, list[str]]:
+        """Tasks not finished yet (as `remaining`), and the ids of those of them parked for
+        a person to decide about an uncertain action: no worker can move them on."""
+        with redis_errors("counting remaining tasks"):
+            reply = await self._left(
+                keys=[self.keys.delayed, self.keys.parked, self.keys.awaiting, *self.keys.lanes]
+            )
+        return int(reply[0]), sorted(task_id.decode() for task_id in reply[1:])
 
     async def promote(self, limit: int = PROMOTE_BATCH) -> int:
         """Move delayed tasks that are due (server time) back to their lanes; how many."""

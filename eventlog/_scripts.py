@@ -204,6 +204,69 @@ return moved
 """
 )
 
+RESOLVE = (
+    _PRELUDE
+    + """
+-- A person's decision about an uncertain action of a paused task: the ActionResolved event,
+-- its marker ('done', or none to run it again) and the task resumed (its TaskResumed event,
+-- its pause flag cleared, the task back in its lane), in one step.
+-- KEYS: events, eids current, eids previous, actions, awaiting, control, parked,
+--       lane 0 .. lane n
+-- ARGV: dedup ttl (s), task id, action field ('<task id>|<action id>'), decision ('done' or
+--       'redo'), the task's pause flag, prefix of its parked member ('<site>|<task id>|'),
+--       then the event_id, event pairs of ActionResolved and TaskResumed.
+-- Refused ({'refused'}, nothing written) unless the action's marker still says 'intended'
+-- and the task is still paused: a decision made twice, or about an action running now,
+-- changes nothing.
+if redis.call('HGET', KEYS[4], ARGV[3]) ~= 'intended'
+    or redis.call('HEXISTS', KEYS[6], ARGV[5]) == 0 then
+  return {'refused'}
+end
+if ARGV[4] == 'done' then
+  redis.call('HSET', KEYS[4], ARGV[3], 'done')
+else
+  redis.call('HDEL', KEYS[4], ARGV[3])
+end
+redis.call('HDEL', KEYS[5], ARGV[2])
+append(KEYS[1], KEYS[2], KEYS[3], ARGV[7], ARGV[8])
+append(KEYS[1], KEYS[2], KEYS[3], ARGV[9], ARGV[10])
+redis.call('HDEL', KEYS[6], ARGV[5])
+local upper = '(' .. string.sub(ARGV[6], 1, -2) .. '}'
+local members = redis.call('ZRANGEBYLEX', KEYS[7], '[' .. ARGV[6], upper)
+for _, member in ipairs(members) do
+  local a = string.find(member, '|', 1, true)
+  local b = string.find(member, '|', a + 1, true)
+  local lane = tonumber(string.sub(member, b + 1, b + 1))
+  redis.call('XADD', KEYS[8 + lane], '*', 't', string.sub(member, b + 3))
+  redis.call('ZREM', KEYS[7], member)
+end
+redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
+return {'ok', #members}
+"""
+)
+
+LEFT = """
+-- What is left of a job, in one step: tasks not finished (in a lane, leased, delayed for a
+-- retry, or parked), and those of them parked for a person to decide about an uncertain
+-- action, which no worker can move on.
+-- KEYS: delayed, parked, awaiting, lane 0 .. lane n.  ARGV: none.
+-- Returns {tasks not finished, task ids waiting for a person...}.
+local left = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
+for i = 4, #KEYS do left = left + redis.call('XLEN', KEYS[i]) end
+local out = {left}
+local awaiting = redis.call('HGETALL', KEYS[3])
+for i = 1, #awaiting, 2 do
+  -- Parked as '<site>|<task id>|...': a task paused but not parked yet still runs.
+  local site = string.match(awaiting[i + 1], '^[^|]*')  -- a site has no '|'; an action may
+  local prefix = site .. '|' .. awaiting[i] .. '|'
+  local upper = '(' .. string.sub(prefix, 1, -2) .. '}'
+  if #redis.call('ZRANGEBYLEX', KEYS[2], '[' .. prefix, upper, 'LIMIT', 0, 1) > 0 then
+    out[#out + 1] = awaiting[i]
+  end
+end
+return out
+"""
+
 CLAIM_URL = """
 -- May this task fetch the URL of this fingerprint through a redirect? Yes if nobody has it
 -- (it is then marked seen, so no task is ever enqueued for it) or this same task claimed

@@ -23,6 +23,7 @@ import msgspec
 from eventlog import (
     ActionDone,
     ActionIntended,
+    ActionResolved,
     AnyEvent,
     CheckpointSaved,
     CircuitClosed,
@@ -346,6 +347,18 @@ def _action_done(state: State, event: ActionDone) -> None:
     _touch(task, event)
 
 
+def _action_resolved(state: State, event: ActionResolved) -> None:
+    task = _task(state, event, _ANY, "action resolved")
+    if task.actions is None or task.actions.get(event.action_id) != "intended":
+        raise Refused("action resolved without an uncertain intent", task)
+    if event.decision == "done":
+        task.actions[event.action_id] = "done"
+    else:
+        # Run again: its new intent must not count as a second one.
+        del task.actions[event.action_id]
+    _touch(task, event)
+
+
 # --- site and job events -----------------------------------------------------------------
 
 
@@ -397,6 +410,7 @@ _HANDLERS: dict[type[msgspec.Struct], Handler] = {
     TaskRetried: _retried,
     ActionIntended: _action_intended,
     ActionDone: _action_done,
+    ActionResolved: _action_resolved,
     SitePaused: _site_paused,
     SiteResumed: _site_resumed,
     CircuitOpened: _circuit_opened,
