@@ -65,6 +65,7 @@ from eventlog._operator import (
     read_workers,
     replay_dead_letter,
     resolve_action,
+    uncertain_action,
 )
 from eventlog._queue import Retry
 from eventlog._server import resolve_data_dir, resolve_url
@@ -300,6 +301,13 @@ async def _control(
                 event: Any = TaskPaused(actor=by, task_id=task_id, reason=reason)
                 await apply_control(job.client, job.keys, event, task_site=task.site)
                 return f"{verb} {subject} ({task.url}) {who}"
+            if (uncertain := await uncertain_action(job.client, job.keys, task_id)) is not None:
+                # Resumed as it is, it would only be paused again at the same action.
+                raise OperatorRefused(
+                    f"{subject} waits for a decision about its action {uncertain[1]} (its "
+                    "intent is logged, its completion not): `crawlog resolve --job "
+                    f"{job_name} --task {task_id} --done|--redo --reason ...`"
+                )
             moved = await apply_control(
                 job.client, job.keys, TaskResumed(actor=by, task_id=task_id, reason=reason)
             )

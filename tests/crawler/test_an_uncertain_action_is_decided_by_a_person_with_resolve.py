@@ -67,6 +67,13 @@ async def test_resolve_done_completes_the_task_without_running_the_action_again(
             effects, env, task_id = await paused_for_a_person(
                 tmp_path, site.url, start_job, worker_process, log
             )
+            # Resumed as it is, it would only pause again: resume says what to do instead.
+            resumed = await crawlog(
+                valkey_url, data_dir, "resume", "--job", job, "--task", task_id,
+                "--reason", "go on",
+            )  # fmt: skip
+            assert resumed.returncode == 2
+            assert "crawlog resolve" in resumed.stderr
             ran = await crawlog(
                 valkey_url, data_dir, "resolve", "--job", job, "--task", task_id, "--done",
                 "--reason", "the mail went out", "--by", "alice",
