@@ -556,6 +556,16 @@ end
 return 0
 """
 
+LOCK_TAKE_OVER = """
+-- KEYS: lock.  ARGV: the value read (a holder known to be dead), token, ttl ms.
+-- Takes the lock only if that holder still has it: of two restarts, one takes it.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+
 LOCK_RELEASE = """
 -- KEYS: lock.  ARGV: token.  Deletes the lock only if we still hold it.
 if redis.call('GET', KEYS[1]) == ARGV[1] then
