@@ -102,6 +102,24 @@ def workers_line(report: Progress) -> str:
     return f"workers: {alive} alive; " + "; ".join(parts)
 
 
+def _slot_wait_ms(worker: WorkerInfo, lease_ms: int | None) -> int | None:
+    """How long a gone worker's politeness slots still hold their hosts: until the first of
+    its leases expires (whoever recovers it frees them) or their ttl runs out."""
+    if worker.alive or not worker.held_slots:
+        return None
+    ends = [worker.slots_expire_ms] if worker.slots_expire_ms is not None else []
+    if lease_ms and worker.oldest_lease_ms is not None:
+        ends.append(max(lease_ms - worker.oldest_lease_ms, 0))
+    return min(ends) if ends else None
+
+
+def slot_wait_text(report: Progress) -> str:
+    """``waiting for a host slot (N s)`` while gone workers hold slots, else nothing."""
+    waits = [_slot_wait_ms(w, report.lease_ms) for w in report.workers]
+    known = [ms for ms in waits if ms is not None]
+    return f"waiting for a host slot ({max(known) / 1000:.0f} s)" if known else ""
+
+
 def workers_summary(report: Progress) -> str:
     """The workers in a few words: how many live, the oldest lease any of them holds."""
     alive = sum(1 for w in report.workers if w.alive)
@@ -109,7 +127,8 @@ def workers_summary(report: Progress) -> str:
     oldest = f", oldest lease {max(ages) / 1000:.1f}s" if ages else ""
     gone = len(report.workers) - alive
     held = f", {gone} gone holding leases" if gone else ""
-    return f"{alive} worker(s) alive{oldest}{held}"
+    waiting = f", {text}" if (text := slot_wait_text(report)) else ""
+    return f"{alive} worker(s) alive{oldest}{held}{waiting}"
 
 
 def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
@@ -163,13 +182,18 @@ def progress_renderable(report: Progress) -> Group:
     for worker in report.workers:
         workers.add_row(
             Text(worker.name),
-            Text("alive") if worker.alive else Text("gone", style="red"),
+            Text("alive") if worker.alive else Text(_gone_state(worker, report), style="red"),
             str(worker.leases),
             _lease_age(worker) + (lease if worker.oldest_lease_ms is not None else ""),
             f"{worker.idle_ms / 1000:.1f}s",
         )
     footer = f"log position {report.position}, {report.tail_events} events past the last commit"
     return Group(sites, workers if report.workers else Text("no workers"), Text(footer))
+
+
+def _gone_state(worker: WorkerInfo, report: Progress) -> str:
+    wait = _slot_wait_ms(worker, report.lease_ms)
+    return "gone" if wait is None else f"gone, waiting for a host slot ({wait / 1000:.0f} s)"
 
 
 class Display(Protocol):

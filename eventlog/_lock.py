@@ -57,7 +57,7 @@ async def hold_worker_name(
     with redis_errors("taking the worker name"):
         while not await acquire(keys=[key], args=[token, ttl_ms]):
             holder = await redis.get(key)
-            if isinstance(holder, bytes) and _is_gone(holder):
+            if isinstance(holder, bytes) and is_gone(holder):
                 take_over = redis.register_script(LOCK_TAKE_OVER)
                 if await take_over(keys=[key], args=[holder, token, ttl_ms]):
                     break
@@ -118,7 +118,7 @@ def _this_process() -> str:
     return f"{machine}|{pid}|{start}" if machine and start else ""
 
 
-def _is_gone(holder: bytes) -> bool:
+def is_gone(holder: bytes) -> bool:
     """Whether a lock's value names a process of this machine that no longer runs."""
     _, _, where = holder.decode(errors="replace").partition("|")
     machine, _, process = where.partition("|")

@@ -22,6 +22,7 @@ from eventlog._control_flags import task_pause_flag
 from eventlog._events import ActionResolved, Decision, TaskResumed
 from eventlog._exceptions import EventDecodeError, OperatorRefused
 from eventlog._keys import WORKERS_GROUP, JobKeys
+from eventlog._lock import is_gone
 from eventlog._log import EVENT_FIELD, DeadLetter, EventLog, parse_dead_letters
 from eventlog._queue import TASK_FIELD, Task
 from eventlog._scripts import DEAD_REPLAY, RESOLVE
@@ -56,6 +57,11 @@ class WorkerInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Idle time of its least recently renewed lease: near the lease, the worker is stuck."""
     idle_ms: int
     """Since the worker last read from or claimed in the queue."""
+    held_slots: int = 0
+    """Per-host politeness slots a gone worker still holds (killed mid-request): until
+    its restart or the recovery of its leases frees them, others may wait for that host."""
+    slots_expire_ms: int | None = None
+    """Server time until the first of those slots expires by itself (its ttl)."""
 
 
 async def read_leases(
@@ -130,8 +136,11 @@ async def read_workers(redis: aioredis.Redis, keys: JobKeys) -> list[WorkerInfo]
             return []
         async with redis.pipeline(transaction=False) as pipe:
             for name in names:
-                pipe.exists(keys.worker_lock(name))
-            alive = [bool(found) for found in await pipe.execute()]
+                pipe.get(keys.worker_lock(name))
+            # A holder this machine sees is dead is gone, though its name has not expired.
+            alive = [isinstance(v, bytes) and not is_gone(v) for v in await pipe.execute()]
+        gone = [name for name, is_alive in zip(names, alive, strict=True) if not is_alive]
+        slots = await _held_slots(redis, keys, gone)
     return [
         WorkerInfo(
             name=name,
@@ -139,11 +148,43 @@ async def read_workers(redis: aioredis.Redis, keys: JobKeys) -> list[WorkerInfo]
             leases=leases[name],
             oldest_lease_ms=oldest.get(name) if leases[name] else None,
             idle_ms=idle[name],
+            held_slots=slots.get(name, (0, None))[0],
+            slots_expire_ms=slots.get(name, (0, None))[1],
         )
         for name, is_alive in zip(names, alive, strict=True)
         # A name from an earlier run that holds nothing is history, not a worker.
         if is_alive or leases[name]
     ]
+
+
+async def _held_slots(
+    redis: aioredis.Redis, keys: JobKeys, holders: Sequence[str]
+) -> dict[str, tuple[int, int | None]]:
+    """Per holder: its politeness slots still held, and ms until the first expires."""
+    if not holders:
+        return {}
+    async with redis.pipeline(transaction=False) as pipe:
+        for holder in holders:
+            pipe.hgetall(keys.slots_held(holder))
+        indexes: list[dict[bytes, bytes]] = await pipe.execute()
+    listed = [(h, token, host) for h, index in zip(holders, indexes, strict=True)
+              for token, host in index.items()]  # fmt: skip
+    if not listed:
+        return {}
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.time()
+        for _, token, host in listed:
+            pipe.zscore(keys.host_slots(_text(host)), token)
+        now, *expiries = await pipe.execute()
+    now_ms = int(now[0]) * 1000 + int(now[1]) // 1000
+    found: dict[str, tuple[int, int | None]] = {}
+    for (holder, _, _), expiry in zip(listed, expiries, strict=True):
+        if expiry is None or expiry <= now_ms:
+            continue  # freed, or expired (dropped on the next take of the host)
+        count, first = found.get(holder, (0, None))
+        left = int(expiry) - now_ms
+        found[holder] = (count + 1, left if first is None else min(first, left))
+    return found
 
 
 def _decode_task(fields: Sequence[bytes]) -> Task | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,6 +23,7 @@ from crawler._politeness import DEFAULT_PER_HOST, DEFAULT_SLOT_TTL_S, Politeness
 from crawler._sitegen import Faults
 from crawler.testsite import RunningSite, serve_testsite
 from eventlog import JobKeys
+from tests.crawler.operator_cli import crawlog
 
 pytestmark = pytest.mark.anyio
 
@@ -93,6 +95,8 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
     worker_process: Callable[..., Any],
     redis_client: aioredis.Redis,
     keys: JobKeys,
+    valkey_url: str,
+    data_dir: Path,
 ) -> None:
     async with serve_testsite(pages=120, seed=1, faults=SLOW_PAGES) as site:
         await start_job([site.url + "/"], lease_ms=LONG_LEASE_MS, politeness=Politeness())
@@ -101,6 +105,9 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
             # The site still answers the requests the kill left in flight (and logs them):
             # restarted once they are answered, so that none is taken for the restart's.
             await site.no_connections()
+            # Nothing moves until the slots are freed, and the progress says so.
+            status = await crawlog(valkey_url, data_dir, "status", "--job", keys.job)
+            assert "waiting for a host slot (" in status.stdout, status.stdout + status.stderr
             # At once all the same: the dead process's name is taken over (it runs no more),
             # its tasks taken back and, with them, its slots freed.
             assert await redis_client.exists(keys.worker_lock("w1"))
