@@ -737,7 +737,10 @@ def _detail(event: AnyEvent) -> str:
             return f"{event.reason}: taken from {owner} (delivery {deliveries})"
         case PageFetched():
             outcome = event.error or f"HTTP {event.status}"
-            return f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms"
+            dropped = "".join(f", {n} {why}" for why, n in sorted(event.dropped.items()))
+            return f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms" + (
+                f"; URLs dropped{dropped}" if dropped else ""
+            )
         case CheckpointSaved():
             counts = event.counts
             return f"after page {event.cursor.page} ({counts.pages} pages, {counts.items} items)"

@@ -121,6 +121,9 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     elapsed_ms: float = 0.0
     page: int = 0
     error: str | None = None
+    dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """URLs the spider yielded for this page that are not crawled, counted by reason
+    ("not http(s)", "malformed", "out of scope", "too deep")."""
 
 
 class ItemScraped(TaskEvent, frozen=True, kw_only=True, tag="task.item"):

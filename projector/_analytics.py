@@ -466,6 +466,8 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
     bytes: int
     items: int
     duplicate_items: int
+    dropped: dict[str, int] = {}
+    """URLs spiders yielded that are not crawled, by reason."""
 
 
 class SiteProgress(msgspec.Struct, frozen=True, kw_only=True):
@@ -688,6 +690,7 @@ def _totals(job: JobState) -> Totals:
         bytes=job.bytes,
         items=job.items,
         duplicate_items=job.duplicate_items,
+        dropped=dict(sorted(job.dropped.items())),
     )
 
 
@@ -924,6 +927,8 @@ def _text_totals(report: Report) -> list[str]:
         f"Pages: {_n(t.pages)} fetched ({_count(t.refetches, 'refetch', 'refetches')}), "
         f"{_size(t.bytes)}",
         f"Items: {_n(t.items)} ({_count(t.duplicate_items, 'duplicate')} ignored)",
+        f"URLs dropped: {_n(sum(t.dropped.values()))}"
+        + "".join(f", {reason} {_n(n)}" for reason, n in t.dropped.items()),
     ]
 
 

@@ -268,6 +268,11 @@ def _page(state: State, event: PageFetched) -> None:
     job.bytes += event.bytes
     if event.error is not None:
         task.last_error = event.error
+    if event.dropped:
+        for reason, count in event.dropped.items():
+            task.dropped += count
+            site.dropped[reason] = site.dropped.get(reason, 0) + count
+            job.dropped[reason] = job.dropped.get(reason, 0) + count
     task.last_actor, task.updated_at = event.actor, event.at
 
 

@@ -67,6 +67,8 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     tasks each holding a set would keep the garbage collector busy scanning them."""
     actions: dict[str, str] | None = None
     """Action id -> "intended" or "done" (the two-phase marker of ``ctx.once``)."""
+    dropped: int = 0
+    """URLs its spider yielded that are not crawled (by reason: the site's and job's)."""
 
 
 class SiteState(msgspec.Struct, kw_only=True, gc=False):
@@ -80,6 +82,8 @@ class SiteState(msgspec.Struct, kw_only=True, gc=False):
     circuit_reason: str = ""
     pages: int = 0
     failures: int = 0
+    dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """URLs its spiders yielded that are not crawled, by reason."""
 
 
 class Anomaly(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -109,6 +113,9 @@ class JobState(msgspec.Struct, kw_only=True, gc=False):
     duplicate_items: int = 0
     anomalies: dict[str, int] = msgspec.field(default_factory=dict)
     """Refused events counted by reason."""
+    dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """URLs spiders yielded that are not crawled, by reason ("not http(s)", "out of
+    scope", ...): counted per fetched page that yielded them."""
 
 
 class State(msgspec.Struct, kw_only=True, gc=False):
