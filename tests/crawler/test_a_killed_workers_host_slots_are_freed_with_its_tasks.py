@@ -110,7 +110,6 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
             assert "waiting for a host slot (" in status.stdout, status.stdout + status.stderr
             # At once all the same: the dead process's name is taken over (it runs no more),
             # its tasks taken back and, with them, its slots freed.
-            assert await redis_client.exists(keys.worker_lock("w1"))
             assert await held_slots(redis_client, keys, site.url.removeprefix("http://")) > 0
             restarted = time.time()
             await worker_process("w1")
@@ -135,9 +134,13 @@ async def test_a_worker_recovering_a_dead_ones_tasks_is_not_held_up_by_its_slots
             killed = await kill_with_pages_in_flight(site, worker_process, redis_client, keys)
             await worker_process("w2")  # another name: it must wait for w1's leases to expire
             answered = await first_after(site, killed + LATE_S)
+            robots = await first_after(site, killed, page=False)
     asked = answered - SLOW_S
     # w1's leases expire SHORT_LEASE_MS after its last renewal; w2 recovers them and, with
-    # them, w1's slots: its first page comes then, not when the slots' ttl runs out.
-    assert asked - killed < SHORT_LEASE_MS / 1000 + FIRST_REQUEST_S, (
-        f"first page asked {asked - killed:.1f} s after the kill"
+    # them, w1's slots: its first page comes then (or once w2 is up: its robots.txt, asked
+    # without a slot, says when), not when the slots' ttl runs out.
+    ready = max(killed + SHORT_LEASE_MS / 1000, robots)
+    assert asked - ready < FIRST_REQUEST_S, (
+        f"first page asked {asked - killed:.1f} s after the kill, "
+        f"{asked - robots:.1f} s after w2's robots.txt"
     )
