@@ -46,6 +46,8 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+    dead_letters: int = 0
+    """Entries nobody could decode (the dead stream), as of the projector's last commit."""
 
 
 def crawlog_command(*args: str) -> list[str]:
@@ -107,8 +109,9 @@ async def run_crawl(
             # the summary below reads that commit.
             with anyio.CancelScope(shield=True):
                 await stop_processes(processes)
-    _, state = read_committed(Store(data_dir, job))
+    manifest, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
+        dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
         pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
         duplicate_items=state.job.duplicate_items,

@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from crawler._progress import TOTAL, Progress, Row, format_duration
+from crawler._progress import TOTAL, Progress, Row, format_eta
 from eventlog._operator import WorkerInfo
 
 SITE_LINES_MAX = 20
@@ -32,6 +32,10 @@ def as_dict(report: Progress) -> dict[str, Any]:
         "position": report.position,
         "complete": report.complete,
         "tail_events": report.tail_events,
+        "behind_s": None if report.behind_s is None else round(report.behind_s, 3),
+        "job_paused": report.job_paused,
+        "job_paused_reason": report.job_paused_reason,
+        "dead_letters": report.dead_letters,
         "lease_ms": report.lease_ms,
         "total": _row_dict(report.total),
         "sites": [_row_dict(r) for r in report.sites],
@@ -49,6 +53,7 @@ def _row_dict(row: Row) -> dict[str, Any]:
         pages_rate=None if row.pages_rate is None else round(row.pages_rate, 3),
         eta_s=None if row.eta_s is None else round(row.eta_s, 3),
         window_s=round(row.window_s, 3),
+        paused=row.paused,
     )
     return data
 
@@ -64,10 +69,13 @@ def _percent(row: Row) -> str:
 
 def _flags(row: Row) -> str:
     if row.counts.site == TOTAL:
-        return ""  # the sites' own rows say which one is held back
+        # The sites' own rows say which one is held back.
+        return " [paused]" if row.paused else ""
     flags = []
     if row.counts.site_paused:
         flags.append("paused")
+    elif row.paused:
+        flags.append("job paused")
     if row.counts.circuit_open:
         flags.append("circuit open")
     return f" [{', '.join(flags)}]" if flags else ""
@@ -79,7 +87,7 @@ def row_line(row: Row) -> str:
     name = "total" if counts.site == TOTAL else counts.site
     return (
         f"{name}: {counts.finished}/{counts.discovered} tasks ended ({_percent(row)}), "
-        f"{_rate(row.rate)}/s, ETA {format_duration(row.eta_s)}, {counts.failed} failed, "
+        f"{_rate(row.rate)}/s, ETA {format_eta(row)}, {counts.failed} failed, "
         f"{counts.retries} retries, {counts.recoveries} recovered{_flags(row)}"
     )
 
@@ -119,7 +127,7 @@ def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
     per refresh for a one-site job.
     """
     total = row_line(report.total).removeprefix("total: ")
-    lines = [f"progress {report.job}: {total}; {workers_summary(report)}"]
+    lines = [f"progress {report.job}: {total}; {workers_summary(report)}{_job_flags(report)}"]
     if len(report.sites) > 1:
         busiest = sorted(report.sites, key=lambda r: (-r.counts.remaining, r.counts.site))
         lines += [f"  {row_line(r)}" for r in busiest[:SITE_LINES_MAX]]
@@ -127,7 +135,40 @@ def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
             lines.append(f"  ... and {len(report.sites) - SITE_LINES_MAX} more sites")
     if detail:
         lines.append(f"  {workers_line(report)}")
+        lines.append(f"  {projector_line(report)}")
     return lines
+
+
+def job_paused_text(report: Progress) -> str:
+    """``job paused (why)``, or nothing when the job is not paused."""
+    if not report.job_paused:
+        return ""
+    why = f" ({report.job_paused_reason})" if report.job_paused_reason else ""
+    return f"job paused{why}: no task starts until `crawlog resume --job {report.job}`"
+
+
+def dead_letters_text(report: Progress) -> str:
+    """How many entries nobody could decode, and where to see them; nothing when none."""
+    if not report.dead_letters:
+        return ""
+    return (
+        f"{report.dead_letters} dead letter(s): entries nobody could decode, in no count "
+        f"here (crawlog dead list --job {report.job})"
+    )
+
+
+def _job_flags(report: Progress) -> str:
+    flags = [text for text in (job_paused_text(report), dead_letters_text(report)) if text]
+    return "".join(f"; {flag}" for flag in flags)
+
+
+def projector_line(report: Progress) -> str:
+    """Where the log is, and how far the projector's last commit is behind it."""
+    where = f"log position {report.position}"
+    if not report.tail_events:
+        return f"{where}; projector up to date"
+    age = f" / {report.behind_s:.1f} s" if report.behind_s is not None else ""
+    return f"{where}; projector behind by {report.tail_events} events{age}"
 
 
 def progress_renderable(report: Progress) -> Group:
@@ -150,7 +191,7 @@ def progress_renderable(report: Progress) -> Group:
             _percent(row),
             _rate(row.rate),
             _rate(row.pages_rate),
-            format_duration(row.eta_s),
+            format_eta(row),
             str(counts.failed),
             str(counts.retries),
             str(counts.recoveries),
@@ -168,8 +209,14 @@ def progress_renderable(report: Progress) -> Group:
             _lease_age(worker) + (lease if worker.oldest_lease_ms is not None else ""),
             f"{worker.idle_ms / 1000:.1f}s",
         )
-    footer = f"log position {report.position}, {report.tail_events} events past the last commit"
-    return Group(sites, workers if report.workers else Text("no workers"), Text(footer))
+    parts: list[Any] = []
+    if report.job_paused:
+        parts.append(Text(job_paused_text(report), style="bold yellow"))
+    parts += [sites, workers if report.workers else Text("no workers")]
+    if report.dead_letters:
+        parts.append(Text(dead_letters_text(report), style="red"))
+    parts.append(Text(projector_line(report)))
+    return Group(*parts)
 
 
 class Display(Protocol):

@@ -592,11 +592,14 @@ class AnomalyRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Anomalies(msgspec.Struct, frozen=True, kw_only=True):
-    """Refused events: counted by reason, the first few listed."""
+    """Refused events: counted by reason, the first few listed; and the dead letters."""
 
     total: int
     by_reason: list[ReasonCount]
     first: list[AnomalyRow]
+    dead_letters: int = 0
+    """Entries the projector (or a worker) could not decode, moved to the dead stream: no
+    fold ever saw them, so they are not among the refused events (``crawlog dead list``)."""
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -824,6 +827,7 @@ def _stuck(running: Iterable[RunningTask], *, lease_s: float, now: float) -> Stu
 def _anomalies(summary: Summary) -> Anomalies:
     counts = Counter(summary.job.anomalies)
     return Anomalies(
+        dead_letters=summary.dead_letters,
         total=sum(counts.values()),
         by_reason=_top(counts, len(counts)),
         first=[
@@ -1034,6 +1038,11 @@ def _text_stuck(report: Report) -> list[str]:
 def _text_anomalies(report: Report) -> list[str]:
     a = report.anomalies
     lines = [f"Anomalies: {_count(a.total, 'refused event')}"]
+    if a.dead_letters:
+        lines[0] += (
+            f"; {_count(a.dead_letters, 'dead letter')} (entries that could not be decoded, "
+            f"never folded: crawlog dead list --job {report.job})"
+        )
     if a.by_reason:
         lines.append("  by reason:")
         lines += _table([[_n(r.count), r.reason] for r in a.by_reason], [True, False], "    ")
