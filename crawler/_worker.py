@@ -71,6 +71,7 @@ from eventlog import (
     TaskClaimed,
     TaskDone,
     TaskFailed,
+    TaskParked,
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
@@ -557,10 +558,19 @@ class Worker:
         task = lease.task
         site = task.site
         if (why := self.controls.blocks(site, task.task_id)) is not None:
+            # The task waits for a pause that is not its own: said in the log, or the fold
+            # would go on showing it running, held by nobody.
+            parked = TaskParked(actor=self.name, task_id=task.task_id, reason=why)
             if why == "job paused":
-                await self.queue.requeue(lease, pending, task, lease.lane)
+                await self.queue.requeue(lease, [*pending, parked], task, lease.lane)
                 return True
-            if await self.queue.park(lease, pending):
+            if why == "site paused":
+                events = [*pending, parked]
+            else:
+                # Paused by an operator, so paused in the fold already: a claim would be
+                # refused there (an anomaly for no fault), and the task never ran.
+                events = [e for e in pending if not isinstance(e, TaskClaimed)]
+            if await self.queue.park(lease, events):
                 return True
             # Resumed a moment ago (this worker's flags are up to half a second old).
         now = time.time()

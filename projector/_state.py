@@ -67,6 +67,9 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     tasks each holding a set would keep the garbage collector busy scanning them."""
     actions: dict[str, str] | None = None
     """Action id -> "intended" or "done" (the two-phase marker of ``ctx.once``)."""
+    parked: bool = False
+    """Paused because its site or the job is (``TaskParked``), not by a pause of its own:
+    pending again once that pause is lifted."""
 
 
 class SiteState(msgspec.Struct, kw_only=True, gc=False):
