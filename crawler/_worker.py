@@ -468,13 +468,16 @@ class Worker:
                 await self.queue.finish(lease, failed, before=pending)
                 self.stats.tasks_failed += 1
                 return
-            self.stats.pages += 1
-            fetched = PageFetched(
-                actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                url=result.final_url or url, status=result.status, bytes=len(result.body),
-                elapsed_ms=result.elapsed_ms, page=page, error=result.error,
-            )  # fmt: skip
-            pending.append(fetched)
+            if result.requested:
+                # A page is counted only when it was asked for: the retry that follows an
+                # unreadable robots.txt says why the task waits (its reason), not a fetch.
+                self.stats.pages += 1
+                fetched = PageFetched(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    url=result.final_url or url, status=result.status, bytes=len(result.body),
+                    elapsed_ms=result.elapsed_ms, page=page, error=result.error,
+                )  # fmt: skip
+                pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
                 return
             if result.handed_over:
@@ -593,7 +596,9 @@ class Worker:
                 # task is retried once the brief verdict has expired and robots.txt is asked again.
                 wait = {"retry-after": str(math.ceil(self.robots.unreachable_ttl))}
                 error = f"robots.txt unreachable: {rules.reason}"
-                return FetchResult(url=url, final_url=url, headers=wait, error=error)
+                return FetchResult(
+                    url=url, final_url=url, headers=wait, error=error, requested=False
+                )
             if not rules.allowed(url):
                 return None
         host = site.split("://", 1)[1]

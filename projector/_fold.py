@@ -72,6 +72,9 @@ from projector._state import (
     TaskState,
 )
 
+HTTP_ERROR = 400
+"""A fetch with this status or above (or no response, status 0) did not get the page."""
+
 # Each handler takes the state and an event of its own type.
 Handler = Callable[[State, Any], None]
 
@@ -271,7 +274,9 @@ def _page(state: State, event: PageFetched) -> None:
     if event.page <= task.furthest_page:
         task.refetches += 1
         job.refetches += 1
-    else:
+    elif event.error is None and 0 < event.status < HTTP_ERROR:
+        # Only a good fetch makes the page fetched: the next fetch of a page that failed
+        # (a 500, a 429, a timeout) is its retry, not a refetch of something already had.
         task.furthest_page = event.page
     task.bytes += event.bytes
     job.bytes += event.bytes

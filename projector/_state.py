@@ -61,7 +61,8 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     enqueued_at: float = 0.0
     updated_at: float = 0.0
     furthest_page: int = -1
-    """The highest page fetched so far: fetching one at or before it again is a refetch.
+    """The highest page fetched so far with a good response: fetching one at or before it
+    again is a refetch (the fetch after a failed one is the page's retry).
 
     A number, not a set of pages: a task's pages are fetched in order, and a million
     tasks each holding a set would keep the garbage collector busy scanning them."""
