@@ -13,8 +13,8 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 
-from crawler.testsite import serve_testsite
-from eventlog import JobKeys
+from crawler.testsite import Faults, serve_testsite
+from eventlog import CheckpointSaved, EventLog, JobKeys, TaskQueue
 from tests.crawler.conftest import run_projector
 from tests.crawler.operator_cli import crawlog
 
@@ -69,3 +69,53 @@ async def test_a_site_pause_parks_its_tasks_as_paused_and_its_resume_makes_them_
     totals = after["totals"]["by_status"]
     assert totals["done"] == after["totals"]["tasks"] > 1
     assert after["anomalies"]["total"] == 0, after["anomalies"]
+
+
+async def test_a_listing_handed_back_by_a_job_pause_is_paused_not_running(
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    make_queue: Callable[..., TaskQueue],
+    log: EventLog,
+    job: str,
+    valkey_url: str,
+    data_dir: Path,
+) -> None:
+    # Every page answers late, so the pause comes between two pages of the listing's task.
+    async with serve_testsite(pages=400, seed=3, faults=Faults(slow_rate=1.0, slow_s=1.0)) as site:
+        sitemap = site.sitemap
+        longest = max(range(len(sitemap.categories)), key=sitemap.listing_pages)
+        assert sitemap.listing_pages(longest) >= 5
+        listing = f"/list/{sitemap.categories[longest]}?page=1"
+        await start_job(
+            [site.url + listing], spider="tests.crawler.spiders:ListingSpider", max_depth=0
+        )
+        queue = make_queue("observer")
+        run = lambda *args: crawlog(valkey_url, data_dir, *args, "--job", job)  # noqa: E731
+        with anyio.fail_after(90):
+            worker = await worker_process("w1")
+            await _wait_until(lambda: _checkpointed(log))
+            paused = await run("pause", "--reason", "deploy", "--by", "carol")
+            assert paused.returncode == 0, paused.stderr
+            # Handed back at its next page boundary: back in its lane, held by nobody.
+            await _wait_until(lambda: _holds_nothing(queue, "w1"))
+            worker.send_signal(signal.SIGTERM)
+            assert await worker.wait() == 0
+            await run_projector(valkey_url, job, data_dir)
+            during = (await run("report", "--json")).json()
+            resumed = await run("resume", "--reason", "deployed", "--by", "carol")
+            assert resumed.returncode == 0, resumed.stderr
+            assert await (await worker_process("w2", "--exit-when-done")).wait() == 0
+            await run_projector(valkey_url, job, data_dir)
+            after = (await run("report", "--json")).json()
+    held = during["totals"]["by_status"]
+    assert (held["running"], held["paused"]) == (0, 1), held
+    assert after["totals"]["by_status"]["done"] == 1
+    assert after["anomalies"]["total"] == 0, after["anomalies"]
+
+
+async def _checkpointed(log: EventLog) -> bool:
+    return any(isinstance(e.event, CheckpointSaved) for e in await log.read_range())
+
+
+async def _holds_nothing(queue: TaskQueue, worker: str) -> bool:
+    return not await queue.leases_of(worker)
