@@ -78,11 +78,6 @@ class LiveProgress:
         self._committed_events = 0
         self._loaded = False
 
-    @property
-    def tail_events(self) -> int:
-        """Events folded from the stream beyond the committed state."""
-        return self.tracker.state.job.events - self._committed_events
-
     async def load(self) -> None:
         """Start from what the projector committed (read without its lock)."""
         manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
