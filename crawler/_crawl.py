@@ -23,7 +23,7 @@ from anyio.abc import Process
 
 from crawler._job import JobConfig, save_config
 from crawler._progress_source import LiveProgress
-from crawler._progress_view import display_for
+from crawler._progress_view import ChildOutput, display_for
 from crawler._worker import enqueue_seeds
 from eventlog import JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
@@ -48,6 +48,8 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+    dead_letters: int = 0
+    """Entries nobody could decode (the dead stream), as of the projector's last commit."""
 
 
 async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
@@ -100,19 +102,24 @@ async def run_crawl(
             f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
         )
         processes: list[Process] = []
+        # The children's stderr comes through this process: written to the terminal by
+        # themselves, it broke the live table's redraw (ChildOutput says how).
+        output = ChildOutput()
         try:
             projector = await anyio.open_process(
                 crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
-                stdout=None, stderr=None,
+                stdout=None, stderr=output.fd,
             )
             processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
                 command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
-                # stderr inherited, not anyio's default pipe: nobody would read that pipe, so
-                # a child's errors were lost, and a full pipe would block its logging.
-                child = await anyio.open_process(command, env=env, stdout=None, stderr=None)
+                # stderr into ChildOutput's pipe, not anyio's default one: nobody would read
+                # that pipe, so a child's errors were lost, and a full pipe would block its
+                # logging.
+                child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
                 processes.append(child)
+            output.started()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, processes, tg.cancel_scope)
                 source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
@@ -124,8 +131,10 @@ async def run_crawl(
             # the summary below reads that commit.
             with anyio.CancelScope(shield=True):
                 await stop_processes(processes)
-    _, state = read_committed(Store(data_dir, job))
+                await anyio.to_thread.run_sync(output.close)
+    manifest, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
+        dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
         pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
         duplicate_items=state.job.duplicate_items,

@@ -82,6 +82,7 @@ from eventlog import (
     TaskClaimed,
     TaskDone,
     TaskFailed,
+    TaskParked,
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
@@ -498,14 +499,18 @@ class Worker:
                 await self.queue.finish(lease, failed, before=pending)
                 self.stats.tasks_failed += 1
                 return
-            self.stats.pages += 1
-            fetched = PageFetched(
-                actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                url=result.final_url or url, status=result.status, bytes=len(result.body),
-                elapsed_ms=result.elapsed_ms, page=page, error=result.error,
-            )  # fmt: skip
+            fetched: PageFetched | None = None
             fetched_at = len(pending)
-            pending.append(fetched)
+            if result.requested:
+                # A page is counted only when it was asked for: the retry that follows an
+                # unreadable robots.txt says why the task waits (its reason), not a fetch.
+                self.stats.pages += 1
+                fetched = PageFetched(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    url=result.final_url or url, status=result.status, bytes=len(result.body),
+                    elapsed_ms=result.elapsed_ms, page=page, error=result.error,
+                )  # fmt: skip
+                pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
                 return
             if result.handed_over:
@@ -539,7 +544,7 @@ class Worker:
                 await self.queue.finish(lease, failed, before=pending)
                 self.stats.tasks_failed += 1
                 return
-            if parsed.dropped:
+            if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
             await self._enqueue(parsed.fresh)
             items = parsed.items
@@ -594,10 +599,19 @@ class Worker:
         task = lease.task
         site = task.site
         if (why := self.controls.blocks(site, task.task_id)) is not None:
+            # The task waits for a pause that is not its own: said in the log, or the fold
+            # would go on showing it running, held by nobody.
+            parked = TaskParked(actor=self.name, task_id=task.task_id, reason=why)
             if why == "job paused":
-                await self.queue.requeue(lease, pending, task, lease.lane)
+                await self.queue.requeue(lease, [*pending, parked], task, lease.lane)
                 return True
-            if await self.queue.park(lease, pending):
+            if why == "site paused":
+                events = [*pending, parked]
+            else:
+                # Paused by an operator, so paused in the fold already: a claim would be
+                # refused there (an anomaly for no fault), and the task never ran.
+                events = [e for e in pending if not isinstance(e, TaskClaimed)]
+            if await self.queue.park(lease, events):
                 return True
             # Resumed a moment ago (this worker's flags are up to half a second old).
         now = time.time()
@@ -620,7 +634,9 @@ class Worker:
                 # task is retried once the brief verdict has expired and robots.txt is asked again.
                 wait = {"retry-after": str(math.ceil(self.robots.unreachable_ttl))}
                 error = f"robots.txt unreachable: {rules.reason}"
-                return FetchResult(url=url, final_url=url, headers=wait, error=error)
+                return FetchResult(
+                    url=url, final_url=url, headers=wait, error=error, requested=False
+                )
             if not rules.allowed(url):
                 return None
         host = site.split("://", 1)[1]

@@ -172,6 +172,16 @@ class TaskPaused(TaskEvent, frozen=True, kw_only=True, tag="task.paused"):
     reason: str
 
 
+class TaskParked(TaskEvent, frozen=True, kw_only=True, tag="task.parked"):
+    """A worker set the task aside, unrun, because its site or the whole job is paused.
+
+    Not a pause of the task itself: it runs again once that pause is lifted, with no
+    ``TaskResumed``. Without this event the task stayed "running" in the fold, held by
+    nobody, for as long as the pause lasted."""
+
+    reason: str
+
+
 class TaskResumed(TaskEvent, frozen=True, kw_only=True, tag="task.resumed"):
     """An operator resumed a paused task."""
 
@@ -279,6 +289,7 @@ AnyEvent: TypeAlias = (
     | JobResumed
     | ActionIntended
     | ActionDone
+    | TaskParked
     | ActionResolved
 )
 
