@@ -3,7 +3,13 @@
 The crawl process itself crawls nothing: it stores the job's configuration, enqueues the
 seeds (idempotently: running the same command again after a crash enqueues nothing new),
 starts N worker processes and the projector, prints progress, and when every task is
-terminal stops the projector (which commits) and prints a summary from the log. Workers
+terminal stops the projector (which commits) and prints a summary from the log.
+
+A stop (Ctrl-C, SIGTERM) goes in the same order: the workers first, until each has
+exited (its last events are in the log), then the projector, which reads to the log's
+end and commits, and the summary is read from that commit. The projector runs in its own
+session so that a Ctrl-C at the terminal, which signals the whole foreground process
+group, does not stop it before the workers' last events are written. Workers
 are named ``w1`` … ``wN``, so a re-run after a crash resumes each one's pending tasks at
 once; tasks of a worker that does not come back are reclaimed when their leases expire.
 """
@@ -86,7 +92,7 @@ async def run_crawl(
         try:
             projector = await anyio.open_process(
                 crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
-                stdout=None, stderr=None,
+                stdout=None, stderr=None, start_new_session=True,
             )
             processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
@@ -97,16 +103,17 @@ async def run_crawl(
                 child = await anyio.open_process(command, env=env, stdout=None, stderr=None)
                 processes.append(child)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_forward_signals, processes, tg.cancel_scope)
+                tg.start_soon(_forward_signals, processes[1:], echo)
                 source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
                 await _watch(source, processes[1:], echo)
                 tg.cancel_scope.cancel()
             complete = await queue.remaining() == 0
         finally:
-            # The projector, stopped, reads to the log's end and commits before it exits:
-            # the summary below reads that commit.
+            # Workers first: the projector, stopped, reads to the log's end and commits
+            # before it exits, and the summary below reads that commit.
             with anyio.CancelScope(shield=True):
-                await stop_processes(processes)
+                await stop_processes(processes[1:])
+                await stop_processes(processes[:1])
     _, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
         job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
@@ -133,13 +140,23 @@ def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ..
     return ("--metrics-host", host, "--metrics-port", str(port + offset))
 
 
-async def _forward_signals(processes: list[Process], scope: anyio.CancelScope) -> None:
+async def _forward_signals(workers: list[Process], echo: Callable[[str], None]) -> None:
+    """Stop the workers on the first SIGINT or SIGTERM; ignore the ones after it.
+
+    The projector is stopped once the workers have exited (``run_crawl``). A second
+    Ctrl-C does not cut that short: the stop is bounded anyway (each worker's grace
+    period, the projector's catch-up), and dying half-way would leave the summary stale.
+    """
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        stopping = False
         async for _ in signals:
-            for process in processes:
+            if stopping:
+                echo("stopping: waiting for the workers, then the projector's last commit")
+                continue
+            stopping = True
+            for process in workers:
                 if process.returncode is None:
                     process.send_signal(signal.SIGTERM)
-            return
 
 
 async def stop_processes(processes: list[Process]) -> None:
