@@ -28,6 +28,7 @@ import msgspec
 from anyio.abc import Process
 
 from crawler._job import JobConfig, save_config
+from crawler._lifeline import PARENT_ENV
 from crawler._progress_source import LiveProgress
 from crawler._progress_view import display_for
 from crawler._worker import enqueue_seeds
@@ -76,7 +77,7 @@ async def run_crawl(
     """
     started = time.monotonic()
     keys = JobKeys(job)
-    env = {**os.environ, "REDIS_URL": url}
+    env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
     common = ("--job", job, "--data-dir", str(data_dir))
     # Like its workers and projector, the crawl waits out a Redis restart.
     async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:

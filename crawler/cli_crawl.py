@@ -21,6 +21,7 @@ from crawler._cli_options import (
 )
 from crawler._defaults import DEFAULT_GRACE_S
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
+from crawler._lifeline import die_with_parent
 from crawler._logs import set_log_level
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
@@ -208,6 +209,7 @@ def worker_command(
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
     from crawler._worker import Worker
 
+    die_with_parent()
     set_log_level(log_level)
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
