@@ -29,11 +29,14 @@ from anyio.abc import Process
 
 from crawler._job import JobConfig, save_config
 from crawler._lifeline import PARENT_ENV
+from crawler._progress import Progress
 from crawler._progress_source import LiveProgress
 from crawler._progress_view import display_for
 from crawler._worker import enqueue_seeds
 from eventlog import JobKeys, TaskQueue, connect
-from eventlog._connection import DEFAULT_RIDE_OUT_S
+from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
+from eventlog._exceptions import ServerError
+from eventlog._server import ServerInfo, supervise_server
 from projector._projector import read_committed
 from projector._store import Store
 
@@ -70,10 +73,14 @@ async def run_crawl(
     concurrency: int,
     echo: Callable[[str], None],
     metrics: tuple[str, int] | None = None,
+    server: ServerInfo | None = None,
 ) -> CrawlSummary:
     """Run the job to completion (or until interrupted); its summary.
 
     ``metrics`` = (host, P): the projector serves metrics on port P, worker wN on P+N.
+    ``server``: crawlog's own server, at ``url``, which the crawl supervises (restarts
+    it if it dies, see ``supervise_server``); None for a server of the user's
+    (``REDIS_URL``), of which progress says when it stops answering.
     """
     started = time.monotonic()
     keys = JobKeys(job)
@@ -90,11 +97,21 @@ async def run_crawl(
             f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
         )
         processes: list[Process] = []
+        server_lost = False
+
+        async def supervise(own: ServerInfo) -> None:
+            nonlocal server_lost
+            try:
+                await supervise_server(own, echo)
+            except ServerError:
+                server_lost = True
+                raise
+
         try:
             projector = await anyio.open_process(
                 crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
                 stdout=None, stderr=None, start_new_session=True,
-            )
+            )  # fmt: skip
             processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
@@ -105,14 +122,22 @@ async def run_crawl(
                 processes.append(child)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, processes[1:], echo)
+                if server is not None:
+                    tg.start_soon(supervise, server)
                 source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
-                await _watch(source, processes[1:], echo)
+                await _watch(source, processes[1:], echo, url)
                 tg.cancel_scope.cancel()
             complete = await queue.remaining() == 0
         finally:
-            # Workers first: the projector, stopped, reads to the log's end and commits
-            # before it exits, and the summary below reads that commit.
             with anyio.CancelScope(shield=True):
+                if server_lost:
+                    # Nothing they could still write would reach a server: what they hold
+                    # stays leased, as after a kill, for the next run to take back.
+                    for process in processes:
+                        if process.returncode is None:
+                            process.kill()
+                # Workers first: the projector, stopped, reads to the log's end and
+                # commits before it exits, and the summary below reads that commit.
                 await stop_processes(processes[1:])
                 await stop_processes(processes[:1])
     _, state = read_committed(Store(data_dir, job))
@@ -124,14 +149,45 @@ async def run_crawl(
     )  # fmt: skip
 
 
-async def _watch(source: LiveProgress, workers: list[Process], echo: Callable[[str], None]) -> None:
-    """Show progress until every worker has exited: a live table on a terminal, else lines."""
+async def _watch(
+    source: LiveProgress, workers: list[Process], echo: Callable[[str], None], url: str
+) -> None:
+    """Show progress until every worker has exited: a live table on a terminal, else lines.
+
+    A refresh waits out a lost server (its client rides out an outage): while one takes
+    over a second, the server is asked directly, and if it does not answer the progress
+    says so and for how long, every second, instead of going quiet.
+    """
     with display_for(echo) as display:
-        while any(p.returncode is None for p in workers):
-            with anyio.move_on_after(PROGRESS_EVERY_S):
-                for process in workers:
-                    await process.wait()
-            display.update(await source.refresh())
+        async with anyio.create_task_group() as tg:
+            refreshed: list[Progress] = []
+            in_flight = anyio.Event()
+            in_flight.set()
+            answered = time.monotonic()
+
+            async def refresh(done: anyio.Event) -> None:
+                refreshed.append(await source.refresh())
+                done.set()
+
+            while any(p.returncode is None for p in workers):
+                with anyio.move_on_after(PROGRESS_EVERY_S):
+                    for process in workers:
+                        await process.wait()
+                if in_flight.is_set():
+                    in_flight = anyio.Event()
+                    tg.start_soon(refresh, in_flight)
+                with anyio.move_on_after(PROGRESS_EVERY_S):
+                    await in_flight.wait()
+                if refreshed:
+                    display.update(refreshed.pop())
+                    answered = time.monotonic()
+                elif not await answers(url, PROGRESS_EVERY_S):
+                    echo(
+                        f"progress {source.job}: server {redacted(url)} unreachable for "
+                        f"{time.monotonic() - answered:.0f} s; workers and projector keep "
+                        "retrying"
+                    )
+            tg.cancel_scope.cancel()
 
 
 def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:

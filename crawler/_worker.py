@@ -212,7 +212,10 @@ class Worker:
         async with (
             # A restart right after a SIGKILL waits out the dead process's hold on the name.
             hold_worker_name(
-                self.redis, self.keys, self.name, wait_s=NAME_WAIT_S,
+                self.redis,
+                self.keys,
+                self.name,
+                wait_s=NAME_WAIT_S,
                 release_timeout_s=self._reserve_s / 2,
             ),
             AsyncExitStack() as closing,  # the fetcher, once open: closed after every task

@@ -29,7 +29,7 @@ from crawler._spider import load_spider
 from crawler._urls import check_seed_url
 from eventlog import DEFAULT_LEASE_MS, JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
-from eventlog._server import resolve_data_dir, resolve_url
+from eventlog._server import REDIS_URL_ENV, ensure_server, resolve_data_dir, resolve_url
 
 log = logging.getLogger("crawlog.worker")
 
@@ -143,7 +143,11 @@ def crawl_command(
         record_events=not no_events,
     )
     config.scope_rule()
-    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    directory = resolve_data_dir(data_dir)
+    # crawlog's own server is supervised by the crawl (restarted if it dies); a server of
+    # the user's (REDIS_URL) is theirs to run.
+    server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
+    url = server.url if server is not None else resolve_url(data_dir)
     summary = anyio.run(
         lambda: run_crawl(
             url,
@@ -154,6 +158,7 @@ def crawl_command(
             concurrency=concurrency,
             echo=click.echo,
             metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
+            server=server,
         )
     )
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
