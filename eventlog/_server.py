@@ -154,17 +154,45 @@ def valkey_binary() -> str:
 
 
 def resolve_url(
-    data_dir: str | os.PathLike[str] | None = None, *, fsync: Fsync = "everysec"
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    fsync: Fsync = "everysec",
+    create: bool = True,
 ) -> str:
     """The Redis URL crawlog should use.
 
     ``$REDIS_URL`` if set (nothing is started then); otherwise the URL of the private server
     of the data directory (see :func:`resolve_data_dir`), started if it is not running.
+    With ``create=False`` (commands that only read a job), a data directory that does not
+    exist is a ``ConfigError`` saying where it looked, and nothing is created or started.
     """
     external = os.environ.get(REDIS_URL_ENV)
     if external:
         return external
-    return ensure_server(resolve_data_dir(data_dir), fsync=fsync).url
+    directory = resolve_data_dir(data_dir) if create else require_data_dir(data_dir)
+    return ensure_server(directory, fsync=fsync).url
+
+
+def require_data_dir(
+    explicit: str | os.PathLike[str] | None = None, *, job: str | None = None
+) -> Path:
+    """The data directory (:func:`resolve_data_dir`), which must exist: a ``ConfigError``
+    saying where it looked (and for which ``job``) and how to point elsewhere if not."""
+    directory = resolve_data_dir(explicit)
+    if directory.is_dir():
+        return directory
+    if explicit is not None and str(explicit) != "":
+        source = "from --data-dir or crawlog.toml"
+    elif os.environ.get(DATA_DIR_ENV):
+        source = f"from {DATA_DIR_ENV}"
+    else:
+        source = f"the default, {DEFAULT_DATA_DIR} in the working directory"
+    about = f"no data for job {job!r} here: " if job is not None else ""
+    raise ConfigError(
+        f"{about}no crawlog data directory at {directory} ({source}); nothing started: run this "
+        f"where the crawl ran, or pass --data-dir DIR (or set {DATA_DIR_ENV}, or "
+        f"{REDIS_URL_ENV} for a server of your own)"
+    )
 
 
 def ensure_server(
