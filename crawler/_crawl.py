@@ -27,6 +27,7 @@ import anyio
 import msgspec
 from anyio.abc import Process
 
+from crawler._defaults import FailOn
 from crawler._job import JobConfig, save_config
 from crawler._lifeline import PARENT_ENV
 from crawler._progress import Progress
@@ -56,6 +57,24 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+
+
+def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
+    """Why a finished crawl fails under ``fail_on`` (see ``FailOn``), or None if it does not."""
+    if fail_on == "never":
+        return None
+    done, failed = summary.tasks.get("done", 0), summary.tasks.get("failed", 0)
+    aborted = summary.tasks.get("aborted", 0)
+    if done == 0:
+        ended = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
+        return f"no task ended done ({ended or 'no tasks'})"
+    if fail_on == "none-done":
+        return None
+    if aborted:
+        return f"{aborted} task(s) aborted: recovered too often (each killed its workers)"
+    if fail_on == "failed" and failed:
+        return f"{failed} task(s) failed: `crawlog report --job {summary.job}` says why"
+    return None
 
 
 def crawlog_command(*args: str) -> list[str]:

@@ -19,7 +19,7 @@ from crawler._cli_options import (
     log_level_option,
     metrics_options,
 )
-from crawler._defaults import DEFAULT_GRACE_S
+from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
 from crawler._lifeline import die_with_parent
 from crawler._logs import set_log_level
@@ -90,6 +90,14 @@ log = logging.getLogger("crawlog.worker")
 )
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
 @click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON_CHOICES),
+    default=DEFAULT_FAIL_ON,
+    show_default=True,
+    help="Exit 1 when the finished crawl had: none-done: no task done; aborted: that, or an "
+    "aborted task; failed: that, or any failed task (strict, for CI); never: exit 0.",
+)
+@click.option(
     "--no-events",
     is_flag=True,
     hidden=True,
@@ -112,20 +120,23 @@ def crawl_command(
     spider: str | None,
     lease: float,
     ignore_robots: bool,
+    fail_on: str,
     no_events: bool,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
     """Crawl from SEEDS until every task is done; run it again after a crash to resume.
 
-    Starts the embedded server if REDIS_URL is not set, enqueues the seeds, runs the
-    workers and the projector, shows progress, and prints a summary from the log. Exit
-    status 0 when every task ended (done, failed or aborted).
+    Starts the embedded server if REDIS_URL is not set (and restarts it if it dies),
+    enqueues the seeds, runs the workers and the projector, shows progress, and prints a
+    summary from the log. Exit status 0 when every task ended and --fail-on finds nothing
+    wrong (by default: some task done, none aborted); 1 with a one-line reason when it
+    does, or when the crawl was stopped (Ctrl-C, SIGTERM) before every task ended.
 
     With --metrics-port P the projector serves its metrics on port P and worker wN on
     P+N (the crawl process itself serves none).
     """
-    from crawler._crawl import run_crawl
+    from crawler._crawl import failure, run_crawl
 
     canonical = tuple(check_seed_url(s) for s in seeds)
     load_spider(spider)  # fail now, not in every worker
@@ -170,7 +181,12 @@ def crawl_command(
         f"{summary.anomalies} anomalies"
     )
     click.echo(f"next: crawlog report --job {summary.job}")
-    ctx.exit(0 if summary.complete else 1)
+    if not summary.complete:
+        ctx.exit(1)
+    reason = failure(summary, fail_on)  # type: ignore[arg-type]  # click.Choice checked it
+    if reason is not None:
+        click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
+        ctx.exit(1)
 
 
 def _job_name(seed: str) -> str:
