@@ -188,9 +188,10 @@ class Worker:
         self._fetcher_open = anyio.Event()
         """Set once the fetcher is open (`_open_fetcher`): no task starts before."""
         self._reserve_s = min(STOP_RESERVE_S, grace_s / 2)
-        self._until_grace = anyio.CancelScope()
-        """Claiming, then the pages in flight and the hand-back: cut short, once stopping,
-        the reserve before the grace period ends."""
+        self._pages_until = math.inf
+        """Once stopping: when claiming, the pages in flight and the hand-back are cut
+        short (the reserve before the grace period ends); `_until_grace` enforces it."""
+        self._until_grace: anyio.CancelScope | None = None
         self._released_by = math.inf
         """Once stopping: when a task being given back stops trying (the server may be
         unreachable; its lease then expires, as after a kill)."""
@@ -202,7 +203,9 @@ class Worker:
         """
         if not self.stopping.is_set():
             now = anyio.current_time()
-            self._until_grace.deadline = now + self.grace_s - self._reserve_s
+            self._pages_until = now + self.grace_s - self._reserve_s
+            if self._until_grace is not None:
+                self._until_grace.deadline = self._pages_until
             self._released_by = now + self.grace_s - self._reserve_s / 2
             self.gate.release_by(self._released_by)
         self.stopping.set()
@@ -231,7 +234,7 @@ class Worker:
                 tasks.start_soon(self._open_fetcher, closing)
                 # Once stopping, `_until_grace` has a deadline: a claim stuck on a server
                 # that does not answer is cut short there too, not only the pages.
-                with self._until_grace:
+                with anyio.CancelScope(deadline=self._pages_until) as self._until_grace:
                     await self._claim_loop(tasks)
                     # Stopping: tasks end at their next page boundary, and those not
                     # started are handed back meanwhile; what is still running at the
