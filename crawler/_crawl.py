@@ -230,6 +230,7 @@ async def _forward_signals(workers: list[Process], echo: Callable[[str], None]) 
                 echo("stopping: waiting for the workers, then the projector's last commit")
                 continue
             stopping = True
+            echo("stopping: the workers end or hand back their tasks, then the projector commits")
             for process in workers:
                 if process.returncode is None:
                     process.send_signal(signal.SIGTERM)
