@@ -3,6 +3,24 @@
 What a spider needs is re-exported here: ``from crawler import Spider, Item, Follow, NextPage``.
 """
 
-from crawler._spider import Follow, Item, NextPage, Output, Response, SiteSpider, Spider
+from crawler._spider import (
+    Follow,
+    Item,
+    NextPage,
+    Output,
+    Response,
+    SiteSpider,
+    Spider,
+    SpiderOutputError,
+)
 
-__all__ = ["Follow", "Item", "NextPage", "Output", "Response", "SiteSpider", "Spider"]
+__all__ = [
+    "Follow",
+    "Item",
+    "NextPage",
+    "Output",
+    "Response",
+    "SiteSpider",
+    "Spider",
+    "SpiderOutputError",
+]

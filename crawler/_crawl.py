@@ -32,7 +32,7 @@ from crawler._job import JobConfig, save_config
 from crawler._lifeline import PARENT_ENV
 from crawler._progress import Progress
 from crawler._progress_source import LiveProgress
-from crawler._progress_view import display_for
+from crawler._progress_view import ChildOutput, display_for
 from crawler._worker import enqueue_seeds
 from eventlog import JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
@@ -57,6 +57,8 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+    dead_letters: int = 0
+    """Entries nobody could decode (the dead stream), as of the projector's last commit."""
 
 
 def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
@@ -126,19 +128,24 @@ async def run_crawl(
                 server_lost = True
                 raise
 
+        # The children's stderr comes through this process: written to the terminal by
+        # themselves, it broke the live table's redraw (ChildOutput says how).
+        output = ChildOutput()
         try:
             projector = await anyio.open_process(
                 crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
-                stdout=None, stderr=None, start_new_session=True,
+                stdout=None, stderr=output.fd, start_new_session=True,
             )  # fmt: skip
             processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
                 command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
-                # stderr inherited, not anyio's default pipe: nobody would read that pipe, so
-                # a child's errors were lost, and a full pipe would block its logging.
-                child = await anyio.open_process(command, env=env, stdout=None, stderr=None)
+                # stderr into ChildOutput's pipe, not anyio's default one: nobody would read
+                # that pipe, so a child's errors were lost, and a full pipe would block its
+                # logging.
+                child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
                 processes.append(child)
+            output.started()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, processes[1:], echo)
                 if server is not None:
@@ -159,8 +166,10 @@ async def run_crawl(
                 # commits before it exits, and the summary below reads that commit.
                 await stop_processes(processes[1:])
                 await stop_processes(processes[:1])
-    _, state = read_committed(Store(data_dir, job))
+                await anyio.to_thread.run_sync(output.close)
+    manifest, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
+        dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
         pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
         duplicate_items=state.job.duplicate_items,

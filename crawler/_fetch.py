@@ -337,9 +337,14 @@ def _kept_headers(headers: httpx.Headers) -> dict[str, str]:
     kept: dict[str, str] = {}
     # One pass over the raw list: each Headers.get would scan and decode all of it.
     for name, value in headers.raw:
-        kept_name = _HEADER_NAMES.get(name.lower())
-        if kept_name is not None:
-            kept[kept_name] = value.decode("latin-1")
+        lower = name.lower()
+        text = value.decode("latin-1")
+        single = _HEADER_NAMES.get(lower)
+        if single is not None:
+            kept[single] = text  # read by the worker as one value: the last one counts
+            continue
+        key = lower.decode("latin-1")
+        kept[key] = f"{kept[key]}, {text}" if key in kept else text
     return kept
 
 

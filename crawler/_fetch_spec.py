@@ -38,7 +38,7 @@ DEFAULT_MAX_CONNECTIONS = 100
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 KEPT_HEADERS = ("content-type", "retry-after", "location")
-"""The response headers a result carries (lowercase names): all the worker reads."""
+"""The response headers the worker reads, each as one value (a repeated one: its last)."""
 
 # The reasons a result gives in ``error``; see also `too_large`.
 ERROR_TIMEOUT = "timeout"
@@ -86,7 +86,8 @@ class FetchConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_redirects: int = DEFAULT_MAX_REDIRECTS
     user_agent: str = DEFAULT_USER_AGENT
     parse_content_types: frozenset[str] = DEFAULT_PARSE_CONTENT_TYPES
-    """Media types (lowercase, no parameters) whose bodies the spider parses."""
+    """Media types (lowercase, no parameters) a result calls ``parseable``. The worker does
+    not ask: which responses reach a spider is the spider's ``content_types``."""
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_connections_per_host: int | None = None
     """None: no cap per host here (per-host politeness is the worker's gate's job)."""
@@ -125,8 +126,9 @@ class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     status: int = NO_RESPONSE
     """The last response's HTTP status; 0 when no response arrived."""
     headers: dict[str, str] = {}
-    """Those of `KEPT_HEADERS` the last response had (lowercase names); ``location`` is
-    resolved to an absolute URL."""
+    """Every header of the last response, by lowercase name; a repeated one joined with
+    ", " (but those of `KEPT_HEADERS`: their last value). ``location`` is resolved to an
+    absolute URL."""
     body: bytes = b""
     """The decoded body; empty on error."""
     elapsed_ms: float = 0.0
@@ -139,6 +141,9 @@ class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """No error, and the content type is one of the config's parse content types."""
     handed_over: bool = False
     """A redirect not followed because another task fetches its target (``location``)."""
+    requested: bool = True
+    """False when no request for the page was made (robots.txt could not be read): there
+    is no page fetch to record, only the reason the task waits."""
 
     @property
     def content_type(self) -> str | None:

@@ -24,7 +24,7 @@ from typing import Final, Literal, get_args
 from publicsuffixlist import PublicSuffixList
 from yarl import URL
 
-from crawler._urls import HTTP_SCHEMES, check_seed_url
+from crawler._urls import HTTP_SCHEMES, DropReason, check_seed_url
 from eventlog._exceptions import ConfigError
 
 ScopeMode = Literal["prefix", "host", "domain"]
@@ -125,6 +125,15 @@ class Scope:
             return site in self._sites
         path = parsed.raw_path
         return any(path.startswith(prefix) for prefix in self._prefixes.get(site, ()))
+
+    def refusal(self, url: str, depth: int) -> DropReason | None:
+        """Why the crawl does not follow ``url`` found at ``depth`` ("out of scope" first,
+        then "too deep"), or None if it does."""
+        if not self.allows(url, 0):
+            return "out of scope"
+        if self.max_depth is not None and depth > self.max_depth:
+            return "too deep"
+        return None
 
     def _allows_host(self, host: str) -> bool:
         if host in self._ip_hosts:

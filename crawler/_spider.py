@@ -19,22 +19,44 @@ After each page the worker appends the page's events and a checkpoint (page numb
 URL, last item key) in one fenced step; a task killed at page k resumes at page k + 1,
 ``response.resume`` telling the spider where it stopped. Output is keyed, so a redone page
 writes each key once.
+
+Everything a spider yields is checked where it is yielded (`check_output`): a URL is
+resolved against the page (``Follow("/item/1")`` as a browser would), one that is not
+http(s) is dropped and counted; a plain ``dict`` is an item keyed by its ``"url"`` (else
+the page URL and the dict's position); anything else, or an item msgpack cannot carry,
+fails the task with a `SpiderOutputError` naming the spider, the page and the output.
+``content_types`` says which responses reach ``parse`` (None: every one).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, ClassVar, TypeVar
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from typing import Any, ClassVar, Final, TypeVar
 
 import msgspec
+from selectolax.lexbor import LexborHTMLParser
+from yarl import URL
 
 from crawler._links import parse_page
-from eventlog import ConfigError, Cursor
+from crawler._urls import clean_href, join_href
+from eventlog import ConfigError, CrawlogError, Cursor
 
 T = TypeVar("T")
-HTML_TYPES = ("text/html", "application/xhtml+xml")
+HTML_TYPES: Final = ("text/html", "application/xhtml+xml")
+DICT_KEY_FIELD: Final = "url"
+"""The field of a yielded ``dict`` that keys the item it becomes (if it is a string)."""
+OUTPUT_SHOWN = 80
+"""Characters of a refused output's repr quoted in the error."""
 
 
 class Item(msgspec.Struct, frozen=True):
@@ -66,8 +88,8 @@ class Response:
     """A fetched page, as a spider sees it."""
 
     __slots__ = (
-        "_once", "body", "content_type", "depth", "elapsed_ms", "headers", "page", "resume",
-        "status", "task_id", "url",
+        "_base", "_once", "_text", "body", "content_type", "depth", "elapsed_ms", "headers",
+        "page", "resume", "status", "task_id", "url",
     )  # fmt: skip
 
     def __init__(
@@ -89,7 +111,10 @@ class Response:
         self.resume = resume
         """The checkpoint this task resumed from (None on its first run)."""
         self.content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        """The media type, lowercase, without parameters ("" without a Content-Type)."""
         self._once = once
+        self._text: str | None = None
+        self._base: URL | None = None
 
     @property
     def charset(self) -> str | None:
@@ -100,12 +125,34 @@ class Response:
                 return value.strip('"')
         return None
 
+    @property
     def text(self) -> str:
         """The body decoded with the header's charset (else UTF-8), never raising."""
-        try:
-            return self.body.decode(self.charset or "utf-8", errors="replace")
-        except (LookupError, UnicodeError):  # unknown, or a codec that cannot replace
-            return self.body.decode("utf-8", errors="replace")
+        if self._text is None:
+            try:
+                self._text = self.body.decode(self.charset or "utf-8", errors="replace")
+            except (LookupError, UnicodeError):  # unknown, or a codec that cannot replace
+                self._text = self.body.decode("utf-8", errors="replace")
+        return self._text
+
+    def json(self) -> Any:
+        """The body parsed as JSON (a `msgspec.DecodeError` if it is not JSON)."""
+        return msgspec.json.decode(self.body)
+
+    @property
+    def base_url(self) -> URL:
+        """What the URLs this page yields are resolved against: its ``<base href>`` (an
+        HTML page's, if it is http(s)), else its own URL."""
+        if self._base is None:
+            page = URL(self.url)
+            self._base = page
+            # The parse is paid only by a page whose spider yields a relative URL.
+            if self.content_type in HTML_TYPES and b"<base" in self.body.lower():
+                node = LexborHTMLParser(self.body).css_first("base[href]")
+                href = node.attrs.get("href") if node is not None else None
+                if href and (based := join_href(clean_href(href), page)) is not None:
+                    self._base = URL(based)
+        return self._base
 
     async def once(self, action_id: str, action: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``action`` exactly once for this task, whatever crashes and resumes happen.
@@ -118,10 +165,16 @@ class Response:
 
 
 class Spider:
-    """Base class of spiders: override ``parse``."""
+    """Base class of spiders: override ``parse``.
+
+    ``content_types``: the media types (``"application/json"``, or ``"text/*"`` for a
+    whole type) whose responses reach ``parse``; None, the default here, for every
+    response, whatever its type (or without a Content-Type).
+    """
 
     name: ClassVar[str] = "spider"
     start_urls: ClassVar[Sequence[str]] = ()
+    content_types: ClassVar[Collection[str] | None] = None
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         """What the page yields: items, links to follow, the next page."""
@@ -131,9 +184,13 @@ class Spider:
 
 class SiteSpider(Spider):
     """The default spider: follows every link (the worker keeps those in scope and depth)
-    and records one item per page: url, status, content type, bytes, title, content hash."""
+    and records one item per page: url, status, content type, bytes, title, content hash.
+
+    It parses HTML only (``content_types``): other responses give no item and no links.
+    Subclass it with ``content_types = None`` for an item of every response."""
 
     name = "site"
+    content_types: ClassVar[Collection[str] | None] = HTML_TYPES
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         page = (
@@ -156,6 +213,111 @@ class SiteSpider(Spider):
             yield Follow(link)
 
 
+class SpiderOutputError(CrawlogError):
+    """Something a spider yielded that crawlog cannot take: its task fails with this."""
+
+
+def accepted_types(spider: Spider) -> frozenset[str] | None:
+    """The spider's ``content_types``, lowercase; None for every type. ConfigError if one
+    is not a media type (``type/subtype`` or ``type/*``)."""
+    types = spider.content_types
+    if types is None:
+        return None
+    if isinstance(types, str):
+        types = (types,)  # `content_types = "application/json"`: one type, not its letters
+    accepted = frozenset(str(t).strip().lower() for t in types)
+    for media_type in accepted:
+        kind, slash, sub = media_type.partition("/")
+        if not (kind and slash and sub) or "/" in sub or ";" in media_type:
+            raise ConfigError(
+                f"spider {spider.name}: content type {media_type!r} is not a media type "
+                "such as application/json or text/*"
+            )
+    return accepted
+
+
+def parses(accepted: frozenset[str] | None, media_type: str) -> bool:
+    """Whether a response of ``media_type`` reaches a spider accepting ``accepted``."""
+    if accepted is None:
+        return True
+    return media_type in accepted or f"{media_type.partition('/')[0]}/*" in accepted
+
+
+async def spider_outputs(spider: Spider, response: Response) -> AsyncIterator[tuple[int, Any]]:
+    """What ``spider.parse(response)`` yields, numbered from 0: from an async generator
+    (the API) or, as a Scrapy habit, a plain generator or list."""
+    produced: Any = spider.parse(response)
+    if hasattr(produced, "__aiter__"):
+        index = 0
+        async for output in produced:
+            yield index, output
+            index += 1
+        return
+    if isinstance(produced, Awaitable):
+        produced = await produced  # an ``async def parse`` that returns a list
+    if produced is None:
+        return
+    if not isinstance(produced, Iterable) or isinstance(produced, str | bytes | Mapping):
+        raise SpiderOutputError(
+            f"spider {spider.name} on {response.url}: parse returned "
+            f"{type(produced).__name__}, expected an async generator of outputs"
+        )
+    for index, output in enumerate(produced):
+        yield index, output
+
+
+_decoders: Final[dict[type, msgspec.msgpack.Decoder[Any]]] = {
+    cls: msgspec.msgpack.Decoder(cls) for cls in (Item, Follow, NextPage)
+}
+_msgpack: Final = msgspec.msgpack.Encoder()
+_MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
+"""The integers msgpack carries."""
+_json: Final = msgspec.json.Encoder()
+
+
+def check_output(output: object, *, spider: str, url: str, index: int) -> Output:
+    """``output`` as the log can carry it, else SpiderOutputError saying what is wrong.
+
+    ``Item``, ``Follow`` and ``NextPage`` are checked against their field types as an
+    event decoder will read them (an item's data must be msgpack and JSON, the archive's
+    form); a ``dict`` becomes ``Item(its "url" or "<page url>#<index>", the dict)``.
+    """
+    if (
+        isinstance(output, Follow)  # the common case (hundreds a page): checked in full here
+        and type(output.url) is str
+        and type(output.priority) is int
+        and _MIN_INT <= output.priority <= _MAX_INT
+    ):
+        return output
+    where = f"spider {spider} on {url}: output {index}"
+    if isinstance(output, Mapping):  # a dict, or a dict-like item of another framework
+        key = output.get(DICT_KEY_FIELD)
+        key = key if isinstance(key, str) and key else f"{url}#{index}"
+        output = Item(key, dict(output))
+    elif not isinstance(output, Item | Follow | NextPage):
+        raise SpiderOutputError(
+            f"{where} is {_shown(output)} ({type(output).__name__}): expected an Item, "
+            "a Follow, a NextPage or a dict"
+        )
+    if isinstance(output, Item) and not isinstance(output.key, str):
+        raise SpiderOutputError(
+            f"{where}, {_shown(output)}: its key is a {type(output.key).__name__}, expected a str"
+        )
+    try:
+        kind = next(cls for cls in _decoders if isinstance(output, cls))
+        checked: Output = _decoders[kind].decode(_msgpack.encode(output))
+        if isinstance(checked, Item):
+            _json.encode(checked.data)
+    except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
+        raise SpiderOutputError(f"{where}, {_shown(output)}, cannot be logged: {exc}") from None
+    return checked
+
+
+def _shown(output: object) -> str:
+    text = repr(output)
+    return text if len(text) <= OUTPUT_SHOWN else text[: OUTPUT_SHOWN - 1] + "…"
+
+
 def load_spider(path: str | None) -> Spider:
     """The spider ``MODULE:CLASS`` (the default site spider for None)."""
     if path is None:
@@ -174,4 +336,5 @@ def load_spider(path: str | None) -> Spider:
         spider = cls()
     except Exception as exc:
         raise ConfigError(f"--spider {path!r}: {class_name}() failed ({exc})") from None
+    accepted_types(spider)  # a bad content_types is refused here too, like a bad class
     return spider  # type: ignore[no-any-return]

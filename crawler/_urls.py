@@ -9,7 +9,10 @@ refusal of anything that is not an http(s) URL with a plausible host.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from hashlib import blake2b
+from typing import Final, Literal, get_args
 
 from yarl import URL
 
@@ -120,9 +123,58 @@ def resolve_link(href: str, base: str) -> str | None:
     return join_href(clean_href(href), base_url)
 
 
+DropReason = Literal["not http(s)", "malformed", "out of scope", "too deep"]
+"""Why a URL a spider yielded is not crawled: counted by reason, never raised."""
+DROP_REASONS: Final[tuple[DropReason, ...]] = get_args(DropReason)
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A URL a spider yielded that is not crawled, and why."""
+
+    reason: DropReason
+
+
+NOT_HTTP: Final[Dropped] = Dropped("not http(s)")
+MALFORMED: Final[Dropped] = Dropped("malformed")
+
+
+def resolve_yielded(url: str, base: URL | Callable[[], URL]) -> str | Dropped:
+    """A URL a spider yielded, resolved against ``base`` (the page's URL or ``<base
+    href>``) as a browser resolves an href: its canonical http(s) form, or why it has none.
+
+    ``base`` may be a function, called only for a relative URL (finding a page's ``<base
+    href>`` costs a parse). Never raises: ``mailto:``, ``javascript:`` and other schemes
+    are "not http(s)"; text that does not parse, or an http(s) URL without a valid host, is
+    "malformed".
+    """
+    href = clean_href(url)
+    try:
+        reference = URL(href)
+    except ValueError:  # yarl's parse errors and IDNA's UnicodeError
+        return MALFORMED
+    if reference.scheme and reference.scheme not in HTTP_SCHEMES:
+        return NOT_HTTP
+    try:
+        if reference.scheme and reference.raw_authority:
+            joined = reference  # absolute (already normalised): the base plays no part
+        else:
+            joined = _join(base() if callable(base) else base, href)
+        if joined.scheme not in HTTP_SCHEMES:
+            return NOT_HTTP  # only when the base itself is not http(s)
+        return _serialise(_http_url(joined))
+    except ValueError:
+        return MALFORMED
+
+
 def fingerprint(url: str) -> str:
     """A short stable hash of the canonical URL: the task id and the dedup key."""
-    return blake2b(canonical_url(url).encode(), digest_size=FINGERPRINT_BYTES).hexdigest()
+    return fingerprint_canonical(canonical_url(url))
+
+
+def fingerprint_canonical(url: str) -> str:
+    """`fingerprint` of a URL already in canonical form (no second parse)."""
+    return blake2b(url.encode(), digest_size=FINGERPRINT_BYTES).hexdigest()
 
 
 def site_of(url: str) -> str:

@@ -29,6 +29,7 @@ import anyio
 import msgspec
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
+from yarl import URL
 
 from crawler._backoff import RetryPolicy
 from crawler._circuit import SiteCircuits, verdict_of
@@ -46,8 +47,18 @@ from crawler._fetch_spec import (
 from crawler._job import JobConfig
 from crawler._politeness import PolitenessGate
 from crawler._robots import RobotsCache, RobotsRules, RobotsVerdict, parse_robots
-from crawler._spider import Follow, Item, NextPage, Response, Spider
-from crawler._urls import fingerprint, site_of
+from crawler._spider import (
+    Item,
+    NextPage,
+    Response,
+    Spider,
+    SpiderOutputError,
+    accepted_types,
+    check_output,
+    parses,
+    spider_outputs,
+)
+from crawler._urls import Dropped, fingerprint, fingerprint_canonical, resolve_yielded, site_of
 from eventlog import (
     CONTROL_POLL_S,
     DEFAULT_NAME_TTL_MS,
@@ -71,6 +82,7 @@ from eventlog import (
     TaskClaimed,
     TaskDone,
     TaskFailed,
+    TaskParked,
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
@@ -117,6 +129,17 @@ class UncertainAction(CrawlogError):
     """An action's intent is in the log but not its completion: it may have run."""
 
 
+class _Parsed(msgspec.Struct, kw_only=True):
+    """What a page's outputs come to: its items, its new tasks, its next page (resolved),
+    and the URLs dropped, by reason."""
+
+    items: list[Item] = msgspec.field(default_factory=list)
+    fresh: dict[str, Task] = msgspec.field(default_factory=dict)
+    """New tasks by fingerprint: in scope and depth, and not in this worker's seen cache."""
+    next_page: NextPage | None = None
+    dropped: dict[str, int] = msgspec.field(default_factory=dict)
+
+
 class WorkerStats(msgspec.Struct, kw_only=True):
     """What one worker did."""
 
@@ -159,6 +182,7 @@ class Worker:
         self.keys = self.queue.keys
         self.gate = PolitenessGate(redis, self.keys, config.politeness)
         self.scope = config.scope_rule()
+        self._accepted = accepted_types(spider)
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
@@ -506,13 +530,18 @@ class Worker:
                 await self.queue.finish(lease, failed, before=pending)
                 self.stats.tasks_failed += 1
                 return
-            self.stats.pages += 1
-            fetched = PageFetched(
-                actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                url=result.final_url or url, status=result.status, bytes=len(result.body),
-                elapsed_ms=result.elapsed_ms, page=page, error=result.error,
-            )  # fmt: skip
-            pending.append(fetched)
+            fetched: PageFetched | None = None
+            fetched_at = len(pending)
+            if result.requested:
+                # A page is counted only when it was asked for: the retry that follows an
+                # unreadable robots.txt says why the task waits (its reason), not a fetch.
+                self.stats.pages += 1
+                fetched = PageFetched(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    url=result.final_url or url, status=result.status, bytes=len(result.body),
+                    elapsed_ms=result.elapsed_ms, page=page, error=result.error,
+                )  # fmt: skip
+                pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
                 return
             if result.handed_over:
@@ -525,25 +554,31 @@ class Worker:
                 self.stats.tasks_done += 1
                 return
             try:
-                outputs = await self._parse(lease, result, page, resume)
+                parsed = await self._parse(lease, result, page, resume)
             except (LeaseLost, UncertainAction):
                 raise
             except Exception as exc:
-                # A bug in the spider: the same page would fail the same way on every retry
-                # (and crashing the worker would redeliver it until the recovery limit).
-                # The task fails with the error; ``crawlog retry`` once the spider is fixed.
-                log.exception("spider %s failed on %s", self.spider.name, url)
+                # A bug in the spider (or output crawlog cannot take): the same page would
+                # fail the same way on every retry, and crashing the worker would redeliver
+                # it until the recovery limit. The task fails with the error; ``crawlog
+                # retry`` once the spider is fixed.
+                if isinstance(exc, SpiderOutputError):
+                    log.error("%s", exc)
+                    reason = f"spider output: {exc}"
+                else:
+                    log.exception("spider %s failed on %s", self.spider.name, url)
+                    reason = f"spider error: {type(exc).__name__}: {exc}"
                 failed = TaskFailed(
                     actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                    reason=f"spider error: {type(exc).__name__}: {exc}"[:SPIDER_ERROR_MAX],
+                    reason=reason[:SPIDER_ERROR_MAX],
                 )  # fmt: skip
                 await self.queue.finish(lease, failed, before=pending)
                 self.stats.tasks_failed += 1
                 return
-            items = [o for o in outputs if isinstance(o, Item)]
-            follows = [o for o in outputs if isinstance(o, Follow)]
-            nexts = [o for o in outputs if isinstance(o, NextPage)]
-            await self._enqueue(task, follows)
+            if parsed.dropped and fetched is not None:
+                pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
+            await self._enqueue(parsed.fresh)
+            items = parsed.items
             pending += [
                 ItemScraped(actor=self.name, task_id=task.task_id, key=i.key, data=i.data)
                 for i in items
@@ -552,8 +587,7 @@ class Worker:
                 pages=counts.pages + 1, items=counts.items + len(items),
                 bytes=counts.bytes + len(result.body),
             )  # fmt: skip
-            if nexts:
-                nxt = nexts[-1]
+            if (nxt := parsed.next_page) is not None:
                 cursor = Cursor(
                     page=page, url=nxt.url, last_item_key=items[-1].key if items else None,
                     state=nxt.cursor,
@@ -596,10 +630,19 @@ class Worker:
         task = lease.task
         site = task.site
         if (why := self.controls.blocks(site, task.task_id)) is not None:
+            # The task waits for a pause that is not its own: said in the log, or the fold
+            # would go on showing it running, held by nobody.
+            parked = TaskParked(actor=self.name, task_id=task.task_id, reason=why)
             if why == "job paused":
-                await self.queue.requeue(lease, pending, task, lease.lane)
+                await self.queue.requeue(lease, [*pending, parked], task, lease.lane)
                 return True
-            if await self.queue.park(lease, pending):
+            if why == "site paused":
+                events = [*pending, parked]
+            else:
+                # Paused by an operator, so paused in the fold already: a claim would be
+                # refused there (an anomaly for no fault), and the task never ran.
+                events = [e for e in pending if not isinstance(e, TaskClaimed)]
+            if await self.queue.park(lease, events):
                 return True
             # Resumed a moment ago (this worker's flags are up to half a second old).
         now = time.time()
@@ -622,7 +665,9 @@ class Worker:
                 # task is retried once the brief verdict has expired and robots.txt is asked again.
                 wait = {"retry-after": str(math.ceil(self.robots.unreachable_ttl))}
                 error = f"robots.txt unreachable: {rules.reason}"
-                return FetchResult(url=url, final_url=url, headers=wait, error=error)
+                return FetchResult(
+                    url=url, final_url=url, headers=wait, error=error, requested=False
+                )
             if not rules.allowed(url):
                 return None
         host = site.split("://", 1)[1]
@@ -734,16 +779,56 @@ class Worker:
 
     async def _parse(
         self, lease: Lease, result: FetchResult, page: int, resume: Cursor | None
-    ) -> list[Item | Follow | NextPage]:
+    ) -> _Parsed:
+        """Let the spider parse the page (if it takes its content type), each output checked
+        as it is yielded, its URLs resolved against the page and kept if in scope and depth.
+
+        Raises whatever the spider raises, and SpiderOutputError for an output crawlog
+        cannot take: either fails the task, never the worker."""
         task = lease.task
         response = Response(
             url=result.final_url or task.url, status=result.status, headers=result.headers,
             body=result.body, elapsed_ms=result.elapsed_ms, task_id=task.task_id,
             depth=task.depth, page=page, resume=resume, once=self._once_for(lease),
         )  # fmt: skip
-        if not result.parseable:
-            return []
-        return [output async for output in self.spider.parse(response)]
+        parsed = _Parsed()
+        if result.error is not None or not parses(self._accepted, response.content_type):
+            return parsed
+        name, page_url, depth = self.spider.name, response.url, task.depth + 1
+        dropped: dict[str, int] = {}
+        fresh = parsed.fresh
+
+        def base() -> URL:
+            return response.base_url
+
+        async for index, yielded in spider_outputs(self.spider, response):
+            output = check_output(yielded, spider=name, url=page_url, index=index)
+            if isinstance(output, Item):
+                parsed.items.append(output)
+                continue
+            resolved = resolve_yielded(output.url, base)
+            if isinstance(resolved, Dropped):
+                dropped[resolved.reason] = dropped.get(resolved.reason, 0) + 1
+                continue
+            if isinstance(output, NextPage):
+                # The same task's next page: its depth is the task's own.
+                if (why := self.scope.refusal(resolved, task.depth)) is not None:
+                    dropped[why] = dropped.get(why, 0) + 1
+                else:
+                    parsed.next_page = NextPage(resolved, output.cursor)
+                continue
+            fp = fingerprint_canonical(resolved)
+            if fp in self._seen or fp in fresh:
+                continue  # enqueued already: not a drop, the crawl has it
+            if (why := self.scope.refusal(resolved, depth)) is not None:
+                dropped[why] = dropped.get(why, 0) + 1
+                continue
+            fresh[fp] = Task(
+                task_id=fp, url=resolved, site=site_of(resolved), depth=depth,
+                priority=output.priority, parent_task_id=task.task_id,
+            )  # fmt: skip
+        parsed.dropped = dropped
+        return parsed
 
     def _once_for(
         self, lease: Lease
@@ -775,18 +860,8 @@ class Worker:
         await self.queue.control(paused, task_site=task.site)
         await self.queue.park(lease)
 
-    async def _enqueue(self, parent: Task, follows: list[Follow]) -> None:
-        """New tasks for the links in scope and depth, in one round trip."""
-        depth = parent.depth + 1
-        fresh: dict[str, Task] = {}
-        for follow in follows:
-            fp = fingerprint(follow.url)
-            if fp in self._seen or fp in fresh or not self.scope.allows(follow.url, depth):
-                continue
-            fresh[fp] = Task(
-                task_id=fp, url=follow.url, site=site_of(follow.url), depth=depth,
-                priority=follow.priority, parent_task_id=parent.task_id,
-            )  # fmt: skip
+    async def _enqueue(self, fresh: dict[str, Task]) -> None:
+        """New tasks (by fingerprint) for the links a page gave, in one round trip."""
         if not fresh:
             return
         new = await self.queue.enqueue(

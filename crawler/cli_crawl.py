@@ -179,6 +179,11 @@ def crawl_command(
         f"{tasks or 'no tasks'}; {summary.pages} pages ({summary.refetches} refetched), "
         f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
         f"{summary.anomalies} anomalies"
+        + (
+            f", {summary.dead_letters} dead letter(s) (crawlog dead list --job {summary.job})"
+            if summary.dead_letters
+            else ""
+        )
     )
     click.echo(f"next: crawlog report --job {summary.job}")
     if not summary.complete:

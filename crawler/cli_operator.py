@@ -605,9 +605,12 @@ def history_command(
     state = fold(own)
     task = state.tasks.get(task_id)
     if as_json:
+        from projector._history import fetch_attempts
+
         _echo_json({
             "task_id": task_id, "url": task.url if task else url,
             "status": task.status if task else None, "attempt": task.attempt if task else None,
+            "fetch_attempts": [msgspec.to_builtins(a) for a in fetch_attempts(task_id, entries)],
             "events": [{"stream_id": e.stream_id, "type": tag_of(type(e.event)),
                         **msgspec.to_builtins(e.event)} for e in entries],
         })  # fmt: skip
@@ -643,21 +646,30 @@ def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[Lo
 
 
 def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
-    fetches = [e.event for e in entries if isinstance(e.event, PageFetched)]
+    from projector._history import fetch_attempts
+
+    attempts = fetch_attempts(task.task_id, entries)
     by_attempt = ", ".join(
-        f"attempt {f.attempt} page {f.page}: {f.error or f'HTTP {f.status}'}"
-        + ("" if f.task_id == task.task_id else f" (task {f.task_id})")
-        for f in fetches
+        f"attempt {a.attempt} page {a.page} by {a.actor}: "
+        + (a.result if a.outcome == "fetched" else f"interrupted, no fetch recorded ({a.result})")
+        + ("" if a.task_id == task.task_id else f" (task {a.task_id})")
+        for a in attempts
     )
+    cut = sum(a.outcome == "interrupted" for a in attempts)
     lines = [
         f"task {task.task_id}  {task.url}",
         f"site {task.site}, depth {task.depth}"
         + (f", parent task {task.parent_task_id}" if task.parent_task_id else ""),
-        f"now {task.status} at attempt {task.attempt}; fetched {len(fetches)} time(s)"
-        + (f": {by_attempt}" if fetches else "")
+        f"now {task.status} at attempt {task.attempt}; {len(attempts)} fetch attempt(s)"
+        + (f": {by_attempt}" if attempts else "")
         + (f"; {task.recoveries} lease(s) lost" if task.recoveries else ""),
-        "",
     ]
+    if cut:
+        lines.append(
+            f"{cut} attempt(s) ended with no fetch recorded (a kill or a lost lease): the "
+            "page may have been requested all the same"
+        )
+    lines.append("")
     rows = [
         [_when(e.event.at), e.stream_id, e.event.actor, tag_of(type(e.event)), _detail(e.event)]
         for e in entries
@@ -680,7 +692,10 @@ def _detail(event: AnyEvent) -> str:
             return f"{event.reason}: taken from {owner} (delivery {deliveries})"
         case PageFetched():
             outcome = event.error or f"HTTP {event.status}"
-            return f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms"
+            dropped = "".join(f", {n} {why}" for why, n in sorted(event.dropped.items()))
+            return f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms" + (
+                f"; URLs dropped{dropped}" if dropped else ""
+            )
         case CheckpointSaved():
             counts = event.counts
             return f"after page {event.cursor.page} ({counts.pages} pages, {counts.items} items)"

@@ -77,6 +77,13 @@ LISTEN_BACKLOG = 4096
 SHUTDOWN_GRACE_S = 1.0
 """On shutdown, connections get this long to finish writing before they are aborted."""
 SERVER_NAME = "crawlog-testsite"
+JSON_PATH = "/api/items.json"
+"""Not HTML (and linked from no page): the first `OTHER_TYPE_ITEMS` items as JSON, each
+with a relative ``href``, and an ``X-Items`` header saying how many."""
+TEXT_PATH = "/notes.txt"
+"""Not HTML either: one line per item of the same few, as text/plain."""
+OTHER_TYPE_ITEMS = 3
+JSON = "application/json"
 
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
 _REQUEST_LINE_PARTS = 3
@@ -194,7 +201,7 @@ class RunningSite:
             self._fault_counts[path] = seen + 1
             if seen < len(plan.failures):
                 return _failure(plan.failures[seen], self.sitemap.faults), plan.delay_s
-        return self.sitemap.render(path) or _NOT_FOUND, plan.delay_s
+        return self.sitemap.render(path) or _other_type(self.sitemap, path), plan.delay_s
 
     def _date_header(self) -> str:
         now = time.time()
@@ -228,6 +235,19 @@ def _simple_page(status: int, text: str, headers: tuple[tuple[str, str], ...] = 
 
 
 _NOT_FOUND = _simple_page(404, "not found")
+
+
+def _other_type(sitemap: SiteMap, path: str) -> Page:
+    """`JSON_PATH` and `TEXT_PATH` (else 404): pages a spider must ask for to parse."""
+    items = range(1, min(OTHER_TYPE_ITEMS, sitemap.pages) + 1)
+    header = (("X-Items", str(len(items))),)
+    if path == JSON_PATH:
+        rows = [{"id": item, "href": f"../item/{item}"} for item in items]
+        return Page(200, msgspec.json.encode({"items": rows}), JSON, header)
+    if path == TEXT_PATH:
+        body = "".join(f"item {item}: /item/{item}\n" for item in items).encode()
+        return Page(200, body, TEXT, header)
+    return _NOT_FOUND
 
 
 @functools.lru_cache(maxsize=4)

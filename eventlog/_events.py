@@ -121,6 +121,9 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     elapsed_ms: float = 0.0
     page: int = 0
     error: str | None = None
+    dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """URLs the spider yielded for this page that are not crawled, counted by reason
+    ("not http(s)", "malformed", "out of scope", "too deep")."""
 
 
 class ItemScraped(TaskEvent, frozen=True, kw_only=True, tag="task.item"):
@@ -165,6 +168,16 @@ class TaskAborted(TaskEvent, frozen=True, kw_only=True, tag="task.aborted"):
 
 class TaskPaused(TaskEvent, frozen=True, kw_only=True, tag="task.paused"):
     """An operator (or an uncertain action) paused the task."""
+
+    reason: str
+
+
+class TaskParked(TaskEvent, frozen=True, kw_only=True, tag="task.parked"):
+    """A worker set the task aside, unrun, because its site or the whole job is paused.
+
+    Not a pause of the task itself: it runs again once that pause is lifted, with no
+    ``TaskResumed``. Without this event the task stayed "running" in the fold, held by
+    nobody, for as long as the pause lasted."""
 
     reason: str
 
@@ -263,6 +276,7 @@ AnyEvent: TypeAlias = (
     | JobResumed
     | ActionIntended
     | ActionDone
+    | TaskParked
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

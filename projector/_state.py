@@ -61,12 +61,18 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     enqueued_at: float = 0.0
     updated_at: float = 0.0
     furthest_page: int = -1
-    """The highest page fetched so far: fetching one at or before it again is a refetch.
+    """The highest page fetched so far with a good response: fetching one at or before it
+    again is a refetch (the fetch after a failed one is the page's retry).
 
     A number, not a set of pages: a task's pages are fetched in order, and a million
     tasks each holding a set would keep the garbage collector busy scanning them."""
     actions: dict[str, str] | None = None
     """Action id -> "intended" or "done" (the two-phase marker of ``ctx.once``)."""
+    dropped: int = 0
+    """URLs its spider yielded that are not crawled (by reason: the site's and job's)."""
+    parked: bool = False
+    """Paused because its site or the job is (``TaskParked``), not by a pause of its own:
+    pending again once that pause is lifted."""
 
 
 class SiteState(msgspec.Struct, kw_only=True, gc=False):
@@ -80,6 +86,8 @@ class SiteState(msgspec.Struct, kw_only=True, gc=False):
     circuit_reason: str = ""
     pages: int = 0
     failures: int = 0
+    dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """URLs its spiders yielded that are not crawled, by reason."""
 
 
 class Anomaly(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -109,6 +117,9 @@ class JobState(msgspec.Struct, kw_only=True, gc=False):
     duplicate_items: int = 0
     anomalies: dict[str, int] = msgspec.field(default_factory=dict)
     """Refused events counted by reason."""
+    dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """URLs spiders yielded that are not crawled, by reason ("not http(s)", "out of
+    scope", ...): counted per fetched page that yielded them."""
 
 
 class State(msgspec.Struct, kw_only=True, gc=False):

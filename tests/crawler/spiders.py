@@ -9,7 +9,7 @@ from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
 
-from crawler._spider import Item, NextPage, Output, Response, Spider
+from crawler._spider import Follow, Item, NextPage, Output, Response, Spider
 
 KILL_AT_PAGE_ENV = "CRAWLOG_TEST_KILL_AT_PAGE"
 """``PAGE:MARKER_FILE``: SIGKILL this worker while it parses that page, once."""
@@ -86,3 +86,75 @@ class FlakySpider(Spider):
         if "/item/" in response.url:
             raise ValueError(f"cannot parse {response.url}")
         yield Item(response.url)
+
+
+ELSEWHERE = "http://elsewhere.test/page"
+"""A link no test job's scope takes in."""
+
+
+class ScrapyHabitSpider(Spider):
+    """Yields as a Scrapy user would: raw (relative) hrefs, plain dicts, mailto links.
+
+    A listing page: ``Follow`` of every row's href as written (``/item/3``,
+    ``../item/3``, or absolute), a dict per row (no "url": keyed by the page and its
+    position), ``mailto:`` and ``javascript:`` links, and the rel=next href (``?page=2``)
+    as ``NextPage``. Any other page: a dict with its "url", a follow of ``/`` (one level
+    deeper than a depth-1 job takes) and of a link off the site.
+    """
+
+    name = "scrapy-habit"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        tree = LexborHTMLParser(response.body)
+        if "/list/" not in response.url:
+            title = tree.css_first("h1")
+            yield {"url": response.url, "title": title.text() if title else None}  # type: ignore[misc]
+            yield Follow("/")
+            yield Follow(ELSEWHERE)
+            return
+        for link in tree.css("li a"):
+            href = str(link.attributes.get("href"))
+            yield Follow(href)
+            yield {"href": href, "title": link.text()}  # type: ignore[misc]
+        yield Follow("mailto:shop@example.com")
+        yield Follow("javascript:void(0)")
+        nxt = tree.css_first('a[rel="next"]')
+        if nxt is not None:
+            yield NextPage(str(nxt.attributes.get("href")))
+
+
+class BadOutputSpider(Spider):
+    """On an item page, yields what the log cannot carry (chosen by the item's number);
+    an item for every other page."""
+
+    name = "bad-output"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        if "/item/" not in response.url:
+            yield Item(response.url)
+            return
+        match int(response.url.rsplit("/", 1)[1]) % 3:
+            case 0:
+                yield Item({"url": response.url})  # type: ignore[arg-type]
+            case 1:
+                yield Item(response.url, {"parsed_by": object()})
+            case _:
+                yield "a string, not an output"  # type: ignore[misc]
+
+
+class OtherTypesSpider(Spider):
+    """Asks for JSON and plain text only: an item per JSON entry (its relative href
+    followed) or text line, carrying the X-Items header."""
+
+    name = "other-types"
+    content_types = ("application/json", "text/plain")
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        total = response.headers["x-items"]
+        if response.content_type == "application/json":
+            for row in response.json()["items"]:
+                yield Item(f"json {row['id']}", {"total": total, "type": response.content_type})
+                yield Follow(row["href"])
+        else:
+            for line in response.text.splitlines():
+                yield Item(f"text {line}", {"total": total, "type": response.content_type})

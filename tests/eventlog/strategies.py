@@ -28,7 +28,8 @@ def for_type(tp: Any) -> st.SearchStrategy[Any]:
         return struct_of(tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is dict:
-        return st.dictionaries(st.text(max_size=10), _json_values, max_size=4)
+        values = _json_values if args[1] is Any else for_type(args[1])
+        return st.dictionaries(st.text(max_size=10), values, max_size=4)
     if origin is tuple:
         return st.lists(for_type(args[0]), max_size=3).map(tuple)
     if args:  # a union such as ``str | None``
