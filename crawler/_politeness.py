@@ -158,6 +158,8 @@ class PolitenessGate:
         p = self.politeness
         self._args = (p.per_host, _ms(p.delay_s), _ms(p.slot_ttl_s), _ms(p.max_poll_s))
         self._waiters: dict[str, _Waiters] = {}
+        self._release_deadline = math.inf
+        self._releasing: set[anyio.CancelScope] = set()
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[HostSlot]:
@@ -200,13 +202,28 @@ class PolitenessGate:
                 self.keys.host_delay(host), _ms(seconds), px=_ms(self.politeness.delay_ttl_s)
             )
 
+    def release_by(self, deadline: float) -> None:
+        """Slot releases, running or to come, stop trying at ``deadline`` (anyio time).
+
+        For a stopping worker: a server that does not answer must not hold up its stop;
+        a slot not freed expires by itself (``slot_ttl_s``).
+        """
+        self._release_deadline = deadline
+        for scope in self._releasing:
+            scope.deadline = deadline
+
     async def _release(self, host: str, token: str) -> None:
         # Shielded: a cancelled request must still free its slot.
-        with anyio.CancelScope(shield=True), redis_errors("freeing a host slot"):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.zrem(self.keys.host_slots(host), token)
-                pipe.hdel(self.keys.slots_held(self.holder), token)
-                await pipe.execute()
+        with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
+            self._releasing.add(releasing)
+            try:
+                with redis_errors("freeing a host slot"):
+                    async with self.redis.pipeline(transaction=True) as pipe:
+                        pipe.zrem(self.keys.host_slots(host), token)
+                        pipe.hdel(self.keys.slots_held(self.holder), token)
+                        await pipe.execute()
+            finally:
+                self._releasing.discard(releasing)
 
     async def _acquire(self, host: str, token: str, waiters: _Waiters) -> int:
         keys = self.keys.host_slot_keys(host, self.holder)

@@ -113,6 +113,9 @@ found lost) before a fetch: a worker stalled past its lease must not fetch a pag
 worker has taken over."""
 ROBOTS_PATH = "/robots.txt"
 STOPPED_REASON = "worker stopped"
+STOP_RESERVE_S = 2.0
+"""The end of the grace period kept for giving tasks back and releasing the worker's name
+(half of it each; at most half of the grace): pages in flight get the rest."""
 NAME_WAIT_S = DEFAULT_NAME_TTL_MS / 1000 * 2
 PERMANENT_ERRORS = frozenset(
     {
@@ -208,16 +211,40 @@ class Worker:
         """Set once the whole pending list (of a restart) is taken back."""
         self._fetcher_open = anyio.Event()
         """Set once the fetcher is open (`_open_fetcher`): no task starts before."""
+        self._reserve_s = min(STOP_RESERVE_S, grace_s / 2)
+        self._pages_until = math.inf
+        """Once stopping: when claiming, the pages in flight and the hand-back are cut
+        short (the reserve before the grace period ends); `_until_grace` enforces it."""
+        self._until_grace: anyio.CancelScope | None = None
+        self._released_by = math.inf
+        """Once stopping: when a task being given back stops trying (the server may be
+        unreachable; its lease then expires, as after a kill)."""
 
     def stop(self) -> None:
-        """Stop claiming; in-flight tasks finish their page or are released (graceful stop)."""
+        """Stop claiming; in-flight tasks finish their page or are released (graceful stop).
+
+        The whole stop ends within ``grace_s``, whether or not the server answers.
+        """
+        if not self.stopping.is_set():
+            now = anyio.current_time()
+            self._pages_until = now + self.grace_s - self._reserve_s
+            if self._until_grace is not None:
+                self._until_grace.deadline = self._pages_until
+            self._released_by = now + self.grace_s - self._reserve_s / 2
+            self.gate.release_by(self._released_by)
         self.stopping.set()
 
     async def run(self) -> WorkerStats:
         """Crawl until stopped, or (``exit_when_done``) until every task of the job is done."""
         async with (
             # A restart right after a SIGKILL waits out the dead process's hold on the name.
-            hold_worker_name(self.redis, self.keys, self.name, wait_s=NAME_WAIT_S),
+            hold_worker_name(
+                self.redis,
+                self.keys,
+                self.name,
+                wait_s=NAME_WAIT_S,
+                release_timeout_s=self._reserve_s / 2,
+            ),
             AsyncExitStack() as closing,  # the fetcher, once open: closed after every task
             anyio.create_task_group() as background,
         ):
@@ -229,17 +256,24 @@ class Worker:
             background.start_soon(self._pending_loop)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._open_fetcher, closing)
-                await self._claim_loop(tasks)
-                # Stopping: tasks end at their next page boundary, and those not started
-                # are handed back meanwhile; what is still running after the grace period
-                # is cancelled (and gives its task back).
-                with anyio.move_on_after(self.grace_s):
+                # Once stopping, `_until_grace` has a deadline: a claim stuck on a server
+                # that does not answer is cut short there too, not only the pages.
+                with anyio.CancelScope(deadline=self._pages_until) as self._until_grace:
+                    await self._claim_loop(tasks)
+                    # Stopping: tasks end at their next page boundary, and those not
+                    # started are handed back meanwhile; what is still running at the
+                    # deadline is cancelled (and gives its task back, if it can in time).
                     async with anyio.create_task_group() as stopping:
                         stopping.start_soon(self._hand_back)
                         while self._in_flight:
                             await self._capacity.wait()
                 tasks.cancel_scope.cancel()
             background.cancel_scope.cancel()
+        if self._backlog:
+            log.warning(
+                "%s stopped with %d task(s) not handed back: they stay leased until their "
+                "leases expire", self.name, len(self._backlog),
+            )  # fmt: skip
         return self.stats
 
     # --- claiming ------------------------------------------------------------------------
@@ -430,8 +464,13 @@ class Worker:
         except UncertainAction as uncertain:
             log.warning("%s: task paused for a person to decide", uncertain)
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True, deadline=self._released_by) as releasing:
                 await self._release(lease)
+            if releasing.cancelled_caught:
+                log.warning(
+                    "could not give %s back in time: it stays leased until its lease expires",
+                    lease.entry_id,
+                )
             raise
         finally:
             self._in_flight.pop(lease.entry_id, None)

@@ -132,7 +132,9 @@ async def _open_job(data_dir: Path | None, job: str) -> AsyncIterator[_Job]:
     from projector._store import Store
 
     keys = JobKeys(job)  # a bad name is a ConfigError before anything starts
-    url = resolve_url(data_dir)
+    # Every command here is about an existing job: none creates a data directory or
+    # starts a server where there is none.
+    url = resolve_url(data_dir, create=False)
     async with connect(url) as client:
         config = await load_config(client, keys)  # ConfigError "no job ..." if never started
         yield _Job(client, keys, config, Store(resolve_data_dir(data_dir), job))

@@ -22,7 +22,7 @@ import msgspec
 
 from crawler._cli_options import data_dir_option, job_option, json_option
 from eventlog import DEFAULT_LEASE_MS, CrawlogError
-from eventlog._server import resolve_data_dir
+from eventlog._server import require_data_dir
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ SqlFormat = Literal["table", "csv", "json"]
 def _store(data_dir: Path | None, job: str) -> Store:
     from projector._store import Store
 
-    return Store(resolve_data_dir(data_dir), job)
+    return Store(require_data_dir(data_dir, job=job), job)  # where the data is not, say so
 
 
 @click.command(

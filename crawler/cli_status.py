@@ -74,7 +74,7 @@ def status_command(
     from crawler._progress_view import PlainDisplay, as_dict, display_for
 
     directory = resolve_data_dir(data_dir)
-    url = resolve_url(data_dir)
+    url = resolve_url(data_dir, create=False)  # reading a job starts no server of its own
 
     def emit_json(report: Progress) -> None:
         click.echo(json.dumps(as_dict(report)))

@@ -34,6 +34,8 @@ DEFAULT_NAME_TTL_MS = 5_000
 RENEWALS_PER_TTL = 3
 NAME_RETRY_MARGIN_S = 0.05
 """Renew this many times per TTL, so a few slow round trips never let the name lapse."""
+DEFAULT_RELEASE_TIMEOUT_S = 1.0
+"""How long the release of a name may take on exit; a name not released expires (TTL)."""
 
 
 @asynccontextmanager
@@ -44,12 +46,15 @@ async def hold_worker_name(
     *,
     ttl_ms: int = DEFAULT_NAME_TTL_MS,
     wait_s: float = 0.0,
+    release_timeout_s: float = DEFAULT_RELEASE_TIMEOUT_S,
 ) -> AsyncIterator[str]:
     """Hold ``worker``'s name while the block runs; ``WorkerNameTaken`` if a live process has it.
 
     With ``wait_s``, wait that long for the name first: a worker restarted right after a
     SIGKILL finds its name held by the dead process until the name's TTL runs out.
-    Yields the holder's token. The name is renewed in the background and released on exit.
+    Yields the holder's token. The name is renewed in the background and released on exit,
+    within ``release_timeout_s``: a server that does not answer must not hold up a stop
+    (the name then expires after its TTL, as a killed holder's does).
     """
     key, token = keys.worker_lock(worker), f"{secrets.token_hex(16)}|{_this_process()}"
     acquire = redis.register_script(LOCK_ACQUIRE)
@@ -80,8 +85,10 @@ async def hold_worker_name(
             yield token
             tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True), redis_errors("releasing the worker name"):
-            await redis.register_script(LOCK_RELEASE)(keys=[key], args=[token])
+        with anyio.CancelScope(shield=True) as releasing:
+            releasing.deadline = anyio.current_time() + release_timeout_s
+            with redis_errors("releasing the worker name"):
+                await redis.register_script(LOCK_RELEASE)(keys=[key], args=[token])
 
 
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
