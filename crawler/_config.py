@@ -81,6 +81,8 @@ SETTINGS: tuple[Setting, ...] = (
             "enqueue at most this many tasks (0: no limit)"),
     Setting("job.lease", "CRAWLOG_LEASE", "lease", ("crawl",), float,
             "seconds a stalled worker keeps its tasks"),
+    Setting("job.fail_on", "CRAWLOG_FAIL_ON", "fail_on", ("crawl",), str,
+            "none-done, aborted, failed or never: when a finished crawl exits 1"),
     Setting("scope.mode", "CRAWLOG_SCOPE", "scope", ("crawl",), str, "prefix, host or domain"),
     Setting("scope.depth", "CRAWLOG_DEPTH", "depth", ("crawl",), int, "follow links this deep"),
     Setting("politeness.per_host", "CRAWLOG_PER_HOST", "per_host", ("crawl",), int,

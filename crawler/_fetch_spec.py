@@ -141,6 +141,9 @@ class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """No error, and the content type is one of the config's parse content types."""
     handed_over: bool = False
     """A redirect not followed because another task fetches its target (``location``)."""
+    requested: bool = True
+    """False when no request for the page was made (robots.txt could not be read): there
+    is no page fetch to record, only the reason the task waits."""
 
     @property
     def content_type(self) -> str | None:

@@ -3,16 +3,22 @@
 A worker wraps every request in ``async with gate.slot(host):``. Taking a slot is one
 script call that, on the server's clock, drops expired slots, checks the host's count
 against ``per_host`` and its next allowed start time, and either takes a slot (advancing
-the next start by the delay) or says how long to wait. Freeing it is one ``ZREM``. So the
-limits hold across all workers, and a worker's clock never matters.
+the next start by the delay) or says how long to wait. Freeing it is one ``MULTI`` (the
+``ZREM`` and its holder's ``HDEL``). So the limits hold across all workers, and a worker's
+clock never matters.
 
 Per host, three keys (``crawlog:{job}:host:<host>:…``), each expiring when idle:
 
-- ``slots``: zset of slot tokens scored by their expiry; a worker killed while holding a
-  slot loses it after ``slot_ttl_s``, so no host is blocked forever.
+- ``slots``: zset of slot tokens scored by their expiry; a slot whose holder is never
+  heard of again expires after ``slot_ttl_s``, so no host is blocked forever.
 - ``next``: server time (ms) before which no request may start; lives as long as the delay.
 - ``delay``: a per-host delay set with `PolitenessGate.set_delay` (robots.txt Crawl-delay),
   seen by every worker until it expires; the longer of it and ``delay_s`` applies.
+
+Each slot is also listed under its holder (the worker's name, ``crawlog:{job}:held:<name>``),
+so that a worker killed mid-request does not hold its hosts for the whole ttl: its slots
+are freed when its restart (same name) takes its tasks back, or when another worker
+recovers its expired leases (`TaskQueue.take_back_all`, `TaskQueue.recover`).
 
 Within one process, tasks waiting for the same host queue locally behind one that asks
 Redis, and a local release wakes it at once: a thousand tasks waiting on one busy host
@@ -139,22 +145,28 @@ class PolitenessGate:
         politeness: Politeness | None = None,
         *,
         rng: random.Random | None = None,
+        holder: str | None = None,
     ) -> None:
         self.redis = redis
         self.keys = job if isinstance(job, JobKeys) else JobKeys(job)
         self.politeness = politeness or Politeness()
+        self.holder = holder or f"gate-{secrets.token_hex(TOKEN_BYTES)}"
+        """Whose slots these are: the worker's name, so its restart or the recovery of its
+        tasks frees what a kill left held."""
         self._rng = rng or random.Random()
         self._acquire_script = redis.register_script(POLITENESS_ACQUIRE)
         p = self.politeness
         self._args = (p.per_host, _ms(p.delay_s), _ms(p.slot_ttl_s), _ms(p.max_poll_s))
         self._waiters: dict[str, _Waiters] = {}
+        self._release_deadline = math.inf
+        self._releasing: set[anyio.CancelScope] = set()
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[HostSlot]:
         """Wait for a free slot on ``host`` and its next start time, hold it while the block runs.
 
         ``ServerUnreachable`` if Redis is lost; the slot is freed on exit, and a slot whose
-        holder died frees itself after ``slot_ttl_s``.
+        holder died is freed with its tasks, or by itself after ``slot_ttl_s``.
         """
         check_host(host)
         token = secrets.token_hex(TOKEN_BYTES)
@@ -190,29 +202,47 @@ class PolitenessGate:
                 self.keys.host_delay(host), _ms(seconds), px=_ms(self.politeness.delay_ttl_s)
             )
 
+    def release_by(self, deadline: float) -> None:
+        """Slot releases, running or to come, stop trying at ``deadline`` (anyio time).
+
+        For a stopping worker: a server that does not answer must not hold up its stop;
+        a slot not freed expires by itself (``slot_ttl_s``).
+        """
+        self._release_deadline = deadline
+        for scope in self._releasing:
+            scope.deadline = deadline
+
     async def _release(self, host: str, token: str) -> None:
         # Shielded: a cancelled request must still free its slot.
-        with anyio.CancelScope(shield=True), redis_errors("freeing a host slot"):
-            await self.redis.zrem(self.keys.host_slots(host), token)
+        with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
+            self._releasing.add(releasing)
+            try:
+                with redis_errors("freeing a host slot"):
+                    async with self.redis.pipeline(transaction=True) as pipe:
+                        pipe.zrem(self.keys.host_slots(host), token)
+                        pipe.hdel(self.keys.slots_held(self.holder), token)
+                        await pipe.execute()
+            finally:
+                self._releasing.discard(releasing)
 
     async def _acquire(self, host: str, token: str, waiters: _Waiters) -> int:
-        keys = [self.keys.host_slots(host), self.keys.host_next(host), self.keys.host_delay(host)]
+        keys = self.keys.host_slot_keys(host, self.holder)
         if not waiters.lock.locked():
-            wait_ms, at_ms = await self._try(keys, token)
+            wait_ms, at_ms = await self._try(keys, token, host)
             if not wait_ms:
                 return at_ms
         async with waiters.lock:
             while True:
                 # Taken before asking, so a release between the reply and the wait counts.
                 released = waiters.released
-                wait_ms, at_ms = await self._try(keys, token)
+                wait_ms, at_ms = await self._try(keys, token, host)
                 if not wait_ms:
                     return at_ms
                 jitter = self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
                 with anyio.move_on_after(wait_ms / MS_PER_S + jitter):
                     await released.wait()
 
-    async def _try(self, keys: list[str], token: str) -> tuple[int, int]:
+    async def _try(self, keys: list[str], token: str, host: str) -> tuple[int, int]:
         with redis_errors("taking a host slot"):
-            wait_ms, at_ms = await self._acquire_script(keys=keys, args=[token, *self._args])
+            wait_ms, at_ms = await self._acquire_script(keys=keys, args=[token, *self._args, host])
         return int(wait_ms), int(at_ms)

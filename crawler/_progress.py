@@ -63,6 +63,10 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     position: str
     sites: tuple[SiteCounts, ...]
     total: SiteCounts
+    job_paused: bool = False
+    job_paused_reason: str = ""
+    events: int = 0
+    """Events folded into the state this snapshot counts (the fold's own counter)."""
 
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):
@@ -74,8 +78,12 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     pages_rate: float | None
     """Pages fetched per second; None like ``rate``."""
     eta_s: float | None
-    """Seconds until every discovered task has ended at this rate; None: not moving."""
+    """Seconds until every discovered task has ended at this rate; None: not moving, or
+    ``paused``."""
     window_s: float
+    paused: bool = False
+    """Nothing left here can end until a pause is lifted (the job's, or the site's): the
+    ETA is no figure but "paused"."""
 
 
 class Progress(msgspec.Struct, frozen=True, kw_only=True):
@@ -88,7 +96,13 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     workers: tuple[WorkerInfo, ...] = ()
     lease_ms: int | None = None
     tail_events: int = 0
-    """Events folded from the stream after the projector's committed position."""
+    """Events in the log after the projector's last commit: how far it is behind."""
+    behind_s: float | None = None
+    """Age of the oldest of those events (the server's clock); None when there is none."""
+    job_paused: bool = False
+    job_paused_reason: str = ""
+    dead_letters: int = 0
+    """Entries in the job's dead stream: nobody could decode them, no count includes them."""
 
     @property
     def complete(self) -> bool:
@@ -156,7 +170,11 @@ class Tracker:
             )
             for name, site in sorted(self.state.sites.items())
         )
-        return Snapshot(at=at, position=self.state.position, sites=sites, total=sum_counts(sites))
+        job = self.state.job
+        return Snapshot(
+            at=at, position=self.state.position, sites=sites, total=sum_counts(sites),
+            job_paused=job.paused, job_paused_reason=job.paused_reason, events=job.events,
+        )  # fmt: skip
 
 
 def sum_counts(sites: Iterable[SiteCounts]) -> SiteCounts:
@@ -172,11 +190,15 @@ def sum_counts(sites: Iterable[SiteCounts]) -> SiteCounts:
     return SiteCounts(site=TOTAL, site_paused=any_paused, circuit_open=any_open, **totals)
 
 
-def row(older: SiteCounts | None, newer: SiteCounts, window_s: float) -> Row:
+def row(
+    older: SiteCounts | None, newer: SiteCounts, window_s: float, *, paused: bool = False
+) -> Row:
     """One site's row: its rate between two moments ``window_s`` apart, and its ETA.
 
     A rate is never negative: an operator's retry moves an ended task back to pending,
-    which is work added, not work undone at a negative speed.
+    which is work added, not work undone at a negative speed. ``paused``: what is left
+    waits for a pause to be lifted, so there is no ETA (a rate decaying towards zero
+    would give one that climbs for as long as the pause lasts).
     """
     rate: float | None
     pages_rate: float | None
@@ -186,15 +208,17 @@ def row(older: SiteCounts | None, newer: SiteCounts, window_s: float) -> Row:
         rate = max(newer.finished - older.finished, 0) / window_s
         pages_rate = max(newer.pages - older.pages, 0) / window_s
     eta: float | None
+    paused = paused and newer.remaining > 0
     if newer.remaining == 0:
         eta = 0.0
-    elif rate:
+    elif rate and not paused:
         eta = newer.remaining / rate
     else:
         eta = None
     return Row(
-        counts=newer, rate=rate, pages_rate=pages_rate, eta_s=eta, window_s=max(window_s, 0.0)
-    )
+        counts=newer, rate=rate, pages_rate=pages_rate, eta_s=eta,
+        window_s=max(window_s, 0.0), paused=paused,
+    )  # fmt: skip
 
 
 def progress(
@@ -205,18 +229,33 @@ def progress(
     workers: Iterable[WorkerInfo] = (),
     lease_ms: int | None = None,
     tail_events: int = 0,
+    behind_s: float | None = None,
+    dead_letters: int = 0,
 ) -> Progress:
-    """Rows for every site of ``newer`` and in total, rates measured since ``older``."""
+    """Rows for every site of ``newer`` and in total, rates measured since ``older``.
+
+    A row is paused when the job is, or its site is; the total when the job is, or every
+    site with tasks left is.
+    """
     window = newer.at - older.at if older is not None else 0.0
     before = {c.site: c for c in older.sites} if older is not None else {}
+    held = newer.job_paused
+    waiting = [c for c in newer.sites if c.remaining]
+    all_held = held or (bool(waiting) and all(c.site_paused for c in waiting))
     return Progress(
         job=job,
         position=newer.position,
-        sites=tuple(row(before.get(c.site), c, window) for c in newer.sites),
-        total=row(older.total if older is not None else None, newer.total, window),
+        sites=tuple(
+            row(before.get(c.site), c, window, paused=held or c.site_paused) for c in newer.sites
+        ),
+        total=row(older.total if older is not None else None, newer.total, window, paused=all_held),
         workers=tuple(workers),
         lease_ms=lease_ms,
         tail_events=tail_events,
+        behind_s=behind_s,
+        job_paused=newer.job_paused,
+        job_paused_reason=newer.job_paused_reason,
+        dead_letters=dead_letters,
     )
 
 
@@ -237,6 +276,14 @@ class RateWindow:
         older = kept[0] if kept else None
         kept.append(snapshot)
         return older
+
+
+PAUSED_ETA = "paused"
+
+
+def format_eta(row: Row) -> str:
+    """A row's ETA as shown: a duration, ``-`` when unknown, ``paused`` when held back."""
+    return PAUSED_ETA if row.paused else format_duration(row.eta_s)
 
 
 def format_duration(seconds: float | None) -> str:

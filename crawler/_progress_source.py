@@ -78,11 +78,6 @@ class LiveProgress:
         self._committed_events = 0
         self._loaded = False
 
-    @property
-    def tail_events(self) -> int:
-        """Events folded from the stream beyond the committed state."""
-        return self.tracker.state.job.events - self._committed_events
-
     async def load(self) -> None:
         """Start from what the projector committed (read without its lock)."""
         manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
@@ -112,14 +107,39 @@ class LiveProgress:
         snapshot = self.tracker.snapshot(time.monotonic() if now is None else now)
         older = self.window.add(snapshot)
         workers = await read_workers(self.redis, self.keys)
+        behind, behind_s = await self._projector_behind(snapshot.events)
         return progress(
             self.job,
             older,
             snapshot,
             workers=workers,
             lease_ms=self.lease_ms,
-            tail_events=self.tail_events,
+            tail_events=behind,
+            behind_s=behind_s,
+            dead_letters=await self.log.dead_letter_count(),
         )
+
+    async def _projector_behind(self, folded: int) -> tuple[int, float | None]:
+        """How far the projector's last commit is behind the log: events, and the age of
+        the oldest event it has not committed (by the server's clock).
+
+        Measured against the commit of now, not the one this started from: a watch left
+        running for an hour would otherwise count an hour of events as "behind".
+        """
+        manifest = await anyio.to_thread.run_sync(self.store.read_manifest)
+        committed = manifest.summary.job.events if manifest.summary else self._committed_events
+        behind = max(folded - committed, 0)
+        if not behind:
+            return 0, None
+        with redis_errors("reading the log after the projector's commit"):
+            first = await command(
+                self.redis, "XRANGE", self.keys.events, f"({manifest.position}", "+", "COUNT", 1
+            )
+            seconds, micros = await command(self.redis, "TIME")
+        if not first:
+            return behind, None
+        oldest_ms = stream_id_key(_text(first[0][0]))[0]
+        return behind, max(int(seconds) + int(micros) / 1e6 - oldest_ms / 1000, 0.0)
 
     async def _fold_tail(self) -> None:
         state = self.tracker.state

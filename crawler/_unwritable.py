@@ -26,6 +26,7 @@ import click
 import msgspec
 import redis.exceptions
 
+from crawler._lifeline import PARENT_ENV
 from eventlog import CrawlogError, ServerCannotPersist
 from eventlog._connection import cannot_persist, cannot_persist_because, client_for
 from eventlog._server import REDIS_URL_ENV
@@ -33,8 +34,8 @@ from eventlog._server import REDIS_URL_ENV
 if TYPE_CHECKING:
     from crawler._crawl import CrawlSummary
 
-CRAWL_PID_ENV = "CRAWLOG_CRAWL_PID"
-"""Set by ``crawlog crawl`` to its pid, inherited by the processes it starts."""
+CRAWL_PID_ENV = PARENT_ENV
+"""Set by ``crawlog crawl`` to its pid for the processes it starts (``_lifeline``)."""
 
 
 def said_by_the_crawl() -> bool:

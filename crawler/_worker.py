@@ -83,6 +83,7 @@ from eventlog import (
     TaskClaimed,
     TaskDone,
     TaskFailed,
+    TaskParked,
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
@@ -113,6 +114,9 @@ found lost) before a fetch: a worker stalled past its lease must not fetch a pag
 worker has taken over."""
 ROBOTS_PATH = "/robots.txt"
 STOPPED_REASON = "worker stopped"
+STOP_RESERVE_S = 2.0
+"""The end of the grace period kept for giving tasks back and releasing the worker's name
+(half of it each; at most half of the grace): pages in flight get the rest."""
 NAME_WAIT_S = DEFAULT_NAME_TTL_MS / 1000 * 2
 PERMANENT_ERRORS = frozenset(
     {
@@ -177,7 +181,7 @@ class Worker:
             redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events
         )
         self.keys = self.queue.keys
-        self.gate = PolitenessGate(redis, self.keys, config.politeness)
+        self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
         self._accepted = accepted_types(spider)
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
@@ -208,16 +212,40 @@ class Worker:
         """Set once the whole pending list (of a restart) is taken back."""
         self._fetcher_open = anyio.Event()
         """Set once the fetcher is open (`_open_fetcher`): no task starts before."""
+        self._reserve_s = min(STOP_RESERVE_S, grace_s / 2)
+        self._pages_until = math.inf
+        """Once stopping: when claiming, the pages in flight and the hand-back are cut
+        short (the reserve before the grace period ends); `_until_grace` enforces it."""
+        self._until_grace: anyio.CancelScope | None = None
+        self._released_by = math.inf
+        """Once stopping: when a task being given back stops trying (the server may be
+        unreachable; its lease then expires, as after a kill)."""
 
     def stop(self) -> None:
-        """Stop claiming; in-flight tasks finish their page or are released (graceful stop)."""
+        """Stop claiming; in-flight tasks finish their page or are released (graceful stop).
+
+        The whole stop ends within ``grace_s``, whether or not the server answers.
+        """
+        if not self.stopping.is_set():
+            now = anyio.current_time()
+            self._pages_until = now + self.grace_s - self._reserve_s
+            if self._until_grace is not None:
+                self._until_grace.deadline = self._pages_until
+            self._released_by = now + self.grace_s - self._reserve_s / 2
+            self.gate.release_by(self._released_by)
         self.stopping.set()
 
     async def run(self) -> WorkerStats:
         """Crawl until stopped, or (``exit_when_done``) until every task of the job is done."""
         async with (
             # A restart right after a SIGKILL waits out the dead process's hold on the name.
-            hold_worker_name(self.redis, self.keys, self.name, wait_s=NAME_WAIT_S),
+            hold_worker_name(
+                self.redis,
+                self.keys,
+                self.name,
+                wait_s=NAME_WAIT_S,
+                release_timeout_s=self._reserve_s / 2,
+            ),
             AsyncExitStack() as closing,  # the fetcher, once open: closed after every task
             anyio.create_task_group() as background,
         ):
@@ -229,17 +257,24 @@ class Worker:
             background.start_soon(self._pending_loop)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._open_fetcher, closing)
-                await self._claim_loop(tasks)
-                # Stopping: tasks end at their next page boundary, and those not started
-                # are handed back meanwhile; what is still running after the grace period
-                # is cancelled (and gives its task back).
-                with anyio.move_on_after(self.grace_s):
+                # Once stopping, `_until_grace` has a deadline: a claim stuck on a server
+                # that does not answer is cut short there too, not only the pages.
+                with anyio.CancelScope(deadline=self._pages_until) as self._until_grace:
+                    await self._claim_loop(tasks)
+                    # Stopping: tasks end at their next page boundary, and those not
+                    # started are handed back meanwhile; what is still running at the
+                    # deadline is cancelled (and gives its task back, if it can in time).
                     async with anyio.create_task_group() as stopping:
                         stopping.start_soon(self._hand_back)
                         while self._in_flight:
                             await self._capacity.wait()
                 tasks.cancel_scope.cancel()
             background.cancel_scope.cancel()
+        if self._backlog:
+            log.warning(
+                "%s stopped with %d task(s) not handed back: they stay leased until their "
+                "leases expire", self.name, len(self._backlog),
+            )  # fmt: skip
         return self.stats
 
     # --- claiming ------------------------------------------------------------------------
@@ -307,8 +342,16 @@ class Worker:
         tasks.start_soon(self._run_task, lease, scope)
 
     async def _done(self) -> bool:
-        """Every task of the job is terminal (none queued, leased or waiting for a retry)."""
-        return await self.queue.remaining() == 0
+        """Every task of the job is terminal (none queued, leased or waiting for a retry),
+        or waits for a person to decide about an uncertain action (``crawlog resolve``)."""
+        left, waiting = await self.queue.left()
+        if waiting and left == len(waiting):
+            log.warning(
+                "%d task(s) wait for a person to decide about an uncertain action: %s "
+                "(crawlog resolve --job %s --task ID --done|--redo --reason ...)",
+                len(waiting), ", ".join(waiting), self.job,
+            )  # fmt: skip
+        return left == len(waiting)
 
     # --- background loops ----------------------------------------------------------------
 
@@ -422,8 +465,13 @@ class Worker:
         except UncertainAction as uncertain:
             log.warning("%s: task paused for a person to decide", uncertain)
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True, deadline=self._released_by) as releasing:
                 await self._release(lease)
+            if releasing.cancelled_caught:
+                log.warning(
+                    "could not give %s back in time: it stays leased until its lease expires",
+                    lease.entry_id,
+                )
             raise
         finally:
             self._in_flight.pop(lease.entry_id, None)
@@ -495,14 +543,18 @@ class Worker:
                 await self.queue.finish(lease, failed, before=pending)
                 self.stats.tasks_failed += 1
                 return
-            self.stats.pages += 1
-            fetched = PageFetched(
-                actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                url=result.final_url or url, status=result.status, bytes=len(result.body),
-                elapsed_ms=result.elapsed_ms, page=page, error=result.error,
-            )  # fmt: skip
+            fetched: PageFetched | None = None
             fetched_at = len(pending)
-            pending.append(fetched)
+            if result.requested:
+                # A page is counted only when it was asked for: the retry that follows an
+                # unreadable robots.txt says why the task waits (its reason), not a fetch.
+                self.stats.pages += 1
+                fetched = PageFetched(
+                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
+                    url=result.final_url or url, status=result.status, bytes=len(result.body),
+                    elapsed_ms=result.elapsed_ms, page=page, error=result.error,
+                )  # fmt: skip
+                pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
                 return
             if result.handed_over:
@@ -536,7 +588,7 @@ class Worker:
                 await self.queue.finish(lease, failed, before=pending)
                 self.stats.tasks_failed += 1
                 return
-            if parsed.dropped:
+            if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
             await self._enqueue(parsed.fresh)
             items = parsed.items
@@ -591,10 +643,19 @@ class Worker:
         task = lease.task
         site = task.site
         if (why := self.controls.blocks(site, task.task_id)) is not None:
+            # The task waits for a pause that is not its own: said in the log, or the fold
+            # would go on showing it running, held by nobody.
+            parked = TaskParked(actor=self.name, task_id=task.task_id, reason=why)
             if why == "job paused":
-                await self.queue.requeue(lease, pending, task, lease.lane)
+                await self.queue.requeue(lease, [*pending, parked], task, lease.lane)
                 return True
-            if await self.queue.park(lease, pending):
+            if why == "site paused":
+                events = [*pending, parked]
+            else:
+                # Paused by an operator, so paused in the fold already: a claim would be
+                # refused there (an anomaly for no fault), and the task never ran.
+                events = [e for e in pending if not isinstance(e, TaskClaimed)]
+            if await self.queue.park(lease, events):
                 return True
             # Resumed a moment ago (this worker's flags are up to half a second old).
         now = time.time()
@@ -617,7 +678,9 @@ class Worker:
                 # task is retried once the brief verdict has expired and robots.txt is asked again.
                 wait = {"retry-after": str(math.ceil(self.robots.unreachable_ttl))}
                 error = f"robots.txt unreachable: {rules.reason}"
-                return FetchResult(url=url, final_url=url, headers=wait, error=error)
+                return FetchResult(
+                    url=url, final_url=url, headers=wait, error=error, requested=False
+                )
             if not rules.allowed(url):
                 return None
         host = site.split("://", 1)[1]
@@ -807,8 +870,9 @@ class Worker:
             actor=self.name, task_id=task.task_id,
             reason=f"uncertain action {action_id}: its intent is logged, its completion not",
         )  # fmt: skip
-        await self.queue.control(paused, task_site=task.site)
-        await self.queue.park(lease)
+        if not await self.queue.pause_for_a_person(lease, action_id, paused):
+            # Resolved between the pause and the park: the task runs again, by the decision.
+            await self.queue.requeue(lease, [], task, lease.lane)
 
     async def _enqueue(self, fresh: dict[str, Task]) -> None:
         """New tasks (by fingerprint) for the links a page gave, in one round trip."""

@@ -19,17 +19,18 @@ from crawler._cli_options import (
     log_level_option,
     metrics_options,
 )
-from crawler._defaults import DEFAULT_GRACE_S
+from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
+from crawler._lifeline import die_with_parent
 from crawler._logs import set_log_level
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
 from crawler._spider import Spider, load_spider, spider_path
-from crawler._unwritable import CRAWL_PID_ENV, EXIT_UNWRITABLE, said_once_if_unwritable
+from crawler._unwritable import EXIT_UNWRITABLE, said_once_if_unwritable
 from crawler._urls import check_seed_url
 from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S
-from eventlog._server import resolve_data_dir, resolve_url
+from eventlog._server import REDIS_URL_ENV, ensure_server, resolve_data_dir, resolve_url
 
 log = logging.getLogger("crawlog.worker")
 
@@ -91,6 +92,14 @@ log = logging.getLogger("crawlog.worker")
 )
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
 @click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON_CHOICES),
+    default=DEFAULT_FAIL_ON,
+    show_default=True,
+    help="Exit 1 when the finished crawl had: none-done: no task done; aborted: that, or an "
+    "aborted task; failed: that, or any failed task (strict, for CI); never: exit 0.",
+)
+@click.option(
     "--no-events",
     is_flag=True,
     hidden=True,
@@ -113,20 +122,23 @@ def crawl_command(
     spider: str | None,
     lease: float,
     ignore_robots: bool,
+    fail_on: str,
     no_events: bool,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
     """Crawl from SEEDS until every task is done; run it again after a crash to resume.
 
-    Starts the embedded server if REDIS_URL is not set, enqueues the seeds, runs the
-    workers and the projector, shows progress, and prints a summary from the log. Exit
-    status 0 when every task ended (done, failed or aborted).
+    Starts the embedded server if REDIS_URL is not set (and restarts it if it dies),
+    enqueues the seeds, runs the workers and the projector, shows progress, and prints a
+    summary from the log. Exit status 0 when every task ended and --fail-on finds nothing
+    wrong (by default: some task done, none aborted); 1 with a one-line reason when it
+    does, or when the crawl was stopped (Ctrl-C, SIGTERM) before every task ended.
 
     With --metrics-port P the projector serves its metrics on port P and worker wN on
     P+N (the crawl process itself serves none).
     """
-    from crawler._crawl import run_crawl
+    from crawler._crawl import failure, run_crawl
 
     spider = spider_path(spider)
     loaded = load_spider(spider)  # fail now, not in every worker
@@ -145,8 +157,11 @@ def crawl_command(
         record_events=not no_events,
     )
     config.scope_rule()
-    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
-    os.environ[CRAWL_PID_ENV] = str(os.getpid())  # its processes leave MISCONF to it
+    directory = resolve_data_dir(data_dir)
+    # crawlog's own server is supervised by the crawl (restarted if it dies); a server of
+    # the user's (REDIS_URL) is theirs to run.
+    server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
+    url = server.url if server is not None else resolve_url(data_dir)
     summary = anyio.run(
         lambda: run_crawl(
             url,
@@ -157,6 +172,7 @@ def crawl_command(
             concurrency=concurrency,
             echo=click.echo,
             metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
+            server=server,
         )
     )
     summary, refused = said_once_if_unwritable(url, directory, summary)
@@ -167,9 +183,21 @@ def crawl_command(
         f"{tasks or 'no tasks'}; {summary.pages} pages ({summary.refetches} refetched), "
         f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
         f"{summary.anomalies} anomalies"
+        + (
+            f", {summary.dead_letters} dead letter(s) (crawlog dead list --job {summary.job})"
+            if summary.dead_letters
+            else ""
+        )
     )
     click.echo(f"next: crawlog report --job {summary.job}")
-    ctx.exit(EXIT_UNWRITABLE if refused else 0 if summary.complete else 1)
+    if refused:
+        ctx.exit(EXIT_UNWRITABLE)
+    if not summary.complete:
+        ctx.exit(1)
+    reason = failure(summary, fail_on)  # type: ignore[arg-type]  # click.Choice checked it
+    if reason is not None:
+        click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
+        ctx.exit(1)
 
 
 def _start_urls(spider: Spider, path: str | None) -> tuple[str, ...]:
@@ -224,6 +252,7 @@ def worker_command(
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
     from crawler._worker import Worker
 
+    die_with_parent()
     set_log_level(log_level)
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     worker_name = name or f"{socket.gethostname()}-{os.getpid()}"

@@ -1,4 +1,5 @@
-"""Operator commands: ``pause``, ``resume``, ``retry``, ``dead``, ``history``, ``workers``.
+"""Operator commands: ``pause``, ``resume``, ``retry``, ``resolve``, ``dead``, ``history``,
+``workers``.
 
 What an operator changes is an event like everything else, with who (``--by``, default the
 OS user) and why (``--reason``): pauses and resumes go through ``apply_control`` (the event
@@ -54,6 +55,7 @@ from eventlog import (
     tag_of,
 )
 from eventlog._connection import redis_errors
+from eventlog._events import Decision
 from eventlog._exceptions import ConfigError, OperatorRefused, UnknownTask
 from eventlog._log import DeadLetter
 from eventlog._operator import (
@@ -62,6 +64,8 @@ from eventlog._operator import (
     read_leases,
     read_workers,
     replay_dead_letter,
+    resolve_action,
+    uncertain_action,
 )
 from eventlog._queue import Retry
 from eventlog._server import resolve_data_dir, resolve_url
@@ -128,7 +132,9 @@ async def _open_job(data_dir: Path | None, job: str) -> AsyncIterator[_Job]:
     from projector._store import Store
 
     keys = JobKeys(job)  # a bad name is a ConfigError before anything starts
-    url = resolve_url(data_dir)
+    # Every command here is about an existing job: none creates a data directory or
+    # starts a server where there is none.
+    url = resolve_url(data_dir, create=False)
     async with connect(url) as client:
         config = await load_config(client, keys)  # ConfigError "no job ..." if never started
         yield _Job(client, keys, config, Store(resolve_data_dir(data_dir), job))
@@ -297,6 +303,13 @@ async def _control(
                 event: Any = TaskPaused(actor=by, task_id=task_id, reason=reason)
                 await apply_control(job.client, job.keys, event, task_site=task.site)
                 return f"{verb} {subject} ({task.url}) {who}"
+            if (uncertain := await uncertain_action(job.client, job.keys, task_id)) is not None:
+                # Resumed as it is, it would only be paused again at the same action.
+                raise OperatorRefused(
+                    f"{subject} waits for a decision about its action {uncertain[1]} (its "
+                    "intent is logged, its completion not): `crawlog resolve --job "
+                    f"{job_name} --task {task_id} --done|--redo --reason ...`"
+                )
             moved = await apply_control(
                 job.client, job.keys, TaskResumed(actor=by, task_id=task_id, reason=reason)
             )
@@ -477,6 +490,54 @@ def _confirm(job: str, tasks: Sequence[TaskState]) -> None:
         )
 
 
+# --- resolve ---------------------------------------------------------------------------------
+
+
+@click.command(
+    "resolve",
+    epilog="Example:  crawlog resolve --job shop --task 3f9c0e4d2a1b7c55 --done "
+    "--reason 'the mail went out: seen in the outbox'",
+)
+@job_option
+@data_dir_option
+@click.option("--task", "task", metavar="ID|URL", required=True, help="The task (id or URL).")
+@click.option("--done", "decision", flag_value="done", help="The action ran: skip it.")
+@click.option("--redo", "decision", flag_value="redo", help="The action did not run: run it.")
+@reason_option
+@by_option
+def resolve_command(
+    job: str, data_dir: Path | None, task: str, decision: str | None, reason: str, by: str
+) -> None:
+    """Decide about a task's uncertain action, recording who and why; the task resumes.
+
+    A worker that died during a `response.once` action leaves its intent in the log and
+    not its completion: the next worker pauses the task for a person, who finds out
+    whether the action happened. --done: it did, and the task resumes without running it
+    again; --redo: it did not, and the task resumes and runs it once more. Refused for a
+    task with no action waiting for a decision.
+    """
+    if decision not in ("done", "redo"):
+        raise click.UsageError("give --done (the action ran) or --redo (run it again)")
+    chosen: Decision = "done" if decision == "done" else "redo"
+    click.echo(anyio.run(_resolve, data_dir, job, task, chosen, reason, by))
+
+
+async def _resolve(
+    data_dir: Path | None, job_name: str, task_arg: str, decision: Decision, reason: str, by: str
+) -> str:
+    task_id, _ = _task_id_of(task_arg)
+    async with _open_job(data_dir, job_name) as job:
+        done = await resolve_action(
+            job.client, job.keys, task_id, decision, actor=by, reason=reason
+        )
+        alive = any(w.alive for w in await read_workers(job.client, job.keys))
+    what = "done: it will be skipped" if decision == "done" else "to redo: it will run again"
+    line = f"resolved action {done.action_id} of task {task_id} as {what} (by {by}: {reason})"
+    if not alive:
+        line += f"; no worker is running: `crawlog worker --job {job_name}` resumes the task"
+    return line
+
+
 # --- dead letters -----------------------------------------------------------------------------
 
 
@@ -603,9 +664,12 @@ def history_command(
     state = fold(own)
     task = state.tasks.get(task_id)
     if as_json:
+        from projector._history import fetch_attempts
+
         _echo_json({
             "task_id": task_id, "url": task.url if task else url,
             "status": task.status if task else None, "attempt": task.attempt if task else None,
+            "fetch_attempts": [msgspec.to_builtins(a) for a in fetch_attempts(task_id, entries)],
             "events": [{"stream_id": e.stream_id, "type": tag_of(type(e.event)),
                         **msgspec.to_builtins(e.event)} for e in entries],
         })  # fmt: skip
@@ -641,21 +705,30 @@ def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[Lo
 
 
 def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
-    fetches = [e.event for e in entries if isinstance(e.event, PageFetched)]
+    from projector._history import fetch_attempts
+
+    attempts = fetch_attempts(task.task_id, entries)
     by_attempt = ", ".join(
-        f"attempt {f.attempt} page {f.page}: {f.error or f'HTTP {f.status}'}"
-        + ("" if f.task_id == task.task_id else f" (task {f.task_id})")
-        for f in fetches
+        f"attempt {a.attempt} page {a.page} by {a.actor}: "
+        + (a.result if a.outcome == "fetched" else f"interrupted, no fetch recorded ({a.result})")
+        + ("" if a.task_id == task.task_id else f" (task {a.task_id})")
+        for a in attempts
     )
+    cut = sum(a.outcome == "interrupted" for a in attempts)
     lines = [
         f"task {task.task_id}  {task.url}",
         f"site {task.site}, depth {task.depth}"
         + (f", parent task {task.parent_task_id}" if task.parent_task_id else ""),
-        f"now {task.status} at attempt {task.attempt}; fetched {len(fetches)} time(s)"
-        + (f": {by_attempt}" if fetches else "")
+        f"now {task.status} at attempt {task.attempt}; {len(attempts)} fetch attempt(s)"
+        + (f": {by_attempt}" if attempts else "")
         + (f"; {task.recoveries} lease(s) lost" if task.recoveries else ""),
-        "",
     ]
+    if cut:
+        lines.append(
+            f"{cut} attempt(s) ended with no fetch recorded (a kill or a lost lease): the "
+            "page may have been requested all the same"
+        )
+    lines.append("")
     rows = [
         [_when(e.event.at), e.stream_id, e.event.actor, tag_of(type(e.event)), _detail(e.event)]
         for e in entries
@@ -766,9 +839,9 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
 
 
 def register_operator_commands(group: click.Group) -> None:
-    """Add ``pause``, ``resume``, ``retry``, ``dead``, ``history`` and ``workers``."""
+    """Add ``pause``, ``resume``, ``retry``, ``resolve``, ``dead``, ``history``, ``workers``."""
     for command in (
-        pause_command, resume_command, retry_command, dead_group, history_command,
-        workers_command,
+        pause_command, resume_command, retry_command, resolve_command, dead_group,
+        history_command, workers_command,
     ):  # fmt: skip
         group.add_command(command)

@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskStatus
 
 from crawler._cli_options import data_dir_option, job_option, log_level_option, metrics_options
+from crawler._lifeline import die_with_parent
 from crawler._logs import set_log_level
 from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect, stream_id_key
 from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
@@ -82,6 +83,7 @@ def project_command(
     commits; with --once, projects to the log's current end and exits. One projector per
     job: a second one is refused.
     """
+    die_with_parent()
     set_log_level(log_level)
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
     if wait_for is not None:

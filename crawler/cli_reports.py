@@ -23,7 +23,7 @@ import msgspec
 from crawler._cli_options import data_dir_option, job_option, json_option
 from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError
 from eventlog._jobs import did_you_mean
-from eventlog._server import resolve_data_dir
+from eventlog._server import require_data_dir
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ SqlFormat = Literal["table", "csv", "json"]
 def _store(data_dir: Path | None, job: str) -> Store:
     from projector._store import Store, job_dir, projected_jobs
 
-    directory = resolve_data_dir(data_dir)
+    directory = require_data_dir(data_dir, job=job)  # where the data is not, say so
     if not job_dir(directory, job).is_dir():
         # Not "is the projector running?": most often the name is mistyped.
         known = projected_jobs(directory)

@@ -34,7 +34,11 @@ WATCH_EVERY_S = 0.5
 @job_option
 @data_dir_option
 @json_option
-@click.option("--watch", is_flag=True, help="Refresh until Ctrl-C (or until the job ends).")
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Refresh until the job ends (every task it found has ended) or Ctrl-C.",
+)
 @click.option(
     "--interval",
     type=click.FloatRange(0.1, 3600),
@@ -44,7 +48,10 @@ WATCH_EVERY_S = 0.5
     help="Seconds between refreshes with --watch.",
 )
 @click.option(
-    "--until-done", is_flag=True, help="With --watch: stop once every discovered task has ended."
+    # What --watch does by itself now; still accepted so that scripts using it keep working.
+    "--until-done",
+    is_flag=True,
+    hidden=True,
 )
 def status_command(
     job: str,
@@ -67,7 +74,7 @@ def status_command(
     from crawler._progress_view import PlainDisplay, as_dict, display_for
 
     directory = resolve_data_dir(data_dir)
-    url = resolve_url(data_dir)
+    url = resolve_url(data_dir, create=False)  # reading a job starts no server of its own
 
     def emit_json(report: Progress) -> None:
         click.echo(json.dumps(as_dict(report)))
@@ -93,7 +100,9 @@ def status_command(
                         emit_json(report)
                     else:
                         display.update(report)
-                    if until_done and report.complete:
+                    if report.complete:
+                        # The job ended: what the help promises, and no reason to go on
+                        # redrawing the same numbers.
                         return
                     await anyio.sleep(interval)
 

@@ -12,6 +12,7 @@ fetched, pages fetched again only among those in flight at the kill, no item twi
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import time
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import JobKeys, TaskQueue, connect
-from eventlog._server import resolve_data_dir, resolve_url
+from eventlog._server import REDIS_URL_ENV, ensure_server, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
     from projector._store import Store
@@ -153,16 +154,25 @@ def _verdict(
 def demo_command(ctx: click.Context, pages: int, data_dir: Path | None) -> None:
     """Crawl the test site, SIGKILL a worker at 40 %, finish, and prove nothing was lost.
 
-    Uses the server of the data directory (started if needed), or REDIS_URL. Exits 0 only
+    Uses the server of the data directory (started if needed, and left running: the demo
+    says how to stop it), or REDIS_URL. Exits 0 only
     if every reachable page was fetched, only pages in flight at the kill were fetched
     again, no item is there twice, and replay gives the live state exactly. The job's data
     stays: run `crawlog report --job JOB` or `crawlog sql --job JOB ...` on it afterwards.
     """
-    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    directory = resolve_data_dir(data_dir)
+    server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
+    url = server.url if server is not None else resolve_url(data_dir)
     ok, job = anyio.run(run_demo, url, directory, pages, click.echo)
     click.echo("every invariant holds" if ok else "AN INVARIANT FAILED")
     click.echo(
         f"the job's log and archive stay: crawlog report --job {job}   "
         f'crawlog sql --job {job} "SELECT status, count(*) FROM pages GROUP BY 1"'
     )
+    if server is not None:
+        # A daemon outlives the demo (every later command uses it): say how to end it.
+        click.echo(
+            f"crawlog's valkey-server (pid {server.pid}) keeps running for them; "
+            f"stop it with: crawlog server stop --data-dir {shlex.quote(str(directory))}"
+        )
     ctx.exit(0 if ok else 1)

@@ -191,6 +191,11 @@ class RunningSite:
         if self._log is not None:
             self._log.flush()
 
+    async def no_connections(self) -> None:
+        """Wait until no client connection is open: after a client is killed, until what
+        it had asked for is answered (and logged) and its connections are closed."""
+        await self._no_connections.wait()
+
     # --- for the connections -------------------------------------------------------------
 
     def _answer(self, path: str) -> tuple[Page, float]:

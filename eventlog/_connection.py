@@ -206,6 +206,18 @@ async def ping(client: aioredis.Redis, url: str) -> None:
         ) from None
 
 
+async def answers(url: str, timeout_s: float) -> bool:
+    """Whether the server at ``url`` answers a PING within ``timeout_s`` (one try, a fresh
+    connection: not a client that rides out a lost server)."""
+    with anyio.move_on_after(timeout_s):
+        try:
+            async with connect(url, socket_timeout_s=timeout_s):
+                return True
+        except ServerUnreachable:
+            return False
+    return False
+
+
 async def script_pipeline(
     client: aioredis.Redis,
     calls: Sequence[tuple[AsyncScript, Sequence[str | bytes], Sequence[str | bytes | int]]],

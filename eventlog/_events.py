@@ -15,7 +15,7 @@ Order is the stream ID, never ``at``: ``at`` is the actor's wall clock, for repo
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
@@ -172,6 +172,16 @@ class TaskPaused(TaskEvent, frozen=True, kw_only=True, tag="task.paused"):
     reason: str
 
 
+class TaskParked(TaskEvent, frozen=True, kw_only=True, tag="task.parked"):
+    """A worker set the task aside, unrun, because its site or the whole job is paused.
+
+    Not a pause of the task itself: it runs again once that pause is lifted, with no
+    ``TaskResumed``. Without this event the task stayed "running" in the fold, held by
+    nobody, for as long as the pause lasted."""
+
+    reason: str
+
+
 class TaskResumed(TaskEvent, frozen=True, kw_only=True, tag="task.resumed"):
     """An operator resumed a paused task."""
 
@@ -244,6 +254,19 @@ class ActionDone(TaskEvent, frozen=True, kw_only=True, tag="action.done"):
     result: str | None = None
 
 
+Decision = Literal["done", "redo"]
+"""A person's answer about an action that may have run: it did (skip it), or run it again."""
+
+
+class ActionResolved(TaskEvent, frozen=True, kw_only=True, tag="action.resolved"):
+    """A person decided about an uncertain action (its intent logged, its completion not):
+    ``done`` skips it when the task resumes, ``redo`` lets it run again."""
+
+    action_id: str
+    decision: Decision
+    reason: str
+
+
 AnyEvent: TypeAlias = (
     TaskEnqueued
     | TaskClaimed
@@ -266,6 +289,8 @@ AnyEvent: TypeAlias = (
     | JobResumed
     | ActionIntended
     | ActionDone
+    | TaskParked
+    | ActionResolved
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

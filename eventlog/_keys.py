@@ -130,6 +130,12 @@ class JobKeys:
         return self._key("actions")
 
     @cached_property
+    def awaiting(self) -> str:
+        """Hash task id -> "<site>|<action id>": tasks paused for a person to decide about
+        an uncertain action (``crawlog resolve``)."""
+        return self._key("awaiting")
+
+    @cached_property
     def control(self) -> str:
         """Hash of pause flags and open circuits, polled by every worker."""
         return self._key("control")
@@ -163,3 +169,18 @@ class JobKeys:
     def host_delay(self, host: str) -> str:
         """A per-host delay (ms) set by a worker, e.g. from robots.txt's Crawl-delay."""
         return self._key("host", host, "delay")
+
+    def slots_held(self, holder: str) -> str:
+        """Hash slot token -> host of the politeness slots ``holder`` (a worker name)
+        holds: what its take-back or the recovery of its tasks frees."""
+        return self._key("held", holder)
+
+    def host_slot_keys(self, host: str, holder: str) -> list[str]:
+        """The keys of a slot on ``host`` taken by ``holder``, as `POLITENESS_ACQUIRE`
+        takes them (a release frees the slot in the first and the last)."""
+        return [
+            self.host_slots(host),
+            self.host_next(host),
+            self.host_delay(host),
+            self.slots_held(holder),
+        ]

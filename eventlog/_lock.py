@@ -3,14 +3,24 @@
 A worker's leases are its name's PEL, so two processes restarting under one name would
 both resume the same pending entries. The name is held with a key that expires unless the
 holder keeps renewing it: a process killed with SIGKILL lets the name go after ``ttl_ms``
-of server time, never earlier.
+of server time, or at once to a process of the same machine that can see it is gone.
+
+The key's value is the holder's token and where it runs: the machine (its boot id and pid
+namespace, so that a container with its own pids is another machine), its pid and that
+process's start time. A process of the same machine finding the name held checks
+``/proc``: no such process, a zombie, or another process since under that pid (another
+start time) means the holder is dead, and the name is taken over (compare and set, so two
+restarts cannot both take it). A holder elsewhere, or where ``/proc`` cannot tell, is
+waited out for the TTL.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import anyio
 import redis.asyncio as aioredis
@@ -18,12 +28,14 @@ import redis.asyncio as aioredis
 from eventlog._connection import redis_errors
 from eventlog._exceptions import WorkerNameTaken
 from eventlog._keys import JobKeys
-from eventlog._scripts import LOCK_ACQUIRE, LOCK_RELEASE
+from eventlog._scripts import LOCK_ACQUIRE, LOCK_RELEASE, LOCK_TAKE_OVER
 
 DEFAULT_NAME_TTL_MS = 5_000
 RENEWALS_PER_TTL = 3
 NAME_RETRY_MARGIN_S = 0.05
 """Renew this many times per TTL, so a few slow round trips never let the name lapse."""
+DEFAULT_RELEASE_TIMEOUT_S = 1.0
+"""How long the release of a name may take on exit; a name not released expires (TTL)."""
 
 
 @asynccontextmanager
@@ -34,18 +46,27 @@ async def hold_worker_name(
     *,
     ttl_ms: int = DEFAULT_NAME_TTL_MS,
     wait_s: float = 0.0,
+    release_timeout_s: float = DEFAULT_RELEASE_TIMEOUT_S,
 ) -> AsyncIterator[str]:
     """Hold ``worker``'s name while the block runs; ``WorkerNameTaken`` if a live process has it.
 
     With ``wait_s``, wait that long for the name first: a worker restarted right after a
     SIGKILL finds its name held by the dead process until the name's TTL runs out.
-    Yields the holder's token. The name is renewed in the background and released on exit.
+    Yields the holder's token. The name is renewed in the background and released on exit,
+    within ``release_timeout_s``: a server that does not answer must not hold up a stop
+    (the name then expires after its TTL, as a killed holder's does).
     """
-    key, token = keys.worker_lock(worker), secrets.token_hex(16)
+    key, token = keys.worker_lock(worker), f"{secrets.token_hex(16)}|{_this_process()}"
     acquire = redis.register_script(LOCK_ACQUIRE)
     deadline = anyio.current_time() + wait_s
     with redis_errors("taking the worker name"):
         while not await acquire(keys=[key], args=[token, ttl_ms]):
+            holder = await redis.get(key)
+            if isinstance(holder, bytes) and is_gone(holder):
+                take_over = redis.register_script(LOCK_TAKE_OVER)
+                if await take_over(keys=[key], args=[holder, token, ttl_ms]):
+                    break
+                continue  # held by someone else since: look again
             remaining = max(int(await redis.pttl(key)), 0)
             if anyio.current_time() + remaining / 1000 > deadline:
                 raise WorkerNameTaken(worker, remaining)
@@ -64,5 +85,51 @@ async def hold_worker_name(
             yield token
             tg.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True), redis_errors("releasing the worker name"):
-            await redis.register_script(LOCK_RELEASE)(keys=[key], args=[token])
+        with anyio.CancelScope(shield=True) as releasing:
+            releasing.deadline = anyio.current_time() + release_timeout_s
+            with redis_errors("releasing the worker name"):
+                await redis.register_script(LOCK_RELEASE)(keys=[key], args=[token])
+
+
+_BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+_STATE, _START_TIME = 0, 19
+"""Fields of ``/proc/PID/stat`` after the command name: state (3rd) and start time (22nd)."""
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot); None if none runs under it (a
+    zombie is dead, only not reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (2nd field) is in parentheses and may hold spaces: split after it.
+    fields = stat.rpartition(")")[2].split()
+    if len(fields) <= _START_TIME or fields[_STATE] in ("Z", "X"):
+        return None
+    return fields[_START_TIME]
+
+
+def _machine() -> str:
+    """This machine as its processes see it ('' where /proc cannot tell)."""
+    try:
+        return f"{_BOOT_ID.read_text().strip()}/{os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return ""
+
+
+def _this_process() -> str:
+    """``machine|pid|start time`` of this process, or '' where /proc cannot tell."""
+    machine, pid = _machine(), os.getpid()
+    start = _start_time(pid)
+    return f"{machine}|{pid}|{start}" if machine and start else ""
+
+
+def is_gone(holder: bytes) -> bool:
+    """Whether a lock's value names a process of this machine that no longer runs."""
+    _, _, where = holder.decode(errors="replace").partition("|")
+    machine, _, process = where.partition("|")
+    pid, _, start = process.partition("|")
+    if not machine or machine != _machine() or not pid.isdigit() or not start:
+        return False
+    return _start_time(int(pid)) != start

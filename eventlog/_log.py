@@ -206,6 +206,12 @@ class EventLog:
             reply = await command(self.redis, "XRANGE", self.keys.dead, "-", "+", "COUNT", count)
         return parse_dead_letters(reply)
 
+    async def dead_letter_count(self) -> int:
+        """Entries in the job's dead stream: events or task entries nobody could decode
+        (and not replayed since)."""
+        with redis_errors("counting dead letters"):
+            return int(await command(self.redis, "XLEN", self.keys.dead))
+
     async def last_id(self) -> str | None:
         """Stream ID of the newest entry of the log, None if it is empty."""
         with redis_errors("reading the end of the log"):

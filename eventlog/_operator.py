@@ -1,8 +1,10 @@
-"""What operator commands read and repair in Redis: leases, live workers, dead letters.
+"""What operator commands read and repair in Redis: leases, live workers, dead letters,
+uncertain actions.
 
 Read-only views of the consumer group (who holds which task, for how long by the server's
-clock) and of the worker-name locks, and the one write that is not an event: putting a
-dead-lettered entry back where it came from.
+clock) and of the worker-name locks; a person's decision about an uncertain action (an
+event, its marker and the task resumed, in one script); and the one write that is not an
+event: putting a dead-lettered entry back where it came from.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from eventlog._codec import decode
+from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors
+from eventlog._control_flags import task_pause_flag
+from eventlog._events import ActionResolved, Decision, TaskResumed
 from eventlog._exceptions import EventDecodeError, OperatorRefused
 from eventlog._keys import WORKERS_GROUP, JobKeys
+from eventlog._lock import is_gone
 from eventlog._log import EVENT_FIELD, DeadLetter, EventLog, parse_dead_letters
 from eventlog._queue import TASK_FIELD, Task
-from eventlog._scripts import DEAD_REPLAY
+from eventlog._scripts import DEAD_REPLAY, RESOLVE
 
 LEASES_READ = 10_000
 """Pending entries read per lane: more leases than this are counted but not listed."""
@@ -52,6 +57,11 @@ class WorkerInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Idle time of its least recently renewed lease: near the lease, the worker is stuck."""
     idle_ms: int
     """Since the worker last read from or claimed in the queue."""
+    held_slots: int = 0
+    """Per-host politeness slots a gone worker still holds (killed mid-request): until
+    its restart or the recovery of its leases frees them, others may wait for that host."""
+    slots_expire_ms: int | None = None
+    """Server time until the first of those slots expires by itself (its ttl)."""
 
 
 async def read_leases(
@@ -126,8 +136,11 @@ async def read_workers(redis: aioredis.Redis, keys: JobKeys) -> list[WorkerInfo]
             return []
         async with redis.pipeline(transaction=False) as pipe:
             for name in names:
-                pipe.exists(keys.worker_lock(name))
-            alive = [bool(found) for found in await pipe.execute()]
+                pipe.get(keys.worker_lock(name))
+            # A holder this machine sees is dead is gone, though its name has not expired.
+            alive = [isinstance(v, bytes) and not is_gone(v) for v in await pipe.execute()]
+        gone = [name for name, is_alive in zip(names, alive, strict=True) if not is_alive]
+        slots = await _held_slots(redis, keys, gone)
     return [
         WorkerInfo(
             name=name,
@@ -135,11 +148,43 @@ async def read_workers(redis: aioredis.Redis, keys: JobKeys) -> list[WorkerInfo]
             leases=leases[name],
             oldest_lease_ms=oldest.get(name) if leases[name] else None,
             idle_ms=idle[name],
+            held_slots=slots.get(name, (0, None))[0],
+            slots_expire_ms=slots.get(name, (0, None))[1],
         )
         for name, is_alive in zip(names, alive, strict=True)
         # A name from an earlier run that holds nothing is history, not a worker.
         if is_alive or leases[name]
     ]
+
+
+async def _held_slots(
+    redis: aioredis.Redis, keys: JobKeys, holders: Sequence[str]
+) -> dict[str, tuple[int, int | None]]:
+    """Per holder: its politeness slots still held, and ms until the first expires."""
+    if not holders:
+        return {}
+    async with redis.pipeline(transaction=False) as pipe:
+        for holder in holders:
+            pipe.hgetall(keys.slots_held(holder))
+        indexes: list[dict[bytes, bytes]] = await pipe.execute()
+    listed = [(h, token, host) for h, index in zip(holders, indexes, strict=True)
+              for token, host in index.items()]  # fmt: skip
+    if not listed:
+        return {}
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.time()
+        for _, token, host in listed:
+            pipe.zscore(keys.host_slots(_text(host)), token)
+        now, *expiries = await pipe.execute()
+    now_ms = int(now[0]) * 1000 + int(now[1]) // 1000
+    found: dict[str, tuple[int, int | None]] = {}
+    for (holder, _, _), expiry in zip(listed, expiries, strict=True):
+        if expiry is None or expiry <= now_ms:
+            continue  # freed, or expired (dropped on the next take of the host)
+        count, first = found.get(holder, (0, None))
+        left = int(expiry) - now_ms
+        found[holder] = (count + 1, left if first is None else min(first, left))
+    return found
 
 
 def _decode_task(fields: Sequence[bytes]) -> Task | None:
@@ -218,3 +263,98 @@ def _fields(consumer: object) -> dict[str, Any]:
         return {_text(k): v for k, v in consumer.items()}
     assert isinstance(consumer, list | tuple)
     return {_text(k): v for k, v in zip(consumer[::2], consumer[1::2], strict=False)}
+
+
+class Resolution(msgspec.Struct, frozen=True, kw_only=True):
+    """A decision about an uncertain action, as recorded."""
+
+    task_id: str
+    action_id: str
+    decision: Decision
+    requeued: int
+    """Parked tasks put back in their lane (1, or 0 if it had not been parked yet)."""
+
+
+_GLOB_SPECIALS = str.maketrans({c: "\\" + c for c in "*?[]\\"})
+
+
+async def uncertain_action(
+    redis: aioredis.Redis, keys: JobKeys, task_id: str
+) -> tuple[str, str] | None:
+    """(site, action id) of the task's action that waits for a person to decide, or None:
+    its intent is logged, its completion not, and the task is paused."""
+    with redis_errors("reading the task's actions"):
+        site = await redis.hget(keys.control, task_pause_flag(task_id))
+        if not isinstance(site, bytes):
+            return None  # not paused: an action of a running task is not uncertain yet
+        recorded = await redis.hget(keys.awaiting, task_id)
+        if isinstance(recorded, bytes):
+            _, _, action_id = recorded.decode().partition("|")
+            if await redis.hget(keys.actions, f"{task_id}|{action_id}") == b"intended":
+                return site.decode(), action_id
+        # Paused for an uncertain action before tasks waiting for a person were listed:
+        # its marker says so.
+        prefix = f"{task_id}|"
+        async for field, value in redis.hscan_iter(
+            keys.actions, match=prefix.translate(_GLOB_SPECIALS) + "*", count=_SCAN_COUNT
+        ):
+            if value == b"intended":
+                return site.decode(), _text(field).removeprefix(prefix)
+    return None
+
+
+async def resolve_action(
+    redis: aioredis.Redis,
+    keys: JobKeys,
+    task_id: str,
+    decision: Decision,
+    *,
+    actor: str,
+    reason: str,
+) -> Resolution:
+    """Record a person's decision about the task's uncertain action and resume the task.
+
+    ``done``: the action counts as done and is skipped when the task runs again; ``redo``:
+    it runs again. ``OperatorRefused`` if the task has no action waiting for a decision
+    (or another decision was recorded meanwhile).
+    """
+    found = await uncertain_action(redis, keys, task_id)
+    if found is None:
+        raise OperatorRefused(
+            f"task {task_id} has no uncertain action to resolve: only a task paused because "
+            "an action's intent is logged and its completion not waits for a decision"
+        )
+    site, action_id = found
+    resolved = ActionResolved(
+        actor=actor, task_id=task_id, action_id=action_id, decision=decision, reason=reason
+    )
+    resumed = TaskResumed(
+        actor=actor, task_id=task_id, reason=f"action {action_id} resolved ({decision}): {reason}"
+    )
+    log = EventLog(redis, keys)
+    dedup, ttl = log.dedup_args()
+    script = redis.register_script(RESOLVE)
+    script_keys = [
+        keys.events,
+        *dedup,
+        keys.actions,
+        keys.awaiting,
+        keys.control,
+        keys.parked,
+        *keys.lanes,
+    ]
+    args: list[str | bytes | int] = [
+        ttl, task_id, f"{task_id}|{action_id}", decision, task_pause_flag(task_id),
+        f"{site}|{task_id}|", resolved.event_id, encode(resolved), resumed.event_id,
+        encode(resumed),
+    ]  # fmt: skip
+    with redis_errors("resolving an uncertain action"):
+        reply = await script(keys=script_keys, args=args)
+    if reply[0] == b"refused":
+        raise OperatorRefused(
+            f"action {action_id} of task {task_id} was decided or resumed meanwhile; "
+            "nothing written"
+        )
+    return Resolution(
+        task_id=task_id, action_id=action_id, decision=decision, requeued=int(reply[1])
+    )

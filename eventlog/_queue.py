@@ -33,6 +33,7 @@ from eventlog._events import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskPaused,
     TaskReclaimed,
     TaskRetried,
 )
@@ -46,9 +47,11 @@ from eventlog._scripts import (
     CLAIM_URL,
     ENQUEUE,
     EXPIRED,
+    LEFT,
     PENDING,
     PROMOTE,
     RECOVER,
+    RELEASE_HELD,
     RENEW,
     RENEW_IDLE,
     RETRY,
@@ -220,6 +223,8 @@ class TaskQueue:
         self._checkpoint_values = redis.register_script(CHECKPOINT_VALUES)
         self._retry = redis.register_script(RETRY)
         self._claim_url = redis.register_script(CLAIM_URL)
+        self._release_held = redis.register_script(RELEASE_HELD)
+        self._left = redis.register_script(LEFT)
 
     async def ensure_groups(self) -> None:
         """Create every lane and its ``workers`` group if missing (idempotent)."""
@@ -379,6 +384,10 @@ class TaskQueue:
         served in between.
         """
         await self.ensure_groups()
+        # Before anything of this process runs, so every slot held under its name is one
+        # its dead predecessor took: otherwise the tasks taken back would wait for them
+        # to expire.
+        await self.release_slots_of(self.consumer)
         chunks: list[list[Lease]] = []
 
         async def resume_points(taken: list[_Taken], into: int) -> None:
@@ -398,6 +407,34 @@ class TaskQueue:
                 if after is None:
                     break
         return [lease for leases in chunks for lease in leases]
+
+    async def release_slots_of(self, holder: str) -> None:
+        """Free every politeness slot ``holder`` holds (a worker killed mid-request).
+
+        Only for a holder known to run nothing: its in-flight requests would no longer
+        count against their host's limit.
+        """
+        hosts = (await self._held_hosts([holder])).get(holder, [])
+        if not hosts:
+            return
+        keys = [self.keys.slots_held(holder), *(self.keys.host_slots(h) for h in hosts)]
+        with redis_errors("freeing a dead worker's host slots"):
+            await self._release_held(keys=keys, args=hosts)
+
+    async def _held_hosts(self, holders: Sequence[str]) -> dict[str, list[str]]:
+        """The hosts each of ``holders`` holds politeness slots on, in one round trip."""
+        if not holders:
+            return {}
+        with redis_errors("reading held host slots"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for holder in holders:
+                    pipe.hvals(self.keys.slots_held(holder))
+                replies: list[list[bytes]] = await pipe.execute()
+        return {
+            holder: sorted({host.decode() for host in hosts})
+            for holder, hosts in zip(holders, replies, strict=True)
+            if hosts
+        }
 
     def _pel_start(self) -> tuple[str, ...]:
         return ("0",) * len(self.keys.lanes)
@@ -523,8 +560,9 @@ class TaskQueue:
             return []
         idle = self.lease_ms if min_idle_ms is None else min_idle_ms
         dedup, ttl = self.log.dedup_args()
-        keys = [self.keys.events, *dedup, self.keys.ckpt, *self.keys.lanes]
-        args: list[str | bytes | int] = [ttl, WORKERS_GROUP, idle]
+        lanes = self.keys.lanes
+        keys = [self.keys.events, *dedup, self.keys.ckpt, *lanes]
+        args: list[str | bytes | int] = [ttl, WORKERS_GROUP, idle, len(lanes), len(moves)]
         for lease, event, task in moves:
             if event.task_id != lease.task.task_id or (task and task.task_id != event.task_id):
                 raise ValueError(f"event and task must be about task {lease.task.task_id}")
@@ -536,6 +574,10 @@ class TaskQueue:
                 lease.lane, lease.entry_id, lease.previous_owner or "", lease.deliveries - 1,
                 lease.task.task_id, payload, eid, encoded,
             )  # fmt: skip
+        owners = sorted({lease.previous_owner for lease, _, _ in moves if lease.previous_owner})
+        for owner, hosts in (await self._held_hosts(owners)).items():
+            keys += [self.keys.slots_held(owner), *(self.keys.host_slots(h) for h in hosts)]
+            args += [owner, len(hosts), *hosts]
         with redis_errors("recovering expired tasks"):
             reply = await self._recover(keys=keys, args=args)
         return [bool(flag) for flag in reply]
@@ -637,6 +679,29 @@ class TaskQueue:
         except _Resumed:
             return False
         return True
+
+    async def pause_for_a_person(self, lease: Lease, action_id: str, event: TaskPaused) -> bool:
+        """Pause and park the leased task until a person decides about its uncertain action
+        ``action_id`` (``crawlog resolve``): ``left`` then counts it as waiting for them.
+
+        False if it was decided meanwhile (not parked: the lease is still the caller's).
+        """
+        task = lease.task
+        with redis_errors("pausing a task for a person"):
+            # First: a worker killed before the park leaves a task that is not parked, and
+            # so not counted as waiting, and whose next worker pauses it again.
+            await self.redis.hset(self.keys.awaiting, task.task_id, f"{task.site}|{action_id}")
+        await self.control(event, task_site=task.site)
+        return await self.park(lease)
+
+    async def left(self) -> tuple[int, list[str]]:
+        """Tasks not finished yet (as `remaining`), and the ids of those of them parked for
+        a person to decide about an uncertain action: no worker can move them on."""
+        with redis_errors("counting remaining tasks"):
+            reply = await self._left(
+                keys=[self.keys.delayed, self.keys.parked, self.keys.awaiting, *self.keys.lanes]
+            )
+        return int(reply[0]), sorted(task_id.decode() for task_id in reply[1:])
 
     async def promote(self, limit: int = PROMOTE_BATCH) -> int:
         """Move delayed tasks that are due (server time) back to their lanes; how many."""

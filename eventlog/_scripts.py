@@ -27,6 +27,20 @@ local function append(events, cur, prev, eid, payload)
   return redis.call('XADD', events, '*', 'e', payload)
 end
 
+-- Free the politeness slots a holder's index (hash token -> host) lists on the hosts of
+-- ``slots`` (host -> that host's slots key), with their index entries. A slot on a host
+-- not passed in stays held until its ttl.
+local function release_held(index, slots)
+  local held = redis.call('HGETALL', index)
+  for i = 1, #held, 2 do
+    local key = slots[held[i + 1]]
+    if key then
+      redis.call('ZREM', key, held[i])
+      redis.call('HDEL', index, held[i])
+    end
+  end
+end
+
 -- The consumer holding a pending entry, or false when nobody does.
 local function owner_of(stream, group, id)
   local p = redis.call('XPENDING', stream, group, id, id, 1)
@@ -189,6 +203,69 @@ redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
 return moved
 """
 )
+
+RESOLVE = (
+    _PRELUDE
+    + """
+-- A person's decision about an uncertain action of a paused task: the ActionResolved event,
+-- its marker ('done', or none to run it again) and the task resumed (its TaskResumed event,
+-- its pause flag cleared, the task back in its lane), in one step.
+-- KEYS: events, eids current, eids previous, actions, awaiting, control, parked,
+--       lane 0 .. lane n
+-- ARGV: dedup ttl (s), task id, action field ('<task id>|<action id>'), decision ('done' or
+--       'redo'), the task's pause flag, prefix of its parked member ('<site>|<task id>|'),
+--       then the event_id, event pairs of ActionResolved and TaskResumed.
+-- Refused ({'refused'}, nothing written) unless the action's marker still says 'intended'
+-- and the task is still paused: a decision made twice, or about an action running now,
+-- changes nothing.
+if redis.call('HGET', KEYS[4], ARGV[3]) ~= 'intended'
+    or redis.call('HEXISTS', KEYS[6], ARGV[5]) == 0 then
+  return {'refused'}
+end
+if ARGV[4] == 'done' then
+  redis.call('HSET', KEYS[4], ARGV[3], 'done')
+else
+  redis.call('HDEL', KEYS[4], ARGV[3])
+end
+redis.call('HDEL', KEYS[5], ARGV[2])
+append(KEYS[1], KEYS[2], KEYS[3], ARGV[7], ARGV[8])
+append(KEYS[1], KEYS[2], KEYS[3], ARGV[9], ARGV[10])
+redis.call('HDEL', KEYS[6], ARGV[5])
+local upper = '(' .. string.sub(ARGV[6], 1, -2) .. '}'
+local members = redis.call('ZRANGEBYLEX', KEYS[7], '[' .. ARGV[6], upper)
+for _, member in ipairs(members) do
+  local a = string.find(member, '|', 1, true)
+  local b = string.find(member, '|', a + 1, true)
+  local lane = tonumber(string.sub(member, b + 1, b + 1))
+  redis.call('XADD', KEYS[8 + lane], '*', 't', string.sub(member, b + 3))
+  redis.call('ZREM', KEYS[7], member)
+end
+redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
+return {'ok', #members}
+"""
+)
+
+LEFT = """
+-- What is left of a job, in one step: tasks not finished (in a lane, leased, delayed for a
+-- retry, or parked), and those of them parked for a person to decide about an uncertain
+-- action, which no worker can move on.
+-- KEYS: delayed, parked, awaiting, lane 0 .. lane n.  ARGV: none.
+-- Returns {tasks not finished, task ids waiting for a person...}.
+local left = redis.call('ZCARD', KEYS[1]) + redis.call('ZCARD', KEYS[2])
+for i = 4, #KEYS do left = left + redis.call('XLEN', KEYS[i]) end
+local out = {left}
+local awaiting = redis.call('HGETALL', KEYS[3])
+for i = 1, #awaiting, 2 do
+  -- Parked as '<site>|<task id>|...': a task paused but not parked yet still runs.
+  local site = string.match(awaiting[i + 1], '^[^|]*')  -- a site has no '|'; an action may
+  local prefix = site .. '|' .. awaiting[i] .. '|'
+  local upper = '(' .. string.sub(prefix, 1, -2) .. '}'
+  if #redis.call('ZRANGEBYLEX', KEYS[2], '[' .. prefix, upper, 'LIMIT', 0, 1) > 0 then
+    out[#out + 1] = awaiting[i]
+  end
+end
+return out
+"""
 
 CLAIM_URL = """
 -- May this task fetch the URL of this fingerprint through a redirect? Yes if nobody has it
@@ -401,13 +478,22 @@ RECOVER = (
 -- owner and delivery count and still idle for min idle ms: one whose owner renewed it, or
 -- that another worker moved, since it was read is left alone. The owner's fenced writes
 -- find the entry gone, as after any takeover.
--- KEYS: events, eids current, eids previous, ckpt, lane 0 .. lane n (the last: recovery)
--- ARGV: dedup ttl (s), group, min idle ms, then groups of 8: lane index, entry id, owner,
---       deliveries (as read), task id, task payload ('' to abort), event_id ('' to append
---       nothing: a queue that records no events), event.  Returns 1 (moved) or 0 each.
-local group, idle = ARGV[2], ARGV[3]
+-- An owner any of whose leases moved has its politeness slots freed in the same step: it
+-- stopped renewing, so what it fetched is over or no longer its task, and the tasks it
+-- held must not wait for its slots to expire.
+-- KEYS: events, eids current, eids previous, ckpt, lane 0 .. lane n (the last: recovery),
+--       then per owner of ARGV's holders: its slot index, then its hosts' slots keys
+-- ARGV: [1] dedup ttl (s), [2] group, [3] min idle ms, [4] lanes, [5] moves, then groups
+--       of 8 a move: lane index, entry id, owner, deliveries (as read), task id, task
+--       payload ('' to abort), event_id ('' to append nothing: a queue that records no
+--       events), event; then groups a holder: owner, host count, hosts (in the order of
+--       their keys).  Returns 1 (moved) or 0 a move.
+local group, idle, lanes = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local recovery = KEYS[4 + lanes]
 local moved = {}
-for i = 4, #ARGV, 8 do
+local freed = {}
+local last = 5 + 8 * tonumber(ARGV[5])
+for i = 6, last, 8 do
   local lane = KEYS[5 + tonumber(ARGV[i])]
   local id = ARGV[i + 1]
   local p = redis.call('XPENDING', lane, group, 'IDLE', idle, id, id, 1)
@@ -415,17 +501,26 @@ for i = 4, #ARGV, 8 do
     redis.call('XACK', lane, group, id)
     redis.call('XDEL', lane, id)
     if ARGV[i + 5] ~= '' then
-      redis.call('XADD', KEYS[#KEYS], '*', 't', ARGV[i + 5])
+      redis.call('XADD', recovery, '*', 't', ARGV[i + 5])
     else
       redis.call('HDEL', KEYS[4], ARGV[i + 4])
     end
     if ARGV[i + 6] ~= '' then
       append(KEYS[1], KEYS[2], KEYS[3], ARGV[i + 6], ARGV[i + 7])
     end
+    freed[ARGV[i + 2]] = true
     moved[#moved + 1] = 1
   else
     moved[#moved + 1] = 0
   end
+end
+local k, a = 5 + lanes, last + 1
+while a <= #ARGV do
+  local owner, count = ARGV[a], tonumber(ARGV[a + 1])
+  local slots = {}
+  for h = 1, count do slots[ARGV[a + 1 + h]] = KEYS[k + h] end
+  if freed[owner] then release_held(KEYS[k], slots) end
+  k, a = k + 1 + count, a + 2 + count
 end
 redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
 return moved
@@ -456,6 +551,16 @@ LOCK_ACQUIRE = """
 local holder = redis.call('GET', KEYS[1])
 if holder == false or holder == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+LOCK_TAKE_OVER = """
+-- KEYS: lock.  ARGV: the value read (a holder known to be dead), token, ttl ms.
+-- Takes the lock only if that holder still has it: of two restarts, one takes it.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
   return 1
 end
 return 0
@@ -529,8 +634,10 @@ return changed
 
 POLITENESS_ACQUIRE = """
 -- Take a slot on a host if it has a free one and its next start time has come.
--- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms)
--- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms
+-- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms), and optionally
+--       the holder's slot index (hash token -> host: see RELEASE_HELD)
+-- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
+--       with the index, the host
 -- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -549,8 +656,27 @@ if wait > 0 then return {wait, now} end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 -- The key lives as long as its latest slot (a worker may run with a longer slot ttl).
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+if KEYS[4] then
+  -- Kept as long as the holder's latest slot: entries of slots that expired meanwhile
+  -- are only freed again (a no-op), never counted.
+  redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
+  redis.call('PEXPIRE', KEYS[4], ttl)
+end
 -- The site's own Crawl-delay and ours are both minimums: the longer one applies.
 local delay = math.max(tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[3]) or 0))
 if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay) end
 return {0, now}
 """
+
+RELEASE_HELD = (
+    _PRELUDE
+    + """
+-- Free every slot a holder holds: the slots a worker killed mid-request left behind, freed
+-- by its restart under the same name before it runs anything (see TaskQueue.take_back_all).
+-- KEYS: the holder's slot index, then the slots key of each host it lists.
+-- ARGV: those hosts, in the order of their keys.
+local slots = {}
+for i = 1, #ARGV do slots[ARGV[i]] = KEYS[i + 1] end
+release_held(KEYS[1], slots)
+"""
+)

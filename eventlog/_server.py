@@ -22,6 +22,7 @@ directory under the system temp dir, named by a hash of the data directory.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -31,12 +32,15 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NoReturn, get_args
 from urllib.parse import quote
 
+import anyio
+import anyio.to_thread
 import redis
 import redis.exceptions
 from redis.backoff import NoBackoff
@@ -68,6 +72,14 @@ SOCKET_NAME = "valkey.sock"
 # sun_path is 108 bytes on Linux including the terminating NUL. valkey copies the path with
 # strlcpy, so a longer path would be silently truncated rather than refused.
 MAX_SOCKET_PATH = 107
+
+SUPERVISE_EVERY_S = 0.1
+"""How often a supervising crawl checks that its server's process still lives."""
+MAX_SERVER_RESTARTS = 3
+SERVER_RESTART_WINDOW_S = 60.0
+"""A server that dies more than ``MAX_SERVER_RESTARTS`` times within this window is not
+restarted again: something (memory, the disk, a corrupt AOF) kills it, and a restart loop
+would hide that."""
 
 _PROBE_TIMEOUT_S = 2.0
 _LOG_TAIL_LINES = 4
@@ -142,17 +154,45 @@ def valkey_binary() -> str:
 
 
 def resolve_url(
-    data_dir: str | os.PathLike[str] | None = None, *, fsync: Fsync = "everysec"
+    data_dir: str | os.PathLike[str] | None = None,
+    *,
+    fsync: Fsync = "everysec",
+    create: bool = True,
 ) -> str:
     """The Redis URL crawlog should use.
 
     ``$REDIS_URL`` if set (nothing is started then); otherwise the URL of the private server
     of the data directory (see :func:`resolve_data_dir`), started if it is not running.
+    With ``create=False`` (commands that only read a job), a data directory that does not
+    exist is a ``ConfigError`` saying where it looked, and nothing is created or started.
     """
     external = os.environ.get(REDIS_URL_ENV)
     if external:
         return external
-    return ensure_server(resolve_data_dir(data_dir), fsync=fsync).url
+    directory = resolve_data_dir(data_dir) if create else require_data_dir(data_dir)
+    return ensure_server(directory, fsync=fsync).url
+
+
+def require_data_dir(
+    explicit: str | os.PathLike[str] | None = None, *, job: str | None = None
+) -> Path:
+    """The data directory (:func:`resolve_data_dir`), which must exist: a ``ConfigError``
+    saying where it looked (and for which ``job``) and how to point elsewhere if not."""
+    directory = resolve_data_dir(explicit)
+    if directory.is_dir():
+        return directory
+    if explicit is not None and str(explicit) != "":
+        source = "from --data-dir or crawlog.toml"
+    elif os.environ.get(DATA_DIR_ENV):
+        source = f"from {DATA_DIR_ENV}"
+    else:
+        source = f"the default, {DEFAULT_DATA_DIR} in the working directory"
+    about = f"no data for job {job!r} here: " if job is not None else ""
+    raise ConfigError(
+        f"{about}no crawlog data directory at {directory} ({source}); nothing started: run this "
+        f"where the crawl ran, or pass --data-dir DIR (or set {DATA_DIR_ENV}, or "
+        f"{REDIS_URL_ENV} for a server of your own)"
+    )
 
 
 def ensure_server(
@@ -191,6 +231,59 @@ def ensure_server(
             return running
         _remove_stale_files(directory)
         return _start(directory, fsync, timeout_s)
+
+
+async def supervise_server(
+    server: ServerInfo,
+    say: Callable[[str], None],
+    *,
+    max_restarts: int = MAX_SERVER_RESTARTS,
+    window_s: float = SERVER_RESTART_WINDOW_S,
+    every_s: float = SUPERVISE_EVERY_S,
+) -> NoReturn:
+    """Restart the private server of ``server.data_dir`` whenever it dies; runs until
+    cancelled.
+
+    A server that dies (SIGKILL, the OOM killer: its pidfile is left behind) is started
+    again at once on the same data directory, so on its append-only file and at the same
+    socket; ``say`` gets one line about it. Clients that ride out a lost server (workers,
+    the projector) carry on. ``ServerError`` instead when it died more than
+    ``max_restarts`` times within ``window_s``, or was shut down (``crawlog server
+    stop``, which removes the pidfile): a deliberate stop is not undone. A server started
+    meanwhile by another process (any crawlog command starts it) is adopted.
+    """
+    directory, pid = server.data_dir, server.pid
+    deaths: deque[float] = deque()
+    while True:
+        await anyio.sleep(every_s)
+        if _alive(pid):
+            continue
+        current = _read_pid(directory)
+        if current is not None and current != pid and _is_our_server(current, directory):
+            pid = current
+            continue
+        if current is None:
+            raise ServerError(
+                f"valkey-server for {directory} was shut down (`crawlog server stop`?) while "
+                "the crawl ran: run the same command again to resume"
+            )
+        now = time.monotonic()
+        deaths.append(now)
+        while deaths and deaths[0] < now - window_s:
+            deaths.popleft()
+        if len(deaths) > max_restarts:
+            raise ServerError(
+                f"valkey-server for {directory} died {len(deaths)} times within "
+                f"{window_s:g} s; not restarting it again{_log_tail(directory / LOG_FILE, None)}"
+            )
+        restarted = await anyio.to_thread.run_sync(
+            functools.partial(ensure_server, directory, fsync=_recorded_fsync(directory))
+        )
+        say(
+            f"valkey-server for {directory} (pid {pid}) died; restarted it on its "
+            f"append-only file (pid {restarted.pid})"
+        )
+        pid = restarted.pid
 
 
 def stop_server(data_dir: str | os.PathLike[str], timeout_s: float = 10.0) -> bool:
@@ -375,6 +468,16 @@ def _recorded_socket(directory: Path) -> str | None:
         return None
     socket_path = state.get("socket_path") if isinstance(state, dict) else None
     return socket_path if isinstance(socket_path, str) and socket_path else None
+
+
+def _recorded_fsync(directory: Path) -> Fsync:
+    """The fsync policy the server of ``directory`` was started with (kept by a restart)."""
+    try:
+        state = json.loads((directory / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return "everysec"
+    policy = state.get("appendfsync") if isinstance(state, dict) else None
+    return "always" if policy == "always" else "everysec"
 
 
 def _remove_stale_files(directory: Path) -> None:

@@ -35,6 +35,7 @@ import pyarrow as pa
 from eventlog import CrawlogError
 from projector._archive import SCHEMA
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
+from projector._fold import HTTP_ERROR
 from projector._projector import committed_state, read_committed
 from projector._state import STATUSES, JobState, SiteState, State, TaskState
 from projector._store import Manifest, Store
@@ -534,11 +535,14 @@ class RetryCount(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Retries(msgspec.Struct, frozen=True, kw_only=True):
-    """Retries scheduled: in all, the most for one task, and tasks by their retries."""
+    """Retries scheduled: in all, the most for one task, and tasks by their retries; and
+    the fetches they made: pages fetched again after every fetch of them had failed."""
 
     total: int
     peak: int
     distribution: list[RetryCount]
+    pages_retried: int = 0
+    retry_fetches: int = 0
 
 
 class ResponseTimes(msgspec.Struct, frozen=True, kw_only=True):
@@ -560,7 +564,9 @@ class RefetchedPage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Recoveries(msgspec.Struct, frozen=True, kw_only=True):
-    """Tasks resumed after a lost lease, and pages fetched again (the first few named)."""
+    """Tasks resumed after a lost lease, and pages fetched again after a good fetch of them
+    (the first few named): what a recovery redid. A page fetched again after its fetch
+    failed is a retry's (``Retries``), not counted here."""
 
     tasks_resumed: int
     resumed: list[RecoveredTask]
@@ -594,11 +600,14 @@ class AnomalyRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Anomalies(msgspec.Struct, frozen=True, kw_only=True):
-    """Refused events: counted by reason, the first few listed."""
+    """Refused events: counted by reason, the first few listed; and the dead letters."""
 
     total: int
     by_reason: list[ReasonCount]
     first: list[AnomalyRow]
+    dead_letters: int = 0
+    """Entries the projector (or a worker) could not decode, moved to the dead stream: no
+    fold ever saw them, so they are not among the refused events (``crawlog dead list``)."""
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -656,7 +665,7 @@ def _report(committed: _Committed, *, lease_s: float, now: float) -> Report:
         sites=_sites(summary.sites),
         throughput=_throughput(con),
         failures=_failures(con, summary),
-        retries=_retries(summary),
+        retries=_retries(con, summary),
         response_times=_response_times(con),
         recoveries=_recoveries(con, summary),
         stuck=_stuck(summary.running, lease_s=lease_s, now=now),
@@ -754,12 +763,39 @@ def _failures(con: duckdb.DuckDBPyConnection, summary: Summary) -> Failures:
     )
 
 
-def _retries(summary: Summary) -> Retries:
+# Every fetch with whether an earlier fetch of the same page of the task got it (NULL for
+# the first fetch): true makes it a refetch (a recovery redid it), false a retry's fetch.
+_FETCH_HISTORY_SQL = f"""
+CREATE TEMP TABLE fetch_history AS
+SELECT task_id, page, stream_ms, stream_seq,
+       bool_or(error IS NULL AND status > 0 AND status < {HTTP_ERROR}) OVER (
+           PARTITION BY task_id, page ORDER BY stream_ms, stream_seq
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+       ) AS had_it
+{_PAGE_EVENTS}
+"""
+
+
+def _fetch_history(con: duckdb.DuckDBPyConnection) -> None:
+    if not con.execute(
+        "SELECT 1 FROM duckdb_tables() WHERE table_name = 'fetch_history'"
+    ).fetchone():
+        con.execute(_FETCH_HISTORY_SQL)
+
+
+def _retries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Retries:
     counts = summary.retries
+    _fetch_history(con)
+    pages, fetches = _one(
+        con,
+        "SELECT count(DISTINCT (task_id, page)), count(*) FROM fetch_history WHERE NOT had_it",
+    )
     return Retries(
         total=sum(r * n for r, n in counts.items()),
         peak=max(counts, default=0),
         distribution=[RetryCount(retries=r, tasks=counts[r]) for r in sorted(counts)],
+        pages_retried=pages,
+        retry_fetches=fetches,
     )
 
 
@@ -777,10 +813,13 @@ def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
     # the fold refuses, counts too: it was fetched again all the same). The URLs are looked up
     # for the listed pages only: carrying them through the grouping of every page would make
     # it three times slower.
-    con.execute(f"""
+    # ``times``: the good fetch and every fetch after it (the retries of a page that failed
+    # before are the Retries section's).
+    _fetch_history(con)
+    con.execute("""
         CREATE TEMP TABLE refetched AS
-        SELECT task_id, page, count(*) AS times
-        {_PAGE_EVENTS} GROUP BY task_id, page HAVING count(*) > 1
+        SELECT task_id, page, count(*) + 1 AS times
+        FROM fetch_history WHERE had_it GROUP BY task_id, page
     """)
     pairs, extra = _one(con, "SELECT count(*), coalesce(sum(times - 1), 0) FROM refetched")
     listed = con.execute(f"""
@@ -827,6 +866,7 @@ def _stuck(running: Iterable[RunningTask], *, lease_s: float, now: float) -> Stu
 def _anomalies(summary: Summary) -> Anomalies:
     counts = Counter(summary.job.anomalies)
     return Anomalies(
+        dead_letters=summary.dead_letters,
         total=sum(counts.values()),
         by_reason=_top(counts, len(counts)),
         first=[
@@ -1000,7 +1040,9 @@ def _text_retries(report: Report) -> list[str]:
     r = report.retries
     distribution = ", ".join(f"{d.retries}: {_count(d.tasks, 'task')}" for d in r.distribution)
     return [
-        f"Retries: {_n(r.total)} scheduled, at most {_n(r.peak)} for one task",
+        f"Retries: {_n(r.total)} scheduled, at most {_n(r.peak)} for one task; "
+        f"{_count(r.pages_retried, 'page')} fetched again after a failed fetch "
+        f"({_count(r.retry_fetches, 'fetch', 'fetches')})",
         f"  tasks by retries: {distribution or '-'}",
     ]
 
@@ -1009,7 +1051,7 @@ def _text_recoveries(report: Report) -> list[str]:
     r = report.recoveries
     lines = [
         f"Recoveries: {_count(r.tasks_resumed, 'task')} resumed after a lost lease; "
-        f"{_count(r.pages_refetched, 'page')} fetched again "
+        f"{_count(r.pages_refetched, 'page')} fetched again after a good fetch "
         f"({_count(r.extra_fetches, 'extra fetch', 'extra fetches')})"
     ]
     if r.resumed:
@@ -1039,6 +1081,11 @@ def _text_stuck(report: Report) -> list[str]:
 def _text_anomalies(report: Report) -> list[str]:
     a = report.anomalies
     lines = [f"Anomalies: {_count(a.total, 'refused event')}"]
+    if a.dead_letters:
+        lines[0] += (
+            f"; {_count(a.dead_letters, 'dead letter')} (entries that could not be decoded, "
+            f"never folded: crawlog dead list --job {report.job})"
+        )
     if a.by_reason:
         lines.append("  by reason:")
         lines += _table([[_n(r.count), r.reason] for r in a.by_reason], [True, False], "    ")

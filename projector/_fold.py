@@ -7,7 +7,12 @@ events, and order is the stream ID. The task state machine (DESIGN.md)::
        ▲                   │  retry scheduled / lease expired (reclaimed)
        └───────────────────┘
     pending, running ──paused──▶ paused ──resumed──▶ pending
+    pending, running ──parked──▶ paused (parked) ──site or job resumed, or claimed──▶
     terminal ──retried (operator)──▶ pending, attempt + 1
+
+A parked task is one a worker set aside because its site or the job is paused: it is
+paused (nobody holds it, nothing of it runs) but left by the lifting of that pause, not
+by a ``TaskResumed`` of its own.
 
 An event the machine refuses is recorded as an ``Anomaly`` and counted by reason, never
 applied and never raised: a zombie's late write must not stop the projector.
@@ -23,10 +28,12 @@ import msgspec
 from eventlog import (
     ActionDone,
     ActionIntended,
+    ActionResolved,
     AnyEvent,
     CheckpointSaved,
     CircuitClosed,
     CircuitOpened,
+    Event,
     ItemScraped,
     JobPaused,
     JobResumed,
@@ -41,6 +48,7 @@ from eventlog import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskParked,
     TaskPaused,
     TaskReclaimed,
     TaskResumed,
@@ -64,6 +72,9 @@ from projector._state import (
     State,
     TaskState,
 )
+
+HTTP_ERROR = 400
+"""A fetch with this status or above (or no response, status 0) did not get the page."""
 
 # Each handler takes the state and an event of its own type.
 Handler = Callable[[State, Any], None]
@@ -177,7 +188,7 @@ def _site(state: State, site: str) -> SiteState:
     return found
 
 
-def _move(state: State, task: TaskState, status: str, event: TaskEvent, reason: str) -> None:
+def _move(state: State, task: TaskState, status: str, event: Event, reason: str) -> None:
     """Change a task's status, keeping the site and job counts by status in step."""
     old = task.status
     counts = state.sites[task.site].tasks
@@ -226,7 +237,10 @@ def _enqueued(state: State, event: TaskEnqueued) -> None:
 def _claimed(state: State, event: TaskClaimed) -> None:
     task = state.tasks.get(event.task_id)
     if task is None or task.status not in _ACTIVE:
-        task = _task(state, event, _ACTIVE, "claimed")
+        if task is None or not task.parked:
+            task = _task(state, event, _ACTIVE, "claimed")
+        # A parked task is in a lane again once its pause was lifted: claimed like any.
+        task.parked = False
     task.owner, task.attempt, task.deliveries = event.actor, event.attempt, event.deliveries
     _move(state, task, RUNNING, event, "claimed")
 
@@ -261,7 +275,9 @@ def _page(state: State, event: PageFetched) -> None:
     if event.page <= task.furthest_page:
         task.refetches += 1
         job.refetches += 1
-    else:
+    elif event.error is None and 0 < event.status < HTTP_ERROR:
+        # Only a good fetch makes the page fetched: the next fetch of a page that failed
+        # (a 500, a 429, a timeout) is its retry, not a refetch of something already had.
         task.furthest_page = event.page
     task.bytes += event.bytes
     job.bytes += event.bytes
@@ -321,9 +337,33 @@ def _paused(state: State, event: TaskPaused) -> None:
     _move(state, task, PAUSED, event, event.reason)
 
 
+def _parked(state: State, event: TaskParked) -> None:
+    task = state.tasks.get(event.task_id)
+    if task is not None and task.status == PAUSED:
+        # Paused already (by its own pause, or parked before): that pause still holds it.
+        _touch(task, event)
+        return
+    task = _task(state, event, _ACTIVE, "parked")
+    task.owner, task.parked = None, True
+    _move(state, task, PAUSED, event, event.reason)
+
+
+def _unpark(state: State, event: SiteResumed | JobResumed, site: str | None) -> None:
+    """Parked tasks (of ``site``, or of every site) whose pauses are all lifted: pending."""
+    if state.job.paused:
+        return
+    sites = state.sites
+    if site is not None and not sites[site].tasks.get(PAUSED):
+        return
+    for task in state.tasks.values():
+        if task.parked and (site is None or task.site == site) and not sites[task.site].paused:
+            task.parked, task.owner = False, None
+            _move(state, task, PENDING, event, event.reason)
+
+
 def _resumed(state: State, event: TaskResumed) -> None:
     task = _task(state, event, _PAUSED, "resumed")
-    task.owner = None
+    task.owner, task.parked = None, False
     _move(state, task, PENDING, event, event.reason)
 
 
@@ -351,6 +391,18 @@ def _action_done(state: State, event: ActionDone) -> None:
     _touch(task, event)
 
 
+def _action_resolved(state: State, event: ActionResolved) -> None:
+    task = _task(state, event, _ANY, "action resolved")
+    if task.actions is None or task.actions.get(event.action_id) != "intended":
+        raise Refused("action resolved without an uncertain intent", task)
+    if event.decision == "done":
+        task.actions[event.action_id] = "done"
+    else:
+        # Run again: its new intent must not count as a second one.
+        del task.actions[event.action_id]
+    _touch(task, event)
+
+
 # --- site and job events -----------------------------------------------------------------
 
 
@@ -364,6 +416,7 @@ def _site_resumed(state: State, event: SiteResumed) -> None:
     if not site.paused:
         raise Refused("site resumed while not paused")
     site.paused, site.paused_reason = False, event.reason
+    _unpark(state, event, event.site)
 
 
 def _circuit_opened(state: State, event: CircuitOpened) -> None:
@@ -384,6 +437,7 @@ def _job_resumed(state: State, event: JobResumed) -> None:
     if not state.job.paused:
         raise Refused("job resumed while not paused")
     state.job.paused, state.job.paused_reason = False, event.reason
+    _unpark(state, event, None)
 
 
 _HANDLERS: dict[type[msgspec.Struct], Handler] = {
@@ -398,10 +452,12 @@ _HANDLERS: dict[type[msgspec.Struct], Handler] = {
     TaskFailed: _terminal(FAILED),
     TaskAborted: _terminal(ABORTED),
     TaskPaused: _paused,
+    TaskParked: _parked,
     TaskResumed: _resumed,
     TaskRetried: _retried,
     ActionIntended: _action_intended,
     ActionDone: _action_done,
+    ActionResolved: _action_resolved,
     SitePaused: _site_paused,
     SiteResumed: _site_resumed,
     CircuitOpened: _circuit_opened,

@@ -18,24 +18,35 @@ the new one.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from typing import Literal, TypeVar
 
 import anyio.to_thread
 import duckdb
+import msgspec
 import redis.asyncio as aioredis
 
 from eventlog import (
     START,
     AnyEvent,
+    CheckpointSaved,
     CrawlogError,
     EventLog,
     LogEntry,
     PageFetched,
     PoisonEntry,
+    RetryScheduled,
     SiteEvent,
+    TaskAborted,
+    TaskClaimed,
+    TaskDone,
     TaskEnqueued,
     TaskEvent,
+    TaskFailed,
+    TaskParked,
+    TaskReclaimed,
+    TaskResumed,
+    TaskRetried,
     decode,
     stream_id_key,
 )
@@ -47,6 +58,25 @@ from projector._store import Manifest, Store
 
 TAIL_BATCH = 10_000
 READ_ATTEMPTS = 3
+
+FetchOutcome = Literal["fetched", "interrupted"]
+
+
+class FetchAttempt(msgspec.Struct, frozen=True, kw_only=True):
+    """One time a worker held a task to fetch a page: a fetch the log recorded, or a
+    delivery that ended with no fetch recorded (a kill, a lost lease), whose request may or
+    may not have reached the site."""
+
+    outcome: FetchOutcome
+    actor: str
+    attempt: int
+    page: int
+    stream_id: str
+    """The fetch's event, or the event that shows the delivery was cut short."""
+    result: str = ""
+    """The fetch's error or ``HTTP <status>``; for an interrupted one, what showed it."""
+    task_id: str = ""
+    """The task that fetched (another one's, for a fetch of the URL after a redirect)."""
 
 T = TypeVar("T")
 
@@ -87,6 +117,84 @@ async def task_history(
     # Site events are kept for the tasks' own sites only; a task's site is in its enqueue.
     sites = {e.event.site for e in entries if isinstance(e.event, TaskEnqueued)}
     return [e for e in entries if not isinstance(e.event, SiteEvent) or e.event.site in sites]
+
+
+_ENTRY_ENDS = (RetryScheduled, TaskDone, TaskFailed, TaskParked, TaskResumed, TaskRetried)
+"""Events after which the task's queue entry is gone (acked) or a new one is made: the next
+claim's delivery count starts again at 1."""
+
+
+def fetch_attempts(task_id: str, entries: Iterable[LogEntry]) -> list[FetchAttempt]:
+    """Every fetch attempt of the task the log knows of, in log order.
+
+    A fetch is written with the step that follows it, so a worker killed (or stalled past
+    its lease) while fetching leaves no event of that fetch; the request may have reached
+    the site all the same. Such a delivery shows afterwards: the lease is taken over
+    (``TaskReclaimed``, or an abort, counting the deliveries of the old entry), or a
+    restarted worker takes its own pending entry back (a claim whose delivery count is
+    above the last one the log recorded). Each such delivery is an ``interrupted`` attempt,
+    at the page after the last checkpoint. Fetches of the task's URL by other tasks (after
+    a redirect) are listed too.
+    """
+    attempts: list[FetchAttempt] = []
+    next_page, attempt, holder = 1, 1, ""
+    seen = reported = 0  # of the current queue entry: deliveries claimed / shown cut short
+
+    def cut_short(count: int, actor: str, stream_id: str, why: str) -> None:
+        for _ in range(max(count, 0)):
+            attempts.append(
+                FetchAttempt(
+                    outcome="interrupted", actor=actor, attempt=attempt, page=next_page,
+                    stream_id=stream_id, result=why, task_id=task_id,
+                )
+            )  # fmt: skip
+
+    for entry in entries:
+        event = entry.event
+        if not isinstance(event, TaskEvent):
+            continue
+        if event.task_id != task_id:
+            if isinstance(event, PageFetched):
+                attempts.append(_fetched(event, entry.stream_id))
+            continue
+        match event:
+            case TaskClaimed():
+                if event.deliveries <= seen:
+                    seen = reported = 0  # a new entry: its deliveries count from 1 again
+                attempt = event.attempt
+                why = f"taken back by {event.actor} (delivery {event.deliveries})"
+                cut_short(event.deliveries - 1 - reported, holder or event.actor,
+                          entry.stream_id, why)  # fmt: skip
+                seen, reported = event.deliveries, event.deliveries - 1
+                holder = event.actor
+            case TaskReclaimed() | TaskAborted():
+                owner = (
+                    event.previous_owner
+                    if isinstance(event, TaskReclaimed)
+                    else (event.owners[-1] if event.owners else holder)
+                )
+                why = f"lease taken over by {event.actor}"
+                cut_short(event.deliveries - 1 - reported, owner or holder or "?",
+                          entry.stream_id, why)  # fmt: skip
+                seen = reported = 0
+                holder = ""
+            case PageFetched():
+                attempts.append(_fetched(event, entry.stream_id))
+            case CheckpointSaved():
+                next_page = event.cursor.page + 1
+            case _ if isinstance(event, _ENTRY_ENDS):
+                seen = reported = 0
+                holder = ""
+                if isinstance(event, RetryScheduled):
+                    attempt = event.attempt + 1
+    return attempts
+
+
+def _fetched(event: PageFetched, stream_id: str) -> FetchAttempt:
+    return FetchAttempt(
+        outcome="fetched", actor=event.actor, attempt=event.attempt, page=event.page,
+        stream_id=stream_id, result=event.error or f"HTTP {event.status}", task_id=event.task_id,
+    )  # fmt: skip
 
 
 def _about(

@@ -62,6 +62,9 @@ than half its time waiting (commit thread 5.4 µs an event of wall time for 2.4 
 MAX_BUFFERED_COMMITS = 4
 """While a commit is in flight, events read go on into the buffer, up to this many
 ``commit_events``; only then does the projector wait for the commit."""
+DEAD_LETTER_POLL_S = 1.0
+"""How often the dead stream's length is read for the summary: workers dead-letter task
+entries too, which the projector sees nowhere else."""
 GC_GEN0_THRESHOLD = 100_000
 """Allocations between two young-generation collections in a projector process (700 by
 default): reading and folding allocates millions of short-lived objects and makes almost
@@ -122,6 +125,9 @@ class Projector:
         """The last read was a full batch: the log has more (compaction can wait)."""
         self._ahead: tuple[str, InFlight[list[LogEntry]]] | None = None
         """The read of the batch after a stream ID, sent while the batch before it is folded."""
+        self._dead_letters = 0
+        """The dead stream's length when last read (the summary reports it)."""
+        self._dead_read_at = -DEAD_LETTER_POLL_S
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
@@ -163,6 +169,8 @@ class Projector:
 
     async def step(self, *, block_ms: int = 0) -> int:
         """Read and fold one batch; start a commit if one is due. Returns the events read."""
+        if time.monotonic() - self._dead_read_at >= DEAD_LETTER_POLL_S:
+            await self._count_dead_letters()
         ahead, self._ahead = self._ahead, None
         try:
             if ahead is not None and ahead[0] == self.position:
@@ -173,6 +181,7 @@ class Projector:
             # Copied aside, never edited out of the log; reading goes on after it.
             await self.log.dead_letter(poison)
             self.position = poison.entry_id
+            await self._count_dead_letters()
             return 0
         self._behind = len(entries) >= READ_BATCH
         if self._behind and self._tasks is not None:
@@ -228,7 +237,14 @@ class Projector:
             # Encoded now: the fold goes on changing the state while the commit runs.
             snapshot_bytes = canonical(self.state)
             self._snapshot_at = time.monotonic()
-        if not self._pending and self.position == self.manifest.position and not snapshot_bytes:
+        committed = self.manifest.summary
+        dead_known = (committed.dead_letters if committed else 0) == self._dead_letters
+        if (
+            not self._pending
+            and self.position == self.manifest.position
+            and not snapshot_bytes
+            and dead_known
+        ):
             return
         self._summary.update(self.state, self._touched)
         self._touched = set()
@@ -241,7 +257,7 @@ class Projector:
             entries=self._buffer,
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
-            summary=self._summary.summary(self.state),
+            summary=self._summary.summary(self.state, dead_letters=self._dead_letters),
             behind=self._behind,
         )
         self._buffer, self._pending = [], 0
@@ -250,6 +266,10 @@ class Projector:
         self._tasks.start_soon(self._commit, work, done, streamed)
         if wait:
             await self._wait_committed()
+
+    async def _count_dead_letters(self) -> None:
+        self._dead_letters = await self.log.dead_letter_count()
+        self._dead_read_at = time.monotonic()
 
     async def _wait_committed(self) -> None:
         if self._committing is not None:

@@ -61,7 +61,8 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     enqueued_at: float = 0.0
     updated_at: float = 0.0
     furthest_page: int = -1
-    """The highest page fetched so far: fetching one at or before it again is a refetch.
+    """The highest page fetched so far with a good response: fetching one at or before it
+    again is a refetch (the fetch after a failed one is the page's retry).
 
     A number, not a set of pages: a task's pages are fetched in order, and a million
     tasks each holding a set would keep the garbage collector busy scanning them."""
@@ -69,6 +70,9 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     """Action id -> "intended" or "done" (the two-phase marker of ``ctx.once``)."""
     dropped: int = 0
     """URLs its spider yielded that are not crawled (by reason: the site's and job's)."""
+    parked: bool = False
+    """Paused because its site or the job is (``TaskParked``), not by a pause of its own:
+    pending again once that pause is lifted."""
 
 
 class SiteState(msgspec.Struct, kw_only=True, gc=False):

@@ -89,6 +89,9 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     """The ``LISTED`` tasks recovered most often (then by task id)."""
     running: tuple[RunningTask, ...]
     """Every running task, longest idle first."""
+    dead_letters: int = 0
+    """Entries in the job's dead stream when the projector last counted them: events it could
+    not decode (so never folded: no anomaly counts them) and task entries no worker could."""
 
 
 _ENCODER: Final = msgspec.msgpack.Encoder()
@@ -117,11 +120,11 @@ def touched_tasks(entries: Iterable[LogEntry]) -> set[str]:
     }
 
 
-def summarize(state: State) -> Summary:
+def summarize(state: State, *, dead_letters: int = 0) -> Summary:
     """The summary of a whole state (what the tracker keeps up to date incrementally)."""
     tracker = SummaryTracker()
     tracker.update(state, state.tasks)
-    return tracker.summary(state)
+    return tracker.summary(state, dead_letters=dead_letters)
 
 
 class SummaryTracker:
@@ -153,8 +156,9 @@ class SummaryTracker:
             else:
                 self._running.discard(task_id)
 
-    def summary(self, state: State) -> Summary:
-        """The summary of ``state``, given that every task it changed was ``update``d."""
+    def summary(self, state: State, *, dead_letters: int = 0) -> Summary:
+        """The summary of ``state``, given that every task it changed was ``update``d;
+        ``dead_letters`` is the dead stream's length, which no fold can know."""
         tasks = state.tasks
         retries = Counter(self._retries.values())
         untried = len(tasks) - len(self._retries)
@@ -173,6 +177,7 @@ class SummaryTracker:
             recovered_tasks=len(self._recovered),
             recovered=tuple(_recovered(tasks[t]) for t, _ in most),
             running=tuple(_running(t) for t in running),
+            dead_letters=dead_letters,
         )
         # A copy: the job and site structs are the fold's own, and it goes on changing them
         # while a commit thread writes this summary.

@@ -49,6 +49,7 @@ VALUES: dict[str, Any] = {
     "cooldown_s": 30.0,
     "action_id": "send-report-2026-11",
     "result": "sent",
+    "decision": "done",
 }
 
 

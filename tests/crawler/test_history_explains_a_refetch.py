@@ -49,8 +49,9 @@ async def test_history_of_a_url_fetched_twice_shows_the_failed_fetch_and_the_ret
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert f"task {fingerprint(seed)}  {seed}" in text
-    assert "now done at attempt 2; fetched 2 time(s): attempt 1 page 1: HTTP 500, " \
-           "attempt 2 page 1: HTTP 200" in text  # fmt: skip
+    assert "now done at attempt 2; 2 fetch attempt(s): attempt 1 page 1 by w1: HTTP 500, " \
+           "attempt 2 page 1 by w2: HTTP 200" in text  # fmt: skip
+    assert "no fetch recorded" not in text
     lines = [line for line in text.splitlines() if "task." in line]
     whats = [line.split()[4] for line in lines]
     assert whats[:7] == ["task.enqueued", "task.claimed", "task.page", "task.failed",

@@ -132,7 +132,15 @@ def test_plain_lines_and_json_say_the_same_numbers() -> None:
     data = as_dict(report)
     assert data["total"]["finished"] == 2 and data["total"]["rate"] is None
     assert data["workers"] == [
-        {"name": "w1", "alive": True, "leases": 2, "oldest_lease_ms": 1500, "idle_ms": 3}
+        {
+            "name": "w1",
+            "alive": True,
+            "leases": 2,
+            "oldest_lease_ms": 1500,
+            "idle_ms": 3,
+            "held_slots": 0,
+            "slots_expire_ms": None,
+        }
     ]
 
 

@@ -27,6 +27,8 @@ def for_type(tp: Any) -> st.SearchStrategy[Any]:
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         return struct_of(tp)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return st.sampled_from(args)
     if origin is dict:
         values = _json_values if args[1] is Any else for_type(args[1])
         return st.dictionaries(st.text(max_size=10), values, max_size=4)

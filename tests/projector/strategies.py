@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from eventlog import (
     ActionDone,
     ActionIntended,
+    ActionResolved,
     AnyEvent,
     CheckpointSaved,
     CircuitClosed,
@@ -47,7 +48,7 @@ clock = st.floats(1.7e9, 1.7e9 + 3600)
 def task_event(draw: st.DrawFn) -> AnyEvent:
     task_id = draw(task_ids)
     common = {"actor": draw(actors), "task_id": task_id, "at": draw(clock)}
-    kind = draw(st.integers(0, 14))
+    kind = draw(st.integers(0, 15))
     if kind == 0:
         site = SITES[task_id]
         return TaskEnqueued(**common, url=f"{site}/{task_id}", site=site)
@@ -85,7 +86,12 @@ def task_event(draw: st.DrawFn) -> AnyEvent:
         return TaskRetried(**common, reason=draw(reasons))
     if kind == 13:
         return ActionIntended(**common, action_id=draw(st.sampled_from(["a1", "a2"])))
-    return ActionDone(**common, action_id=draw(st.sampled_from(["a1", "a2"])))
+    if kind == 14:
+        return ActionDone(**common, action_id=draw(st.sampled_from(["a1", "a2"])))
+    return ActionResolved(
+        **common, action_id=draw(st.sampled_from(["a1", "a2"])),
+        decision=draw(st.sampled_from(["done", "redo"])), reason=draw(reasons),
+    )  # fmt: skip
 
 
 @st.composite

@@ -41,7 +41,6 @@ from projector._analytics import (
     MinuteCount,
     NoProjectedData,
     ReasonCount,
-    RefetchedPage,
     Report,
     RetryCount,
     StatusCount,
@@ -199,7 +198,8 @@ async def test_totals_and_sites(report: Report) -> None:
         "pending": 1, "running": 1, "paused": 0, "done": 3, "failed": 1, "aborted": 1,
     }  # fmt: skip
     assert report.totals.tasks == 7
-    assert (report.totals.pages, report.totals.refetches) == (8, 2)
+    # t2's and t3's second fetches retry a page that failed: no refetch of a page they had.
+    assert (report.totals.pages, report.totals.refetches) == (8, 0)
     assert (report.totals.items, report.totals.duplicate_items) == (3, 1)
     assert report.totals.bytes == 100 + 200 + 100 + 100 + 100
     site_a, site_b = report.sites
@@ -254,11 +254,9 @@ async def test_recoveries_stuck_tasks_and_anomalies(report: Report) -> None:
     r = report.recoveries
     assert r.tasks_resumed == 1
     assert [(t.task_id, t.recoveries, t.status) for t in r.resumed] == [("t5", 1, "done")]
-    assert (r.pages_refetched, r.extra_fetches) == (2, 2)
-    assert r.refetched == [
-        RefetchedPage(task_id="t2", page=1, url=f"{A}/t2?page=1", times=2),
-        RefetchedPage(task_id="t3", page=1, url=f"{B}/t3?page=1", times=2),
-    ]
+    # t2's and t3's pages were fetched again after failing: retries, not recoveries.
+    assert (r.pages_refetched, r.extra_fetches, r.refetched) == (0, 0, [])
+    assert (report.retries.pages_retried, report.retries.retry_fetches) == (2, 2)
     s = report.stuck
     assert (s.count, s.lease_s) == (1, LEASE_S)
     (stuck,) = s.tasks
@@ -287,14 +285,16 @@ async def test_the_text_report_names_every_section(report: Report) -> None:
         "Throughput: 2.0 pages/min on average over 4 min, peak 3",
         "p50 250.0 ms",
         "Failures: 2 tasks failed or aborted, 3 page errors",
-        "Retries: 4 scheduled, at most 2 for one task",
-        "Recoveries: 1 task resumed",
+        "Retries: 4 scheduled, at most 2 for one task; 2 pages fetched again after a failed "
+        "fetch (2 fetches)",
+        "Recoveries: 1 task resumed after a lost lease; 0 pages fetched again after a good "
+        "fetch (0 extra fetches)",
         "Stuck: 1 task running past the 30 s lease",
         "Anomalies: 1 refused event",
         "done while done",
     ):
         assert fragment in text
-    assert f"{A}/t2?page=1" in text
+    assert "refetched:" not in text, "a retried page is no recovery's refetch"
     assert re.search(r"t4\s+w3\s+800 s idle", text)
 
 

@@ -1,0 +1,109 @@
+"""The README's tour, step 2 and 3, run as written in a shell: `kill -9 $!` of the crawl
+kills its workers and projector too (no `pkill -f`), `status` reads the log, and the same
+crawl command resumes and finishes."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from crawler.testsite import serve_testsite
+from eventlog._server import _alive
+from tests.crawler.cli_run import clean_env
+from tests.crawler.conftest import ROOT
+from tests.server_helpers import server_dir
+
+pytestmark = pytest.mark.anyio
+README = ROOT / "README.md"
+CRAWLOG = ".venv/bin/crawlog"
+TOUR_SITE = "http://127.0.0.1:8000/"
+
+
+def tour_step(number: int) -> list[str]:
+    """The shell lines of the tour's step ``number``, comments dropped."""
+    text = README.read_text()
+    start = text.index(f"**{number}. ")
+    block = re.search(r"```sh\n(.*?)```", text[start:], re.DOTALL)
+    assert block is not None
+    return [line.split("  #", 1)[0].strip() for line in block.group(1).splitlines()]
+
+
+def processes_using(data_dir: Path) -> set[int]:
+    """Live crawlog processes whose command names ``data_dir`` (a crawl's workers and
+    projector: the crawl passes them its data directory)."""
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"crawler.cli" in argv and str(data_dir).encode() in argv and _alive(int(proc.name)):
+            found.add(int(proc.name))
+    return found
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    with server_dir(tmp_path / ".crawlog") as directory:
+        try:
+            yield directory
+        finally:
+            for pid in processes_using(directory):  # a failed test's orphans
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(120)  # three crawlog commands and two crawls, on a loaded machine
+async def test_the_readme_tour_kills_a_crawl_by_its_pid_and_resumes_it(
+    tmp_path: Path, home: Path
+) -> None:
+    crawl_line, kill_line, status_line = tour_step(2)
+    assert "pkill" not in " ".join(tour_step(2))
+    [resume_line] = tour_step(3)
+    async with serve_testsite(pages=200, seed=3) as site:
+
+        def as_here(line: str) -> str:
+            # The tour's site and install, here: the test site's port, this interpreter.
+            line = line.replace(TOUR_SITE, site.url + "/")
+            return line.replace(CRAWLOG, f"{sys.executable} -m crawler.cli")
+
+        output = tmp_path / "shell.out"
+        with output.open("wb") as out:
+            shell = await anyio.open_process(
+                ["sh"], cwd=tmp_path, env=clean_env(), stdin=-1, stdout=out, stderr=out
+            )
+        async with shell:
+            assert shell.stdin is not None
+            await shell.stdin.send(f"{as_here(crawl_line)}\necho crawl pid $!\n".encode())
+            with anyio.fail_after(100):
+                # The tour sleeps 5 s; a test waits for the crawl to be under way instead.
+                while site.request_count < len(site.reachable) // 4:
+                    await anyio.sleep(0.01)
+                crawl_pid = int(re.findall(r"crawl pid (\d+)", output.read_text())[0])
+                assert _alive(crawl_pid)
+                assert len(processes_using(home)) == 3  # its 2 workers and its projector
+                kill = re.sub(r"^sleep \d+; ", "", kill_line)
+                await shell.stdin.send(f"{kill}\n".encode())
+                while _alive(crawl_pid) or processes_using(home):
+                    await anyio.sleep(0.01)
+                fetched_at_kill = site.request_count
+                await shell.stdin.send(f"{as_here(status_line)}\necho status exit $?\n".encode())
+                while "status exit" not in output.read_text():
+                    await anyio.sleep(0.05)
+                await shell.stdin.send(
+                    f"{as_here(resume_line)}\necho crawl exit $?\nexit\n".encode()
+                )
+                await shell.wait()
+        text = output.read_text()
+        assert "status exit 0" in text, text
+        assert "crawl exit 0" in text and "finished tour" in text, text
+        assert fetched_at_kill < len(site.reachable), "killed mid-crawl"
+        assert {u.removeprefix(site.url) for u in site.reachable} <= set(site.fetch_counts())
