@@ -373,6 +373,22 @@ class ChildOutput:
             _write_err(pending.decode(errors="replace") + "\n")
 
 
+def echo_line(text: str) -> None:
+    """Print one line on stdout, above the live table while one is drawn.
+
+    Not ``click.echo``: rich swaps ``sys.stdout`` for a proxy while the table is up, and
+    click writes to the binary buffer under it (the proxy hands its attributes through),
+    bypassing rich: the next frame is then drawn one line low and its header shows twice.
+    """
+    with _TERMINAL:
+        stream = sys.stdout
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # the terminal went away: nowhere left to say it
+
+
 def _write_err(text: str) -> None:
     with _TERMINAL:
         # Looked up on every line: a live table swaps in its own stream while it is drawn.

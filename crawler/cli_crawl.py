@@ -139,6 +139,7 @@ def crawl_command(
     P+N (the crawl process itself serves none).
     """
     from crawler._crawl import failure, run_crawl
+    from crawler._progress_view import echo_line
 
     spider = spider_path(spider)
     loaded = load_spider(spider)  # fail now, not in every worker
@@ -170,7 +171,7 @@ def crawl_command(
             config,
             workers=workers,
             concurrency=concurrency,
-            echo=click.echo,
+            echo=echo_line,
             metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
             server=server,
         )
