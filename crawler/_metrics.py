@@ -65,6 +65,8 @@ APPEND_BUCKETS = (
 )  # fmt: skip
 """Seconds; a fenced step on a local server takes about a millisecond."""
 REASON_MAX = 60
+ACKING_STEPS = frozenset({"finish", "requeue", "delay", "park"})
+"""The fenced steps that ack the task's entry: it leaves this worker's pending list."""
 RECOVERY_LIMIT_REASON = "recovery limit"
 
 
@@ -176,6 +178,10 @@ class MeteredQueue(TaskQueue):
     ) -> None:
         super().__init__(redis, job, consumer, lease_ms=lease_ms, record_events=record_events)
         self.metrics = metrics
+        self._leaving: set[str] = set()
+        self._left_before: set[str] = set()
+        """Entries this queue acked since the renewal before last (``_leaving``: since the
+        last one): a renewal that finds them gone lost nothing."""
 
     @classmethod
     def like(cls, queue: TaskQueue, metrics: WorkerMetrics) -> MeteredQueue:
@@ -190,6 +196,9 @@ class MeteredQueue(TaskQueue):
     ) -> str | None:
         # Every fenced step (checkpoint, finish, requeue, delay, park, note) goes through
         # here; one that raises (lease lost, site resumed) wrote nothing and is not counted.
+        if mode in ACKING_STEPS:
+            # Noted before the script runs: a renewal sent meanwhile may find it acked.
+            self._leaving.add(lease.entry_id)
         started = time.perf_counter()
         result = await super()._settle_call(lease, mode, events, **options)
         self.metrics.appended(mode, events, time.perf_counter() - started)
@@ -237,9 +246,14 @@ class MeteredQueue(TaskQueue):
 
     async def renew(self, leases: Sequence[Lease]) -> set[str]:
         """Renew as ``TaskQueue.renew`` does; count renewals and losses."""
+        ours = self._left_before | self._leaving
+        self._left_before, self._leaving = self._leaving, set()
         lost = await super().renew(leases)
+        # An entry this worker acked itself while the renewal was on its way (its task
+        # ended) is reported gone by the script, and is no lease taken by another worker.
+        taken = lost - ours - self._leaving
         self.metrics.renewals.inc(len(leases) - len(lost))
-        self.metrics.leases_lost.inc(len(lost))
+        self.metrics.leases_lost.inc(len(taken))
         return lost
 
 
