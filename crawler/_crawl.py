@@ -34,9 +34,8 @@ from crawler._progress import Progress
 from crawler._progress_source import LiveProgress
 from crawler._progress_view import ChildOutput, display_for
 from crawler._worker import enqueue_seeds
-from eventlog import JobKeys, TaskQueue, connect
+from eventlog import JobKeys, ServerError, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
-from eventlog._exceptions import ServerError
 from eventlog._server import ServerInfo, supervise_server
 from projector._projector import read_committed
 from projector._store import Store

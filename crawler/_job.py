@@ -8,9 +8,8 @@ import redis.asyncio as aioredis
 from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN, CircuitBreaker
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, Scope, ScopeMode
-from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys
+from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys, did_you_mean, job_names
 from eventlog._connection import redis_errors
-from eventlog._jobs import did_you_mean, job_names
 
 DEFAULT_RECOVERY_LIMIT = 3
 """Recoveries (lease expiries, restarts mid-task) before a task is aborted, not retried."""

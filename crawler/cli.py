@@ -50,8 +50,8 @@ from crawler.cli_reports import register_report_commands
 from crawler.cli_status import status_command
 from crawler.demo import demo_command
 from crawler.testsite import testsite_command
+from eventlog import ConfigError, CrawlogError, ServerCannotPersist
 from eventlog._connection import redacted
-from eventlog._exceptions import ConfigError, CrawlogError, ServerCannotPersist
 from eventlog._server import (
     REDIS_URL_ENV,
     Fsync,

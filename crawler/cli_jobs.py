@@ -20,9 +20,7 @@ import click
 import msgspec
 
 from crawler._cli_options import data_dir_option, json_option
-from eventlog import EventLog, JobKeys, TaskQueue, connect, stream_id_key
-from eventlog._connection import redacted
-from eventlog._jobs import job_names
+from eventlog import EventLog, JobKeys, TaskQueue, connect, job_names, redacted, stream_id_key
 from eventlog._operator import read_workers
 from eventlog._server import REDIS_URL_ENV, resolve_data_dir, server_status
 

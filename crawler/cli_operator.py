@@ -30,6 +30,7 @@ from crawler._urls import canonical_url, fingerprint, site_of
 from eventlog import (
     AnyEvent,
     CheckpointSaved,
+    Decision,
     EventLog,
     ItemScraped,
     JobKeys,
@@ -55,7 +56,6 @@ from eventlog import (
     tag_of,
 )
 from eventlog._connection import redis_errors
-from eventlog._events import Decision
 from eventlog._exceptions import ConfigError, OperatorRefused, UnknownTask
 from eventlog._log import DeadLetter
 from eventlog._operator import (

@@ -16,9 +16,17 @@ from anyio.abc import TaskStatus
 from crawler._cli_options import data_dir_option, job_option, log_level_option, metrics_options
 from crawler._lifeline import die_with_parent
 from crawler._logs import set_log_level
-from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect, stream_id_key
+from eventlog import (
+    ConfigError,
+    CrawlogError,
+    EventLog,
+    JobKeys,
+    connect,
+    did_you_mean,
+    job_names,
+    stream_id_key,
+)
 from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
-from eventlog._jobs import did_you_mean, job_names
 from eventlog._server import resolve_data_dir, resolve_url
 from projector._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,

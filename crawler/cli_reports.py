@@ -21,8 +21,7 @@ import click
 import msgspec
 
 from crawler._cli_options import data_dir_option, job_option, json_option
-from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError
-from eventlog._jobs import did_you_mean
+from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean
 from eventlog._server import require_data_dir
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 

@@ -15,6 +15,7 @@ from eventlog._events import (
     CircuitOpened,
     Counts,
     Cursor,
+    Decision,
     Event,
     ItemScraped,
     JobPaused,
@@ -50,6 +51,7 @@ from eventlog._exceptions import (
     WorkerNameTaken,
 )
 from eventlog._ids import new_event_id
+from eventlog._jobs import did_you_mean, job_names
 from eventlog._keys import (
     LANE_HIGH,
     LANE_NORMAL,
@@ -98,6 +100,7 @@ __all__ = [
     "CrawlogError",
     "Cursor",
     "DeadLetter",
+    "Decision",
     "Event",
     "EventDecodeError",
     "EventLog",
@@ -137,8 +140,10 @@ __all__ = [
     "client_for",
     "connect",
     "decode",
+    "did_you_mean",
     "encode",
     "hold_worker_name",
+    "job_names",
     "lane_for",
     "max_block_ms",
     "new_event_id",
