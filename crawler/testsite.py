@@ -186,6 +186,11 @@ class RunningSite:
             counts[request.path] = counts.get(request.path, 0) + 1
         return counts
 
+    def answering(self, path: str) -> bool:
+        """Whether a request of ``path`` has arrived and its (late) answer is not sent yet:
+        the request log records a request only once it is answered."""
+        return any(c.delayed_path == path for c in self._connections)
+
     def flush_log(self) -> None:
         """Write the requests served so far to the request-log file now."""
         if self._log is not None:
@@ -270,6 +275,8 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray()
         self._delayed: asyncio.TimerHandle | None = None
+        self.delayed_path: str | None = None
+        """The path whose answer is waiting (a slow page), if any."""
         self._write_paused = False
         self._closing = False
         self._eof = False
@@ -394,6 +401,7 @@ class _Connection(asyncio.Protocol):
         page, delay_s = self._site._answer(path)
         if delay_s > 0:
             loop = asyncio.get_running_loop()
+            self.delayed_path = path
             self._delayed = loop.call_later(
                 delay_s, self._send_delayed, method, path, page, keep_alive
             )
@@ -401,7 +409,7 @@ class _Connection(asyncio.Protocol):
             self._send(method, path, page, keep_alive=keep_alive)
 
     def _send_delayed(self, method: str, path: str, page: Page, keep_alive: bool) -> None:
-        self._delayed = None
+        self._delayed = self.delayed_path = None
         self._send(method, path, page, keep_alive=keep_alive)
         self._serve()
 
