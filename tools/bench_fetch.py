@@ -42,7 +42,7 @@ import httpx
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
-from crawler._sitegen import ITEM_PREFIX, SiteMap
+from crawler.testsite import ITEM_PREFIX, SiteMap
 
 PAGES = 1000
 SEED = 0

@@ -20,7 +20,7 @@ tool use the unix socket directly. A seeded chaos loop, after a random pause, do
 * ``delay``: a worker's Redis traffic is held back for a while.
 
 One round is one fault. When the crawl ends with rounds left, another crawl (new job, new
-site seed) takes the rest. After each crawl the invariants (``crawler/_invariants.py``,
+site seed) takes the rest. After each crawl the invariants (``crawler/testsite/_invariants.py``,
 shared with ``crawlog demo``) are checked from the site's request log and from the log:
 every reachable page fetched and every task terminal; pages fetched twice only among, and
 no more than, those in flight at the faults; no item twice; ``replay --verify`` identical;
@@ -56,13 +56,19 @@ import redis.exceptions
 from anyio.abc import Process, TaskGroup
 from faultproxy import FaultProxy, serve_proxy
 
-from crawler._crawl import crawlog_command, stop_processes
-from crawler._invariants import CrawlCheck, check_crawl, tasks_held
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
-from crawler.demo import DEMO_CIRCUIT_COOLDOWN_S, DEMO_CIRCUIT_FAILURES
-from crawler.testsite import Faults, RunningSite, serve_testsite
+from crawler.cli._processes import crawlog_command, stop_processes
+from crawler.cli.demo import DEMO_CIRCUIT_COOLDOWN_S, DEMO_CIRCUIT_FAILURES
+from crawler.testsite import (
+    CrawlCheck,
+    Faults,
+    RunningSite,
+    check_crawl,
+    serve_testsite,
+    tasks_held,
+)
 from eventlog import (
     TERMINAL_EVENT_TYPES,
     CrawlogError,

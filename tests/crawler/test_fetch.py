@@ -28,8 +28,16 @@ from crawler._fetch import (
     FetchResult,
     too_large,
 )
-from crawler._sitegen import GO_PREFIX, ITEM_PREFIX, LOOP_PATHS, MAX_PAGE_BYTES, MOVED_PREFIX
-from crawler.testsite import Faults, RunningSite, serve_testsite
+from crawler.testsite import (
+    GO_PREFIX,
+    ITEM_PREFIX,
+    LOOP_PATHS,
+    MAX_PAGE_BYTES,
+    MOVED_PREFIX,
+    Faults,
+    RunningSite,
+    serve_testsite,
+)
 from eventlog._exceptions import ConfigError
 
 pytestmark = pytest.mark.anyio

@@ -11,8 +11,7 @@ import anyio
 import pytest
 
 from crawler._fetch import DEFAULT_MAX_RESPONSE_BYTES, ERROR_REDIRECT_LOOP, too_large
-from crawler._sitegen import HUGE_PATH, LOOP_PATHS
-from crawler.testsite import Faults, serve_testsite
+from crawler.testsite import HUGE_PATH, LOOP_PATHS, Faults, serve_testsite
 from eventlog import EventLog, RetryScheduled, TaskDone, TaskFailed
 
 pytestmark = pytest.mark.anyio

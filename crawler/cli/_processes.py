@@ -1,0 +1,278 @@
+"""``crawlog crawl``: a job's processes, started, watched and summed up.
+
+The crawl process itself crawls nothing: it stores the job's configuration, enqueues the
+seeds (idempotently: running the same command again after a crash enqueues nothing new),
+starts N worker processes and the projector, prints progress, and when every task is
+terminal stops the projector (which commits) and prints a summary from the log.
+
+A stop (Ctrl-C, SIGTERM) goes in the same order: the workers first, until each has
+exited (its last events are in the log), then the projector, which reads to the log's
+end and commits, and the summary is read from that commit. The projector runs in its own
+session so that a Ctrl-C at the terminal, which signals the whole foreground process
+group, does not stop it before the workers' last events are written. Workers
+are named ``w1`` … ``wN``, so a re-run after a crash resumes each one's pending tasks at
+once; tasks of a worker that does not come back are reclaimed when their leases expire.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import anyio
+import msgspec
+from anyio.abc import Process
+
+from crawler._defaults import FailOn
+from crawler._job import JobConfig, save_config
+from crawler._worker import enqueue_seeds
+from crawler.cli._lifeline import PARENT_ENV
+from crawler.cli._progress import Progress
+from crawler.cli._progress_source import LiveProgress
+from crawler.cli._progress_view import ChildOutput, display_for
+from eventlog import JobKeys, ServerError, TaskQueue, connect
+from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
+from eventlog._server import ServerInfo, supervise_server
+from projector._projector import read_committed
+from projector._store import Store
+
+PROGRESS_EVERY_S = 1.0
+STOP_GRACE_S = 15.0
+WAITING_SHOWN = 10
+"""Tasks waiting for a person named by id in the crawl's last lines (then "...")."""
+
+
+class CrawlSummary(msgspec.Struct, kw_only=True):
+    """How a crawl ended, from the log."""
+
+    job: str
+    complete: bool
+    tasks: dict[str, int]
+    pages: int
+    refetches: int
+    items: int
+    duplicate_items: int
+    anomalies: int
+    seconds: float
+    dead_letters: int = 0
+    """Entries nobody could decode (the dead stream), as of the projector's last commit."""
+    exits: tuple[int | None, ...] = ()
+    """Exit statuses of the projector and the workers, in that order."""
+
+
+async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
+    """Whether every task is terminal; names the tasks waiting for a person (the workers
+    exit when nothing else is left: the crawl ends rather than wait for them)."""
+    left, waiting = await queue.left()
+    if waiting:
+        more = ", ..." if len(waiting) > WAITING_SHOWN else ""
+        shown = ", ".join(waiting[:WAITING_SHOWN]) + more
+        echo(
+            f"{len(waiting)} task(s) wait for a person to decide about an uncertain action: "
+            f"{shown}; see `crawlog history --job {queue.keys.job} TASK_ID`, then "
+            f"`crawlog resolve --job {queue.keys.job} --task TASK_ID --done|--redo --reason ...`"
+        )
+    return left == 0
+
+
+def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
+    """Why a finished crawl fails under ``fail_on`` (see ``FailOn``), or None if it does not."""
+    if fail_on == "never":
+        return None
+    done, failed = summary.tasks.get("done", 0), summary.tasks.get("failed", 0)
+    aborted = summary.tasks.get("aborted", 0)
+    if done == 0:
+        ended = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
+        return f"no task ended done ({ended or 'no tasks'})"
+    if fail_on == "none-done":
+        return None
+    if aborted:
+        return f"{aborted} task(s) aborted: recovered too often (each killed its workers)"
+    if fail_on == "failed" and failed:
+        return f"{failed} task(s) failed: `crawlog report --job {summary.job}` says why"
+    return None
+
+
+def crawlog_command(*args: str) -> list[str]:
+    """argv running ``crawlog ARGS`` with this interpreter (the one crawlog is installed in)."""
+    return [sys.executable, "-m", "crawler.cli", *args]
+
+
+async def run_crawl(
+    url: str,
+    data_dir: Path,
+    job: str,
+    config: JobConfig,
+    *,
+    workers: int,
+    concurrency: int,
+    echo: Callable[[str], None],
+    metrics: tuple[str, int] | None = None,
+    server: ServerInfo | None = None,
+) -> CrawlSummary:
+    """Run the job to completion (or until interrupted); its summary.
+
+    ``metrics`` = (host, P): the projector serves metrics on port P, worker wN on P+N.
+    ``server``: crawlog's own server, at ``url``, which the crawl supervises (restarts
+    it if it dies, see ``supervise_server``); None for a server of the user's
+    (``REDIS_URL``), of which progress says when it stops answering.
+    """
+    started = time.monotonic()
+    keys = JobKeys(job)
+    env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
+    common = ("--job", job, "--data-dir", str(data_dir))
+    # Like its workers and projector, the crawl waits out a Redis restart.
+    async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        config = await save_config(client, keys, config)
+        queue = TaskQueue(client, job, "crawl")
+        new = await enqueue_seeds(
+            queue, list(config.seeds), actor="crawl", max_pages=config.max_pages
+        )
+        echo(
+            f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
+        )
+        processes: list[Process] = []
+        server_lost = False
+
+        async def supervise(own: ServerInfo) -> None:
+            nonlocal server_lost
+            try:
+                await supervise_server(own, echo)
+            except ServerError:
+                server_lost = True
+                raise
+
+        # The children's stderr comes through this process: written to the terminal by
+        # themselves, it broke the live table's redraw (ChildOutput says how).
+        output = ChildOutput()
+        try:
+            projector = await anyio.open_process(
+                crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
+                stdout=None, stderr=output.fd, start_new_session=True,
+            )  # fmt: skip
+            processes.append(projector)
+            worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
+            for n in range(1, workers + 1):
+                command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
+                # stderr into ChildOutput's pipe, not anyio's default one: nobody would read
+                # that pipe, so a child's errors were lost, and a full pipe would block its
+                # logging.
+                child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
+                processes.append(child)
+            output.started()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_forward_signals, processes[1:], echo)
+                if server is not None:
+                    tg.start_soon(supervise, server)
+                source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
+                await _watch(source, processes[1:], echo, url)
+                tg.cancel_scope.cancel()
+            complete = await _finished(queue, echo)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if server_lost:
+                    # Nothing they could still write would reach a server: what they hold
+                    # stays leased, as after a kill, for the next run to take back.
+                    for process in processes:
+                        if process.returncode is None:
+                            process.kill()
+                # Workers first: the projector, stopped, reads to the log's end and
+                # commits before it exits, and the summary below reads that commit.
+                await stop_processes(processes[1:])
+                await stop_processes(processes[:1])
+                await anyio.to_thread.run_sync(output.close)
+    manifest, state = read_committed(Store(data_dir, job))
+    return CrawlSummary(
+        dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
+        job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
+        pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
+        duplicate_items=state.job.duplicate_items,
+        anomalies=sum(state.job.anomalies.values()), seconds=time.monotonic() - started,
+        exits=tuple(p.returncode for p in processes),
+    )  # fmt: skip
+
+
+async def _watch(
+    source: LiveProgress, workers: list[Process], echo: Callable[[str], None], url: str
+) -> None:
+    """Show progress until every worker has exited: a live table on a terminal, else lines.
+
+    A refresh waits out a lost server (its client rides out an outage): while one takes
+    over a second, the server is asked directly, and if it does not answer the progress
+    says so and for how long, every second, instead of going quiet.
+    """
+    with display_for(echo) as display:
+        async with anyio.create_task_group() as tg:
+            refreshed: list[Progress] = []
+            in_flight = anyio.Event()
+            in_flight.set()
+            answered = time.monotonic()
+
+            async def refresh(done: anyio.Event) -> None:
+                refreshed.append(await source.refresh())
+                done.set()
+
+            while any(p.returncode is None for p in workers):
+                with anyio.move_on_after(PROGRESS_EVERY_S):
+                    for process in workers:
+                        await process.wait()
+                if in_flight.is_set():
+                    in_flight = anyio.Event()
+                    tg.start_soon(refresh, in_flight)
+                with anyio.move_on_after(PROGRESS_EVERY_S):
+                    await in_flight.wait()
+                if refreshed:
+                    display.update(refreshed.pop())
+                    answered = time.monotonic()
+                elif not await answers(url, PROGRESS_EVERY_S):
+                    echo(
+                        f"progress {source.job}: server {redacted(url)} unreachable for "
+                        f"{time.monotonic() - answered:.0f} s; workers and projector keep "
+                        "retrying"
+                    )
+            tg.cancel_scope.cancel()
+
+
+def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:
+    if metrics is None:
+        return ()
+    host, port = metrics
+    return ("--metrics-host", host, "--metrics-port", str(port + offset))
+
+
+async def _forward_signals(workers: list[Process], echo: Callable[[str], None]) -> None:
+    """Stop the workers on the first SIGINT or SIGTERM; ignore the ones after it.
+
+    The projector is stopped once the workers have exited (``run_crawl``). A second
+    Ctrl-C does not cut that short: the stop is bounded anyway (each worker's grace
+    period, the projector's catch-up), and dying half-way would leave the summary stale.
+    """
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        stopping = False
+        async for _ in signals:
+            if stopping:
+                echo("stopping: waiting for the workers, then the projector's last commit")
+                continue
+            stopping = True
+            echo("stopping: the workers end or hand back their tasks, then the projector commits")
+            for process in workers:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+
+
+async def stop_processes(processes: list[Process]) -> None:
+    """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace."""
+    for process in processes:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+    with anyio.move_on_after(STOP_GRACE_S):
+        for process in processes:
+            await process.wait()
+    for process in processes:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

@@ -1,0 +1,400 @@
+"""How progress is shown: a rich live table on a terminal, plain lines elsewhere, or JSON.
+
+Only formatting: the numbers are computed in ``_progress`` and read in
+``_progress_source``. Plain lines are what a log file or a CI job wants (no cursor
+movement, one self-contained line per refresh and site); the rich table redraws in place.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+import msgspec
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from crawler.cli._progress import TOTAL, Progress, Row, format_eta
+from eventlog._operator import WorkerInfo
+
+SITE_LINES_MAX = 20
+"""Sites listed one per line in plain output; beyond, the busiest ones."""
+RELAY_DRAIN_S = 2.0
+"""How long the end of a crawl waits for its children's last lines of output."""
+_TERMINAL = threading.RLock()
+"""Held while the live table is started, redrawn or stopped, and while a child's line is
+written: a line written during a redraw (or as the table stops) lands where rich does not
+expect it, and the next frame is drawn under the remains of the last."""
+
+
+def as_dict(report: Progress) -> dict[str, Any]:
+    """The progress as plain JSON-able data (``crawlog status --json``)."""
+    return {
+        "job": report.job,
+        "position": report.position,
+        "complete": report.complete,
+        "tail_events": report.tail_events,
+        "behind_s": None if report.behind_s is None else round(report.behind_s, 3),
+        "job_paused": report.job_paused,
+        "job_paused_reason": report.job_paused_reason,
+        "dead_letters": report.dead_letters,
+        "lease_ms": report.lease_ms,
+        "total": _row_dict(report.total),
+        "sites": [_row_dict(r) for r in report.sites],
+        "workers": [msgspec.to_builtins(w) for w in report.workers],
+    }
+
+
+def _row_dict(row: Row) -> dict[str, Any]:
+    counts = row.counts
+    data: dict[str, Any] = msgspec.to_builtins(counts)
+    data.update(
+        finished=counts.finished,
+        remaining=counts.remaining,
+        rate=None if row.rate is None else round(row.rate, 3),
+        pages_rate=None if row.pages_rate is None else round(row.pages_rate, 3),
+        eta_s=None if row.eta_s is None else round(row.eta_s, 3),
+        window_s=round(row.window_s, 3),
+        paused=row.paused,
+    )
+    return data
+
+
+def _rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1f}"
+
+
+def _percent(row: Row) -> str:
+    counts = row.counts
+    return f"{100 * counts.finished / counts.discovered:.1f}%" if counts.discovered else "-"
+
+
+def _flags(row: Row) -> str:
+    if row.counts.site == TOTAL:
+        # The sites' own rows say which one is held back.
+        return " [paused]" if row.paused else ""
+    flags = []
+    if row.counts.site_paused:
+        flags.append("paused")
+    elif row.paused:
+        flags.append("job paused")
+    if row.counts.circuit_open:
+        flags.append("circuit open")
+    return f" [{', '.join(flags)}]" if flags else ""
+
+
+def row_line(row: Row) -> str:
+    """One row as a line of text."""
+    counts = row.counts
+    name = "total" if counts.site == TOTAL else counts.site
+    return (
+        f"{name}: {counts.finished}/{counts.discovered} tasks ended ({_percent(row)}), "
+        f"{_rate(row.rate)}/s, ETA {format_eta(row)}, {counts.failed} failed, "
+        f"{counts.retries} retries, {counts.recoveries} recovered{_flags(row)}"
+    )
+
+
+def _lease_age(worker: WorkerInfo) -> str:
+    if worker.oldest_lease_ms is None:
+        return "-"
+    return f"{worker.oldest_lease_ms / 1000:.1f}s"
+
+
+def workers_line(report: Progress) -> str:
+    """The workers in one line: alive ones, and dead ones still holding leases."""
+    if not report.workers:
+        return "workers: none"
+    parts = [
+        f"{w.name}{'' if w.alive else ' (gone)'} {w.leases} leases, oldest {_lease_age(w)}"
+        for w in report.workers
+    ]
+    alive = sum(1 for w in report.workers if w.alive)
+    return f"workers: {alive} alive; " + "; ".join(parts)
+
+
+def _slot_wait_ms(worker: WorkerInfo, lease_ms: int | None) -> int | None:
+    """How long a gone worker's politeness slots still hold their hosts: until the first of
+    its leases expires (whoever recovers it frees them) or their ttl runs out."""
+    if worker.alive or not worker.held_slots:
+        return None
+    ends = [worker.slots_expire_ms] if worker.slots_expire_ms is not None else []
+    if lease_ms and worker.oldest_lease_ms is not None:
+        ends.append(max(lease_ms - worker.oldest_lease_ms, 0))
+    return min(ends) if ends else None
+
+
+def slot_wait_text(report: Progress) -> str:
+    """``waiting for a host slot (N s)`` while gone workers hold slots, else nothing."""
+    waits = [_slot_wait_ms(w, report.lease_ms) for w in report.workers]
+    known = [ms for ms in waits if ms is not None]
+    return f"waiting for a host slot ({max(known) / 1000:.0f} s)" if known else ""
+
+
+def workers_summary(report: Progress) -> str:
+    """The workers in a few words: how many live, the oldest lease any of them holds."""
+    alive = sum(1 for w in report.workers if w.alive)
+    ages = [w.oldest_lease_ms for w in report.workers if w.oldest_lease_ms is not None]
+    oldest = f", oldest lease {max(ages) / 1000:.1f}s" if ages else ""
+    gone = len(report.workers) - alive
+    held = f", {gone} gone holding leases" if gone else ""
+    waiting = f", {text}" if (text := slot_wait_text(report)) else ""
+    return f"{alive} worker(s) alive{oldest}{held}{waiting}"
+
+
+def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
+    """Plain text: the total (and, briefly, the workers), then each site if there are several.
+
+    With ``detail``, one more line lists every worker; without, a crawl's log gets one line
+    per refresh for a one-site job.
+    """
+    total = row_line(report.total).removeprefix("total: ")
+    lines = [f"progress {report.job}: {total}; {workers_summary(report)}{_job_flags(report)}"]
+    if len(report.sites) > 1:
+        busiest = sorted(report.sites, key=lambda r: (-r.counts.remaining, r.counts.site))
+        lines += [f"  {row_line(r)}" for r in busiest[:SITE_LINES_MAX]]
+        if len(report.sites) > SITE_LINES_MAX:
+            lines.append(f"  ... and {len(report.sites) - SITE_LINES_MAX} more sites")
+    if detail:
+        lines.append(f"  {workers_line(report)}")
+        lines.append(f"  {projector_line(report)}")
+    return lines
+
+
+def job_paused_text(report: Progress) -> str:
+    """``job paused (why)``, or nothing when the job is not paused."""
+    if not report.job_paused:
+        return ""
+    why = f" ({report.job_paused_reason})" if report.job_paused_reason else ""
+    return f"job paused{why}: no task starts until `crawlog resume --job {report.job}`"
+
+
+def dead_letters_text(report: Progress) -> str:
+    """How many entries nobody could decode, and where to see them; nothing when none."""
+    if not report.dead_letters:
+        return ""
+    return (
+        f"{report.dead_letters} dead letter(s): entries nobody could decode, in no count "
+        f"here (crawlog dead list --job {report.job})"
+    )
+
+
+def _job_flags(report: Progress) -> str:
+    flags = [text for text in (job_paused_text(report), dead_letters_text(report)) if text]
+    return "".join(f"; {flag}" for flag in flags)
+
+
+def projector_line(report: Progress) -> str:
+    """Where the log is, and how far the projector's last commit is behind it."""
+    where = f"log position {report.position}"
+    if not report.tail_events:
+        return f"{where}; projector up to date"
+    age = f" / {report.behind_s:.1f} s" if report.behind_s is not None else ""
+    return f"{where}; projector behind by {report.tail_events} events{age}"
+
+
+def progress_renderable(report: Progress) -> Group:
+    """A rich table of sites and one of workers."""
+    sites = Table(title=f"crawlog job {report.job}", title_justify="left", box=box.SIMPLE_HEAD)
+    # The site folds onto more lines rather than squeeze the numbers off a narrow terminal.
+    sites.add_column("site", overflow="fold", min_width=12)
+    for header in ("ended/found", "%", "tasks/s", "pages/s", "ETA", "failed", "retry", "recov"):
+        sites.add_column(header, justify="right", no_wrap=True)
+    rows = list(report.sites)
+    if len(rows) != 1:
+        rows.append(report.total)
+    for row in rows:
+        counts = row.counts
+        name = "total" if counts.site == TOTAL else counts.site
+        sites.add_row(
+            # Text, not markup: "[paused]" would be read as a style tag and vanish.
+            Text(f"{name}{_flags(row)}"),
+            f"{counts.finished}/{counts.discovered}",
+            _percent(row),
+            _rate(row.rate),
+            _rate(row.pages_rate),
+            format_eta(row),
+            str(counts.failed),
+            str(counts.retries),
+            str(counts.recoveries),
+            style="bold" if counts.site == TOTAL else None,
+        )
+    workers = Table(box=box.SIMPLE_HEAD)
+    for header in ("worker", "state", "leases", "oldest lease", "idle"):
+        workers.add_column(header, justify="left" if header == "worker" else "right")
+    lease = f" / {report.lease_ms / 1000:.0f}s" if report.lease_ms else ""
+    for worker in report.workers:
+        workers.add_row(
+            Text(worker.name),
+            Text("alive") if worker.alive else Text(_gone_state(worker, report), style="red"),
+            str(worker.leases),
+            _lease_age(worker) + (lease if worker.oldest_lease_ms is not None else ""),
+            f"{worker.idle_ms / 1000:.1f}s",
+        )
+    parts: list[Any] = []
+    if report.job_paused:
+        parts.append(Text(job_paused_text(report), style="bold yellow"))
+    parts += [sites, workers if report.workers else Text("no workers")]
+    if report.dead_letters:
+        parts.append(Text(dead_letters_text(report), style="red"))
+    parts.append(Text(projector_line(report)))
+    return Group(*parts)
+
+
+def _gone_state(worker: WorkerInfo, report: Progress) -> str:
+    wait = _slot_wait_ms(worker, report.lease_ms)
+    return "gone" if wait is None else f"gone, waiting for a host slot ({wait / 1000:.0f} s)"
+
+
+class Display(Protocol):
+    """Shows progress as it changes; a context manager around a crawl or a watch."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+    def update(self, report: Progress) -> None:
+        """Show this progress now."""
+
+
+class PlainDisplay:
+    """Prints lines for each update: for pipes, log files and CI."""
+
+    def __init__(self, echo: Callable[[str], None], *, detail: bool = False) -> None:
+        self.echo = echo
+        self.detail = detail
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+    def update(self, report: Progress) -> None:
+        """Print the progress as plain lines."""
+        for line in progress_lines(report, detail=self.detail):
+            self.echo(line)
+
+
+class LiveDisplay:
+    """A rich table redrawn in place on the terminal."""
+
+    def __init__(self, console: Console) -> None:
+        # Redrawn on each update only: an automatic refresh would redraw unchanged numbers.
+        self.live = Live(console=console, auto_refresh=False, transient=False)
+
+    def __enter__(self) -> Self:
+        with _TERMINAL:
+            self.live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        with _TERMINAL:
+            self.live.__exit__(exc_type, exc, tb)
+
+    def update(self, report: Progress) -> None:
+        """Redraw the table."""
+        renderable = progress_renderable(report)
+        with _TERMINAL:
+            self.live.update(renderable, refresh=True)
+
+
+def display_for(
+    echo: Callable[[str], None], *, console: Console | None = None, detail: bool = False
+) -> Display:
+    """A live table if stdout is a terminal, else plain lines through ``echo``."""
+    console = console or Console()
+    if console.is_terminal and not console.is_dumb_terminal:
+        return LiveDisplay(console)
+    return PlainDisplay(echo, detail=detail)
+
+
+class ChildOutput:
+    """One pipe for the stderr of a crawl's children, copied line by line to this process's
+    ``sys.stderr`` by a thread.
+
+    A live table is redrawn in place: rich moves the cursor up over the last frame and draws
+    the next. A child writing to the terminal itself moves the cursor where rich does not
+    know, and the next frame is drawn lower, under what is left of the last one (its header
+    shows twice: after a Ctrl-C, every child of the terminal's process group has something
+    to say). Copied through ``sys.stderr`` instead, which rich redirects while the table is
+    up, the lines are printed above the table; without a table they go to stderr as before.
+    The pipe is read all the time, so a child's logging never blocks on it.
+    """
+
+    def __init__(self) -> None:
+        read, self.fd = os.pipe()
+        """The write end: pass it as the children's stderr, then call ``started``."""
+        self._source = os.fdopen(read, "rb", buffering=0)
+        self._thread = threading.Thread(target=self._copy, name="child-output", daemon=True)
+        self._thread.start()
+
+    def started(self) -> None:
+        """Every child has its copy of the write end: close ours (the pipe ends with them)."""
+        if self.fd != -1:
+            os.close(self.fd)
+            self.fd = -1
+
+    def close(self, timeout_s: float = RELAY_DRAIN_S) -> None:
+        """Wait for the children's last lines (they exited), at most ``timeout_s``."""
+        self.started()
+        self._thread.join(timeout_s)
+
+    def _copy(self) -> None:
+        pending = b""
+        with self._source:
+            while chunk := self._source.read(65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    _write_err(line.decode(errors="replace") + "\n")
+        if pending:
+            _write_err(pending.decode(errors="replace") + "\n")
+
+
+def echo_line(text: str) -> None:
+    """Print one line on stdout, above the live table while one is drawn.
+
+    Not ``click.echo``: rich swaps ``sys.stdout`` for a proxy while the table is up, and
+    click writes to the binary buffer under it (the proxy hands its attributes through),
+    bypassing rich: the next frame is then drawn one line low and its header shows twice.
+    """
+    with _TERMINAL:
+        stream = sys.stdout
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # the terminal went away: nowhere left to say it
+
+
+def _write_err(text: str) -> None:
+    with _TERMINAL:
+        # Looked up on every line: a live table swaps in its own stream while it is drawn.
+        stream = sys.stderr
+        try:
+            stream.write(text)
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # the terminal went away: nowhere left to say it

@@ -1,0 +1,121 @@
+"""``crawlog config``: the effective configuration, and where each value came from."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from crawler.cli._options import json_option
+from crawler.cli._settings import (
+    CONFIG_COMMAND,
+    SETTINGS,
+    ConfigFile,
+    Setting,
+    config_path,
+    targets,
+)
+from eventlog._connection import redacted
+from eventlog._server import REDIS_URL_ENV, resolve_data_dir
+
+CONFIG_META = "crawlog.config"
+"""``ctx.meta`` key of the loaded :class:`ConfigFile` (set by the top-level group)."""
+REDIS_FROM_FILE_META = "crawlog.redis_url_from_file"
+
+
+@click.command(
+    CONFIG_COMMAND,
+    epilog="Example:  crawlog config --delay 0.5   (or: CRAWLOG_DELAY=0.5 crawlog config)",
+)
+@json_option
+@click.pass_context
+def config_command(ctx: click.Context, /, as_json: bool, **values: Any) -> None:
+    """Print the effective configuration and where each value came from.
+
+    Precedence: a flag beats its CRAWLOG_* environment variable, which beats crawlog.toml
+    (in the working directory, or $CRAWLOG_CONFIG), which beats the built-in default. Give
+    this command any flag of `crawl` or `worker` to see what that command line would get.
+    """
+    file: ConfigFile = ctx.meta.get(CONFIG_META) or ConfigFile(config_path(), {}, exists=False)
+    rows = [_row(ctx, file, setting, values) for setting in SETTINGS]
+    if as_json:
+        out = {"file": str(file.path) if file.exists else None, "settings": rows}
+        click.echo(json.dumps(out, indent=2, default=str))
+        return
+    click.echo(f"config file: {file.path if file.exists else f'{file.path} (none)'}")
+    width = max(len(r["key"]) for r in rows)
+    for r in rows:
+        value = "-" if r["value"] is None else r["value"]
+        click.echo(f"{r['key']:<{width}}  {value!s:<24}  {r['source']}")
+
+
+def _row(
+    ctx: click.Context, file: ConfigFile, setting: Setting, values: dict[str, Any]
+) -> dict[str, Any]:
+    value: Any
+    if setting.param is None:  # redis_url
+        value = os.environ.get(REDIS_URL_ENV)
+        if ctx.meta.get(REDIS_FROM_FILE_META):
+            source = _file_source(file)
+        else:
+            source = f"env {setting.env}" if value else "default"
+        shown = redacted(value) if value else None
+    else:
+        owner = ctx if setting.param in values else ctx.find_root()
+        value = owner.params.get(setting.param)
+        source = _source(owner.get_parameter_source(setting.param), setting, file)
+        shown = value
+        if setting.param == "data_dir":
+            shown = str(resolve_data_dir(value))
+    return {
+        "key": setting.key, "value": shown, "source": source, "env": setting.env,
+        "flag": setting.flag, "help": setting.help,
+    }  # fmt: skip
+
+
+def _source(found: ParameterSource | None, setting: Setting, file: ConfigFile) -> str:
+    if found is ParameterSource.COMMANDLINE:
+        return f"flag {setting.flag}"
+    if found is ParameterSource.ENVIRONMENT:
+        return f"env {setting.env}"
+    if found is ParameterSource.DEFAULT_MAP:
+        return _file_source(file)
+    return "default"
+
+
+def _file_source(file: ConfigFile) -> str:
+    try:
+        return str(file.path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(file.path)
+
+
+def add_setting_options(command: click.Command, root: click.Group) -> None:
+    """Give ``crawlog config`` each setting's flag, typed like the option it stands for."""
+    have = {p.name for p in command.params}
+    for setting in SETTINGS:
+        if setting.param is None or setting.param in have:
+            continue
+        model = next(
+            (p for path, p in targets(root, setting) if path != CONFIG_COMMAND),
+            None,
+        )
+        if not isinstance(model, click.Option) or setting.commands == ("",):
+            continue  # the group's own options (--log-format) stay the group's
+        command.params.append(
+            click.Option(
+                [str(setting.flag)],
+                setting.param,
+                type=model.type,
+                is_flag=model.is_flag,
+                default=None if model.required else model.default,
+                envvar=setting.env,
+                show_envvar=True,
+                help=f"As for {setting.commands[0] if setting.commands else 'every command'}.",
+            )
+        )
+        have.add(setting.param)

@@ -1,0 +1,325 @@
+"""``crawlog crawl``, ``crawlog worker`` and ``crawlog enqueue``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+from pathlib import Path
+
+import anyio
+import click
+import msgspec
+
+from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES
+from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
+from crawler._politeness import Politeness
+from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
+from crawler._spider import Spider, load_spider, spider_path
+from crawler._urls import check_seed_url
+from crawler.cli._exit import EXIT_ERROR
+from crawler.cli._lifeline import die_with_parent
+from crawler.cli._logs import set_log_level
+from crawler.cli._options import (
+    concurrency_option,
+    data_dir_option,
+    job_option,
+    log_level_option,
+    metrics_options,
+)
+from crawler.cli._unwritable import said_once_if_unwritable
+from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys, TaskQueue, connect
+from eventlog._connection import DEFAULT_RIDE_OUT_S
+from eventlog._server import REDIS_URL_ENV, ensure_server, resolve_data_dir, resolve_url
+
+log = logging.getLogger("crawlog.worker")
+
+
+@click.command(
+    "crawl", epilog="Example:  crawlog crawl http://127.0.0.1:8000/ --job site --workers 2"
+)
+@click.argument("seeds", nargs=-1)
+@click.option(
+    "--job", default=None, metavar="NAME", help="Job name [default: from the first seed's host]."
+)
+@data_dir_option
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=os.cpu_count() or 1,
+    show_default="number of CPUs",
+    help="Worker processes.",
+)
+@concurrency_option
+@click.option(
+    "--per-host",
+    type=click.IntRange(1, 1000),
+    default=Politeness().per_host,
+    show_default=True,
+    help="Requests in flight per host, across all workers.",
+)
+@click.option(
+    "--delay",
+    type=click.FloatRange(0, 3600),
+    default=Politeness().delay_s,
+    show_default=True,
+    help="Seconds between request starts per host, across workers.",
+)
+@click.option("--depth", type=click.IntRange(0), default=None, help="Follow links this deep.")
+@click.option(
+    "--max-pages", type=click.IntRange(0), default=0, help="Enqueue at most N tasks (0: no limit)."
+)
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPE_MODES),
+    default=DEFAULT_SCOPE_MODE,
+    show_default=True,
+    help="prefix: under the seed's directory; host: the seed's host; domain: and subdomains.",
+)
+@click.option(
+    "--spider",
+    default=None,
+    metavar="MODULE:CLASS",
+    help="A spider class, or FILE.py:CLASS [default: follow every link]. Without SEEDS, "
+    "its start_urls are the seeds.",
+)
+@click.option(
+    "--lease",
+    type=click.FloatRange(0.5, 3600),
+    default=DEFAULT_LEASE_MS / 1000,
+    show_default=True,
+    help="Seconds a stalled worker keeps its tasks.",
+)
+@click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(FAIL_ON_CHOICES),
+    default=DEFAULT_FAIL_ON,
+    show_default=True,
+    help="Exit 1 when the finished crawl had: none-done: no task done; aborted: that, or an "
+    "aborted task; failed: that, or any failed task (strict, for CI); never: exit 0.",
+)
+@click.option(
+    "--no-events",
+    is_flag=True,
+    hidden=True,
+    help="Benchmarks only: workers append no task events (nothing to resume or report).",
+)
+@metrics_options
+@click.pass_context
+def crawl_command(
+    ctx: click.Context,
+    seeds: tuple[str, ...],
+    job: str | None,
+    data_dir: Path | None,
+    workers: int,
+    concurrency: int,
+    per_host: int,
+    delay: float,
+    depth: int | None,
+    max_pages: int,
+    scope: str,
+    spider: str | None,
+    lease: float,
+    ignore_robots: bool,
+    fail_on: str,
+    no_events: bool,
+    metrics_host: str,
+    metrics_port: int | None,
+) -> None:
+    """Crawl from SEEDS until every task is done; run it again after a crash to resume.
+
+    Starts the embedded server if REDIS_URL is not set (and restarts it if it dies),
+    enqueues the seeds, runs the workers and the projector, shows progress, and prints a
+    summary from the log. Exit status 0 when every task ended and --fail-on finds nothing
+    wrong (by default: some task done, none aborted); 1 with a one-line reason when it
+    does, or when the crawl was stopped (Ctrl-C, SIGTERM) before every task ended.
+
+    With --metrics-port P the projector serves its metrics on port P and worker wN on
+    P+N (the crawl process itself serves none).
+    """
+    from crawler.cli._processes import failure, run_crawl
+    from crawler.cli._progress_view import echo_line
+
+    spider = spider_path(spider)
+    loaded = load_spider(spider)  # fail now, not in every worker
+    canonical = tuple(check_seed_url(s) for s in seeds or _start_urls(loaded, spider))
+    job = job or _job_name(canonical[0])
+    config = JobConfig(
+        seeds=canonical,
+        scope=scope,  # type: ignore[arg-type]  # click.Choice(SCOPE_MODES) checked it
+        max_depth=depth,
+        max_pages=max_pages,
+        spider=spider,
+        politeness=Politeness(per_host=per_host, delay_s=delay),
+        lease_ms=int(lease * 1000),
+        recovery_limit=DEFAULT_RECOVERY_LIMIT,
+        obey_robots=not ignore_robots,
+        record_events=not no_events,
+    )
+    config.scope_rule()
+    directory = resolve_data_dir(data_dir)
+    # crawlog's own server is supervised by the crawl (restarted if it dies); a server of
+    # the user's (REDIS_URL) is theirs to run.
+    server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
+    url = server.url if server is not None else resolve_url(data_dir)
+    summary = anyio.run(
+        lambda: run_crawl(
+            url,
+            directory,
+            job,
+            config,
+            workers=workers,
+            concurrency=concurrency,
+            echo=echo_line,
+            metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
+            server=server,
+        )
+    )
+    summary, refused = said_once_if_unwritable(url, directory, summary)
+    tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
+    ended = "finished" if summary.complete else "stopped"
+    click.echo(
+        f"{ended} {summary.job} in {summary.seconds:.1f} s: "
+        f"{tasks or 'no tasks'}; {summary.pages} pages ({summary.refetches} refetched), "
+        f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
+        f"{summary.anomalies} anomalies"
+        + (
+            f", {summary.dead_letters} dead letter(s) (crawlog dead list --job {summary.job})"
+            if summary.dead_letters
+            else ""
+        )
+    )
+    click.echo(f"next: crawlog report --job {summary.job}")
+    if refused:
+        ctx.exit(EXIT_ERROR)
+    if not summary.complete:
+        ctx.exit(1)
+    reason = failure(summary, fail_on)  # type: ignore[arg-type]  # click.Choice checked it
+    if reason is not None:
+        click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
+        ctx.exit(1)
+
+
+def _start_urls(spider: Spider, path: str | None) -> tuple[str, ...]:
+    urls = tuple(spider.start_urls)
+    if not urls:
+        spider_has = f"--spider {path!r} has no start_urls" if path else "no --spider"
+        raise ConfigError(
+            f"no seeds to crawl ({spider_has}): give SEED URLs, or a spider "
+            "whose start_urls lists them"
+        )
+    return urls
+
+
+def _job_name(seed: str) -> str:
+    host = seed.split("://", 1)[1].split("/", 1)[0]
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in host)[:64]
+
+
+@click.command(
+    "worker",
+    epilog="Example:  crawlog worker --job site --name w3 --concurrency 64 --metrics-port 9101",
+)
+@log_level_option
+@job_option
+@data_dir_option
+@click.option(
+    "--name",
+    default=None,
+    help="Worker name [default: HOST-PID]. Reuse it to resume its tasks at once.",
+)
+@concurrency_option
+@click.option("--exit-when-done", is_flag=True, help="Exit once every task of the job is terminal.")
+@click.option(
+    "--grace",
+    type=click.FloatRange(0, 600),
+    default=DEFAULT_GRACE_S,
+    show_default=True,
+    help="Seconds in-flight tasks get to finish their page on SIGTERM.",
+)
+@metrics_options
+def worker_command(
+    log_level: str,
+    job: str,
+    data_dir: Path | None,
+    name: str | None,
+    concurrency: int,
+    exit_when_done: bool,
+    grace: float,
+    metrics_host: str,
+    metrics_port: int | None,
+) -> None:
+    """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
+    from crawler._worker import Worker
+
+    die_with_parent()
+    set_log_level(log_level)
+    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    worker_name = name or f"{socket.gethostname()}-{os.getpid()}"
+    metrics = None
+    if metrics_port is not None:
+        from crawler._metrics import WorkerMetrics, new_registry, serve
+
+        registry = new_registry()
+        metrics = WorkerMetrics(registry, job=job, worker=worker_name)
+        serve(registry, metrics_host, metrics_port)
+
+    async def run() -> None:
+        # A Redis restart mid-crawl is waited out (each write is idempotent), not fatal.
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+            config = await load_config(client, JobKeys(job))
+            worker = Worker(
+                client,
+                job,
+                worker_name,
+                config,
+                load_spider(config.spider),
+                data_dir=directory,
+                concurrency=concurrency,
+                exit_when_done=exit_when_done,
+                grace_s=grace,
+            )
+            if metrics is not None:
+                from crawler._metrics import MeteredQueue
+
+                # Same consumer, same keys: only what it appends is counted on the way.
+                worker.queue = MeteredQueue.like(worker.queue, metrics)
+            log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_stop_on_signal, worker.stop)
+                stats = await worker.run()
+                tg.cancel_scope.cancel()
+            log.info("worker %s stopped: %s", worker_name, msgspec.structs.asdict(stats))
+
+    anyio.run(run)
+
+
+async def _stop_on_signal(stop: object) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            stop()  # type: ignore[operator]
+
+
+@click.command("enqueue", epilog="Example:  crawlog enqueue --job site http://127.0.0.1:8000/new/")
+@job_option
+@data_dir_option
+@click.argument("urls", nargs=-1, required=True)
+def enqueue_command(job: str, data_dir: Path | None, urls: tuple[str, ...]) -> None:
+    """Add seed URLs to a running job (a URL already seen is not enqueued again)."""
+    from crawler._worker import enqueue_seeds
+
+    canonical = [check_seed_url(u) for u in urls]
+    url = resolve_url(data_dir)
+
+    async def run() -> int:
+        async with connect(url) as client:
+            config = await load_config(client, JobKeys(job))
+            queue = TaskQueue(client, job, "enqueue")
+            return await enqueue_seeds(
+                queue, canonical, actor="enqueue", max_pages=config.max_pages
+            )
+
+    new = anyio.run(run)
+    click.echo(f"{new} new task(s), {len(canonical) - new} already known")

@@ -1,0 +1,200 @@
+"""``crawlog jobs``: every job of the data directory and of its server, with its status.
+
+A job lives in two places: its settings, queue and log on the server, its projected data
+(the committed archive and state) in the data directory. Either may be missing — a job fed
+through the API has no projected data until a projector runs, and the data directory keeps
+a job whose server is stopped or was wiped — so both are listed, each job once, with where
+it was found. Read-only, and it starts no server: crawlog's own is asked only if it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Literal
+
+import anyio
+import click
+import msgspec
+
+from crawler.cli._exit import EXIT_NO
+from crawler.cli._options import data_dir_option, json_option
+from eventlog import EventLog, JobKeys, TaskQueue, connect, job_names, redacted, stream_id_key
+from eventlog._operator import read_workers
+from eventlog._server import REDIS_URL_ENV, resolve_data_dir, server_status
+
+JobStatus = Literal["running", "done", "unfinished", "empty"]
+OPERATOR = "jobs"
+"""The consumer name the queue is opened with (it only counts, never reads)."""
+
+
+class JobRow(msgspec.Struct, kw_only=True):
+    """One job as ``crawlog jobs`` shows it."""
+
+    job: str
+    status: JobStatus
+    done: int | None
+    """Tasks ended done, failed, aborted: from the projector's last commit (None: none yet)."""
+    failed: int | None
+    remaining: int | None
+    """Tasks not ended: from the server when it runs, else from the last commit."""
+    workers_alive: int | None
+    last_activity: float | None
+    """Unix time of the job's last event (its stream ID's clock)."""
+    on_server: bool
+    in_data_dir: bool
+
+
+class _ServerSide(msgspec.Struct):
+    remaining: int
+    alive: int
+    leases: int
+    last_ms: int | None
+
+
+@click.command(
+    "jobs", epilog="Example:  crawlog jobs --data-dir ~/crawls   (or: crawlog jobs --json)"
+)
+@data_dir_option
+@json_option
+@click.pass_context
+def jobs_command(ctx: click.Context, data_dir: Path | None, as_json: bool) -> None:
+    """Every job in the data directory and on its server: status, tasks, last activity.
+
+    Status: running (a worker is alive or holds a lease), done (no task left), unfinished
+    (tasks left, nobody working: run the same `crawl` again), empty (no task yet). Done and
+    failed counts are the projector's last commit; remaining is live when the server runs.
+    Exit status 1 when there is no job.
+    """
+    from projector._store import Store, projected_jobs
+
+    directory = resolve_data_dir(data_dir)
+    url = _server_url(directory)
+    server: dict[str, _ServerSide] = anyio.run(_read_server, url) if url else {}
+    rows = []
+    for job in sorted(set(server) | set(projected_jobs(directory))):
+        summary = Store(directory, job).read_manifest().summary
+        rows.append(_row(job, server.get(job), summary.job.tasks if summary else None))
+    if as_json:
+        click.echo(json.dumps({
+            "data_dir": str(directory), "server": url is not None,
+            "jobs": [msgspec.to_builtins(row) for row in rows],
+        }, indent=2))  # fmt: skip
+    elif not rows:
+        where = f"no job in {directory}"
+        click.echo(where + ("" if url else " (and no server running for it)") + _elsewhere())
+    else:
+        _print(rows, directory, url)
+    if not rows:
+        ctx.exit(EXIT_NO)
+
+
+def _server_url(directory: Path) -> str | None:
+    """The server to ask: REDIS_URL's, or crawlog's own if it runs (none is started)."""
+    external = os.environ.get(REDIS_URL_ENV)
+    if external:
+        return external
+    status = server_status(directory)
+    return status.url if status is not None else None
+
+
+async def _read_server(url: str) -> dict[str, _ServerSide]:
+    found: dict[str, _ServerSide] = {}
+    async with connect(url) as client:
+        for job in await job_names(client):
+            keys = JobKeys(job)
+            remaining = await TaskQueue(client, keys, OPERATOR).remaining()
+            workers = await read_workers(client, keys)
+            last = await EventLog(client, keys).last_id()
+            found[job] = _ServerSide(
+                remaining=remaining,
+                alive=sum(w.alive for w in workers),
+                leases=sum(w.leases for w in workers),
+                last_ms=stream_id_key(last)[0] if last else None,
+            )
+    return found
+
+
+def _row(job: str, server: _ServerSide | None, tasks: dict[str, int] | None) -> JobRow:
+    from projector._state import DONE, TERMINAL
+
+    counts = tasks or {}
+    ended = sum(n for status, n in counts.items() if status in TERMINAL)
+    failed = ended - counts.get(DONE, 0)
+    committed_left = sum(n for status, n in counts.items() if status not in TERMINAL)
+    remaining = server.remaining if server is not None else committed_left
+    status: JobStatus
+    if server is not None and (server.alive or server.leases):
+        status = "running"
+    elif remaining:
+        status = "unfinished"
+    elif ended or (server is not None and server.last_ms is not None):
+        status = "done"
+    else:
+        status = "empty"
+    return JobRow(
+        job=job, status=status, done=ended if tasks is not None else None,
+        failed=failed if tasks is not None else None, remaining=remaining,
+        workers_alive=server.alive if server is not None else None,
+        last_activity=server.last_ms / 1000 if server and server.last_ms else None,
+        on_server=server is not None, in_data_dir=tasks is not None,
+    )  # fmt: skip
+
+
+def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
+    from crawler.cli.reports import format_table
+    from projector._analytics import QueryResult
+
+    now = time.time()
+    table = QueryResult(
+        columns=("job", "status", "ended", "failed", "remaining", "workers", "last activity",
+                 "where"),
+        rows=[
+            (r.job, r.status, r.done, r.failed, r.remaining, r.workers_alive,
+             _ago(r.last_activity, now), _where(r))
+            for r in rows
+        ],
+    )  # fmt: skip
+    click.echo(format_table(table))
+    if url is None:
+        click.echo(
+            f"data directory {directory}; no server running for it: remaining is as of each "
+            "job's last commit"
+        )
+    elif os.environ.get(REDIS_URL_ENV):
+        click.echo(f"data directory {directory} and the server at {redacted(url)} (REDIS_URL)")
+    else:
+        click.echo(f"data directory {directory} and its server")
+
+
+def _where(row: JobRow) -> str:
+    return "+".join(
+        name for name, yes in (("server", row.on_server), ("data dir", row.in_data_dir)) if yes
+    )
+
+
+def _ago(when: float | None, now: float) -> str | None:
+    if when is None:
+        return None
+    seconds = max(0, int(now - when))
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when))
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    age = (
+        f"{days}d {hours}h"
+        if days
+        else f"{hours}h {minutes}m"
+        if hours
+        else (f"{minutes}m {secs}s" if minutes else f"{secs}s")
+    )
+    return f"{stamp} UTC ({age} ago)"
+
+
+def _elsewhere() -> str:
+    return (
+        ": point --data-dir (or CRAWLOG_HOME) at the data directory a crawl used, or set "
+        "REDIS_URL to the server it used"
+    )

@@ -1,0 +1,194 @@
+"""``crawlog report``, ``crawlog sql`` and ``crawlog export``: read what the projector committed.
+
+None of them needs Redis or the projector's lock: they read the committed archive and state
+through an in-memory DuckDB connection (``projector._analytics``), so they work while a
+crawl and its projector run. ``docs/reports.md`` documents the views.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from numbers import Number
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import click
+import msgspec
+
+from crawler.cli._options import data_dir_option, job_option, json_option
+from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean
+from eventlog._server import require_data_dir
+from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
+
+if TYPE_CHECKING:
+    from projector._analytics import QueryResult
+    from projector._store import Store
+
+DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
+STDOUT = "-"
+NULL = "NULL"
+SqlFormat = Literal["table", "csv", "json"]
+
+
+def _store(data_dir: Path | None, job: str) -> Store:
+    from projector._store import Store, job_dir, projected_jobs
+
+    directory = require_data_dir(data_dir, job=job)  # where the data is not, say so
+    if not job_dir(directory, job).is_dir():
+        # Not "is the projector running?": most often the name is mistyped.
+        known = projected_jobs(directory)
+        raise ConfigError(
+            f"no job {job!r} has data under {directory}{did_you_mean(job, known)}: "
+            "`crawlog jobs` lists the jobs; for a job crawled elsewhere, give its --data-dir"
+        )
+    return Store(directory, job)
+
+
+@click.command(
+    "report", epilog="Example:  crawlog report --job books --lease 60 --data-dir ~/crawls"
+)
+@job_option
+@data_dir_option
+@json_option
+@click.option(
+    "--lease",
+    "lease_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_LEASE_S,
+    show_default=True,
+    metavar="S",
+    help="Lease in seconds: a running task silent for longer is reported as stuck.",
+)
+def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: float) -> None:
+    """Report a job's progress: tasks, sites, throughput, failures, recoveries, anomalies.
+
+    Reads what the projector committed, so it works while the crawl runs; it is as recent
+    as the projector's last commit.
+    """
+    from projector._analytics import build_report, format_report
+
+    report = build_report(_store(data_dir, job), lease_s=lease_s, now=time.time())
+    if as_json:
+        click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
+    else:
+        click.echo(format_report(report), nl=False)
+
+
+@click.command(
+    "sql",
+    epilog='Example:  crawlog sql --job books "SELECT site, count(*) FROM pages GROUP BY site"',
+)
+@job_option
+@data_dir_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="Output: an aligned table, CSV with a header, or a JSON array of objects.",
+)
+@click.argument("sql")
+def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, sql: str) -> None:
+    """Run a DuckDB SQL query over the job's views.
+
+    Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
+    columns). Works while the crawl runs, on what the projector last committed.
+    """
+    from projector._analytics import query
+
+    result = query(_store(data_dir, job), sql)
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(result.columns)
+        writer.writerows(result.rows)
+    elif fmt == "json":
+        rows = [dict(zip(result.columns, row, strict=True)) for row in result.rows]
+        click.echo(msgspec.json.encode(rows, enc_hook=str).decode())
+    elif result.columns:
+        click.echo(format_table(result))
+
+
+def format_table(result: QueryResult) -> str:
+    """A query result as an aligned text table: numbers right-aligned, NULL for nulls."""
+    cells = [[_cell(v) for v in row] for row in result.rows]
+    right = [
+        bool(result.rows)
+        and all(isinstance(row[i], Number) for row in result.rows if row[i] is not None)
+        for i in range(len(result.columns))
+    ]
+    widths = [
+        max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(result.columns)
+    ]
+    lines = [_line(result.columns, widths, right), "  ".join("-" * w for w in widths)]
+    lines += [_line(row, widths, right) for row in cells]
+    count = len(result.rows)
+    lines.append(f"({count} row{'s' if count != 1 else ''})")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return NULL
+    # One row, one line: a value's own line breaks would break the table.
+    return " ".join(str(value).split("\n"))
+
+
+def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
+    return "  ".join(
+        cell.rjust(w) if r else cell.ljust(w)
+        for cell, w, r in zip(cells, widths, right, strict=True)
+    ).rstrip()
+
+
+@click.command(
+    "export",
+    epilog="Example:  crawlog export --job books --what pages --format csv pages.csv",
+)
+@job_option
+@data_dir_option
+@click.option(
+    "--what", type=click.Choice(EXPORT_WHAT), required=True, help="Every fetch, or the items."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(EXPORT_FORMATS),
+    required=True,
+    help="JSON lines, Parquet or CSV with a header.",
+)
+@click.argument("out", metavar="OUT")
+def export_command(
+    job: str, data_dir: Path | None, what: ExportWhat, fmt: ExportFormat, out: str
+) -> None:
+    """Export every page fetch (duplicates included) or every item (one per key) to OUT.
+
+    Rows are in log order. OUT "-" writes JSON lines or CSV to stdout.
+    """
+    from projector._analytics import export
+
+    store = _store(data_dir, job)
+    if out != STDOUT:
+        rows = export(store, what=what, fmt=fmt, out=Path(out))
+        click.echo(f"exported {rows:,} {what} to {out}")
+        return
+    if fmt == "parquet":
+        raise CrawlogError("Parquet is binary: give a file name as OUT, not -")
+    # DuckDB writes to files only: export to a temporary one, then copy it to stdout.
+    with tempfile.TemporaryDirectory(prefix="crawlog-export-") as tmp:
+        path = Path(tmp) / f"{what}.{fmt}"
+        export(store, what=what, fmt=fmt, out=path)
+        with path.open("rb") as source:
+            shutil.copyfileobj(source, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+
+
+def register_report_commands(group: click.Group) -> None:
+    """Add ``report``, ``sql`` and ``export`` to the ``crawlog`` group."""
+    for command in (report_command, sql_command, export_command):
+        group.add_command(command)

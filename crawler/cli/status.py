@@ -1,0 +1,111 @@
+"""``crawlog status``: a job's live progress, from any process that can reach its Redis.
+
+Not ``crawlog server status`` (is the server up?): this is about one job. The numbers are
+the projector's committed state plus the stream's tail folded here (``_progress_source``),
+so they are as recent as the log itself, whether or not the projector keeps up.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import click
+
+from crawler._job import load_config
+from crawler.cli._options import data_dir_option, job_option, json_option
+from eventlog import JobKeys, connect
+from eventlog._server import resolve_data_dir, resolve_url
+
+if TYPE_CHECKING:
+    from crawler.cli._progress import Progress
+
+WATCH_EVERY_S = 0.5
+"""Half the promised second: a refresh sees everything appended before it starts."""
+
+
+@click.command(
+    "status",
+    epilog="Example:  crawlog status --job site --watch   (Ctrl-C to stop watching)",
+)
+@job_option
+@data_dir_option
+@json_option
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Refresh until the job ends (every task it found has ended) or Ctrl-C.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 3600),
+    default=WATCH_EVERY_S,
+    show_default=True,
+    metavar="S",
+    help="Seconds between refreshes with --watch.",
+)
+@click.option(
+    # What --watch does by itself now; still accepted so that scripts using it keep working.
+    "--until-done",
+    is_flag=True,
+    hidden=True,
+)
+def status_command(
+    job: str,
+    data_dir: Path | None,
+    as_json: bool,
+    watch: bool,
+    interval: float,
+    until_done: bool,
+) -> None:
+    """Show a job's progress per site (ended/discovered, rate, ETA, failures, retries) and
+    its workers with their lease ages, as of the last event in the log.
+
+    Works for a job run elsewhere: it reads the job's Redis and the projector's committed
+    files in --data-dir (without the projector's lock), and folds the events the projector
+    has not committed yet itself. Rates need two readings: a single status shows them (and
+    the ETA) as unknown, --watch measures them over the last 10 s.
+    With --json, one JSON object per refresh, one per line.
+    """
+    from crawler.cli._progress_source import LiveProgress
+    from crawler.cli._progress_view import PlainDisplay, as_dict, display_for
+
+    directory = resolve_data_dir(data_dir)
+    url = resolve_url(data_dir, create=False)  # reading a job starts no server of its own
+
+    def emit_json(report: Progress) -> None:
+        click.echo(json.dumps(as_dict(report)))
+
+    async def run() -> None:
+        async with connect(url) as client:
+            config = await load_config(client, JobKeys(job))  # an unknown job fails here
+            source = LiveProgress(client, job, directory, lease_ms=config.lease_ms)
+            if not watch:
+                report = await source.refresh()
+                if as_json:
+                    emit_json(report)
+                else:
+                    PlainDisplay(click.echo, detail=True).update(report)
+                return
+            display = None if as_json else display_for(click.echo, detail=True)
+            with ExitStack() as stack:
+                if display is not None:
+                    stack.enter_context(display)
+                while True:
+                    report = await source.refresh()
+                    if display is None:
+                        emit_json(report)
+                    else:
+                        display.update(report)
+                    if report.complete:
+                        # The job ended: what the help promises, and no reason to go on
+                        # redrawing the same numbers.
+                        return
+                    await anyio.sleep(interval)
+
+    # Ctrl-C is how a watch ends: not an error.
+    with suppress(KeyboardInterrupt):
+        anyio.run(run)

@@ -1,0 +1,86 @@
+"""The test site: generated pages with opt-in faults, a log of every request, and the checks
+a crawl of it must pass.
+
+The demo, the chaos tool, the benchmarks and the tests crawl it; the crawler itself never
+imports it. The crash-safety checks (:func:`check_crawl`, :func:`tasks_held`) read the
+projector's committed state, so they load on first use: ``import crawler.testsite`` stays
+free of Arrow and DuckDB, as the command line that serves the site needs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from crawler.testsite._site import (
+    DEFAULT_PAGES,
+    FLUSH_INTERVAL_S,
+    JSON_PATH,
+    OTHER_TYPE_ITEMS,
+    TEXT_PATH,
+    Request,
+    RunningSite,
+    read_request_log,
+    run_testsite,
+    serve_testsite,
+)
+from crawler.testsite._sitegen import (
+    DEFAULT_HUGE_PAGE_BYTES,
+    GO_PREFIX,
+    HUGE_PATH,
+    ITEM_PREFIX,
+    LOOP_PATHS,
+    MAX_LINKS,
+    MAX_PAGE_BYTES,
+    MAX_PAGES,
+    MAX_SEED,
+    MIN_LINKS,
+    MIN_PAGE_BYTES,
+    MOVED_PREFIX,
+    NO_FAULTS,
+    Faults,
+    SiteMap,
+)
+
+if TYPE_CHECKING:
+    from crawler.testsite._invariants import CrawlCheck, check_crawl, tasks_held
+
+_LAZY = {"CrawlCheck", "check_crawl", "tasks_held"}
+
+__all__ = [
+    "DEFAULT_HUGE_PAGE_BYTES",
+    "DEFAULT_PAGES",
+    "FLUSH_INTERVAL_S",
+    "GO_PREFIX",
+    "HUGE_PATH",
+    "ITEM_PREFIX",
+    "JSON_PATH",
+    "LOOP_PATHS",
+    "MAX_LINKS",
+    "MAX_PAGES",
+    "MAX_PAGE_BYTES",
+    "MAX_SEED",
+    "MIN_LINKS",
+    "MIN_PAGE_BYTES",
+    "MOVED_PREFIX",
+    "NO_FAULTS",
+    "OTHER_TYPE_ITEMS",
+    "TEXT_PATH",
+    "CrawlCheck",
+    "Faults",
+    "Request",
+    "RunningSite",
+    "SiteMap",
+    "check_crawl",
+    "read_request_log",
+    "run_testsite",
+    "serve_testsite",
+    "tasks_held",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from crawler.testsite import _invariants
+
+        return getattr(_invariants, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

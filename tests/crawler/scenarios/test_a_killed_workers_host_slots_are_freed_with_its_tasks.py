@@ -1,0 +1,145 @@
+"""A worker SIGKILLed while its pages are in flight leaves its per-host slots held; they are
+freed when its tasks are taken back (its restart, same name) or recovered (another worker,
+once the lease expires): the crawl does not sit idle until the slots' ttl.
+
+Real worker processes against the test site, every page answered late so that requests are
+in flight at the kill, the default politeness (2 a host, slots kept 30 s); the site's own
+request log says when the next page was asked for.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import redis.asyncio as aioredis
+
+from crawler._politeness import DEFAULT_PER_HOST, DEFAULT_SLOT_TTL_S, Politeness
+from crawler.testsite import Faults, RunningSite, serve_testsite
+from eventlog import JobKeys
+from tests.crawler.operator_cli import crawlog
+
+pytestmark = pytest.mark.anyio
+
+ROBOTS_PATH = "/robots.txt"
+SLOW_S = 0.5
+"""Every page is answered this late: what the request log times is the response."""
+FIRST_REQUEST_S = 2.0
+"""The target: a restarted crawl's first page request within this long of its start;
+counted here from the restarted worker's first request (its robots.txt, asked without a
+slot), so that a loaded machine's slow process start does not count (the name it takes
+over at once: tests/eventlog/test_worker_name_lock.py)."""
+LONG_LEASE_MS = 120_000
+"""Longer than the test: the restart must take its own tasks back, not wait for expiry."""
+SHORT_LEASE_MS = 2_000
+LATE_S = SLOW_S + 0.5
+"""Responses to requests in flight at the kill are written (and logged) up to this long
+after it, with room for a loaded machine."""
+SLOW_PAGES = Faults(slow_rate=1.0, slow_s=SLOW_S)
+DEADLINE_S = DEFAULT_SLOT_TTL_S + 30
+"""Long enough to see the old behaviour fail (waiting out the ttl) on its assertion."""
+
+
+async def held_slots(redis: aioredis.Redis, keys: JobKeys, host: str) -> int:
+    return int(await redis.zcard(keys.host_slots(host)))
+
+
+async def every_slot_taken_lately(redis: aioredis.Redis, keys: JobKeys, host: str) -> bool:
+    """Whether all the host's slots are held, each taken less than half a page ago: none
+    of their requests can be answered before a kill now."""
+    slots = await redis.zrange(keys.host_slots(host), 0, -1, withscores=True)
+    seconds, micros = await redis.time()
+    now_ms = seconds * 1000 + micros // 1000
+    taken = [expiry - DEFAULT_SLOT_TTL_S * 1000 for _, expiry in slots]
+    return len(taken) == DEFAULT_PER_HOST and now_ms - min(taken) < SLOW_S * 1000 / 2
+
+
+async def first_after(site: RunningSite, moment: float, *, page: bool = True) -> float:
+    """When the first page (or, ``page=False``, robots.txt) answered after ``moment`` was
+    written."""
+    while True:
+        times = [
+            r.time for r in site.requests if r.time > moment and (r.path != ROBOTS_PATH) == page
+        ]
+        if times:
+            return min(times)
+        await anyio.sleep(0.01)
+
+
+async def kill_with_pages_in_flight(
+    site: RunningSite,
+    worker_process: Callable[..., Any],
+    redis: aioredis.Redis,
+    keys: JobKeys,
+) -> float:
+    """Start w1, SIGKILL it while it holds every slot of the host; the time of the kill."""
+    host = site.url.removeprefix("http://")
+    w1 = await worker_process("w1")
+    while not await every_slot_taken_lately(redis, keys, host):
+        await anyio.sleep(0.005)
+    w1.send_signal(signal.SIGKILL)
+    killed = time.time()
+    await w1.wait()
+    assert await held_slots(redis, keys, host) == DEFAULT_PER_HOST, "the kill left them held"
+    return killed
+
+
+async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expire(
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    redis_client: aioredis.Redis,
+    keys: JobKeys,
+    valkey_url: str,
+    data_dir: Path,
+) -> None:
+    async with serve_testsite(pages=120, seed=1, faults=SLOW_PAGES) as site:
+        await start_job([site.url + "/"], lease_ms=LONG_LEASE_MS, politeness=Politeness())
+        with anyio.fail_after(DEADLINE_S):
+            await kill_with_pages_in_flight(site, worker_process, redis_client, keys)
+            # The site still answers the requests the kill left in flight (and logs them):
+            # restarted once they are answered, so that none is taken for the restart's.
+            await site.no_connections()
+            # Nothing moves until the slots are freed, and the progress says so.
+            status = await crawlog(valkey_url, data_dir, "status", "--job", keys.job)
+            assert "waiting for a host slot (" in status.stdout, status.stdout + status.stderr
+            # At once all the same: the dead process's name is taken over (it runs no more),
+            # its tasks taken back and, with them, its slots freed.
+            assert await held_slots(redis_client, keys, site.url.removeprefix("http://")) > 0
+            restarted = time.time()
+            await worker_process("w1")
+            answered = await first_after(site, restarted)
+            robots = await first_after(site, restarted, page=False)
+    asked = answered - SLOW_S
+    assert asked - robots < FIRST_REQUEST_S, (
+        f"first page asked {asked - restarted:.1f} s after the restart, "
+        f"{asked - robots:.1f} s after its robots.txt"
+    )
+
+
+async def test_a_worker_recovering_a_dead_ones_tasks_is_not_held_up_by_its_slots(
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    redis_client: aioredis.Redis,
+    keys: JobKeys,
+) -> None:
+    async with serve_testsite(pages=120, seed=1, faults=SLOW_PAGES) as site:
+        await start_job([site.url + "/"], lease_ms=SHORT_LEASE_MS, politeness=Politeness())
+        with anyio.fail_after(DEADLINE_S):
+            killed = await kill_with_pages_in_flight(site, worker_process, redis_client, keys)
+            await worker_process("w2")  # another name: it must wait for w1's leases to expire
+            answered = await first_after(site, killed + LATE_S)
+            robots = await first_after(site, killed, page=False)
+    asked = answered - SLOW_S
+    # w1's leases expire SHORT_LEASE_MS after its last renewal; w2 recovers them and, with
+    # them, w1's slots: its first page comes then (or once w2 is up: its robots.txt, asked
+    # without a slot, says when), not when the slots' ttl runs out.
+    ready = max(killed + SHORT_LEASE_MS / 1000, robots)
+    assert asked - ready < FIRST_REQUEST_S, (
+        f"first page asked {asked - killed:.1f} s after the kill, "
+        f"{asked - robots:.1f} s after w2's robots.txt"
+    )
