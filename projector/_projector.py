@@ -114,6 +114,8 @@ class Projector:
         self._buffer_since = 0.0
         self._snapshot_at = 0.0
         self._committing: anyio.Event | None = None
+        self._commit_error: Exception | None = None
+        """Why the last commit failed: raised to whoever waits for a commit next."""
         self._stack = AsyncExitStack()
         self._tasks: TaskGroup | None = None
         self._committer: Committer | None = None
@@ -274,6 +276,9 @@ class Projector:
     async def _wait_committed(self) -> None:
         if self._committing is not None:
             await self._committing.wait()
+        if self._commit_error is not None:
+            # Every later wait raises it too: nothing after a failed commit is committed.
+            raise self._commit_error
 
     async def _keep(self, entries: list[LogEntry]) -> None:
         """Keep a batch for the next commit: in the buffer, or in the writer process."""
@@ -298,6 +303,11 @@ class Projector:
                 work = msgspec.structs.replace(work, segment=await self._writer.segment())
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             await self._publish_and_trim()
+        except Exception as exc:
+            # Raised where the projector waits for its commits, not in the task group: a
+            # failure there cancelled the group while the projector's own exit, shielded,
+            # started the next commit in it, which then waited forever for its cancellation.
+            self._commit_error = exc
         finally:
             done.set()
 
