@@ -287,8 +287,8 @@ class Worker:
         while not self.stopping.is_set():
             if not self._resumed.is_set() or not self._fetcher_open.is_set():
                 # The whole pending list is taken back before any of it runs: the take-back
-                # renews every lease, and tasks running meanwhile slowed it (100,000
-                # entries: 1.0 s alone, 1.6 s beside one task, 2.9 s beside 32, on 2 cores).
+                # renews every lease, and tasks running meanwhile slowed it (they share the
+                # worker's thread and the machine's cores with it).
                 with anyio.move_on_after(CONTROL_POLL_S):
                     await (self._fetcher_open if self._resumed.is_set() else self._resumed).wait()
                 continue
@@ -311,8 +311,8 @@ class Worker:
 
     async def _open_fetcher(self, closing: AsyncExitStack) -> None:
         """Open the fetcher, its HTTP stack imported and its TLS context built in a thread."""
-        # Importing aiohttp and httpx and reading the CA bundle take ~0.15 s of a worker's
-        # start; in a thread, they overlap the take-back of a restart's pending list, which
+        # Importing aiohttp and httpx and reading the CA bundle are a large part of a
+        # worker's start; in a thread, they overlap the take-back of a restart's pending list, which
         # mostly waits for the server (the CA bundle is read without the GIL).
         fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config)
         self._fetcher = await closing.enter_async_context(fetcher)
@@ -390,10 +390,8 @@ class Worker:
         # Once the take-back is done, then every sixth of the lease, or sooner: when a
         # lease is due to expire before that, right after it does. A dead worker's tasks
         # are back in a lane a pass (two round trips) after their leases expire, not up to
-        # a period later (lease/6 + a pass per task: 2.7 s after expiry in a chaos run, 2
-        # cores). Not during the take-back: a pass reads every pending list of the job
-        # (XPENDING ... IDLE over 100,000 entries: 30 ms of the server, which the take-back
-        # is waiting on).
+        # a period later. Not during the take-back: a pass reads every pending list of the
+        # job (XPENDING ... IDLE over every entry), server time the take-back is waiting on.
         period = self.config.lease_ms / 6000
         await self._resumed.wait()
         while True:
@@ -915,11 +913,11 @@ def _new_fetcher(config: FetchConfig) -> Fetcher:
 def _collector_paused() -> Iterator[None]:
     """No garbage collection inside: a take-back builds hundreds of thousands of objects
     that all stay alive (the replies, the leases), and the collections they set off found
-    nothing to free while costing a third of the time (100,000 entries: 0.85 → 0.55 s).
+    nothing to free while costing a large share of the time.
 
     On the way out, what is alive is frozen (`gc.freeze`): the modules the HTTP stack's
     thread imported meanwhile and the backlog would otherwise be traversed by the first
-    collection after it, 10-20 ms before the first fetch, and by every full one after."""
+    collection after it, just before the first fetch, and by every full one after."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -64,8 +64,8 @@ DEFAULT_CLAIM_COUNT = 16
 DEFAULT_TAKE_BACK_CHUNK = 2_000
 """Own pending entries a lane taken back in one call (see `TaskQueue.take_back_all`)."""
 DEFAULT_RENEW_IDLE_COUNT = 500
-"""Idle leases a lane renewed in one call of `TaskQueue.renew_idle` (~4 ms of the server:
-about 7 µs an entry, measured on 100,000)."""
+"""Idle leases a lane renewed in one call of `TaskQueue.renew_idle`: few enough that one
+call keeps the server only briefly from other workers' commands."""
 PROMOTE_BATCH = 1000
 TASK_FIELD = b"t"
 
@@ -378,9 +378,8 @@ class TaskQueue:
 
         Each chunk's read is sent as soon as the one before it has arrived, before that one
         is decoded, and each chunk's resume points are read on another connection while
-        the next chunk is on its way: the server works while this process decodes (100,000
-        entries, the collector off, alternating in one run: 0.68-0.74 s → 0.58-0.61 s, with
-        hiredis packing the HMGETs). Short calls, not one long one: other workers' commands are
+        the next chunk is on its way: the server works while this process decodes, instead of
+        each waiting for the other. Short calls, not one long one: other workers' commands are
         served in between.
         """
         await self.ensure_groups()
@@ -444,8 +443,8 @@ class TaskQueue:
         # entry's fields (delivery count + 1, idle time reset), and XPENDING then gives
         # the new counts: two native commands a lane, in one MULTI so that both see the same
         # PEL. Native commands and an HMGET of the ckpt values beat one script doing all
-        # three (100,000 entries: 0.65 s against 1.1 s, the script's replies converted to
-        # Lua and back) and a script doing XPENDING + XCLAIM (several times longer).
+        # three (the script's replies are converted to Lua and back) and a script doing
+        # XPENDING + XCLAIM (several times longer).
         with redis_errors("taking back pending tasks"):
             async with self.redis.pipeline(transaction=True) as pipe:
                 for key, first in zip(self.keys.lanes, start, strict=True):

@@ -812,7 +812,7 @@ def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
     # Every fetch of a page after the first, as the log has them (a zombie's late fetch, which
     # the fold refuses, counts too: it was fetched again all the same). The URLs are looked up
     # for the listed pages only: carrying them through the grouping of every page would make
-    # it three times slower.
+    # it much slower.
     # ``times``: the good fetch and every fetch after it (the retries of a page that failed
     # before are the Retries section's).
     _fetch_history(con)

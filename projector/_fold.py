@@ -1,7 +1,7 @@
 """The fold: ``apply(state, entry)`` for every event type, and nothing else.
 
 Pure: no I/O and no clock. The only time it knows is the actors' wall clocks carried by the
-events, and order is the stream ID. The task state machine (DESIGN.md)::
+events, and order is the stream ID. The task state machine::
 
     pending ──claimed──▶ running ──done/failed/aborted──▶ (terminal)
        ▲                   │  retry scheduled / lease expired (reclaimed)

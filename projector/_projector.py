@@ -56,9 +56,9 @@ until the next commit is due, if sooner), so that reads take events by the hundr
 SWITCH_INTERVAL_S = 0.0002
 """How long a thread waiting for the GIL waits before the holder must hand it over (5 ms by
 default). The commit thread leaves the GIL for each Arrow and Parquet call and then waits to
-get it back from the main thread, which folds in pure Python: at 5 ms a commit spent more
-than half its time waiting (commit thread 5.4 µs an event of wall time for 2.4 of CPU), at
-0.2 ms the projector measured 10-20 % faster (``tools/bench_projector.py``)."""
+get it back from the main thread, which folds in pure Python: with the default a commit
+spent most of its time waiting for the GIL, not working (measured by
+``tools/bench_projector.py``)."""
 MAX_BUFFERED_COMMITS = 4
 """While a commit is in flight, events read go on into the buffer, up to this many
 ``commit_events``; only then does the projector wait for the commit."""
@@ -197,7 +197,7 @@ class Projector:
                 self._buffer_since = time.monotonic()
             apply_all(self.state, entries)
             # Now, while the batch is in the CPU's caches: over a whole commit's buffer at
-            # commit time it cost three times as much.
+            # commit time it cost much more.
             self._touched |= touched_tasks(entries)
             self._pending += len(entries)
             self.position = entries[-1].stream_id
