@@ -62,6 +62,7 @@ from crawler._urls import Dropped, fingerprint, fingerprint_canonical, resolve_y
 from eventlog import (
     CONTROL_POLL_S,
     DEFAULT_NAME_TTL_MS,
+    WORKER_STOPPED,
     ActionDone,
     ActionIntended,
     AnyEvent,
@@ -87,6 +88,7 @@ from eventlog import (
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
+    TaskReleased,
     hold_worker_name,
     read_controls,
 )
@@ -113,7 +115,6 @@ FRESH_SHARE = 0.5
 found lost) before a fetch: a worker stalled past its lease must not fetch a page another
 worker has taken over."""
 ROBOTS_PATH = "/robots.txt"
-STOPPED_REASON = "worker stopped"
 STOP_RESERVE_S = 2.0
 """The end of the grace period kept for giving tasks back and releasing the worker's name
 (half of it each; at most half of the grace): pages in flight get the rest."""
@@ -494,11 +495,10 @@ class Worker:
 
     async def _release(self, lease: Lease, pending: Sequence[AnyEvent] = ()) -> None:
         """Give a task back to the queue at once (a graceful stop)."""
-        # The fold starts attempt ``event.attempt + 1`` on a RetryScheduled: a worker that
-        # stops has not used up an attempt, so the task keeps the one it had.
-        event = RetryScheduled(
-            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt - 1,
-            delay_s=0.0, reason=STOPPED_REASON,
+        # A worker that stops has not used up an attempt: the task keeps the one it had.
+        event = TaskReleased(
+            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt,
+            reason=WORKER_STOPPED,
         )  # fmt: skip
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
