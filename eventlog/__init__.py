@@ -50,6 +50,7 @@ from eventlog._exceptions import (
     ServerUnreachable,
     WorkerNameTaken,
 )
+from eventlog._host_slots import HostSlots, SlotAnswer
 from eventlog._ids import new_event_id
 from eventlog._jobs import did_you_mean, job_names
 from eventlog._keys import (
@@ -68,8 +69,10 @@ from eventlog._log import (
     DeadLetter,
     EventLog,
     LogEntry,
+    StreamInfo,
     stream_id_key,
 )
+from eventlog._operator import is_seen, rebuild_checkpoints, tasks_at
 from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
 
 __all__ = [
@@ -104,6 +107,7 @@ __all__ = [
     "Event",
     "EventDecodeError",
     "EventLog",
+    "HostSlots",
     "ItemScraped",
     "JobKeys",
     "JobPaused",
@@ -121,6 +125,8 @@ __all__ = [
     "SiteEvent",
     "SitePaused",
     "SiteResumed",
+    "SlotAnswer",
+    "StreamInfo",
     "Task",
     "TaskAborted",
     "TaskClaimed",
@@ -143,13 +149,16 @@ __all__ = [
     "did_you_mean",
     "encode",
     "hold_worker_name",
+    "is_seen",
     "job_names",
     "lane_for",
     "max_block_ms",
     "new_event_id",
     "read_controls",
+    "rebuild_checkpoints",
     "redacted",
     "stream_id_key",
     "tag_of",
+    "tasks_at",
     "upcast",
 ]

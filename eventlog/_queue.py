@@ -23,7 +23,6 @@ import redis.exceptions
 from eventlog._codec import decode, encode
 from eventlog._connection import InFlight, command, redis_errors, script_pipeline
 from eventlog._control import ControlEvent, apply_control
-from eventlog._control_flags import site_pause_flag, task_pause_flag
 from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
@@ -38,7 +37,19 @@ from eventlog._events import (
     TaskRetried,
 )
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
-from eventlog._keys import LANE_HIGH, LANE_NORMAL, WORKERS_GROUP, JobKeys
+from eventlog._keys import (
+    LANE_HIGH,
+    LANE_NORMAL,
+    TASK_FIELD,
+    WORKERS_GROUP,
+    JobKeys,
+    awaiting_value,
+    delayed_member,
+    parked_member,
+    site_pause_flag,
+    task_pause_flag,
+)
+from eventlog._keys import action_field as action_field_of
 from eventlog._log import EventLog
 from eventlog._scripts import (
     CHECKPOINT_VALUES,
@@ -67,7 +78,6 @@ DEFAULT_RENEW_IDLE_COUNT = 500
 """Idle leases a lane renewed in one call of `TaskQueue.renew_idle` (~4 ms of the server:
 about 7 µs an entry, measured on 100,000)."""
 PROMOTE_BATCH = 1000
-TASK_FIELD = b"t"
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
 
@@ -660,7 +670,7 @@ class TaskQueue:
         self, lease: Lease, events: Sequence[AnyEvent], task: Task, delay_s: float
     ) -> str | None:
         """Append the events, ack this entry, and hold ``task`` for ``delay_s`` (server time)."""
-        member = f"{lane_for(task)}|".encode() + _task_encoder.encode(task)
+        member = delayed_member(lane_for(task), _task_encoder.encode(task))
         return await self._settle_call(
             lease, "delay", events, task=task, member=member, delay_ms=int(delay_s * 1000)
         )
@@ -671,8 +681,7 @@ class TaskQueue:
         False (nothing written) if neither is paused any more: the caller goes on with it.
         """
         task = lease.task
-        prefix = f"{task.site}|{task.task_id}|{lane_for(task)}|"
-        member = prefix.encode() + _task_encoder.encode(task)
+        member = parked_member(task.site, task.task_id, lane_for(task), _task_encoder.encode(task))
         flags = (site_pause_flag(task.site), task_pause_flag(task.task_id))
         try:
             await self._settle_call(lease, "park", events, member=member, action=flags)
@@ -690,7 +699,8 @@ class TaskQueue:
         with redis_errors("pausing a task for a person"):
             # First: a worker killed before the park leaves a task that is not parked, and
             # so not counted as waiting, and whose next worker pauses it again.
-            await self.redis.hset(self.keys.awaiting, task.task_id, f"{task.site}|{action_id}")
+            awaiting = awaiting_value(task.site, action_id)
+            await self.redis.hset(self.keys.awaiting, task.task_id, awaiting)
         await self.control(event, task_site=task.site)
         return await self.park(lease)
 
@@ -826,7 +836,7 @@ class TaskQueue:
         if mode == "park" and action is not None:
             action_field, action_value = action
         elif action is not None:
-            action_field, action_value = f"{task_id}|{action[0]}", action[1]
+            action_field, action_value = action_field_of(task_id, action[0]), action[1]
         else:
             action_field, action_value = "", ""
         args: list[str | bytes | int] = [
@@ -850,7 +860,7 @@ class TaskQueue:
     async def action_state(self, task_id: str, action_id: str) -> str | None:
         """The ``ctx.once`` marker of an action: None, "intended" or "done"."""
         with redis_errors("reading an action marker"):
-            value = await self.redis.hget(self.keys.actions, f"{task_id}|{action_id}")
+            value = await self.redis.hget(self.keys.actions, action_field_of(task_id, action_id))
         return value.decode() if isinstance(value, bytes) else None
 
     async def _leases(self, reply: list[list[object]], *, reclaimed: bool) -> list[Lease]:

@@ -33,7 +33,7 @@ from eventlog import (
     PoisonEntry,
     stream_id_key,
 )
-from eventlog._connection import InFlight, command, redis_errors
+from eventlog._connection import InFlight, redis_errors
 from projector._archive import read_entries
 from projector._committer import CommitRequest, Committer
 from projector._defaults import (
@@ -316,7 +316,7 @@ class Projector:
                 tail_ms = int(self.keep_tail_s * 1000)
                 floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
                 minid = f"{max(floor[0], 0)}-{floor[1]}"
-                await command(self.log.redis, "XTRIM", keys.events, "MINID", minid)
+                await self.log.trim_before(minid)
 
     def _commit_due(self) -> bool:
         if not self._pending:
