@@ -133,6 +133,11 @@ class JobKeys:
     def _key(self, *parts: str | int) -> str:
         return ":".join((PREFIX, self.tag, *map(str, parts)))
 
+    @cached_property
+    def pattern(self) -> str:
+        """The glob that matches every key of this job (or partition)."""
+        return self._key("*")
+
     def short(self, key: str) -> str:
         """``key`` without this job's ``crawlog:{job}:`` prefix, as a person reads it
         (``tasks:1``); a key of anything else unchanged."""
