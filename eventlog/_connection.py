@@ -252,13 +252,13 @@ class InFlight(Generic[T]):
 
     def __init__(self, tasks: TaskGroup, call: Awaitable[T]) -> None:
         self._done = anyio.Event()
-        self._reply: T | None = None
+        self._reply: tuple[T] | None = None
         self._error: Exception | None = None
         tasks.start_soon(self._wait, call)
 
     async def _wait(self, call: Awaitable[T]) -> None:
         try:
-            self._reply = await call
+            self._reply = (await call,)
         except Exception as exc:  # raised again where the reply is taken
             self._error = exc
         finally:
@@ -269,7 +269,8 @@ class InFlight(Generic[T]):
         await self._done.wait()
         if self._error is not None:
             raise self._error
-        return self._reply  # type: ignore[return-value]  # set when no error was
+        assert self._reply is not None  # set when no error was
+        return self._reply[0]
 
 
 @contextmanager

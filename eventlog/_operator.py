@@ -33,6 +33,7 @@ from eventlog._keys import (
 from eventlog._lock import is_gone
 from eventlog._log import DeadLetter, EventLog, parse_dead_letters
 from eventlog._queue import Task
+from eventlog._replies import dead_replay_reply, resolve_reply
 from eventlog._scripts import DEAD_REPLAY, REBUILD_CKPT, RESOLVE
 
 LEASES_READ = 10_000
@@ -288,11 +289,11 @@ async def replay_dead_letter(log: EventLog, letter: DeadLetter) -> str:
     script = log.redis.register_script(DEAD_REPLAY)
     args: list[str | bytes | int] = [letter.dead_id, ttl, event_id, *fields]
     with redis_errors("replaying a dead letter"):
-        reply = await script(keys=[keys.dead, letter.stream, *dedup], args=args)
-    if reply[0] == b"gone":
+        reply = dead_replay_reply(await script(keys=[keys.dead, letter.stream, *dedup], args=args))
+    if reply.status == "gone":
         raise OperatorRefused(f"dead letter {letter.dead_id} was replayed meanwhile")
     # An event whose id is still in the dedup window is not appended twice: no new ID.
-    return _text(reply[1]) if len(reply) > 1 and reply[1] else "(already in the log)"
+    return reply.entry_id.decode() if reply.entry_id else "(already in the log)"
 
 
 def _still_bad(letter: DeadLetter, why: str) -> str:
@@ -394,12 +395,12 @@ async def resolve_action(
         encode(resumed),
     ]  # fmt: skip
     with redis_errors("resolving an uncertain action"):
-        reply = await script(keys=script_keys, args=args)
-    if reply[0] == b"refused":
+        reply = resolve_reply(await script(keys=script_keys, args=args))
+    if reply.status == "refused":
         raise OperatorRefused(
             f"action {action_id} of task {task_id} was decided or resumed meanwhile; "
             "nothing written"
         )
     return Resolution(
-        task_id=task_id, action_id=action_id, decision=decision, requeued=int(reply[1])
+        task_id=task_id, action_id=action_id, decision=decision, requeued=reply.requeued
     )

@@ -51,6 +51,7 @@ from eventlog._keys import (
 )
 from eventlog._keys import action_field as action_field_of
 from eventlog._log import EventLog
+from eventlog._replies import PendingEntry, expired_reply, pending_entries, settle_reply
 from eventlog._scripts import (
     CHECKPOINT_VALUES,
     CHECKPOINTS,
@@ -364,7 +365,7 @@ class TaskQueue:
             reply = await self._pending(
                 keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, 0]
             )
-        return await self._leases(reply, reclaimed=False)
+        return await self._leases(pending_entries(reply), reclaimed=False)
 
     async def take_back(
         self, count: int, after: tuple[str, ...] | None = None
@@ -546,11 +547,13 @@ class TaskQueue:
         await self.ensure_groups()
         idle = self.lease_ms if min_idle_ms is None else min_idle_ms
         with redis_errors("reading expired leases"):
-            soonest, reply = await self._expired(
-                keys=list(self.keys.lanes), args=[WORKERS_GROUP, count, idle, horizon_ms]
+            reply = expired_reply(
+                await self._expired(
+                    keys=list(self.keys.lanes), args=[WORKERS_GROUP, count, idle, horizon_ms]
+                )
             )
-        next_s = None if int(soonest) < 0 else int(soonest) / 1000
-        return await self._leases(reply, reclaimed=True), next_s
+        next_s = None if reply.soonest_ms < 0 else reply.soonest_ms / 1000
+        return await self._leases(reply.entries, reclaimed=True), next_s
 
     async def recover(
         self,
@@ -846,16 +849,14 @@ class TaskQueue:
         for e in events:
             args += (e.event_id, encode(e))
         with redis_errors("writing a task's progress"):
-            reply = await self._settle(keys=keys, args=args)
-        status = reply[0]
-        if status == b"lost":
-            owner = reply[1].decode() if len(reply) > 1 and reply[1] else None
-            raise LeaseLost(lease.entry_id, self.consumer, owner)
-        if status == b"resumed":
+            status, value = settle_reply(await self._settle(keys=keys, args=args))
+        if status == "lost":
+            raise LeaseLost(lease.entry_id, self.consumer, value.decode() if value else None)
+        if status == "resumed":
             raise _Resumed
-        if status == b"dup" or len(reply) < 2 or not reply[1]:
+        if status == "dup" or not value:
             return None
-        return str(reply[1].decode())
+        return value.decode()
 
     async def action_state(self, task_id: str, action_id: str) -> str | None:
         """The ``ctx.once`` marker of an action: None, "intended" or "done"."""
@@ -863,17 +864,17 @@ class TaskQueue:
             value = await self.redis.hget(self.keys.actions, action_field_of(task_id, action_id))
         return value.decode() if isinstance(value, bytes) else None
 
-    async def _leases(self, reply: list[list[object]], *, reclaimed: bool) -> list[Lease]:
+    async def _leases(self, reply: list[PendingEntry], *, reclaimed: bool) -> list[Lease]:
         leases = []
         for lane, entry_id, owner, deliveries, fields in reply:
             if not fields:
                 continue  # deleted while pending: nothing left to run
             lease = await self._lease(
-                lane,  # type: ignore[arg-type]
-                entry_id,  # type: ignore[arg-type]
-                fields,  # type: ignore[arg-type]
-                deliveries=int(deliveries),  # type: ignore[call-overload]
-                previous_owner=owner.decode() if reclaimed else None,  # type: ignore[attr-defined]
+                lane,
+                entry_id,
+                fields,
+                deliveries=deliveries,
+                previous_owner=owner.decode() if reclaimed else None,
             )
             if lease is not None:
                 leases.append(lease)
