@@ -52,7 +52,7 @@ from eventlog._exceptions import (
 )
 from eventlog._host_slots import HostSlots, SlotAnswer
 from eventlog._ids import new_event_id
-from eventlog._jobs import did_you_mean, job_names
+from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
 from eventlog._keys import (
     LANE_HIGH,
     LANE_NORMAL,
@@ -73,6 +73,11 @@ from eventlog._log import (
     stream_id_key,
 )
 from eventlog._operator import is_seen, rebuild_checkpoints, tasks_at
+from eventlog._position import (
+    publish_projector_position,
+    read_projector_position,
+    wait_for_projector_position,
+)
 from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
 
 __all__ = [
@@ -150,15 +155,21 @@ __all__ = [
     "encode",
     "hold_worker_name",
     "is_seen",
+    "job_config",
+    "job_exists",
     "job_names",
     "lane_for",
     "max_block_ms",
     "new_event_id",
+    "publish_projector_position",
     "read_controls",
+    "read_projector_position",
     "rebuild_checkpoints",
     "redacted",
+    "store_job_config",
     "stream_id_key",
     "tag_of",
     "tasks_at",
     "upcast",
+    "wait_for_projector_position",
 ]
