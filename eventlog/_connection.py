@@ -16,7 +16,7 @@ for the HMGET of 100,000 checkpoints a restarted worker sends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -243,7 +243,9 @@ async def script_pipeline(
 
 async def command(client: aioredis.Redis, *args: str | bytes | int) -> Any:
     """Run a raw command; its reply comes back unparsed for the stream commands."""
-    return await client.execute_command(*args)  # type: ignore[no-untyped-call]
+    # redis-py leaves execute_command untyped: its reply depends on the command.
+    execute: Callable[..., Awaitable[Any]] = client.execute_command
+    return await execute(*args)
 
 
 class InFlight(Generic[T]):

@@ -27,7 +27,8 @@ RAW_METHODS = frozenset(
         "xadd", "xack", "xclaim", "xautoclaim", "xdel", "xlen", "xpending", "xpending_range",
         "xrange", "xrevrange", "xread", "xreadgroup", "xtrim", "xinfo_stream",
         "xinfo_consumers", "xinfo_groups", "sismember", "smembers", "sadd", "scard",
-        "zadd", "zrange", "zrem", "zscore", "hset", "hget", "hdel", "hgetall", "hmget",
+        "zadd", "zcard", "zrange", "zrangebylex", "zrem", "zscore", "hset", "hget", "hdel",
+        "hgetall", "hmget", "hscan_iter", "scan_iter", "publish", "pubsub",
     }
 )  # fmt: skip
 """redis-py client methods only eventlog calls."""
