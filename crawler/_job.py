@@ -8,8 +8,15 @@ import redis.asyncio as aioredis
 from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN, CircuitBreaker
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, Scope, ScopeMode
-from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys, did_you_mean, job_names
-from eventlog._connection import redis_errors
+from eventlog import (
+    DEFAULT_LEASE_MS,
+    ConfigError,
+    JobKeys,
+    did_you_mean,
+    job_config,
+    job_names,
+    store_job_config,
+)
 
 DEFAULT_RECOVERY_LIMIT = 3
 """Recoveries (lease expiries, restarts mid-task) before a task is aborted, not retried."""
@@ -57,9 +64,8 @@ _decoder = msgspec.msgpack.Decoder(JobConfig)
 async def save_config(redis: aioredis.Redis, keys: JobKeys, config: JobConfig) -> JobConfig:
     """Store the job's configuration, or check that it is the one already stored."""
     data = _encoder.encode(config)
-    with redis_errors("saving the job's configuration"):
-        if await redis.set(keys.config, data, nx=True):
-            return config
+    if await store_job_config(redis, keys, data):
+        return config
     stored = await load_config(redis, keys)
     if stored != config:
         differences = _differences(stored, config)
@@ -72,9 +78,8 @@ async def save_config(redis: aioredis.Redis, keys: JobKeys, config: JobConfig) -
 
 async def load_config(redis: aioredis.Redis, keys: JobKeys) -> JobConfig:
     """The job's stored configuration; ``ConfigError`` for a job nobody started."""
-    with redis_errors("reading the job's configuration"):
-        data = await redis.get(keys.config)
-    if not isinstance(data, bytes):
+    data = await job_config(redis, keys)
+    if data is None:
         hint = did_you_mean(keys.job, await job_names(redis))
         raise ConfigError(
             f"no job {keys.job!r} here{hint}: start it with `crawlog crawl SEED --job "

@@ -39,6 +39,7 @@ from crawler._defaults import DEFAULT_METRICS_HOST as DEFAULT_METRICS_HOST
 from eventlog import (
     DEFAULT_LEASE_MS,
     ConfigError,
+    EventLog,
     ItemScraped,
     JobKeys,
     Lease,
@@ -52,7 +53,6 @@ from eventlog import (
     TaskReclaimed,
     stream_id_key,
 )
-from eventlog._connection import command
 from eventlog._control import ControlEvent
 from eventlog._events import Event
 
@@ -283,10 +283,11 @@ class ProjectorMetrics:
 
     async def update(self, redis: aioredis.Redis, committed: str, archived: int) -> None:
         """Set the gauges for committed position ``committed`` (``archived`` events)."""
-        events = self.keys.events
         self.committed.set(archived)
         self.position.set(stream_id_key(committed)[0] / 1000)
-        added, last = await _stream_counters(redis, events)
+        log = EventLog(redis, self.keys)
+        info = await log.stream_info()
+        added, last = (info.entries_added, info.last_id) if info else (0, None)
         if last is None or stream_id_key(last) <= stream_id_key(committed):
             self.lag_events.set(0)
             self.lag_seconds.set(0)
@@ -295,9 +296,9 @@ class ProjectorMetrics:
         # the commit); entries dead-lettered as undecodable are the exception, and count
         # as lag until the projector has committed past the end of the log.
         self.lag_events.set(max(added - archived, 1))
-        oldest = await command(redis, "XRANGE", events, f"({committed}", "+", "COUNT", 1)
-        if oldest:
-            entry_ms = stream_id_key(oldest[0][0].decode())[0]
+        oldest = await log.first_id(after=committed)
+        if oldest is not None:
+            entry_ms = stream_id_key(oldest)[0]
             self.lag_seconds.set(max(time.time() - entry_ms / 1000, 0.0))
 
     async def watch(self, redis: aioredis.Redis, projector: Projector) -> None:
@@ -307,14 +308,3 @@ class ProjectorMetrics:
             await self.update(redis, manifest.position, manifest.events)
             await anyio.sleep(PROJECTOR_UPDATE_S)
 
-
-async def _stream_counters(redis: aioredis.Redis, stream: str) -> tuple[int, str | None]:
-    """``entries-added`` and ``last-generated-id`` of a stream; (0, None) if it is absent."""
-    if not await redis.exists(stream):
-        return 0, None
-    reply = await command(redis, "XINFO", "STREAM", stream)
-    fields = dict(zip(reply[::2], reply[1::2], strict=True))
-    info = {(k.decode() if isinstance(k, bytes) else k): v for k, v in fields.items()}
-    last = info.get("last-generated-id")
-    last_id = last.decode() if isinstance(last, bytes) else last
-    return int(info.get("entries-added", 0)), last_id

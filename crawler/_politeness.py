@@ -7,7 +7,7 @@ the next start by the delay) or says how long to wait. Freeing it is one ``MULTI
 ``ZREM`` and its holder's ``HDEL``). So the limits hold across all workers, and a worker's
 clock never matters.
 
-Per host, three keys (``crawlog:{job}:host:<host>:…``), each expiring when idle:
+Per host, three keys (`JobKeys.host_slot_keys`), each expiring when idle:
 
 - ``slots``: zset of slot tokens scored by their expiry; a slot whose holder is never
   heard of again expires after ``slot_ttl_s``, so no host is blocked forever.
@@ -15,7 +15,7 @@ Per host, three keys (``crawlog:{job}:host:<host>:…``), each expiring when idl
 - ``delay``: a per-host delay set with `PolitenessGate.set_delay` (robots.txt Crawl-delay),
   seen by every worker until it expires; the longer of it and ``delay_s`` applies.
 
-Each slot is also listed under its holder (the worker's name, ``crawlog:{job}:held:<name>``),
+Each slot is also listed under its holder (the worker's name, `JobKeys.slots_held`),
 so that a worker killed mid-request does not hold its hosts for the whole ttl: its slots
 are freed when its restart (same name) takes its tasks back, or when another worker
 recovers its expired leases (`TaskQueue.take_back_all`, `TaskQueue.recover`).
@@ -39,10 +39,9 @@ import msgspec
 import redis.asyncio as aioredis
 
 from crawler._robots import DEFAULT_ROBOTS_TTL_S
-from eventlog._connection import redis_errors
+from eventlog import HostSlots, SlotAnswer
 from eventlog._exceptions import ConfigError, ServerError
 from eventlog._keys import JobKeys
-from eventlog._scripts import POLITENESS_ACQUIRE
 
 DEFAULT_PER_HOST = 2
 DEFAULT_DELAY_S = 0.0
@@ -154,9 +153,7 @@ class PolitenessGate:
         """Whose slots these are: the worker's name, so its restart or the recovery of its
         tasks frees what a kill left held."""
         self._rng = rng or random.Random()
-        self._acquire_script = redis.register_script(POLITENESS_ACQUIRE)
-        p = self.politeness
-        self._args = (p.per_host, _ms(p.delay_s), _ms(p.slot_ttl_s), _ms(p.max_poll_s))
+        self._slots = HostSlots(redis, self.keys, self.holder)
         self._waiters: dict[str, _Waiters] = {}
         self._release_deadline = math.inf
         self._releasing: set[anyio.CancelScope] = set()
@@ -197,10 +194,7 @@ class PolitenessGate:
         """
         check_host(host)
         _check_seconds("per-host delay", seconds, low=0.0, high=MAX_DELAY_S)
-        with redis_errors("setting a host's delay"):
-            await self.redis.set(
-                self.keys.host_delay(host), _ms(seconds), px=_ms(self.politeness.delay_ttl_s)
-            )
+        await self._slots.set_delay(host, _ms(seconds), ttl_ms=_ms(self.politeness.delay_ttl_s))
 
     def release_by(self, deadline: float) -> None:
         """Slot releases, running or to come, stop trying at ``deadline`` (anyio time).
@@ -217,32 +211,33 @@ class PolitenessGate:
         with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
             self._releasing.add(releasing)
             try:
-                with redis_errors("freeing a host slot"):
-                    async with self.redis.pipeline(transaction=True) as pipe:
-                        pipe.zrem(self.keys.host_slots(host), token)
-                        pipe.hdel(self.keys.slots_held(self.holder), token)
-                        await pipe.execute()
+                await self._slots.release(host, token)
             finally:
                 self._releasing.discard(releasing)
 
     async def _acquire(self, host: str, token: str, waiters: _Waiters) -> int:
-        keys = self.keys.host_slot_keys(host, self.holder)
         if not waiters.lock.locked():
-            wait_ms, at_ms = await self._try(keys, token, host)
+            wait_ms, at_ms = await self._try(host, token)
             if not wait_ms:
                 return at_ms
         async with waiters.lock:
             while True:
                 # Taken before asking, so a release between the reply and the wait counts.
                 released = waiters.released
-                wait_ms, at_ms = await self._try(keys, token, host)
+                wait_ms, at_ms = await self._try(host, token)
                 if not wait_ms:
                     return at_ms
                 jitter = self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
                 with anyio.move_on_after(wait_ms / MS_PER_S + jitter):
                     await released.wait()
 
-    async def _try(self, keys: list[str], token: str, host: str) -> tuple[int, int]:
-        with redis_errors("taking a host slot"):
-            wait_ms, at_ms = await self._acquire_script(keys=keys, args=[token, *self._args, host])
-        return int(wait_ms), int(at_ms)
+    async def _try(self, host: str, token: str) -> SlotAnswer:
+        p = self.politeness
+        return await self._slots.acquire(
+            host,
+            token,
+            per_host=p.per_host,
+            delay_ms=_ms(p.delay_s),
+            ttl_ms=_ms(p.slot_ttl_s),
+            max_wait_ms=_ms(p.max_poll_s),
+        )

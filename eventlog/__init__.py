@@ -53,8 +53,9 @@ from eventlog._exceptions import (
     ServerUnreachable,
     WorkerNameTaken,
 )
+from eventlog._host_slots import HostSlots, SlotAnswer
 from eventlog._ids import new_event_id
-from eventlog._jobs import did_you_mean, job_names
+from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
 from eventlog._keys import (
     LANE_HIGH,
     LANE_NORMAL,
@@ -71,7 +72,14 @@ from eventlog._log import (
     DeadLetter,
     EventLog,
     LogEntry,
+    StreamInfo,
     stream_id_key,
+)
+from eventlog._operator import is_seen, rebuild_checkpoints, tasks_at
+from eventlog._position import (
+    publish_projector_position,
+    read_projector_position,
+    wait_for_projector_position,
 )
 from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
 
@@ -108,6 +116,7 @@ __all__ = [
     "Event",
     "EventDecodeError",
     "EventLog",
+    "HostSlots",
     "ItemScraped",
     "JobKeys",
     "JobPaused",
@@ -126,6 +135,8 @@ __all__ = [
     "SiteEvent",
     "SitePaused",
     "SiteResumed",
+    "SlotAnswer",
+    "StreamInfo",
     "Task",
     "TaskAborted",
     "TaskClaimed",
@@ -149,13 +160,22 @@ __all__ = [
     "did_you_mean",
     "encode",
     "hold_worker_name",
+    "is_seen",
+    "job_config",
+    "job_exists",
     "job_names",
     "lane_for",
     "max_block_ms",
     "new_event_id",
+    "publish_projector_position",
     "read_controls",
+    "read_projector_position",
+    "rebuild_checkpoints",
     "redacted",
+    "store_job_config",
     "stream_id_key",
     "tag_of",
+    "tasks_at",
     "upcast",
+    "wait_for_projector_position",
 ]

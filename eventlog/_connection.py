@@ -16,7 +16,7 @@ and on the HMGET of every checkpoint a restarted worker sends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -245,7 +245,9 @@ async def script_pipeline(
 
 async def command(client: aioredis.Redis, *args: str | bytes | int) -> Any:
     """Run a raw command; its reply comes back unparsed for the stream commands."""
-    return await client.execute_command(*args)  # type: ignore[no-untyped-call]
+    # redis-py leaves execute_command untyped: its reply depends on the command.
+    execute: Callable[..., Awaitable[Any]] = client.execute_command
+    return await execute(*args)
 
 
 class InFlight(Generic[T]):
@@ -254,13 +256,13 @@ class InFlight(Generic[T]):
 
     def __init__(self, tasks: TaskGroup, call: Awaitable[T]) -> None:
         self._done = anyio.Event()
-        self._reply: T | None = None
+        self._reply: tuple[T] | None = None
         self._error: Exception | None = None
         tasks.start_soon(self._wait, call)
 
     async def _wait(self, call: Awaitable[T]) -> None:
         try:
-            self._reply = await call
+            self._reply = (await call,)
         except Exception as exc:  # raised again where the reply is taken
             self._error = exc
         finally:
@@ -271,7 +273,8 @@ class InFlight(Generic[T]):
         await self._done.wait()
         if self._error is not None:
             raise self._error
-        return self._reply  # type: ignore[return-value]  # set when no error was
+        assert self._reply is not None  # set when no error was
+        return self._reply[0]
 
 
 @contextmanager

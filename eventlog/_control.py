@@ -2,7 +2,7 @@
 
 An operator's pause is an event (who, why) like everything else, but workers must see it
 within a second without reading the whole log. So the same script that appends the event
-sets a flag in one small hash, ``crawlog:{job}:control``, which workers read every
+sets a flag in one small hash, `JobKeys.control`, which workers read every
 ``CONTROL_POLL_S``. Resuming a site or a task also moves its parked tasks back to their
 lanes, in that same script.
 """
@@ -14,7 +14,6 @@ import redis.asyncio as aioredis
 
 from eventlog._codec import encode
 from eventlog._connection import redis_errors
-from eventlog._control_flags import CIRCUIT_PREFIX, JOB_PAUSED, SITE_PREFIX, TASK_PREFIX
 from eventlog._events import (
     CircuitClosed,
     CircuitOpened,
@@ -25,7 +24,17 @@ from eventlog._events import (
     TaskPaused,
     TaskResumed,
 )
-from eventlog._keys import JobKeys
+from eventlog._keys import (
+    CIRCUIT_PREFIX,
+    JOB_PAUSED,
+    SITE_PREFIX,
+    TASK_PREFIX,
+    JobKeys,
+    circuit_flag,
+    parked_prefix,
+    site_pause_flag,
+    task_pause_flag,
+)
 from eventlog._log import EventLog
 from eventlog._scripts import CONTROL
 
@@ -99,22 +108,22 @@ async def apply_control(
         case JobResumed():
             field, value = _JOB, ""
         case SitePaused():
-            field, value = _SITE + event.site, "paused"
+            field, value = site_pause_flag(event.site), "paused"
         case SiteResumed():
-            field, value, unpark = _SITE + event.site, "", f"{event.site}|"
+            field, value, unpark = site_pause_flag(event.site), "", parked_prefix(event.site)
         case TaskPaused():
-            field, value = _TASK + event.task_id, task_site or "?"
+            field, value = task_pause_flag(event.task_id), task_site or "?"
         case TaskResumed():
-            field, value = _TASK + event.task_id, ""
+            field, value = task_pause_flag(event.task_id), ""
             if not task_site:  # the pause recorded where the task is parked
                 with redis_errors("reading a pause flag"):
                     recorded = await redis.hget(keys.control, field)
                 task_site = recorded.decode() if isinstance(recorded, bytes) else ""
-            unpark = f"{task_site}|{event.task_id}|"
+            unpark = parked_prefix(task_site, event.task_id)
         case CircuitOpened():
-            field, value = _CIRCUIT + event.site, repr(event.at + event.cooldown_s)
+            field, value = circuit_flag(event.site), repr(event.at + event.cooldown_s)
         case CircuitClosed():
-            field, value = _CIRCUIT + event.site, ""
+            field, value = circuit_flag(event.site), ""
     log = EventLog(redis, keys)
     dedup, ttl = log.dedup_args()
     script = redis.register_script(CONTROL)

@@ -1,4 +1,5 @@
-"""Which jobs a server holds: for ``crawlog jobs`` and the did-you-mean of a mistyped --job."""
+"""Which jobs a server holds (for ``crawlog jobs`` and the did-you-mean of a mistyped
+--job), and each job's stored configuration."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterable
 import redis.asyncio as aioredis
 
 from eventlog._connection import redis_errors
-from eventlog._keys import JOB_KEY_PATTERNS, job_of_key
+from eventlog._keys import JOB_KEY_PATTERNS, JobKeys, job_of_key
 
 SCAN_COUNT = 1000
 CLOSE_MATCHES = 3
@@ -34,3 +35,22 @@ def did_you_mean(job: str, known: Iterable[str]) -> str:
     if not close:
         return ""
     return f" (did you mean {' or '.join(repr(name) for name in close)}?)"
+
+
+async def store_job_config(redis: aioredis.Redis, keys: JobKeys, data: bytes) -> bool:
+    """Store a job's encoded configuration unless it has one; whether this stored it."""
+    with redis_errors("saving the job's configuration"):
+        return bool(await redis.set(keys.config, data, nx=True))
+
+
+async def job_config(redis: aioredis.Redis, keys: JobKeys) -> bytes | None:
+    """A job's encoded configuration, None for a job nobody started with ``crawl``."""
+    with redis_errors("reading the job's configuration"):
+        data = await redis.get(keys.config)
+    return data if isinstance(data, bytes) else None
+
+
+async def job_exists(redis: aioredis.Redis, keys: JobKeys) -> bool:
+    """Whether the server holds the job's settings or its log."""
+    with redis_errors("looking up the job"):
+        return bool(await redis.exists(keys.config, keys.events))

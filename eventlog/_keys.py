@@ -1,8 +1,9 @@
-"""Every Redis key crawlog uses, built in this one place.
+"""Every Redis key crawlog uses, and the layout of what they hold, built in this one place.
 
 All keys of a job share the hash tag ``{job}`` (``{job:p}`` for partition ``p``), so that a
 server-side script can touch any of them atomically and a Redis Cluster keeps them in one
-slot.
+slot. The field names and member layouts below are read by the scripts of ``_scripts``
+too: a change here is a change there.
 """
 
 from __future__ import annotations
@@ -22,6 +23,18 @@ LANE_NORMAL = 1
 LANE_RECOVERY = 2
 """Recovered work goes here so it never pre-empts fresh work."""
 LANES = (LANE_HIGH, LANE_NORMAL, LANE_RECOVERY)
+
+EVENT_FIELD = b"e"
+"""The one field of an entry of the log: the encoded event."""
+TASK_FIELD = b"t"
+"""The one field of an entry of a task lane: the encoded task."""
+
+# Fields of the control hash (`JobKeys.control`), shared by its writers and by the park
+# script, which must only park while a pause flag is set.
+JOB_PAUSED = "job"
+SITE_PREFIX = "site|"
+TASK_PREFIX = "task|"
+CIRCUIT_PREFIX = "circuit|"
 
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -49,6 +62,56 @@ def check_job_name(job: str) -> str:
     return job
 
 
+def site_pause_flag(site: str) -> str:
+    """The control field set while ``site`` is paused."""
+    return SITE_PREFIX + site
+
+
+def task_pause_flag(task_id: str) -> str:
+    """The control field set while task ``task_id`` is paused (its value: the task's site)."""
+    return TASK_PREFIX + task_id
+
+
+def circuit_flag(site: str) -> str:
+    """The control field set while the circuit of ``site`` is open (its value: until when)."""
+    return CIRCUIT_PREFIX + site
+
+
+def action_field(task_id: str, action_id: str) -> str:
+    """The field of an action's ``ctx.once`` marker in `JobKeys.actions`."""
+    return f"{task_id}|{action_id}"
+
+
+def awaiting_value(site: str, action_id: str) -> str:
+    """What `JobKeys.awaiting` holds for a task paused for a person: its site (which has
+    no ``|``) and the action (which may)."""
+    return f"{site}|{action_id}"
+
+
+def awaiting_action(value: str) -> str:
+    """The action id of an `awaiting_value`."""
+    return value.partition("|")[2]
+
+
+def parked_prefix(site: str, task_id: str | None = None) -> str:
+    """The start of the `JobKeys.parked` members of a site's tasks, or of one task's.
+
+    Members are ``<site>|<task id>|<lane>|<task>``, all scored 0, so a site's or a task's
+    are one lexicographic range (the scripts end it at ``}``, which sorts right after ``|``).
+    """
+    return f"{site}|" if task_id is None else f"{site}|{task_id}|"
+
+
+def parked_member(site: str, task_id: str, lane: int, task: bytes) -> bytes:
+    """A parked task's member of `JobKeys.parked` (see `parked_prefix`)."""
+    return f"{parked_prefix(site, task_id)}{lane}|".encode() + task
+
+
+def delayed_member(lane: int, task: bytes) -> bytes:
+    """A delayed task's member of `JobKeys.delayed`: ``<lane>|<task>``."""
+    return f"{lane}|".encode() + task
+
+
 @dataclass(frozen=True)
 class JobKeys:
     """The keys of one job (or of one partition of a job)."""
@@ -69,6 +132,16 @@ class JobKeys:
 
     def _key(self, *parts: str | int) -> str:
         return ":".join((PREFIX, self.tag, *map(str, parts)))
+
+    @cached_property
+    def pattern(self) -> str:
+        """The glob that matches every key of this job (or partition)."""
+        return self._key("*")
+
+    def short(self, key: str) -> str:
+        """``key`` without this job's ``crawlog:{job}:`` prefix, as a person reads it
+        (``tasks:1``); a key of anything else unchanged."""
+        return key.removeprefix(self._key(""))
 
     @cached_property
     def events(self) -> str:

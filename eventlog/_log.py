@@ -8,12 +8,13 @@ from typing import Any
 
 import msgspec
 import redis.asyncio as aioredis
+import redis.exceptions
 
 from eventlog._codec import decode, decode_current, encode
 from eventlog._connection import command, max_block_ms, redis_errors, script_pipeline
 from eventlog._events import AnyEvent
 from eventlog._exceptions import ConfigError, EventDecodeError, PoisonEntry
-from eventlog._keys import JobKeys
+from eventlog._keys import EVENT_FIELD, JobKeys
 from eventlog._scripts import APPEND, DEAD_LETTER
 
 DEFAULT_DEDUP_WINDOW_S = 30
@@ -26,7 +27,6 @@ and the fenced scripts refuse a second finish."""
 DEFAULT_READ_COUNT = 1000
 MAX_EVENTS_PER_CALL = 1000
 """Events per script call; bigger batches are split and pipelined in one round trip."""
-EVENT_FIELD = b"e"
 START = "0-0"
 """The position before the first entry of any stream."""
 
@@ -40,6 +40,38 @@ class LogEntry(msgspec.Struct, frozen=True, gc=False):
     stream_id: str
     event: AnyEvent
     payload: bytes
+
+
+class StreamInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """What the server says of the log stream (``XINFO STREAM``)."""
+
+    entries_added: int
+    """Every entry ever added, trimmed ones included."""
+    last_id: str
+    """Stream ID of the last entry ever added (it may be trimmed since)."""
+    max_deleted_id: str | None
+    """The highest stream ID trimmed or deleted from the log; None if none was."""
+
+
+def parse_stream_info(reply: object) -> StreamInfo:
+    """An ``XINFO STREAM`` reply (a flat list, or a dict if redis-py parsed it) as a
+    ``StreamInfo``."""
+    if isinstance(reply, dict):
+        info = {_text(k): v for k, v in reply.items()}
+    else:
+        assert isinstance(reply, list | tuple)
+        info = {_text(k): v for k, v in zip(reply[::2], reply[1::2], strict=False)}
+    deleted = info.get("max-deleted-entry-id")
+    max_deleted = _text(deleted) if deleted is not None else START
+    return StreamInfo(
+        entries_added=int(info.get("entries-added", 0)),
+        last_id=_text(info.get("last-generated-id", START)),
+        max_deleted_id=None if max_deleted == START else max_deleted,
+    )
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class DeadLetter(msgspec.Struct, frozen=True):
@@ -217,6 +249,35 @@ class EventLog:
         with redis_errors("reading the end of the log"):
             reply = await command(self.redis, "XREVRANGE", self.keys.events, "+", "-", "COUNT", 1)
         return reply[0][0].decode() if reply else None
+
+    async def first_id(self, after: str | None = None) -> str | None:
+        """Stream ID of the oldest entry of the log still held (after stream ID ``after``,
+        if given), None if there is none. Only the ID: the entry is not decoded."""
+        start = "-" if after is None else f"({after}"
+        with redis_errors("reading the start of the log"):
+            reply = await command(self.redis, "XRANGE", self.keys.events, start, "+", "COUNT", 1)
+        return _text(reply[0][0]) if reply else None
+
+    async def stream_info(self) -> StreamInfo | None:
+        """What the server says of the log stream; None if there is no stream yet."""
+        with redis_errors("reading the log's stream info"):
+            try:
+                reply = await command(self.redis, "XINFO", "STREAM", self.keys.events)
+            except redis.exceptions.ResponseError:
+                return None  # no stream yet: nothing appended, nothing trimmed
+        return parse_stream_info(reply)
+
+    async def trim_before(self, min_id: str) -> int:
+        """Remove the entries of the log before stream ID ``min_id`` (exactly, not "~");
+        the number removed. Only for what is archived: the log is otherwise never edited."""
+        with redis_errors("trimming the log"):
+            return int(await command(self.redis, "XTRIM", self.keys.events, "MINID", min_id))
+
+    async def server_time(self) -> float:
+        """The server's clock, in seconds since the epoch."""
+        with redis_errors("reading the server's clock"):
+            seconds, micros = await command(self.redis, "TIME")
+        return int(seconds) + int(micros) / 1e6
 
     async def length(self) -> int:
         """Number of entries in the log stream (what Redis still holds)."""

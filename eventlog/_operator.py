@@ -18,14 +18,23 @@ from redis.exceptions import ResponseError
 
 from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors
-from eventlog._control_flags import task_pause_flag
 from eventlog._events import ActionResolved, Decision, TaskResumed
 from eventlog._exceptions import EventDecodeError, OperatorRefused
-from eventlog._keys import WORKERS_GROUP, JobKeys
+from eventlog._keys import (
+    EVENT_FIELD,
+    TASK_FIELD,
+    WORKERS_GROUP,
+    JobKeys,
+    action_field,
+    awaiting_action,
+    parked_prefix,
+    task_pause_flag,
+)
 from eventlog._lock import is_gone
-from eventlog._log import EVENT_FIELD, DeadLetter, EventLog, parse_dead_letters
-from eventlog._queue import TASK_FIELD, Task
-from eventlog._scripts import DEAD_REPLAY, RESOLVE
+from eventlog._log import DeadLetter, EventLog, parse_dead_letters
+from eventlog._queue import Task
+from eventlog._replies import dead_replay_reply, resolve_reply
+from eventlog._scripts import DEAD_REPLAY, REBUILD_CKPT, RESOLVE
 
 LEASES_READ = 10_000
 """Pending entries read per lane: more leases than this are counted but not listed."""
@@ -187,6 +196,43 @@ async def _held_slots(
     return found
 
 
+async def tasks_at(
+    redis: aioredis.Redis, keys: JobKeys, held: Sequence[tuple[int, str]]
+) -> list[Task]:
+    """The tasks behind these (lane, entry id) pairs (``TaskQueue.leases_of``), in one round
+    trip; an entry deleted meanwhile, or one that does not decode, is left out."""
+    with redis_errors("reading task entries"):
+        async with redis.pipeline(transaction=False) as pipe:
+            for lane, entry_id in held:
+                pipe.execute_command("XRANGE", keys.tasks(lane), entry_id, entry_id)
+            bodies = await pipe.execute()
+    tasks = []
+    for body in bodies:
+        for _, fields in body:
+            if (task := _decode_task(fields)) is not None:
+                tasks.append(task)
+    return tasks
+
+
+async def is_seen(redis: aioredis.Redis, keys: JobKeys, fingerprint: str) -> bool:
+    """Whether a task was ever enqueued for this URL fingerprint (or a task fetched it
+    through a redirect): the job's ``seen`` set."""
+    with redis_errors("reading the seen set"):
+        return bool(await redis.sismember(keys.seen, fingerprint))
+
+
+async def rebuild_checkpoints(
+    redis: aioredis.Redis, keys: JobKeys, pointers: Sequence[tuple[str, str | None]]
+) -> int:
+    """Point the ``ckpt`` index at these (task id, checkpoint stream ID) pairs, never
+    backwards (None: the task is terminal, its pointer dropped); returns entries changed."""
+    if not pointers:
+        return 0
+    args = [value for task_id, stream_id in pointers for value in (task_id, stream_id or "")]
+    with redis_errors("rebuilding the checkpoint index"):
+        return int(await redis.register_script(REBUILD_CKPT)(keys=[keys.ckpt], args=args))
+
+
 def _decode_task(fields: Sequence[bytes]) -> Task | None:
     """The task of a lane entry's fields; None if they are not a task this code reads."""
     try:
@@ -243,11 +289,11 @@ async def replay_dead_letter(log: EventLog, letter: DeadLetter) -> str:
     script = log.redis.register_script(DEAD_REPLAY)
     args: list[str | bytes | int] = [letter.dead_id, ttl, event_id, *fields]
     with redis_errors("replaying a dead letter"):
-        reply = await script(keys=[keys.dead, letter.stream, *dedup], args=args)
-    if reply[0] == b"gone":
+        reply = dead_replay_reply(await script(keys=[keys.dead, letter.stream, *dedup], args=args))
+    if reply.status == "gone":
         raise OperatorRefused(f"dead letter {letter.dead_id} was replayed meanwhile")
     # An event whose id is still in the dedup window is not appended twice: no new ID.
-    return _text(reply[1]) if len(reply) > 1 and reply[1] else "(already in the log)"
+    return reply.entry_id.decode() if reply.entry_id else "(already in the log)"
 
 
 def _still_bad(letter: DeadLetter, why: str) -> str:
@@ -289,8 +335,8 @@ async def uncertain_action(
             return None  # not paused: an action of a running task is not uncertain yet
         recorded = await redis.hget(keys.awaiting, task_id)
         if isinstance(recorded, bytes):
-            _, _, action_id = recorded.decode().partition("|")
-            if await redis.hget(keys.actions, f"{task_id}|{action_id}") == b"intended":
+            action_id = awaiting_action(recorded.decode())
+            if await redis.hget(keys.actions, action_field(task_id, action_id)) == b"intended":
                 return site.decode(), action_id
         # Paused for an uncertain action before tasks waiting for a person were listed:
         # its marker says so.
@@ -344,17 +390,17 @@ async def resolve_action(
         *keys.lanes,
     ]
     args: list[str | bytes | int] = [
-        ttl, task_id, f"{task_id}|{action_id}", decision, task_pause_flag(task_id),
-        f"{site}|{task_id}|", resolved.event_id, encode(resolved), resumed.event_id,
+        ttl, task_id, action_field(task_id, action_id), decision, task_pause_flag(task_id),
+        parked_prefix(site, task_id), resolved.event_id, encode(resolved), resumed.event_id,
         encode(resumed),
     ]  # fmt: skip
     with redis_errors("resolving an uncertain action"):
-        reply = await script(keys=script_keys, args=args)
-    if reply[0] == b"refused":
+        reply = resolve_reply(await script(keys=script_keys, args=args))
+    if reply.status == "refused":
         raise OperatorRefused(
             f"action {action_id} of task {task_id} was decided or resumed meanwhile; "
             "nothing written"
         )
     return Resolution(
-        task_id=task_id, action_id=action_id, decision=decision, requeued=int(reply[1])
+        task_id=task_id, action_id=action_id, decision=decision, requeued=reply.requeued
     )

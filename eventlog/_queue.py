@@ -23,7 +23,6 @@ import redis.exceptions
 from eventlog._codec import decode, encode
 from eventlog._connection import InFlight, command, redis_errors, script_pipeline
 from eventlog._control import ControlEvent, apply_control
-from eventlog._control_flags import site_pause_flag, task_pause_flag
 from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
@@ -38,8 +37,21 @@ from eventlog._events import (
     TaskRetried,
 )
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
-from eventlog._keys import LANE_HIGH, LANE_NORMAL, WORKERS_GROUP, JobKeys
+from eventlog._keys import (
+    LANE_HIGH,
+    LANE_NORMAL,
+    TASK_FIELD,
+    WORKERS_GROUP,
+    JobKeys,
+    awaiting_value,
+    delayed_member,
+    parked_member,
+    site_pause_flag,
+    task_pause_flag,
+)
+from eventlog._keys import action_field as action_field_of
 from eventlog._log import EventLog
+from eventlog._replies import PendingEntry, expired_reply, pending_entries, settle_reply
 from eventlog._scripts import (
     CHECKPOINT_VALUES,
     CHECKPOINTS,
@@ -67,7 +79,6 @@ DEFAULT_RENEW_IDLE_COUNT = 500
 """Idle leases a lane renewed in one call of `TaskQueue.renew_idle`: few enough that one
 call keeps the server only briefly from other workers' commands."""
 PROMOTE_BATCH = 1000
-TASK_FIELD = b"t"
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
 
@@ -354,7 +365,7 @@ class TaskQueue:
             reply = await self._pending(
                 keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count, 0]
             )
-        return await self._leases(reply, reclaimed=False)
+        return await self._leases(pending_entries(reply), reclaimed=False)
 
     async def take_back(
         self, count: int, after: tuple[str, ...] | None = None
@@ -535,11 +546,13 @@ class TaskQueue:
         await self.ensure_groups()
         idle = self.lease_ms if min_idle_ms is None else min_idle_ms
         with redis_errors("reading expired leases"):
-            soonest, reply = await self._expired(
-                keys=list(self.keys.lanes), args=[WORKERS_GROUP, count, idle, horizon_ms]
+            reply = expired_reply(
+                await self._expired(
+                    keys=list(self.keys.lanes), args=[WORKERS_GROUP, count, idle, horizon_ms]
+                )
             )
-        next_s = None if int(soonest) < 0 else int(soonest) / 1000
-        return await self._leases(reply, reclaimed=True), next_s
+        next_s = None if reply.soonest_ms < 0 else reply.soonest_ms / 1000
+        return await self._leases(reply.entries, reclaimed=True), next_s
 
     async def recover(
         self,
@@ -659,7 +672,7 @@ class TaskQueue:
         self, lease: Lease, events: Sequence[AnyEvent], task: Task, delay_s: float
     ) -> str | None:
         """Append the events, ack this entry, and hold ``task`` for ``delay_s`` (server time)."""
-        member = f"{lane_for(task)}|".encode() + _task_encoder.encode(task)
+        member = delayed_member(lane_for(task), _task_encoder.encode(task))
         return await self._settle_call(
             lease, "delay", events, task=task, member=member, delay_ms=int(delay_s * 1000)
         )
@@ -670,8 +683,7 @@ class TaskQueue:
         False (nothing written) if neither is paused any more: the caller goes on with it.
         """
         task = lease.task
-        prefix = f"{task.site}|{task.task_id}|{lane_for(task)}|"
-        member = prefix.encode() + _task_encoder.encode(task)
+        member = parked_member(task.site, task.task_id, lane_for(task), _task_encoder.encode(task))
         flags = (site_pause_flag(task.site), task_pause_flag(task.task_id))
         try:
             await self._settle_call(lease, "park", events, member=member, action=flags)
@@ -689,7 +701,8 @@ class TaskQueue:
         with redis_errors("pausing a task for a person"):
             # First: a worker killed before the park leaves a task that is not parked, and
             # so not counted as waiting, and whose next worker pauses it again.
-            await self.redis.hset(self.keys.awaiting, task.task_id, f"{task.site}|{action_id}")
+            awaiting = awaiting_value(task.site, action_id)
+            await self.redis.hset(self.keys.awaiting, task.task_id, awaiting)
         await self.control(event, task_site=task.site)
         return await self.park(lease)
 
@@ -825,7 +838,7 @@ class TaskQueue:
         if mode == "park" and action is not None:
             action_field, action_value = action
         elif action is not None:
-            action_field, action_value = f"{task_id}|{action[0]}", action[1]
+            action_field, action_value = action_field_of(task_id, action[0]), action[1]
         else:
             action_field, action_value = "", ""
         args: list[str | bytes | int] = [
@@ -835,34 +848,32 @@ class TaskQueue:
         for e in events:
             args += (e.event_id, encode(e))
         with redis_errors("writing a task's progress"):
-            reply = await self._settle(keys=keys, args=args)
-        status = reply[0]
-        if status == b"lost":
-            owner = reply[1].decode() if len(reply) > 1 and reply[1] else None
-            raise LeaseLost(lease.entry_id, self.consumer, owner)
-        if status == b"resumed":
+            status, value = settle_reply(await self._settle(keys=keys, args=args))
+        if status == "lost":
+            raise LeaseLost(lease.entry_id, self.consumer, value.decode() if value else None)
+        if status == "resumed":
             raise _Resumed
-        if status == b"dup" or len(reply) < 2 or not reply[1]:
+        if status == "dup" or not value:
             return None
-        return str(reply[1].decode())
+        return value.decode()
 
     async def action_state(self, task_id: str, action_id: str) -> str | None:
         """The ``ctx.once`` marker of an action: None, "intended" or "done"."""
         with redis_errors("reading an action marker"):
-            value = await self.redis.hget(self.keys.actions, f"{task_id}|{action_id}")
+            value = await self.redis.hget(self.keys.actions, action_field_of(task_id, action_id))
         return value.decode() if isinstance(value, bytes) else None
 
-    async def _leases(self, reply: list[list[object]], *, reclaimed: bool) -> list[Lease]:
+    async def _leases(self, reply: list[PendingEntry], *, reclaimed: bool) -> list[Lease]:
         leases = []
         for lane, entry_id, owner, deliveries, fields in reply:
             if not fields:
                 continue  # deleted while pending: nothing left to run
             lease = await self._lease(
-                lane,  # type: ignore[arg-type]
-                entry_id,  # type: ignore[arg-type]
-                fields,  # type: ignore[arg-type]
-                deliveries=int(deliveries),  # type: ignore[call-overload]
-                previous_owner=owner.decode() if reclaimed else None,  # type: ignore[attr-defined]
+                lane,
+                entry_id,
+                fields,
+                deliveries=deliveries,
+                previous_owner=owner.decode() if reclaimed else None,
             )
             if lease is not None:
                 leases.append(lease)

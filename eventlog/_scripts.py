@@ -41,6 +41,23 @@ local function release_held(index, slots)
   end
 end
 
+-- Move the parked tasks whose members start with ``prefix`` back to their lanes, lane n
+-- being KEYS[first_lane + n]; returns how many. Parked members are
+-- '<site>|<task id>|<lane>|<task>', all scored 0, so a site's or a task's are one
+-- lexicographic range ('}' sorts right after '|'); see _keys.parked_member.
+local function unpark(parked, prefix, first_lane)
+  local upper = '(' .. string.sub(prefix, 1, -2) .. '}'
+  local members = redis.call('ZRANGEBYLEX', parked, '[' .. prefix, upper)
+  for _, member in ipairs(members) do
+    local a = string.find(member, '|', 1, true)
+    local b = string.find(member, '|', a + 1, true)
+    local lane = tonumber(string.sub(member, b + 1, b + 1))
+    redis.call('XADD', KEYS[first_lane + lane], '*', 't', string.sub(member, b + 3))
+    redis.call('ZREM', parked, member)
+  end
+  return #members
+end
+
 -- The consumer holding a pending entry, or false when nobody does.
 local function owner_of(stream, group, id)
   local p = redis.call('XPENDING', stream, group, id, id, 1)
@@ -177,9 +194,7 @@ CONTROL = (
 -- KEYS: events, eids current, eids previous, control, parked, lane 0 .. lane n
 -- ARGV: dedup ttl (s), event_id, event, flag field, flag value ('' to clear),
 --       prefix of the parked tasks to move back to their lanes ('' for none): '<site>|'
---       for a site, '<site>|<task id>|' for one task.
--- Parked members are '<site>|<task id>|<lane>|<task>', all scored 0, so a site's or a
--- task's are one lexicographic range ('}' sorts right after '|').
+--       for a site, '<site>|<task id>|' for one task (see unpark).
 append(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 if ARGV[5] == '' then
   redis.call('HDEL', KEYS[4], ARGV[4])
@@ -188,16 +203,7 @@ else
 end
 local moved = 0
 if ARGV[6] ~= '' then
-  local upper = '(' .. string.sub(ARGV[6], 1, -2) .. '}'
-  local members = redis.call('ZRANGEBYLEX', KEYS[5], '[' .. ARGV[6], upper)
-  for _, member in ipairs(members) do
-    local a = string.find(member, '|', 1, true)
-    local b = string.find(member, '|', a + 1, true)
-    local lane = tonumber(string.sub(member, b + 1, b + 1))
-    redis.call('XADD', KEYS[6 + lane], '*', 't', string.sub(member, b + 3))
-    redis.call('ZREM', KEYS[5], member)
-  end
-  moved = #members
+  moved = unpark(KEYS[5], ARGV[6], 6)
 end
 redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
 return moved
@@ -231,17 +237,9 @@ redis.call('HDEL', KEYS[5], ARGV[2])
 append(KEYS[1], KEYS[2], KEYS[3], ARGV[7], ARGV[8])
 append(KEYS[1], KEYS[2], KEYS[3], ARGV[9], ARGV[10])
 redis.call('HDEL', KEYS[6], ARGV[5])
-local upper = '(' .. string.sub(ARGV[6], 1, -2) .. '}'
-local members = redis.call('ZRANGEBYLEX', KEYS[7], '[' .. ARGV[6], upper)
-for _, member in ipairs(members) do
-  local a = string.find(member, '|', 1, true)
-  local b = string.find(member, '|', a + 1, true)
-  local lane = tonumber(string.sub(member, b + 1, b + 1))
-  redis.call('XADD', KEYS[8 + lane], '*', 't', string.sub(member, b + 3))
-  redis.call('ZREM', KEYS[7], member)
-end
+local moved = unpark(KEYS[7], ARGV[6], 8)
 redis.call('EXPIRE', KEYS[2], ARGV[1], 'NX')
-return {'ok', #members}
+return {'ok', moved}
 """
 )
 

@@ -51,7 +51,6 @@ from eventlog import (
     decode,
     stream_id_key,
 )
-from eventlog._connection import command, redis_errors
 from projector._fold import fold
 from projector._projector import committed_state
 from projector._state import State
@@ -288,8 +287,7 @@ async def _tail_was_whole(log: EventLog, store: Store, manifest: Manifest) -> bo
     if manifest.position == START or store.read_manifest() == manifest:
         # Trimming never passes the committed position, which has not moved.
         return True
-    with redis_errors("reading the start of the log"):
-        first = await command(log.redis, "XRANGE", log.keys.events, "-", "+", "COUNT", 1)
+    first = await log.first_id()
     # Trimming removes a prefix: an entry at or before the position still there means
     # nothing after it was removed.
-    return bool(first) and stream_id_key(first[0][0].decode()) <= stream_id_key(manifest.position)
+    return first is not None and stream_id_key(first) <= stream_id_key(manifest.position)

@@ -31,9 +31,12 @@ from eventlog import (
     JobKeys,
     LogEntry,
     PoisonEntry,
+    publish_projector_position,
+    read_projector_position,
     stream_id_key,
+    wait_for_projector_position,
 )
-from eventlog._connection import InFlight, command, redis_errors
+from eventlog._connection import InFlight
 from projector._archive import read_entries
 from projector._committer import CommitRequest, Committer
 from projector._defaults import (
@@ -313,20 +316,16 @@ class Projector:
 
     async def _publish_and_trim(self) -> None:
         position = self.manifest.position
-        keys = self.log.keys
-        with redis_errors("publishing the projector position"):
-            # SET for those who ask, PUBLISH for those who wait (no polling).
-            await self.log.redis.set(keys.projector, position)
-            await self.log.redis.publish(keys.projector, position)
-            if self.keep_tail_s is not None and position != "0-0":
-                # MINID keeps everything at or after it, so it never reaches past the
-                # committed position. Exact, not "~": approximate trimming stops after
-                # 10,000 entries a call and would fall behind a fast crawl.
-                committed = stream_id_key(position)
-                tail_ms = int(self.keep_tail_s * 1000)
-                floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
-                minid = f"{max(floor[0], 0)}-{floor[1]}"
-                await command(self.log.redis, "XTRIM", keys.events, "MINID", minid)
+        await publish_projector_position(self.log.redis, self.log.keys, position)
+        if self.keep_tail_s is not None and position != "0-0":
+            # MINID keeps everything at or after it, so it never reaches past the
+            # committed position. Exact, not "~": approximate trimming stops after
+            # 10,000 entries a call and would fall behind a fast crawl.
+            committed = stream_id_key(position)
+            tail_ms = int(self.keep_tail_s * 1000)
+            floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
+            minid = f"{max(floor[0], 0)}-{floor[1]}"
+            await self.log.trim_before(minid)
 
     def _commit_due(self) -> bool:
         if not self._pending:
@@ -397,23 +396,9 @@ async def wait_for_position(
 
     Returns the committed position then, or None if ``timeout_s`` passed first.
     """
-    target = stream_id_key(goal)
-    channel = JobKeys(job).projector
-    with redis_errors("waiting for the projector"), anyio.move_on_after(timeout_s):
-        async with redis.pubsub() as pubsub:
-            # Subscribe before reading the key: a commit in between is then never missed.
-            await pubsub.subscribe(channel)
-            position = await committed_position(redis, job)
-            while position is None or stream_id_key(position) < target:
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-                if message is not None:
-                    position = message["data"].decode()
-            return position
-    return None
+    return await wait_for_projector_position(redis, JobKeys(job), goal, timeout_s)
 
 
 async def committed_position(redis: aioredis.Redis, job: str) -> str | None:
     """The position the job's projector last published, if any."""
-    with redis_errors("reading the projector position"):
-        value = await redis.get(JobKeys(job).projector)
-    return value.decode() if isinstance(value, bytes) else None
+    return await read_projector_position(redis, JobKeys(job))

@@ -13,9 +13,15 @@ from typing import Any
 import msgspec
 import redis.asyncio as aioredis
 
-from eventlog import AnyEvent, EventLog, LogEntry, PoisonEntry, stream_id_key
-from eventlog._connection import redis_errors
-from eventlog._scripts import REBUILD_CKPT
+from eventlog import (
+    AnyEvent,
+    EventLog,
+    JobKeys,
+    LogEntry,
+    PoisonEntry,
+    rebuild_checkpoints,
+    stream_id_key,
+)
 from projector._archive import read_entries
 from projector._fold import apply
 from projector._state import TERMINAL, State, canonical
@@ -102,18 +108,13 @@ def verify(store: Store) -> tuple[str, list[str]]:
 
 async def rebuild_checkpoint_index(redis: aioredis.Redis, job: str, state: State) -> int:
     """Point ``ckpt`` at every unfinished task's last checkpoint; returns entries changed."""
-    args: list[str] = []
+    pointers: list[tuple[str, str | None]] = []
     for task in state.tasks.values():
         if task.status in TERMINAL:
-            args += (task.task_id, "")
+            pointers.append((task.task_id, None))
         elif task.checkpoint_id is not None:
-            args += (task.task_id, task.checkpoint_id)
-    if not args:
-        return 0
-    log = EventLog(redis, job)
-    script = redis.register_script(REBUILD_CKPT)
-    with redis_errors("rebuilding the checkpoint index"):
-        return int(await script(keys=[log.keys.ckpt], args=args))
+            pointers.append((task.task_id, task.checkpoint_id))
+    return await rebuild_checkpoints(redis, JobKeys(job), pointers)
 
 
 def find_archived(store: Store, stream_id: str) -> AnyEvent | None:

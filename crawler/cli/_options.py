@@ -10,6 +10,7 @@ import click
 
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_METRICS_HOST
 from crawler.cli._logs import DEFAULT_LOG_LEVEL, LOG_LEVELS
+from eventlog import JobKeys
 from eventlog._server import FSYNC_POLICIES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,10 +43,13 @@ def json_option(command: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(command)
 
 
+_JOB_KEYS = JobKeys("NAME").pattern
+
+
 def job_option(command: F) -> F:
     """``--job NAME``: the job to act on."""
     return click.option(
-        "--job", required=True, metavar="NAME", help="The job (its keys are crawlog:{NAME}:*)."
+        "--job", required=True, metavar="NAME", help=f"The job (its keys are {_JOB_KEYS})."
     )(command)
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 import redis.asyncio as aioredis
-import redis.exceptions
 
 from crawler.cli._progress import (
     RATE_WINDOW_S,
@@ -42,7 +41,6 @@ from eventlog import (
     PoisonEntry,
     stream_id_key,
 )
-from eventlog._connection import command, redis_errors
 from eventlog._operator import read_workers
 from projector._projector import read_committed
 from projector._store import Store
@@ -131,15 +129,12 @@ class LiveProgress:
         behind = max(folded - committed, 0)
         if not behind:
             return 0, None
-        with redis_errors("reading the log after the projector's commit"):
-            first = await command(
-                self.redis, "XRANGE", self.keys.events, f"({manifest.position}", "+", "COUNT", 1
-            )
-            seconds, micros = await command(self.redis, "TIME")
-        if not first:
+        first = await self.log.first_id(after=manifest.position)
+        now_s = await self.log.server_time()
+        if first is None:
             return behind, None
-        oldest_ms = stream_id_key(_text(first[0][0]))[0]
-        return behind, max(int(seconds) + int(micros) / 1e6 - oldest_ms / 1000, 0.0)
+        oldest_ms = stream_id_key(first)[0]
+        return behind, max(now_s - oldest_ms / 1000, 0.0)
 
     async def _fold_tail(self) -> None:
         state = self.tracker.state
@@ -158,19 +153,5 @@ class LiveProgress:
 
     async def _trimmed_up_to(self) -> str | None:
         """The highest stream ID trimmed from the log, if any was."""
-        with redis_errors("reading the log's stream info"):
-            try:
-                reply = await command(self.redis, "XINFO", "STREAM", self.keys.events)
-            except redis.exceptions.ResponseError:
-                return None  # no stream yet: nothing appended, nothing trimmed
-        if isinstance(reply, dict):
-            info = {_text(k): v for k, v in reply.items()}
-        else:
-            info = {_text(k): v for k, v in zip(reply[::2], reply[1::2], strict=False)}
-        value = info.get("max-deleted-entry-id")
-        found = _text(value) if value is not None else "0-0"
-        return None if found == "0-0" else found
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+        info = await self.log.stream_info()
+        return info.max_deleted_id if info else None

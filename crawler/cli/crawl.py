@@ -6,16 +6,17 @@ import logging
 import os
 import signal
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import click
 import msgspec
 
-from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES
+from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES, FailOn
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
 from crawler._politeness import Politeness
-from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
+from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES, ScopeMode
 from crawler._spider import Spider, load_spider, spider_path
 from crawler._urls import check_seed_url
 from crawler.cli._exit import EXIT_ERROR
@@ -119,11 +120,11 @@ def crawl_command(
     delay: float,
     depth: int | None,
     max_pages: int,
-    scope: str,
+    scope: ScopeMode,  # click.Choice(SCOPE_MODES) checked it
     spider: str | None,
     lease: float,
     ignore_robots: bool,
-    fail_on: str,
+    fail_on: FailOn,  # click.Choice checked it
     no_events: bool,
     metrics_host: str,
     metrics_port: int | None,
@@ -148,7 +149,7 @@ def crawl_command(
     job = job or _job_name(canonical[0])
     config = JobConfig(
         seeds=canonical,
-        scope=scope,  # type: ignore[arg-type]  # click.Choice(SCOPE_MODES) checked it
+        scope=scope,
         max_depth=depth,
         max_pages=max_pages,
         spider=spider,
@@ -196,7 +197,7 @@ def crawl_command(
         ctx.exit(EXIT_ERROR)
     if not summary.complete:
         ctx.exit(1)
-    reason = failure(summary, fail_on)  # type: ignore[arg-type]  # click.Choice checked it
+    reason = failure(summary, fail_on)
     if reason is not None:
         click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
         ctx.exit(1)
@@ -296,10 +297,10 @@ def worker_command(
     anyio.run(run)
 
 
-async def _stop_on_signal(stop: object) -> None:
+async def _stop_on_signal(stop: Callable[[], object]) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for _ in signals:
-            stop()  # type: ignore[operator]
+            stop()
 
 
 @click.command("enqueue", epilog="Example:  crawlog enqueue --job site http://127.0.0.1:8000/new/")

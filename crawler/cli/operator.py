@@ -57,7 +57,6 @@ from eventlog import (
     read_controls,
     tag_of,
 )
-from eventlog._connection import redis_errors
 from eventlog._exceptions import ConfigError, OperatorRefused, UnknownTask
 from eventlog._log import DeadLetter
 from eventlog._operator import (
@@ -567,9 +566,9 @@ def dead_list_command(job: str, data_dir: Path | None, limit: int, as_json: bool
     if not letters:
         click.echo(f"no dead letters in job {job}")
         return
-    prefix = f"crawlog:{JobKeys(job).tag}:"
+    keys = JobKeys(job)
     rows = [
-        [d.dead_id, d.stream.removeprefix(prefix), d.entry_id, str(d.deliveries),
+        [d.dead_id, keys.short(d.stream), d.entry_id, str(d.deliveries),
          f"{sum(len(v) for v in d.fields.values())} B", d.reason]
         for d in letters
     ]  # fmt: skip
@@ -652,13 +651,12 @@ def history_command(
     task_id, url = _task_id_of(target)
 
     async def run() -> tuple[list[LogEntry], bool]:
+        from eventlog import is_seen
         from projector._history import task_history
 
         async with _open_job(data_dir, job) as opened:
             entries = await task_history(opened.client, opened.store, [task_id], page_url=url)
-            with redis_errors("reading the seen set"):
-                seen = bool(await opened.client.sismember(opened.keys.seen, task_id))
-            return entries, seen
+            return entries, await is_seen(opened.client, opened.keys, task_id)
 
     entries, seen = anyio.run(run)
     own = [e for e in entries if getattr(e.event, "task_id", None) == task_id]

@@ -23,10 +23,11 @@ from eventlog import (
     JobKeys,
     connect,
     did_you_mean,
+    job_exists,
     job_names,
     stream_id_key,
 )
-from eventlog._connection import DEFAULT_RIDE_OUT_S, redis_errors
+from eventlog._connection import DEFAULT_RIDE_OUT_S
 from eventlog._server import resolve_data_dir, resolve_url
 from projector._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,
@@ -146,9 +147,8 @@ async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> Non
     from projector._store import MANIFEST, job_dir, projected_jobs
 
     keys = JobKeys(job)
-    with redis_errors("looking up the job"):
-        if await client.exists(keys.config, keys.events):
-            return
+    if await job_exists(client, keys):
+        return
     if (job_dir(directory, job) / MANIFEST).exists():
         return
     hint = did_you_mean(job, [*await job_names(client), *projected_jobs(directory)])

@@ -20,8 +20,7 @@ from collections.abc import Mapping
 import msgspec
 
 from crawler.testsite._site import RunningSite
-from eventlog import Task, TaskQueue
-from eventlog._connection import command
+from eventlog import TaskQueue, tasks_at
 from projector._analytics import query
 from projector._projector import read_committed
 from projector._replay import verify
@@ -130,10 +129,4 @@ def _flying(site: RunningSite, in_flight: Mapping[str, str]) -> set[str]:
 
 async def tasks_held(queue: TaskQueue, held: list[tuple[int, str]]) -> dict[str, str]:
     """Task id -> URL of the tasks behind these lane entries (``TaskQueue.leases_of``)."""
-    tasks = {}
-    for lane, entry_id in held:
-        raw = await command(queue.redis, "XRANGE", queue.keys.tasks(lane), entry_id, entry_id)
-        for _, (_, payload) in raw:
-            task = msgspec.msgpack.decode(payload, type=Task)
-            tasks[task.task_id] = task.url
-    return tasks
+    return {task.task_id: task.url for task in await tasks_at(queue.redis, queue.keys, held)}

@@ -1,0 +1,66 @@
+"""The per-host politeness keys of a job: slots on a host, its next start time, its delay.
+
+``crawler``'s politeness gate decides when to ask and how long to wait; what it asks
+the server, and the layout of what the server keeps, live here (the keys in ``_keys``,
+the script in ``_scripts``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import redis.asyncio as aioredis
+
+from eventlog._connection import redis_errors
+from eventlog._keys import JobKeys
+from eventlog._scripts import POLITENESS_ACQUIRE
+
+
+class SlotAnswer(NamedTuple):
+    """The server's answer to a request for a slot on a host, in server milliseconds."""
+
+    wait_ms: int
+    """0 when the slot is held; else how long to wait before asking again."""
+    at_ms: int
+    """The slot's start when held, else the server's time now."""
+
+
+class HostSlots:
+    """The politeness slots of one job's hosts, taken and freed under one holder's name."""
+
+    def __init__(self, redis: aioredis.Redis, keys: JobKeys, holder: str) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.holder = holder
+        self._acquire = redis.register_script(POLITENESS_ACQUIRE)
+
+    async def acquire(
+        self,
+        host: str,
+        token: str,
+        *,
+        per_host: int,
+        delay_ms: int,
+        ttl_ms: int,
+        max_wait_ms: int,
+    ) -> SlotAnswer:
+        """Take slot ``token`` on ``host`` if one is free and its next start time has come
+        (asking again with the same token finds the slot taken)."""
+        keys = self.keys.host_slot_keys(host, self.holder)
+        args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host]
+        with redis_errors("taking a host slot"):
+            wait_ms, at_ms = await self._acquire(keys=keys, args=args)
+        return SlotAnswer(int(wait_ms), int(at_ms))
+
+    async def release(self, host: str, token: str) -> None:
+        """Free slot ``token`` on ``host`` and its entry in the holder's index, atomically."""
+        with redis_errors("freeing a host slot"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.zrem(self.keys.host_slots(host), token)
+                pipe.hdel(self.keys.slots_held(self.holder), token)
+                await pipe.execute()
+
+    async def set_delay(self, host: str, delay_ms: int, *, ttl_ms: int) -> None:
+        """Space request starts to ``host`` by at least ``delay_ms``, for ``ttl_ms``."""
+        with redis_errors("setting a host's delay"):
+            await self.redis.set(self.keys.host_delay(host), delay_ms, px=ttl_ms)
