@@ -76,6 +76,7 @@ from eventlog import (
     Lease,
     LeaseLost,
     PageFetched,
+    QueueObserver,
     RetryScheduled,
     ServerCannotPersist,
     Task,
@@ -153,8 +154,38 @@ class WorkerStats(msgspec.Struct, kw_only=True):
     enqueued: int = 0
 
 
+def worker_queue(
+    redis: aioredis.Redis,
+    job: str,
+    name: str,
+    config: JobConfig,
+    *,
+    observer: QueueObserver | None = None,
+) -> TaskQueue:
+    """The queue a worker ``name`` of ``job`` works through: its lease time and whether it
+    records events come from the job's ``config``; ``observer`` is told of its calls (the
+    worker's metrics)."""
+    return TaskQueue(
+        redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events,
+        observer=observer,
+    )  # fmt: skip
+
+
 class Worker:
-    """One worker process's crawl of a job."""
+    """One worker process's crawl of a job.
+
+    ``redis``: the client of the job's server; ``job``: its name; ``name``: this worker's,
+    unique among the job's live workers (held for the run, `hold_worker_name`), its
+    consumer name in the queue; ``config``: the job's settings (lease time, politeness,
+    scope, retries, recovery limit); ``spider``: what parses the pages.
+
+    ``data_dir``: where the projector archives the log (a trimmed checkpoint is read from
+    there); ``concurrency``: tasks run at once; ``fetch_config``: the HTTP client's settings
+    (default `FetchConfig()`); ``exit_when_done``: return once every task of the job has
+    ended, rather than waiting for more; ``grace_s``: how long a graceful stop (`stop`)
+    may take in all; ``queue``: the queue to work through, for ``name`` and ``config``
+    (`worker_queue`, e.g. with an observer); by default one without an observer.
+    """
 
     def __init__(
         self,
@@ -169,6 +200,7 @@ class Worker:
         fetch_config: FetchConfig | None = None,
         exit_when_done: bool = False,
         grace_s: float = DEFAULT_GRACE_S,
+        queue: TaskQueue | None = None,
     ) -> None:
         self.redis, self.job, self.name = redis, job, name
         self.config, self.spider = config, spider
@@ -177,10 +209,15 @@ class Worker:
         self.concurrency = concurrency
         self.exit_when_done = exit_when_done
         self.grace_s = grace_s
-        self.queue = TaskQueue(
-            redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events
-        )
-        self.keys = self.queue.keys
+        if queue is None:
+            queue = worker_queue(redis, job, name, config)
+        elif (queue.keys.job, queue.consumer, queue.lease_ms) != (job, name, config.lease_ms):
+            raise ValueError(
+                f"the queue is {queue.consumer!r}'s of job {queue.keys.job!r} with a lease of "
+                f"{queue.lease_ms} ms, not {name!r}'s of {job!r} with {config.lease_ms} ms"
+            )
+        self._queue = queue
+        self.keys = queue.keys
         self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
         self._accepted = accepted_types(spider)
@@ -220,6 +257,11 @@ class Worker:
         self._released_by = math.inf
         """Once stopping: when a task being given back stops trying (the server may be
         unreachable; its lease then expires, as after a kill)."""
+
+    @property
+    def queue(self) -> TaskQueue:
+        """The queue this worker works through, given or built when it was made."""
+        return self._queue
 
     def stop(self) -> None:
         """Stop claiming; in-flight tasks finish their page or are released (graceful stop).

@@ -70,9 +70,11 @@ from eventlog._log import (
     LogEntry,
     stream_id_key,
 )
-from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
+from eventlog._observer import ACKING_MODES, QueueObserver, SettleMode
+from eventlog._queue import DEFAULT_LEASE_MS, ActionState, Lease, Task, TaskQueue, lane_for
 
 __all__ = [
+    "ACKING_MODES",
     "CONTROL_POLL_S",
     "DEFAULT_DEDUP_WINDOW_S",
     "DEFAULT_LEASE_MS",
@@ -90,6 +92,7 @@ __all__ = [
     "ActionDone",
     "ActionIntended",
     "ActionResolved",
+    "ActionState",
     "AnyEvent",
     "CheckpointSaved",
     "CircuitClosed",
@@ -113,11 +116,13 @@ __all__ = [
     "LogEntry",
     "PageFetched",
     "PoisonEntry",
+    "QueueObserver",
     "RetryScheduled",
     "ServerCannotPersist",
     "ServerError",
     "ServerStartError",
     "ServerUnreachable",
+    "SettleMode",
     "SiteEvent",
     "SitePaused",
     "SiteResumed",
