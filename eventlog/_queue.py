@@ -770,4 +770,3 @@ class TaskQueue:
         pairs = dict(zip(fields[::2], fields[1::2], strict=False))
         reason = f"task does not decode: {exc}"
         await self.dead_letter(lane, entry_id.decode(), reason, pairs, deliveries)
-
