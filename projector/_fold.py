@@ -71,6 +71,7 @@ from projector._state import (
     SiteState,
     State,
     TaskState,
+    TaskStatus,
 )
 
 HTTP_ERROR = 400
@@ -188,7 +189,7 @@ def _site(state: State, site: str) -> SiteState:
     return found
 
 
-def _move(state: State, task: TaskState, status: str, event: Event, reason: str) -> None:
+def _move(state: State, task: TaskState, status: TaskStatus, event: Event, reason: str) -> None:
     """Change a task's status, keeping the site and job counts by status in step."""
     old = task.status
     counts = state.sites[task.site].tasks
@@ -313,7 +314,7 @@ def _retry_scheduled(state: State, event: RetryScheduled) -> None:
     _move(state, task, PENDING, event, event.reason)
 
 
-def _terminal(status: str) -> Handler:
+def _terminal(status: TaskStatus) -> Handler:
     def handle(state: State, event: TaskDone | TaskFailed | TaskAborted) -> None:
         task = state.tasks.get(event.task_id)
         if task is None or task.status not in _ACTIVE:

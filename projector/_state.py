@@ -8,11 +8,14 @@ byte form two states are compared by.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import msgspec
 
 from eventlog import Counts, Cursor
+
+TaskStatus: TypeAlias = Literal["pending", "running", "paused", "done", "failed", "aborted"]
+"""Where a task is in its life, as the log tells it."""
 
 PENDING: Final = "pending"
 RUNNING: Final = "running"
@@ -20,8 +23,8 @@ PAUSED: Final = "paused"
 DONE: Final = "done"
 FAILED: Final = "failed"
 ABORTED: Final = "aborted"
-STATUSES: Final = (PENDING, RUNNING, PAUSED, DONE, FAILED, ABORTED)
-TERMINAL: Final = frozenset({DONE, FAILED, ABORTED})
+STATUSES: Final[tuple[TaskStatus, ...]] = (PENDING, RUNNING, PAUSED, DONE, FAILED, ABORTED)
+TERMINAL: Final[frozenset[TaskStatus]] = frozenset({DONE, FAILED, ABORTED})
 
 CIRCUIT_CLOSED: Final = "closed"
 CIRCUIT_OPEN: Final = "open"
@@ -41,7 +44,7 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     site: str
     depth: int = 0
     parent_task_id: str | None = None
-    status: str = PENDING
+    status: TaskStatus = PENDING
     attempt: int = 1
     owner: str | None = None
     last_actor: str = ""
@@ -97,7 +100,7 @@ class Anomaly(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     stream_id: str
     event_type: str
     task_id: str | None
-    from_status: str | None
+    from_status: TaskStatus | None
     reason: str
 
 

@@ -40,6 +40,7 @@ from projector._state import (
     SiteState,
     State,
     TaskState,
+    TaskStatus,
 )
 
 LISTED: Final = 20
@@ -56,7 +57,7 @@ class RecoveredTask(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     task_id: str
     url: str
-    status: str
+    status: TaskStatus
     recoveries: int
 
 
