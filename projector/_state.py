@@ -44,7 +44,9 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     site: str
     depth: int = 0
     parent_task_id: str | None = None
-    status: TaskStatus = PENDING
+    status: str = PENDING
+    """A `TaskStatus` (annotated ``str``: the Arrow tables of the state are built from
+    these annotations, and know no Literal yet)."""
     attempt: int = 1
     owner: str | None = None
     last_actor: str = ""
@@ -100,7 +102,7 @@ class Anomaly(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     stream_id: str
     event_type: str
     task_id: str | None
-    from_status: TaskStatus | None
+    from_status: str | None
     reason: str
 
 

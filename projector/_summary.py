@@ -40,7 +40,6 @@ from projector._state import (
     SiteState,
     State,
     TaskState,
-    TaskStatus,
 )
 
 LISTED: Final = 20
@@ -57,7 +56,7 @@ class RecoveredTask(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
     task_id: str
     url: str
-    status: TaskStatus
+    status: str
     recoveries: int
 
 
