@@ -2,13 +2,13 @@
 
 httpx is the interface, sending through :class:`AiohttpTransport`, an httpx transport backed
 by an aiohttp session. The transport was chosen by measurement (``python
-tools/bench_fetch.py``: 10 KiB pages from the test site in another process, keep-alive, on
-this 2-core machine). httpx's own transport (httpcore) collapses once many connections are
-open — 1.4k requests/s at 5 in flight, 0.2k at 50, 0.3k at 200 — while through this one
-httpx keeps 3.4-4.0k at all three. What stays between that and aiohttp used alone (11-14k)
-is httpx itself: its request and response objects and ``AsyncClient.send`` cost about
-180 µs of CPU per request, against aiohttp's 70. The transport is this module's rather
-than the ``httpx-aiohttp`` package's (measured alongside, a little slower) because that
+tools/bench_fetch.py``: pages from the test site in another process, keep-alive, at several
+concurrencies). httpx's own transport (httpcore) collapses once many connections are open,
+while through this one httpx keeps its rate however many are in flight. What stays between
+that and aiohttp used alone is httpx itself: its request and response objects and
+``AsyncClient.send`` cost more CPU per request than aiohttp's whole request. The transport
+is this module's rather than the ``httpx-aiohttp`` package's (measured alongside, a little
+slower) because that
 package maps aiohttp's errors lossily — a refused connection and a dropped one both become
 ``ConnectTimeout`` — and a result must name the right reason.
 

@@ -1,8 +1,8 @@
 """URLs as the crawler keys them: canonical form, link resolution, fingerprints and sites.
 
 Parsing, IDNA, default ports, dot segments and percent-encoding are yarl's (its C parser
-resolves and normalises a page's links three times as fast as ``urljoin`` followed by
-w3lib's ``canonicalize_url``: ``python tools/bench_links.py``). What is added here is what
+resolves and normalises a page's links faster than ``urljoin`` followed by w3lib's
+``canonicalize_url``, as ``python tools/bench_links.py`` measures). What is added here is what
 dedup needs on top: no fragment, a stable parameter order, ``/`` for an empty path, and a
 refusal of anything that is not an http(s) URL with a plausible host.
 """

@@ -63,6 +63,7 @@ from crawler._urls import Dropped, fingerprint, fingerprint_canonical, resolve_y
 from eventlog import (
     CONTROL_POLL_S,
     DEFAULT_NAME_TTL_MS,
+    WORKER_STOPPED,
     ActionDone,
     ActionIntended,
     AnyEvent,
@@ -89,6 +90,7 @@ from eventlog import (
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
+    TaskReleased,
     hold_worker_name,
     read_controls,
 )
@@ -125,7 +127,6 @@ RECOVERY_SHARE = Fraction(1, 6)
 PENDING_REREAD_SHARE = Fraction(1, 6)
 """This worker's own pending list is re-read once per this share (lost claim replies)."""
 ROBOTS_PATH = "/robots.txt"
-STOPPED_REASON = "worker stopped"
 STOP_RESERVE_S = 2.0
 """The end of the grace period kept for giving tasks back and releasing the worker's name
 (half of it each; at most half of the grace): pages in flight get the rest."""
@@ -350,8 +351,8 @@ class Worker:
         while not self.stopping.is_set():
             if not self._resumed.is_set() or not self._fetcher_open.is_set():
                 # The whole pending list is taken back before any of it runs: the take-back
-                # renews every lease, and tasks running meanwhile slowed it (100,000
-                # entries: 1.0 s alone, 1.6 s beside one task, 2.9 s beside 32, on 2 cores).
+                # renews every lease, and tasks running meanwhile slowed it (they share the
+                # worker's thread and the machine's cores with it).
                 with anyio.move_on_after(CONTROL_POLL_S):
                     await (self._fetcher_open if self._resumed.is_set() else self._resumed).wait()
                 continue
@@ -374,8 +375,8 @@ class Worker:
 
     async def _open_fetcher(self, closing: AsyncExitStack) -> None:
         """Open the fetcher, its HTTP stack imported and its TLS context built in a thread."""
-        # Importing aiohttp and httpx and reading the CA bundle take ~0.15 s of a worker's
-        # start; in a thread, they overlap the take-back of a restart's pending list, which
+        # Importing aiohttp and httpx and reading the CA bundle are a large part of a
+        # worker's start; in a thread, they overlap the take-back of a restart's pending list, which
         # mostly waits for the server (the CA bundle is read without the GIL).
         fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config)
         self._fetcher = await closing.enter_async_context(fetcher)
@@ -457,10 +458,8 @@ class Worker:
         # Once the take-back is done, then every `RECOVERY_SHARE` of the lease, or sooner:
         # when a lease is due to expire before that, right after it does. A dead worker's tasks
         # are back in a lane a pass (two round trips) after their leases expire, not up to
-        # a period later (lease/6 + a pass per task: 2.7 s after expiry in a chaos run, 2
-        # cores). Not during the take-back: a pass reads every pending list of the job
-        # (XPENDING ... IDLE over 100,000 entries: 30 ms of the server, which the take-back
-        # is waiting on).
+        # a period later. Not during the take-back: a pass reads every pending list of the
+        # job (XPENDING ... IDLE over every entry), server time the take-back is waiting on.
         period = self._share_s(RECOVERY_SHARE)
         await self._resumed.wait()
         while True:
@@ -563,11 +562,10 @@ class Worker:
 
     async def _release(self, lease: Lease, pending: Sequence[AnyEvent] = ()) -> None:
         """Give a task back to the queue at once (a graceful stop)."""
-        # The fold starts attempt ``event.attempt + 1`` on a RetryScheduled: a worker that
-        # stops has not used up an attempt, so the task keeps the one it had.
-        event = RetryScheduled(
-            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt - 1,
-            delay_s=0.0, reason=STOPPED_REASON,
+        # A worker that stops has not used up an attempt: the task keeps the one it had.
+        event = TaskReleased(
+            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt,
+            reason=WORKER_STOPPED,
         )  # fmt: skip
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
@@ -984,11 +982,11 @@ def _new_fetcher(config: FetchConfig) -> Fetcher:
 def _collector_paused() -> Iterator[None]:
     """No garbage collection inside: a take-back builds hundreds of thousands of objects
     that all stay alive (the replies, the leases), and the collections they set off found
-    nothing to free while costing a third of the time (100,000 entries: 0.85 → 0.55 s).
+    nothing to free while costing a large share of the time.
 
     On the way out, what is alive is frozen (`gc.freeze`): the modules the HTTP stack's
     thread imported meanwhile and the backlog would otherwise be traversed by the first
-    collection after it, 10-20 ms before the first fetch, and by every full one after."""
+    collection after it, just before the first fetch, and by every full one after."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -10,8 +10,8 @@ Two settings matter for correctness, not only speed:
   third or more of a reader's time.
 
 Commands are packed by hiredis (in C) instead of redis-py's asyncio connection, which packs
-them in Python: 1.2 against 7.3 µs for a script call of a dozen arguments, 10 against 73 ms
-for the HMGET of 100,000 checkpoints a restarted worker sends.
+them in Python, several times slower: it shows on every script call of a dozen arguments,
+and on the HMGET of every checkpoint a restarted worker sends.
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ before it gives up: long enough for a restart that replays its append-only file.
 _RIDE_OUT_BASE_S = 0.05
 _RIDE_OUT_CAP_S = 0.5
 """The longest wait between two tries. Short: a worker's lease renewal stuck in a long
-wait after the server is back lets its leases expire under it (with chaos.py's 3 s
-leases, a 2 s cap made live workers' tasks be taken over and fetched twice)."""
+wait after the server is back lets its leases expire under it (with chaos.py's short
+leases, a cap near the lease length made live workers' tasks be taken over and fetched
+twice)."""
 _NOSCRIPT_RESENDS = 3
 _MISCONF = "MISCONF"
 """The error code of a server that cannot persist: it refuses every write (and PING)."""
@@ -148,9 +149,10 @@ def _packing_in_c(base: ConnectionClass) -> ConnectionClass:
 def ride_out_retry(seconds: float) -> Retry:
     """A redis-py retry policy that keeps trying a lost server for at least ``seconds``.
 
-    Exponential backoff from 50 ms up to 0.5 s, each wait jittered between half and all of
-    it (workers that lost the server together do not come back in lockstep). The number
-    of retries is counted so that even the shortest waits add up to ``seconds``.
+    Exponential backoff from ``_RIDE_OUT_BASE_S`` up to ``_RIDE_OUT_CAP_S``, each wait
+    jittered between half and all of it (workers that lost the server together do not come
+    back in lockstep). The number of retries is counted so that even the shortest waits add
+    up to ``seconds``.
     """
     retries, waited = 0, 0.0
     while waited < seconds:

@@ -15,7 +15,7 @@ Order is the stream ID, never ``at``: ``at`` is the actor's wall clock, for repo
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import msgspec
 
@@ -139,6 +139,24 @@ class RetryScheduled(TaskEvent, frozen=True, kw_only=True, tag="task.retry_sched
     attempt: int
     delay_s: float
     reason: str
+
+
+ReleaseReason = Literal["worker stopped"]
+"""Why a worker hands a task back unfinished: it was told to stop (SIGTERM, Ctrl-C)."""
+WORKER_STOPPED: Final = "worker stopped"
+
+
+class TaskReleased(TaskEvent, frozen=True, kw_only=True, tag="task.released"):
+    """The worker (``actor``) gave the task back unfinished: pending again at once, with the
+    attempt it had, to resume after its last checkpoint.
+
+    Not a retry: nothing went wrong with the task and no attempt is used up. Logs written
+    before this event say the same with ``RetryScheduled(attempt - 1, "worker stopped")``,
+    which still folds as it always did (a retry)."""
+
+    attempt: int
+    """The attempt the task keeps: the next claim runs it again under the same number."""
+    reason: ReleaseReason = WORKER_STOPPED
 
 
 class TaskDone(TaskEvent, frozen=True, kw_only=True, tag="task.done"):
@@ -291,6 +309,7 @@ AnyEvent: TypeAlias = (
     | ActionDone
     | TaskParked
     | ActionResolved
+    | TaskReleased
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

@@ -543,6 +543,8 @@ class Retries(msgspec.Struct, frozen=True, kw_only=True):
     distribution: list[RetryCount]
     pages_retried: int = 0
     retry_fetches: int = 0
+    released: int = 0
+    """Hand-backs by stopping workers (``TaskReleased``): not retries, so counted apart."""
 
 
 class ResponseTimes(msgspec.Struct, frozen=True, kw_only=True):
@@ -796,6 +798,7 @@ def _retries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Retries:
         distribution=[RetryCount(retries=r, tasks=counts[r]) for r in sorted(counts)],
         pages_retried=pages,
         retry_fetches=fetches,
+        released=_one(con, "SELECT count(*) FROM events WHERE type = 'task.released'")[0],
     )
 
 
@@ -812,7 +815,7 @@ def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
     # Every fetch of a page after the first, as the log has them (a zombie's late fetch, which
     # the fold refuses, counts too: it was fetched again all the same). The URLs are looked up
     # for the listed pages only: carrying them through the grouping of every page would make
-    # it three times slower.
+    # it much slower.
     # ``times``: the good fetch and every fetch after it (the retries of a page that failed
     # before are the Retries section's).
     _fetch_history(con)
@@ -1044,7 +1047,11 @@ def _text_retries(report: Report) -> list[str]:
         f"{_count(r.pages_retried, 'page')} fetched again after a failed fetch "
         f"({_count(r.retry_fetches, 'fetch', 'fetches')})",
         f"  tasks by retries: {distribution or '-'}",
-    ]
+    ] + (
+        [f"  released (handed back by a stopping worker, not a retry): {_n(r.released)}"]
+        if r.released
+        else []
+    )
 
 
 def _text_recoveries(report: Report) -> list[str]:

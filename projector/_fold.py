@@ -1,10 +1,10 @@
 """The fold: ``apply(state, entry)`` for every event type, and nothing else.
 
 Pure: no I/O and no clock. The only time it knows is the actors' wall clocks carried by the
-events, and order is the stream ID. The task state machine (DESIGN.md)::
+events, and order is the stream ID. The task state machine::
 
     pending ──claimed──▶ running ──done/failed/aborted──▶ (terminal)
-       ▲                   │  retry scheduled / lease expired (reclaimed)
+       ▲                   │  retry scheduled / released / lease expired (reclaimed)
        └───────────────────┘
     pending, running ──paused──▶ paused ──resumed──▶ pending
     pending, running ──parked──▶ paused (parked) ──site or job resumed, or claimed──▶
@@ -51,6 +51,7 @@ from eventlog import (
     TaskParked,
     TaskPaused,
     TaskReclaimed,
+    TaskReleased,
     TaskResumed,
     TaskRetried,
     tag_of,
@@ -314,6 +315,15 @@ def _retry_scheduled(state: State, event: RetryScheduled) -> None:
     _move(state, task, PENDING, event, event.reason)
 
 
+def _released(state: State, event: TaskReleased) -> None:
+    # What ``RetryScheduled(attempt - 1, "worker stopped")`` did in older logs, which still
+    # fold that way, except that a hand-back is not a retry: the task did nothing wrong.
+    task = _task(state, event, _ACTIVE, "released")
+    task.attempt = event.attempt
+    task.owner = None
+    _move(state, task, PENDING, event, event.reason)
+
+
 def _terminal(status: TaskStatus) -> Handler:
     def handle(state: State, event: TaskDone | TaskFailed | TaskAborted) -> None:
         task = state.tasks.get(event.task_id)
@@ -449,6 +459,7 @@ _HANDLERS: dict[type[msgspec.Struct], Handler] = {
     PageFetched: _page,
     ItemScraped: _item,
     RetryScheduled: _retry_scheduled,
+    TaskReleased: _released,
     TaskDone: _terminal(DONE),
     TaskFailed: _terminal(FAILED),
     TaskAborted: _terminal(ABORTED),

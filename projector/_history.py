@@ -45,6 +45,7 @@ from eventlog import (
     TaskFailed,
     TaskParked,
     TaskReclaimed,
+    TaskReleased,
     TaskResumed,
     TaskRetried,
     decode,
@@ -119,7 +120,9 @@ async def task_history(
     return [e for e in entries if not isinstance(e.event, SiteEvent) or e.event.site in sites]
 
 
-_ENTRY_ENDS = (RetryScheduled, TaskDone, TaskFailed, TaskParked, TaskResumed, TaskRetried)
+_ENTRY_ENDS = (
+    RetryScheduled, TaskReleased, TaskDone, TaskFailed, TaskParked, TaskResumed, TaskRetried,
+)  # fmt: skip
 """Events after which the task's queue entry is gone (acked) or a new one is made: the next
 claim's delivery count starts again at 1."""
 
@@ -187,6 +190,8 @@ def fetch_attempts(task_id: str, entries: Iterable[LogEntry]) -> list[FetchAttem
                 holder = ""
                 if isinstance(event, RetryScheduled):
                     attempt = event.attempt + 1
+                elif isinstance(event, TaskReleased):
+                    attempt = event.attempt
     return attempts
 
 

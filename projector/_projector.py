@@ -56,9 +56,9 @@ until the next commit is due, if sooner), so that reads take events by the hundr
 SWITCH_INTERVAL_S = 0.0002
 """How long a thread waiting for the GIL waits before the holder must hand it over (5 ms by
 default). The commit thread leaves the GIL for each Arrow and Parquet call and then waits to
-get it back from the main thread, which folds in pure Python: at 5 ms a commit spent more
-than half its time waiting (commit thread 5.4 µs an event of wall time for 2.4 of CPU), at
-0.2 ms the projector measured 10-20 % faster (``tools/bench_projector.py``)."""
+get it back from the main thread, which folds in pure Python: with the default a commit
+spent most of its time waiting for the GIL, not working (measured by
+``tools/bench_projector.py``)."""
 MAX_BUFFERED_COMMITS = 4
 """While a commit is in flight, events read go on into the buffer, up to this many
 ``commit_events``; only then does the projector wait for the commit."""
@@ -114,6 +114,8 @@ class Projector:
         self._buffer_since = 0.0
         self._snapshot_at = 0.0
         self._committing: anyio.Event | None = None
+        self._commit_error: Exception | None = None
+        """Why the last commit failed: raised to whoever waits for a commit next."""
         self._stack = AsyncExitStack()
         self._tasks: TaskGroup | None = None
         self._committer: Committer | None = None
@@ -195,7 +197,7 @@ class Projector:
                 self._buffer_since = time.monotonic()
             apply_all(self.state, entries)
             # Now, while the batch is in the CPU's caches: over a whole commit's buffer at
-            # commit time it cost three times as much.
+            # commit time it cost much more.
             self._touched |= touched_tasks(entries)
             self._pending += len(entries)
             self.position = entries[-1].stream_id
@@ -274,6 +276,9 @@ class Projector:
     async def _wait_committed(self) -> None:
         if self._committing is not None:
             await self._committing.wait()
+        if self._commit_error is not None:
+            # Every later wait raises it too: nothing after a failed commit is committed.
+            raise self._commit_error
 
     async def _keep(self, entries: list[LogEntry]) -> None:
         """Keep a batch for the next commit: in the buffer, or in the writer process."""
@@ -298,6 +303,11 @@ class Projector:
                 work = msgspec.structs.replace(work, segment=await self._writer.segment())
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             await self._publish_and_trim()
+        except Exception as exc:
+            # Raised where the projector waits for its commits, not in the task group: a
+            # failure there cancelled the group while the projector's own exit, shielded,
+            # started the next commit in it, which then waited forever for its cancellation.
+            self._commit_error = exc
         finally:
             done.set()
 

@@ -1,7 +1,7 @@
 """The state the log folds into: tasks, sites and the job.
 
 Mutable msgspec Structs, owned by one fold: ``apply`` updates them in place (copying a
-whole state per event would make the projector a hundred times slower). Everything in here
+whole state per event would cost far more than the fold itself). Everything in here
 is derived from the log alone, so ``replay`` rebuilds it exactly; ``canonical`` is the
 byte form two states are compared by.
 """

@@ -46,6 +46,7 @@ from eventlog import (
     TaskFailed,
     TaskPaused,
     TaskReclaimed,
+    TaskReleased,
     TaskResumed,
     TaskRetried,
     encode,
@@ -140,6 +141,50 @@ def scripted_crawl() -> list[AnyEvent]:
     ]
 
 
+def scripted_release() -> list[AnyEvent]:
+    """Graceful stops, as logs tell them before and after ``TaskReleased`` existed.
+
+    ``old-1`` is handed back the old way (a ``RetryScheduled`` one attempt below the one it
+    keeps, counted as a retry); ``new-1`` after a checkpoint, and ``new-2`` from the backlog
+    without having run, with ``TaskReleased`` (no retry); then each is claimed again and done.
+    """
+    clock = iter(range(1_700_100_000, 1_700_101_000))
+    ids = iter(range(1, 1000))
+
+    def c(actor: str) -> dict[str, Any]:
+        return {"actor": actor, "at": float(next(clock)), "event_id": f"release-{next(ids):04d}"}
+
+    return [
+        *(
+            TaskEnqueued(**c("seed"), task_id=t, url=f"{SITE_A}/{t}", site=SITE_A)
+            for t in ("old-1", "new-1", "new-2")
+        ),
+        TaskClaimed(**c("w1"), task_id="old-1", attempt=1),
+        RetryScheduled(**c("w1"), task_id="old-1", attempt=0, delay_s=0.0, reason="worker stopped"),
+        TaskClaimed(**c("w1"), task_id="new-1", attempt=1),
+        PageFetched(
+            **c("w1"), task_id="new-1", attempt=1, url=f"{SITE_A}/new-1", status=200, page=1
+        ),
+        CheckpointSaved(
+            **c("w1"),
+            task_id="new-1",
+            attempt=1,
+            cursor=Cursor(page=1, url=f"{SITE_A}/new-1?page=2"),
+            counts=Counts(pages=1),
+        ),
+        TaskReleased(**c("w1"), task_id="new-1", attempt=1),
+        TaskReleased(**c("w1"), task_id="new-2", attempt=1),  # never claimed: pending
+        *(
+            event
+            for t in ("old-1", "new-1", "new-2")
+            for event in (
+                TaskClaimed(**c("w2"), task_id=t, attempt=1),
+                TaskDone(**c("w2"), task_id=t, attempt=1),
+            )
+        ),
+    ]
+
+
 def record(name: str, entries: list[LogEntry]) -> None:
     log_path = GOLDEN / f"{name}.parquet"
     if log_path.exists():
@@ -172,11 +217,11 @@ def main() -> int:
         entries = [e for p in store.segment_paths(manifest) for e in read_entries(p)]
         record(args.name or args.from_job, entries)
         return 0
-    events = scripted_crawl()
-    record(
-        "scripted-crawl",
-        [LogEntry(f"1700000000000-{n}", e, encode(e)) for n, e in enumerate(events)],
-    )
+    for name, events, ms in (
+        ("scripted-crawl", scripted_crawl(), 1700000000000),
+        ("scripted-release", scripted_release(), 1700100000000),
+    ):
+        record(name, [LogEntry(f"{ms}-{n}", e, encode(e)) for n, e in enumerate(events)])
     return 0
 
 

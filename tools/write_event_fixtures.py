@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import msgspec
 
@@ -54,8 +54,14 @@ VALUES: dict[str, Any] = {
 
 
 def example(event_type: type[Event]) -> Event:
-    names = [f.name for f in msgspec.structs.fields(event_type)]
-    return event_type(**{n: COMMON[n] if n in COMMON else VALUES[n] for n in names})
+    values: dict[str, Any] = {}
+    for field in msgspec.structs.fields(event_type):
+        value = COMMON[field.name] if field.name in COMMON else VALUES[field.name]
+        # A field of a closed set (a ``TaskReleased`` reason) takes the set's first value.
+        if get_origin(field.type) is Literal and value not in get_args(field.type):
+            value = get_args(field.type)[0]
+        values[field.name] = value
+    return event_type(**values)
 
 
 def main() -> int:

@@ -7,7 +7,7 @@ the events after the committed position straight from the stream with the same p
 fold, then keeps folding whatever was appended since, on every refresh. It never waits
 on, or writes for, the projector.
 
-The projector trims the stream only below its committed position (and keeps 60 s more),
+The projector trims the stream only below its committed position (and keeps `--keep-tail` more),
 so the tail this reads is normally still there. If a trim removed events past what this
 folded (a refresh more than a minute late, or a data dir without the job's archive), the
 committed state is read again; if even that is behind the trim, progress cannot be exact

@@ -49,6 +49,7 @@ from eventlog import (
     TaskPaused,
     TaskQueue,
     TaskReclaimed,
+    TaskReleased,
     TaskResumed,
     TaskRetried,
     apply_control,
@@ -762,6 +763,8 @@ def _detail(event: AnyEvent) -> str:
             return f"item {event.key}"
         case RetryScheduled():
             return f"{event.reason}: attempt {event.attempt + 1} in {event.delay_s:.1f} s"
+        case TaskReleased():
+            return f"released by {event.actor}: {event.reason} (attempt {event.attempt} kept)"
         case TaskAborted():
             owners = f"; held by {', '.join(event.owners)}" if event.owners else ""
             last = f"; last error {event.last_error}" if event.last_error else ""

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 DEFAULT_WAIT_TIMEOUT_S = 60.0
 STOP_CATCH_UP_S = 10.0
 """On SIGTERM, the projector reads on to the log's end for at most this long, then commits
-(``crawlog crawl`` gives it 15 s before a SIGKILL)."""
+(``crawlog crawl`` gives it ``STOP_GRACE_S``, 15 s, before a SIGKILL)."""
 
 log = logging.getLogger("crawlog.projector")
 

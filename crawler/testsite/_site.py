@@ -14,10 +14,9 @@ SIGINT or SIGTERM. What the pages are is :mod:`crawler.testsite._sitegen`; this 
 
 The server is a small HTTP/1.1 server on :class:`asyncio.Protocol` (GET and HEAD, keep-alive,
 pipelining, ``Connection: close``), not aiohttp: it must outrun the crawler it measures, and
-on one core it answers about 2.5 times as many requests (a 10 KiB page, keep-alive, wrk on
-loopback: 26-56k requests/s against aiohttp.web's 13-20k on the shared 2-core machine). A
-crawl-like load, where every page is rendered afresh (40 KiB on average), gets 5-6k pages/s.
-It listens on 127.0.0.1 only, and runs on asyncio (anyio's asyncio backend included).
+on one core it answers several times as many requests as aiohttp.web (measured with wrk on
+loopback, see docs/history.md). It listens on 127.0.0.1 only, and runs on asyncio (anyio's
+asyncio backend included).
 
 Every request served is a :class:`Request` (time, method, path, status, body bytes): kept in
 memory for in-process use and/or appended as JSON lines to a file, flushed within

@@ -29,6 +29,7 @@ from eventlog import (
     TaskFailed,
     TaskPaused,
     TaskReclaimed,
+    TaskReleased,
     TaskResumed,
     TaskRetried,
     encode,
@@ -48,7 +49,7 @@ clock = st.floats(1.7e9, 1.7e9 + 3600)
 def task_event(draw: st.DrawFn) -> AnyEvent:
     task_id = draw(task_ids)
     common = {"actor": draw(actors), "task_id": task_id, "at": draw(clock)}
-    kind = draw(st.integers(0, 15))
+    kind = draw(st.integers(0, 16))
     if kind == 0:
         site = SITES[task_id]
         return TaskEnqueued(**common, url=f"{site}/{task_id}", site=site)
@@ -88,6 +89,8 @@ def task_event(draw: st.DrawFn) -> AnyEvent:
         return ActionIntended(**common, action_id=draw(st.sampled_from(["a1", "a2"])))
     if kind == 14:
         return ActionDone(**common, action_id=draw(st.sampled_from(["a1", "a2"])))
+    if kind == 15:
+        return TaskReleased(**common, attempt=draw(attempts))
     return ActionResolved(
         **common, action_id=draw(st.sampled_from(["a1", "a2"])),
         decision=draw(st.sampled_from(["done", "redo"])), reason=draw(reasons),

@@ -17,7 +17,7 @@ LOGS = sorted(GOLDEN.glob("*.parquet"))
 
 
 def test_there_are_golden_logs() -> None:
-    assert {p.stem for p in LOGS} >= {"scripted-crawl", "demo-kill-and-resume"}
+    assert {p.stem for p in LOGS} >= {"scripted-crawl", "scripted-release", "demo-kill-and-resume"}
 
 
 @pytest.mark.parametrize("log_path", LOGS, ids=[p.stem for p in LOGS])

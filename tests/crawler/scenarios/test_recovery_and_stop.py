@@ -12,7 +12,14 @@ import anyio
 import pytest
 
 from crawler.testsite import Faults, serve_testsite
-from eventlog import EventLog, RetryScheduled, TaskAborted, TaskQueue, TaskReclaimed
+from eventlog import (
+    EventLog,
+    RetryScheduled,
+    TaskAborted,
+    TaskQueue,
+    TaskReclaimed,
+    TaskReleased,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -61,7 +68,9 @@ async def test_sigterm_hands_in_flight_tasks_over_at_once(
             assert await second.wait() == 0
         reachable = {u.removeprefix(site.url) for u in site.reachable}
         assert reachable <= {r.path for r in site.requests}
-    # Each task w1 held was either finished (its page was in flight) or handed back.
+    # Each task w1 held was either finished (its page was in flight) or handed back: released,
+    # not retried.
     for event in (e.event for e in await log.read_range()):
-        if isinstance(event, RetryScheduled) and event.actor == "w1":
+        if isinstance(event, TaskReleased) and event.actor == "w1":
             assert event.reason == "worker stopped"
+        assert not isinstance(event, RetryScheduled) or event.reason != "worker stopped"
