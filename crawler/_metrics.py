@@ -1,10 +1,11 @@
 """Prometheus metrics of worker and projector processes (``--metrics-port``).
 
 Every metric is defined here. The worker's are counted from what its queue wrote to the
-log: :class:`MeteredQueue` is the worker's ``TaskQueue`` with every fenced step timed and
-the events it appended counted, so a page is counted once its ``PageFetched`` reached the
-log, as the projector and the reports count it, never twice for a step that was retried,
-and never for one refused because the lease was lost. That also keeps the hot path's code
+log: :class:`QueueMetrics` is the observer of the worker's ``TaskQueue`` (a
+``QueueObserver``), told of every fenced step with its time and the events it appended, so
+a page is counted once its ``PageFetched`` reached the log, as the projector and the
+reports count it, never twice for a step that was retried, and never for one refused
+because the lease was lost. That also keeps the hot path's code
 (``_worker.py``) free of metric calls.
 
 The projector's are read from the projector and the stream every
@@ -18,8 +19,9 @@ the metrics name the job, the worker and its failures, nothing for the network a
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from collections.abc import Sequence, Set
+from typing import TYPE_CHECKING
 
 import anyio
 import redis.asyncio as aioredis
@@ -37,7 +39,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from crawler._defaults import DEFAULT_METRICS_HOST as DEFAULT_METRICS_HOST
 from eventlog import (
-    DEFAULT_LEASE_MS,
+    ACKING_MODES,
     ConfigError,
     EventLog,
     ItemScraped,
@@ -45,11 +47,11 @@ from eventlog import (
     Lease,
     PageFetched,
     RetryScheduled,
+    SettleMode,
     Task,
     TaskAborted,
     TaskDone,
     TaskFailed,
-    TaskQueue,
     TaskReclaimed,
     stream_id_key,
 )
@@ -65,8 +67,9 @@ APPEND_BUCKETS = (
 )  # fmt: skip
 """Seconds; a fenced step on a local server takes about a millisecond."""
 REASON_MAX = 60
-ACKING_STEPS = frozenset({"finish", "requeue", "delay", "park"})
-"""The fenced steps that ack the task's entry: it leaves this worker's pending list."""
+ACKED_RENEWALS = 3
+"""Renewal periods an entry acked by this worker is remembered for: a renewal sent before
+its ack ran, or one still on its way, reports it gone."""
 RECOVERY_LIMIT_REASON = "recovery limit"
 
 
@@ -163,98 +166,54 @@ class WorkerMetrics:
                 self.reclaims.inc()
 
 
-class MeteredQueue(TaskQueue):
-    """A ``TaskQueue`` that reports what it appends, and its renewals, to ``metrics``."""
+class QueueMetrics:
+    """The `QueueObserver` of a worker's queue: what it appends, and its renewals, counted
+    into ``metrics``."""
 
-    def __init__(
-        self,
-        redis: aioredis.Redis,
-        job: str | JobKeys,
-        consumer: str,
-        *,
-        metrics: WorkerMetrics,
-        lease_ms: int = DEFAULT_LEASE_MS,
-        record_events: bool = True,
-    ) -> None:
-        super().__init__(redis, job, consumer, lease_ms=lease_ms, record_events=record_events)
+    def __init__(self, metrics: WorkerMetrics) -> None:
         self.metrics = metrics
-        self._leaving: set[str] = set()
-        self._left_before: set[str] = set()
-        """Entries this queue acked since the renewal before last (``_leaving``: since the
-        last one): a renewal that finds them gone lost nothing."""
+        self._acked: deque[set[str]] = deque(
+            [set() for _ in range(ACKED_RENEWALS)], maxlen=ACKED_RENEWALS
+        )
+        """Entries the queue acked, by renewal period (the last: since the last renewal
+        came back): a renewal that finds them gone lost nothing."""
 
-    @classmethod
-    def like(cls, queue: TaskQueue, metrics: WorkerMetrics) -> MeteredQueue:
-        """A metered queue with ``queue``'s client, job, consumer and settings."""
-        return cls(
-            queue.redis, queue.keys, queue.consumer, metrics=metrics, lease_ms=queue.lease_ms,
-            record_events=queue.record_events,
-        )  # fmt: skip
+    def settling(self, mode: SettleMode, lease: Lease) -> None:
+        """Note an entry the step acks before its script runs: a renewal sent meanwhile
+        may find it acked."""
+        if mode in ACKING_MODES:
+            self._acked[-1].add(lease.entry_id)
 
-    async def _settle_call(
-        self, lease: Lease, mode: str, events: Sequence[Event], **options: Any
-    ) -> str | None:
-        # Every fenced step (checkpoint, finish, requeue, delay, park, note) goes through
-        # here; one that raises (lease lost, site resumed) wrote nothing and is not counted.
-        if mode in ACKING_STEPS:
-            # Noted before the script runs: a renewal sent meanwhile may find it acked.
-            self._leaving.add(lease.entry_id)
-        started = time.perf_counter()
-        result = await super()._settle_call(lease, mode, events, **options)
-        self.metrics.appended(mode, events, time.perf_counter() - started)
-        return result
+    def settled(
+        self, mode: SettleMode, lease: Lease, events: Sequence[Event], seconds: float
+    ) -> None:
+        """Count what a fenced step (checkpoint, finish, requeue, delay, park, note) wrote;
+        one that raised (lease lost, site resumed) wrote nothing and is not counted."""
+        self.metrics.appended(mode, events, seconds)
 
-    async def enqueue(
-        self,
-        tasks: Sequence[Task],
-        *,
-        actor: str,
-        fingerprints: Sequence[str] | None = None,
-        cap: int = 0,
-    ) -> list[bool]:
-        """Enqueue as ``TaskQueue.enqueue`` does; count the new tasks and time the step."""
-        started = time.perf_counter()
-        new = await super().enqueue(tasks, actor=actor, fingerprints=fingerprints, cap=cap)
-        if tasks:
-            self.metrics.append_seconds.labels("enqueue").observe(time.perf_counter() - started)
-            added = sum(new)
-            self.metrics.enqueued.inc(added)
-            self.metrics.events.inc(added)
-        return new
+    def enqueued(self, tasks: Sequence[Task], new: Sequence[bool], seconds: float) -> None:
+        """Count the new tasks and time the step."""
+        self.metrics.append_seconds.labels("enqueue").observe(seconds)
+        added = sum(new)
+        self.metrics.enqueued.inc(added)
+        self.metrics.events.inc(added)
 
-    async def control(self, event: ControlEvent, *, task_site: str = "") -> int:
-        """Append a control event as ``TaskQueue.control`` does; count it and time it."""
-        started = time.perf_counter()
-        moved = await super().control(event, task_site=task_site)
-        self.metrics.appended("control", [event], time.perf_counter() - started)
-        return moved
+    def controlled(self, event: ControlEvent, seconds: float) -> None:
+        """Count a control event and time it."""
+        self.metrics.appended("control", [event], seconds)
 
-    async def recover(
-        self,
-        moves: Sequence[tuple[Lease, TaskReclaimed | TaskAborted, Task | None]],
-        *,
-        min_idle_ms: int | None = None,
-    ) -> list[bool]:
-        """Move expired leases as ``TaskQueue.recover`` does; count the events of those
-        moved (reclaims, aborts) and time the step."""
-        started = time.perf_counter()
-        moved = await super().recover(moves, min_idle_ms=min_idle_ms)
-        if moves:
-            events = [event for (_, event, _), ok in zip(moves, moved, strict=True) if ok]
-            self.metrics.appended("recover", events, time.perf_counter() - started)
-        return moved
+    def recovered(self, events: Sequence[TaskReclaimed | TaskAborted], seconds: float) -> None:
+        """Count the events of the leases a recovery pass moved (reclaims, aborts)."""
+        self.metrics.appended("recover", events, seconds)
 
-    async def renew(self, leases: Sequence[Lease]) -> set[str]:
-        """Renew as ``TaskQueue.renew`` does; count renewals and losses."""
-        ours = self._left_before | self._leaving
-        self._left_before, self._leaving = self._leaving, set()
-        lost = await super().renew(leases)
+    def renewed(self, leases: Sequence[Lease], lost: Set[str], seconds: float) -> None:
+        """Count renewals and losses."""
         # An entry this worker acked itself while the renewal was on its way (its task
         # ended) is reported gone by the script, and is no lease taken by another worker.
-        taken = lost - ours - self._leaving
+        taken = set(lost).difference(*self._acked)
+        self._acked.append(set())
         self.metrics.renewals.inc(len(leases) - len(lost))
         self.metrics.leases_lost.inc(len(taken))
-        return lost
 
 
 class ProjectorMetrics:

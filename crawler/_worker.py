@@ -22,8 +22,9 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
+from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 import msgspec
@@ -77,6 +78,7 @@ from eventlog import (
     Lease,
     LeaseLost,
     PageFetched,
+    QueueObserver,
     RetryScheduled,
     ServerCannotPersist,
     Task,
@@ -110,10 +112,20 @@ SPIDER_ERROR_MAX = 300
 """Characters of a spider's exception kept as a failed task's reason."""
 SEEN_CACHE_SIZE = 200_000
 """Fingerprints this worker already sent to Redis: most links of a site are seen ones."""
-FRESH_SHARE = 0.5
+# The cadences of the loops beside the tasks, as shares of the lease time: each is short
+# enough that a lease is renewed (or a dead worker's moved) well within one lease.
+FRESH_SHARE = Fraction(1, 2)
 """A lease the server last reset this share of the lease time ago or longer is renewed (or
 found lost) before a fetch: a worker stalled past its lease must not fetch a page another
 worker has taken over."""
+RENEW_SHARE = Fraction(1, 3)
+"""Every lease this worker runs a task of is renewed once per this share of the lease."""
+BACKLOG_RENEW_SHARE = Fraction(1, 3)
+"""With each renewal, the backlog's leases idle for this share of the lease are renewed."""
+RECOVERY_SHARE = Fraction(1, 6)
+"""A recovery pass (others' expired leases moved) at least once per this share."""
+PENDING_REREAD_SHARE = Fraction(1, 6)
+"""This worker's own pending list is re-read once per this share (lost claim replies)."""
 ROBOTS_PATH = "/robots.txt"
 STOP_RESERVE_S = 2.0
 """The end of the grace period kept for giving tasks back and releasing the worker's name
@@ -125,6 +137,14 @@ PERMANENT_ERRORS = frozenset(
         ERROR_TOO_MANY_REDIRECTS, ERROR_REDIRECT_OUT_OF_SCOPE,
     }
 )  # fmt: skip
+
+
+StepEvents: TypeAlias = list[AnyEvent]
+"""The events of a task's current step (its claim, the page fetched, its items...), not
+written yet: they go to the log with the step's fenced write (a checkpoint, the end of the
+task, a requeue, a delay or a park), all or none."""
+TerminalEvent: TypeAlias = TaskDone | TaskFailed | TaskAborted
+"""How a task ends (`Worker._end`)."""
 
 
 class UncertainAction(CrawlogError):
@@ -154,8 +174,38 @@ class WorkerStats(msgspec.Struct, kw_only=True):
     enqueued: int = 0
 
 
+def worker_queue(
+    redis: aioredis.Redis,
+    job: str,
+    name: str,
+    config: JobConfig,
+    *,
+    observer: QueueObserver | None = None,
+) -> TaskQueue:
+    """The queue a worker ``name`` of ``job`` works through: its lease time and whether it
+    records events come from the job's ``config``; ``observer`` is told of its calls (the
+    worker's metrics)."""
+    return TaskQueue(
+        redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events,
+        observer=observer,
+    )  # fmt: skip
+
+
 class Worker:
-    """One worker process's crawl of a job."""
+    """One worker process's crawl of a job.
+
+    ``redis``: the client of the job's server; ``job``: its name; ``name``: this worker's,
+    unique among the job's live workers (held for the run, `hold_worker_name`), its
+    consumer name in the queue; ``config``: the job's settings (lease time, politeness,
+    scope, retries, recovery limit); ``spider``: what parses the pages.
+
+    ``data_dir``: where the projector archives the log (a trimmed checkpoint is read from
+    there); ``concurrency``: tasks run at once; ``fetch_config``: the HTTP client's settings
+    (default `FetchConfig()`); ``exit_when_done``: return once every task of the job has
+    ended, rather than waiting for more; ``grace_s``: how long a graceful stop (`stop`)
+    may take in all; ``queue``: the queue to work through, for ``name`` and ``config``
+    (`worker_queue`, e.g. with an observer); by default one without an observer.
+    """
 
     def __init__(
         self,
@@ -170,6 +220,7 @@ class Worker:
         fetch_config: FetchConfig | None = None,
         exit_when_done: bool = False,
         grace_s: float = DEFAULT_GRACE_S,
+        queue: TaskQueue | None = None,
     ) -> None:
         self.redis, self.job, self.name = redis, job, name
         self.config, self.spider = config, spider
@@ -178,10 +229,15 @@ class Worker:
         self.concurrency = concurrency
         self.exit_when_done = exit_when_done
         self.grace_s = grace_s
-        self.queue = TaskQueue(
-            redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events
-        )
-        self.keys = self.queue.keys
+        if queue is None:
+            queue = worker_queue(redis, job, name, config)
+        elif (queue.keys.job, queue.consumer, queue.lease_ms) != (job, name, config.lease_ms):
+            raise ValueError(
+                f"the queue is {queue.consumer!r}'s of job {queue.keys.job!r} with a lease of "
+                f"{queue.lease_ms} ms, not {name!r}'s of {job!r} with {config.lease_ms} ms"
+            )
+        self._queue = queue
+        self.keys = queue.keys
         self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
         self._accepted = accepted_types(spider)
@@ -192,6 +248,8 @@ class Worker:
         self.stats = WorkerStats()
         self.stopping = anyio.Event()
         self._fetch_config = fetch_config or FetchConfig()
+        self._fresh_for_s = self._share_s(FRESH_SHARE)
+        """How long a lease is taken to be safe from takeover since its idle time was reset."""
         self._fetcher: Fetcher | None = None
         self._rng = random.Random()
         self._in_flight: dict[str, anyio.CancelScope] = {}
@@ -221,6 +279,11 @@ class Worker:
         self._released_by = math.inf
         """Once stopping: when a task being given back stops trying (the server may be
         unreachable; its lease then expires, as after a kill)."""
+
+    @property
+    def queue(self) -> TaskQueue:
+        """The queue this worker works through, given or built when it was made."""
+        return self._queue
 
     def stop(self) -> None:
         """Stop claiming; in-flight tasks finish their page or are released (graceful stop).
@@ -356,6 +419,10 @@ class Worker:
 
     # --- background loops ----------------------------------------------------------------
 
+    def _share_s(self, share: Fraction) -> float:
+        """Seconds: that share of the lease time."""
+        return float(self.config.lease_ms * share / 1000)
+
     async def _control_loop(self) -> None:
         while True:
             await anyio.sleep(CONTROL_POLL_S)
@@ -365,7 +432,7 @@ class Worker:
 
     async def _renew_loop(self) -> None:
         while True:
-            await anyio.sleep(self.config.lease_ms / 3000)
+            await anyio.sleep(self._share_s(RENEW_SHARE))
             sent, held = time.monotonic(), list(self._leases.values())
             lost = await self.queue.renew(held)
             for lease in held:
@@ -385,15 +452,15 @@ class Worker:
                 # recovery of a task that never ran.
                 # (``_taken_back_at`` stays: a lease moved during a stall must still be
                 # found lost by `_hold` before its page is fetched.)
-                await self.queue.renew_idle(self.config.lease_ms // 3)
+                await self.queue.renew_idle(int(self.config.lease_ms * BACKLOG_RENEW_SHARE))
 
     async def _recovery_loop(self) -> None:
-        # Once the take-back is done, then every sixth of the lease, or sooner: when a
-        # lease is due to expire before that, right after it does. A dead worker's tasks
+        # Once the take-back is done, then every `RECOVERY_SHARE` of the lease, or sooner:
+        # when a lease is due to expire before that, right after it does. A dead worker's tasks
         # are back in a lane a pass (two round trips) after their leases expire, not up to
         # a period later. Not during the take-back: a pass reads every pending list of the
         # job (XPENDING ... IDLE over every entry), server time the take-back is waiting on.
-        period = self.config.lease_ms / 6000
+        period = self._share_s(RECOVERY_SHARE)
         await self._resumed.wait()
         while True:
             soonest = await self._recover_expired(period)
@@ -429,7 +496,7 @@ class Worker:
 
     async def _pending_loop(self) -> None:
         while True:
-            await anyio.sleep(self.config.lease_ms / 6000)
+            await anyio.sleep(self._share_s(PENDING_REREAD_SHARE))
             # Entries of our own that no task runs: a lost XREADGROUP reply delivered them
             # to us without our knowing, or the resume found more than one batch.
             # A task that ends while the PEL is read is in the reply but no longer in
@@ -512,14 +579,13 @@ class Worker:
     async def _crawl_task(self, lease: Lease) -> None:
         task = lease.task
         if lease.recoveries > self.config.recovery_limit:
-            await self.queue.finish(lease, self._aborted(lease, (*task.owners, self.name)))
-            self.stats.aborted += 1
+            await self._end(lease, self._aborted(lease, (*task.owners, self.name)))
             return
         claimed = TaskClaimed(
             actor=self.name, task_id=task.task_id, attempt=task.attempt,
             deliveries=lease.deliveries,
         )  # fmt: skip
-        pending: list[AnyEvent] = [claimed]  # written with the first page's step
+        pending: StepEvents = [claimed]  # written with the first page's step
         last = await self._last_checkpoint(lease)
         resume = last.cursor if last else None
         counts = last.counts if last else Counts()
@@ -534,12 +600,7 @@ class Worker:
                 return
             result = await self._fetch(url, lease)
             if result is None:  # robots.txt says no
-                failed = TaskFailed(
-                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                    reason="disallowed by robots.txt",
-                )  # fmt: skip
-                await self.queue.finish(lease, failed, before=pending)
-                self.stats.tasks_failed += 1
+                await self._end(lease, self._task_failed(task, "disallowed by robots.txt"), pending)
                 return
             fetched: PageFetched | None = None
             fetched_at = len(pending)
@@ -556,13 +617,8 @@ class Worker:
             if await self._retry_or_fail(lease, result, pending):
                 return
             if result.handed_over:
-                done = TaskDone(
-                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                    reason=f"redirect to {result.location}, fetched by its own task",
-                    counts=counts,
-                )  # fmt: skip
-                await self.queue.finish(lease, done, before=pending)
-                self.stats.tasks_done += 1
+                reason = f"redirect to {result.location}, fetched by its own task"
+                await self._end(lease, self._task_done(task, reason, counts), pending)
                 return
             try:
                 parsed = await self._parse(lease, result, page, resume)
@@ -573,18 +629,8 @@ class Worker:
                 # fail the same way on every retry, and crashing the worker would redeliver
                 # it until the recovery limit. The task fails with the error; ``crawlog
                 # retry`` once the spider is fixed.
-                if isinstance(exc, SpiderOutputError):
-                    log.error("%s", exc)
-                    reason = f"spider output: {exc}"
-                else:
-                    log.exception("spider %s failed on %s", self.spider.name, url)
-                    reason = f"spider error: {type(exc).__name__}: {exc}"
-                failed = TaskFailed(
-                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                    reason=reason[:SPIDER_ERROR_MAX],
-                )  # fmt: skip
-                await self.queue.finish(lease, failed, before=pending)
-                self.stats.tasks_failed += 1
+                reason = self._spider_failure(exc, url)
+                await self._end(lease, self._task_failed(task, reason), pending)
                 return
             if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
@@ -610,13 +656,42 @@ class Worker:
                 await self.queue.checkpoint(lease, saved, before=pending)
                 pending, page, url, resume = [], page + 1, nxt.url, cursor
                 continue
-            done = TaskDone(
-                actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                reason=f"HTTP {result.status}", counts=counts,
-            )  # fmt: skip
-            await self.queue.finish(lease, done, before=pending)
-            self.stats.tasks_done += 1
+            await self._end(lease, self._task_done(task, f"HTTP {result.status}", counts), pending)
             return
+
+    async def _end(
+        self, lease: Lease, event: TerminalEvent, pending: Sequence[AnyEvent] = ()
+    ) -> None:
+        """End the task: its terminal event, after the events of its last step, written
+        and its entry acked in one fenced step; then counted in `stats`."""
+        await self.queue.finish(lease, event, before=pending)
+        if isinstance(event, TaskDone):
+            self.stats.tasks_done += 1
+        elif isinstance(event, TaskFailed):
+            self.stats.tasks_failed += 1
+        else:
+            self.stats.aborted += 1
+
+    def _task_done(self, task: Task, reason: str, counts: Counts) -> TaskDone:
+        return TaskDone(
+            actor=self.name, task_id=task.task_id, attempt=task.attempt, reason=reason,
+            counts=counts,
+        )  # fmt: skip
+
+    def _task_failed(self, task: Task, reason: str) -> TaskFailed:
+        return TaskFailed(
+            actor=self.name, task_id=task.task_id, attempt=task.attempt, reason=reason
+        )
+
+    def _spider_failure(self, exc: Exception, url: str) -> str:
+        """The reason a task fails with when its spider raised ``exc`` on ``url`` (logged)."""
+        if isinstance(exc, SpiderOutputError):
+            log.error("%s", exc)
+            reason = f"spider output: {exc}"
+        else:
+            log.exception("spider %s failed on %s", self.spider.name, url)
+            reason = f"spider error: {type(exc).__name__}: {exc}"
+        return reason[:SPIDER_ERROR_MAX]
 
     async def _last_checkpoint(self, lease: Lease) -> CheckpointSaved | None:
         """The task's last checkpoint, if it has one: taken back with the lease on a
@@ -636,7 +711,7 @@ class Worker:
             event = await anyio.to_thread.run_sync(find_archived, store, stream_id)
         return event if isinstance(event, CheckpointSaved) else None
 
-    async def _held_back(self, lease: Lease, pending: list[AnyEvent]) -> bool:
+    async def _held_back(self, lease: Lease, pending: StepEvents) -> bool:
         """Park, requeue or delay the task if a pause or an open circuit says so."""
         task = lease.task
         site = task.site
@@ -698,7 +773,7 @@ class Worker:
         # Only a taken-back lease carries its resume point (``resume`` not None).
         default = self._taken_back_at if lease.resume is not None else 0.0
         fresh = self._fresh.get(lease.entry_id, default)
-        if now - fresh < self.config.lease_ms / 1000 * FRESH_SHARE:
+        if now - fresh < self._fresh_for_s:
             return
         if lease.entry_id in await self.queue.renew([lease]):
             raise LeaseLost(lease.entry_id, self.name, None)
@@ -739,9 +814,7 @@ class Worker:
                 await self.gate.set_delay(site.split("://", 1)[1], delay)
             return rules
 
-    async def _retry_or_fail(
-        self, lease: Lease, result: FetchResult, pending: list[AnyEvent]
-    ) -> bool:
+    async def _retry_or_fail(self, lease: Lease, result: FetchResult, pending: StepEvents) -> bool:
         """Handle a failed fetch: retry later, or fail the task. False if the page is good."""
         task = lease.task
         site = task.site
@@ -773,11 +846,7 @@ class Worker:
             )
         )
         if delay is None:
-            failed = TaskFailed(
-                actor=self.name, task_id=task.task_id, attempt=task.attempt, reason=reason
-            )
-            await self.queue.finish(lease, failed, before=pending)
-            self.stats.tasks_failed += 1
+            await self._end(lease, self._task_failed(task, reason), pending)
             return True
         retry = RetryScheduled(
             actor=self.name, task_id=task.task_id, attempt=task.attempt, delay_s=delay,

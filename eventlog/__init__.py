@@ -75,15 +75,17 @@ from eventlog._log import (
     StreamInfo,
     stream_id_key,
 )
+from eventlog._observer import ACKING_MODES, QueueObserver, SettleMode
 from eventlog._operator import is_seen, rebuild_checkpoints, tasks_at
 from eventlog._position import (
     publish_projector_position,
     read_projector_position,
     wait_for_projector_position,
 )
-from eventlog._queue import DEFAULT_LEASE_MS, Lease, Task, TaskQueue, lane_for
+from eventlog._queue import DEFAULT_LEASE_MS, ActionState, Lease, Task, TaskQueue, lane_for
 
 __all__ = [
+    "ACKING_MODES",
     "CONTROL_POLL_S",
     "DEFAULT_DEDUP_WINDOW_S",
     "DEFAULT_LEASE_MS",
@@ -102,6 +104,7 @@ __all__ = [
     "ActionDone",
     "ActionIntended",
     "ActionResolved",
+    "ActionState",
     "AnyEvent",
     "CheckpointSaved",
     "CircuitClosed",
@@ -126,12 +129,14 @@ __all__ = [
     "LogEntry",
     "PageFetched",
     "PoisonEntry",
+    "QueueObserver",
     "ReleaseReason",
     "RetryScheduled",
     "ServerCannotPersist",
     "ServerError",
     "ServerStartError",
     "ServerUnreachable",
+    "SettleMode",
     "SiteEvent",
     "SitePaused",
     "SiteResumed",

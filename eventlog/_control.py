@@ -9,6 +9,8 @@ lanes, in that same script.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 import redis.asyncio as aioredis
 
@@ -47,6 +49,8 @@ ControlEvent = (
     JobPaused | JobResumed | SitePaused | SiteResumed | TaskPaused | TaskResumed
     | CircuitOpened | CircuitClosed
 )  # fmt: skip
+PauseReason = Literal["job paused", "site paused", "task paused"]
+"""Why a task may not run now (`Controls.blocks`)."""
 
 
 class Controls(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,7 +62,7 @@ class Controls(msgspec.Struct, frozen=True, kw_only=True):
     open_circuits: dict[str, float] = msgspec.field(default_factory=dict)
     """Site -> wall-clock time until which its circuit stays open."""
 
-    def blocks(self, site: str, task_id: str) -> str | None:
+    def blocks(self, site: str, task_id: str) -> PauseReason | None:
         """Why a task may not run now (a pause), or None."""
         if self.job_paused:
             return "job paused"

@@ -9,19 +9,17 @@ that write nothing unless the caller still owns the entry.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
-from itertools import repeat
-from typing import Any, cast
+from typing import Literal
 
-import anyio
-import anyio.lowlevel
 import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
 
 from eventlog._codec import decode, encode
-from eventlog._connection import InFlight, command, redis_errors, script_pipeline
+from eventlog._connection import command, redis_errors, script_pipeline
 from eventlog._control import ControlEvent, apply_control
 from eventlog._events import (
     AnyEvent,
@@ -40,7 +38,6 @@ from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
 from eventlog._keys import (
     LANE_HIGH,
     LANE_NORMAL,
-    TASK_FIELD,
     WORKERS_GROUP,
     JobKeys,
     awaiting_value,
@@ -51,6 +48,7 @@ from eventlog._keys import (
 )
 from eventlog._keys import action_field as action_field_of
 from eventlog._log import EventLog
+from eventlog._observer import QueueObserver, SettleMode
 from eventlog._replies import PendingEntry, expired_reply, pending_entries, settle_reply
 from eventlog._scripts import (
     CHECKPOINT_VALUES,
@@ -69,59 +67,22 @@ from eventlog._scripts import (
     RETRY,
     SETTLE,
 )
+from eventlog._take_back import DEFAULT_TAKE_BACK_CHUNK, TakeBack
+from eventlog._tasks import Lease as Lease
+from eventlog._tasks import Task as Task
+from eventlog._tasks import task_encoder, task_of
 
 DEFAULT_LEASE_MS = 30_000
 """A lease not renewed for this long (server idle time) may be reclaimed by others."""
 DEFAULT_CLAIM_COUNT = 16
-DEFAULT_TAKE_BACK_CHUNK = 2_000
-"""Own pending entries a lane taken back in one call (see `TaskQueue.take_back_all`)."""
 DEFAULT_RENEW_IDLE_COUNT = 500
 """Idle leases a lane renewed in one call of `TaskQueue.renew_idle`: few enough that one
 call keeps the server only briefly from other workers' commands."""
 PROMOTE_BATCH = 1000
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
-
-
-# Task and Lease hold only strings, numbers and tuples of strings, so they cannot be part of
-# a reference cycle: untracked by the garbage collector (gc=False), the 100,000 leases a
-# restarted worker holds at once cost its collections nothing.
-class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
-    """What a worker needs to run a task; the payload of a lane entry."""
-
-    task_id: str
-    url: str
-    site: str
-    depth: int = 0
-    priority: int = 0
-    parent_task_id: str | None = None
-    attempt: int = 1
-    recoveries: int = 0
-    """Times the task was taken from a worker that stopped renewing its lease."""
-    owners: tuple[str, ...] = ()
-    """Workers that held the task and lost it (the abort report's owner history)."""
-    not_before: float = 0.0
-    """Wall-clock time before which a retried task should not be fetched."""
-
-
-class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """A task held by this worker: the PEL entry ``entry_id`` of lane ``lane``."""
-
-    lane: int
-    entry_id: str
-    task: Task
-    deliveries: int = 1
-    """How many times the server delivered this entry (new reads, restarts, reclaims)."""
-    previous_owner: str | None = None
-    """For a reclaimed lease: the consumer it was taken from."""
-    resume: bytes | None = None
-    """For a taken-back lease: its task's ``ckpt`` value, read with it and decoded only when
-    the task starts (``b""``: no checkpoint); None: not read (see `TaskQueue.resume_point`)."""
-
-    @property
-    def recoveries(self) -> int:
-        """Recoveries of the task so far: earlier requeues plus redeliveries of this entry."""
-        return self.task.recoveries + self.deliveries - 1
+ActionState = Literal["intended", "done"]
+"""A ``ctx.once`` marker: the action's intent is logged, or its completion too."""
 
 
 class Retry(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,10 +97,6 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
     """Stream ID of the checkpoint to resume after; None to start at the first page."""
 
 
-_task_encoder = msgspec.msgpack.Encoder()
-_task_decoder = msgspec.msgpack.Decoder(Task)
-
-
 class _Resumed(Exception):
     """A park refused because the pause was lifted meanwhile."""
 
@@ -152,49 +109,20 @@ def _joined(task_ids: Sequence[str]) -> str:
     return joined
 
 
-def _task_of(fields: list[bytes]) -> Task:
-    """The task of a lane entry's fields; msgspec's DecodeError if there is none."""
-    if len(fields) != 2 or fields[0] != TASK_FIELD:
-        raise msgspec.DecodeError(f"expected one field {TASK_FIELD!r}")
-    return _task_decoder.decode(fields[1])
-
-
-def _tasks_of(entries: list[Any]) -> list[Task] | None:
-    """The task of every entry of a read, or None if one is deleted or does not decode.
-
-    One comprehension, not a call an entry: a restart takes back 100,000 entries at once.
-    """
-    try:
-        tasks = [
-            _task_decoder.decode(fields[1])
-            if fields and len(fields) == 2 and fields[0] == TASK_FIELD
-            else None
-            for _, fields in entries
-        ]
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    return None if None in tasks else cast("list[Task]", tasks)
-
-
-def _delivery_counts(entries: list[Any], pending: list[Any]) -> list[int]:
-    """The delivery count of each entry of a take-back read, from the XPENDING beside it."""
-    # Both list this consumer's pending entries after the same id, in id order, in one
-    # MULTI: paired by position (checked at both ends), looked up only if they differ.
-    if len(pending) == len(entries) and (
-        not entries or (pending[0][0] == entries[0][0] and pending[-1][0] == entries[-1][0])
-    ):
-        return [int(entry[3]) for entry in pending]
-    counts = {entry[0]: int(entry[3]) for entry in pending}
-    return [counts.get(entry[0], 1) for entry in entries]
-
-
 def lane_for(task: Task) -> int:
     """The lane a fresh task goes to: positive priority jumps the queue."""
     return LANE_HIGH if task.priority > 0 else LANE_NORMAL
 
 
 class TaskQueue:
-    """One consumer's view of a job's work queue."""
+    """One consumer's view of a job's work queue.
+
+    ``redis``: the client; ``job``: the job's name or keys; ``consumer``: the worker's
+    name in the ``workers`` group (its leases are its pending entries); ``lease_ms``: how
+    long a lease lasts unrenewed; ``log``: the job's event log (default: one on ``redis``);
+    ``record_events``: see the attribute; ``observer``: told of every writing call (the
+    worker's metrics, `QueueObserver`), None for none.
+    """
 
     def __init__(
         self,
@@ -205,6 +133,7 @@ class TaskQueue:
         lease_ms: int = DEFAULT_LEASE_MS,
         log: EventLog | None = None,
         record_events: bool = True,
+        observer: QueueObserver | None = None,
     ) -> None:
         if not consumer or any(c.isspace() for c in consumer):
             raise ConfigError(f"invalid worker name {consumer!r}: no spaces, not empty")
@@ -220,6 +149,8 @@ class TaskQueue:
         log costs: nothing can be resumed, replayed or reported then)."""
         self.poisoned = 0
         """Task entries this consumer moved to the dead stream because they did not decode."""
+        self.observer = observer
+        self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
         self._enqueue = redis.register_script(ENQUEUE)
         self._settle = redis.register_script(SETTLE)
@@ -269,6 +200,7 @@ class TaskQueue:
             raise ValueError("one fingerprint per task")
         if not tasks:
             return []
+        started = time.perf_counter()
         await self.ensure_groups()
         fps = fingerprints if fingerprints is not None else [t.task_id for t in tasks]
         dedup, ttl = self.log.dedup_args()
@@ -285,17 +217,24 @@ class TaskQueue:
                 parent_task_id=task.parent_task_id,
             )
             if self.record_events:
-                args += (fp, lane_for(task), _task_encoder.encode(task), event.event_id)
+                args += (fp, lane_for(task), task_encoder.encode(task), event.event_id)
                 args.append(encode(event))
             else:
-                args += (fp, lane_for(task), _task_encoder.encode(task), "", "")
+                args += (fp, lane_for(task), task_encoder.encode(task), "", "")
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
-        return [bool(flag) for flag in reply]
+        new = [bool(flag) for flag in reply]
+        if self.observer is not None:
+            self.observer.enqueued(tasks, new, time.perf_counter() - started)
+        return new
 
     async def control(self, event: ControlEvent, *, task_site: str = "") -> int:
         """Append a pause, resume or circuit event with its flag (``apply_control``)."""
-        return await apply_control(self.redis, self.keys, event, task_site=task_site)
+        started = time.perf_counter()
+        moved = await apply_control(self.redis, self.keys, event, task_site=task_site)
+        if self.observer is not None:
+            self.observer.controlled(event, time.perf_counter() - started)
+        return moved
 
     async def claim_url(self, fingerprint: str, task_id: str) -> bool:
         """Whether task ``task_id`` may fetch the URL of ``fingerprint`` (a redirect
@@ -324,7 +263,7 @@ class TaskQueue:
             if event.task_id != task.task_id:
                 raise ValueError(f"event is about task {event.task_id}, not {task.task_id}")
             args += (
-                task.task_id, retry.ended_attempt, lane_for(task), _task_encoder.encode(task),
+                task.task_id, retry.ended_attempt, lane_for(task), task_encoder.encode(task),
                 retry.resume_after or "", event.event_id, encode(event),
             )  # fmt: skip
         with redis_errors("retrying tasks"):
@@ -379,44 +318,17 @@ class TaskQueue:
         to go on from, or None once every lane is read to its end.
         """
         await self.ensure_groups()
-        start = after or self._pel_start()
-        replies = await self._read_own_pending(start, count)
-        cursor = self._pending_cursor(replies, start, count)
-        return await self._with_resume_points(await self._taken(replies)), cursor
+        return await self._take_back.chunk(count, after)
 
     async def take_back_all(self, chunk: int = DEFAULT_TAKE_BACK_CHUNK) -> list[Lease]:
-        """`take_back` the whole pending list, ``chunk`` entries a lane at a time, pipelined.
-
-        Each chunk's read is sent as soon as the one before it has arrived, before that one
-        is decoded, and each chunk's resume points are read on another connection while
-        the next chunk is on its way: the server works while this process decodes, instead of
-        each waiting for the other. Short calls, not one long one: other workers' commands are
-        served in between.
-        """
+        """`take_back` the whole pending list, ``chunk`` entries a lane at a time, pipelined
+        (`TakeBack.all`)."""
         await self.ensure_groups()
         # Before anything of this process runs, so every slot held under its name is one
         # its dead predecessor took: otherwise the tasks taken back would wait for them
         # to expire.
         await self.release_slots_of(self.consumer)
-        chunks: list[list[Lease]] = []
-
-        async def resume_points(taken: list[_Taken], into: int) -> None:
-            chunks[into] = await self._with_resume_points(taken)
-
-        async with anyio.create_task_group() as tasks:
-            start = self._pel_start()
-            read = InFlight(tasks, self._read_own_pending(start, chunk))
-            while True:
-                replies = await read.result()
-                after = self._pending_cursor(replies, start, chunk)
-                if after is not None:
-                    start, read = after, InFlight(tasks, self._read_own_pending(after, chunk))
-                    await anyio.lowlevel.checkpoint()  # the read is sent before the decoding
-                chunks.append([])
-                tasks.start_soon(resume_points, await self._taken(replies), len(chunks) - 1)
-                if after is None:
-                    break
-        return [lease for leases in chunks for lease in leases]
+        return await self._take_back.all(chunk)
 
     async def release_slots_of(self, holder: str) -> None:
         """Free every politeness slot ``holder`` holds (a worker killed mid-request).
@@ -445,75 +357,6 @@ class TaskQueue:
             for holder, hosts in zip(holders, replies, strict=True)
             if hosts
         }
-
-    def _pel_start(self) -> tuple[str, ...]:
-        return ("0",) * len(self.keys.lanes)
-
-    async def _read_own_pending(self, start: tuple[str, ...], count: int) -> list[Any]:
-        # XREADGROUP from an id re-delivers this consumer's own PEL after it, with each
-        # entry's fields (delivery count + 1, idle time reset), and XPENDING then gives
-        # the new counts: two native commands a lane, in one MULTI so that both see the same
-        # PEL. Native commands and an HMGET of the ckpt values beat one script doing all
-        # three (the script's replies are converted to Lua and back) and a script doing
-        # XPENDING + XCLAIM (several times longer).
-        with redis_errors("taking back pending tasks"):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                for key, first in zip(self.keys.lanes, start, strict=True):
-                    pipe.execute_command(
-                        "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
-                        "STREAMS", key, first,
-                    )  # fmt: skip
-                    pipe.execute_command(
-                        "XPENDING", key, WORKERS_GROUP, f"({first}" if first != "0" else "-",
-                        "+", count, self.consumer,
-                    )  # fmt: skip
-                replies: list[Any] = await pipe.execute()
-                return replies
-
-    @staticmethod
-    def _pending_cursor(
-        replies: list[Any], start: tuple[str, ...], count: int
-    ) -> tuple[str, ...] | None:
-        """Where the read after ``replies`` starts; None if every lane was read to its end."""
-        cursor, more = list(start), False
-        for lane in range(len(start)):
-            read = replies[2 * lane]
-            entries = read[0][1] if read else []
-            if entries:
-                cursor[lane] = entries[-1][0].decode()
-            more = more or len(entries) >= count
-        return tuple(cursor) if more else None
-
-    async def _taken(self, replies: list[Any]) -> list[_Taken]:
-        """The tasks of a take-back read, with their delivery counts."""
-        taken: list[_Taken] = []
-        for lane in range(len(replies) // 2):
-            read, pending = replies[2 * lane], replies[2 * lane + 1]
-            entries = read[0][1] if read else []
-            counts = _delivery_counts(entries, pending)
-            if (tasks := _tasks_of(entries)) is not None:
-                taken.extend(zip(repeat(lane), [entry[0] for entry in entries], tasks, counts))
-                continue
-            for (entry_id, fields), delivered in zip(entries, counts, strict=True):
-                if not fields:
-                    continue  # deleted while pending: nothing left to run
-                # An entry that does not decode is moved aside as ``_lease`` does.
-                try:
-                    taken.append((lane, entry_id, _task_of(fields), delivered))
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    await self._poisoned(lane, entry_id, fields, exc, delivered)
-        return taken
-
-    async def _with_resume_points(self, taken: list[_Taken]) -> list[Lease]:
-        values: Sequence[object] = []
-        if taken:
-            with redis_errors("reading checkpoints"):
-                values = await self.redis.hmget(self.keys.ckpt, [t.task_id for _, _, t, _ in taken])
-        return [
-            Lease(lane=lane, entry_id=entry_id.decode(), task=task, deliveries=delivered,
-                  resume=value if isinstance(value, bytes) else b"")
-            for (lane, entry_id, task, delivered), value in zip(taken, values, strict=True)
-        ]  # fmt: skip
 
     async def resume_point(self, lease: Lease) -> tuple[str, AnyEvent | None] | None:
         """The last checkpoint of the lease's task: its stream ID and the event (None where
@@ -570,6 +413,7 @@ class TaskQueue:
         """
         if not moves:
             return []
+        started = time.perf_counter()
         idle = self.lease_ms if min_idle_ms is None else min_idle_ms
         dedup, ttl = self.log.dedup_args()
         lanes = self.keys.lanes
@@ -580,7 +424,7 @@ class TaskQueue:
                 raise ValueError(f"event and task must be about task {lease.task.task_id}")
             if isinstance(event, TaskReclaimed) != (task is not None):
                 raise ValueError("a reclaimed task is requeued, an aborted one is not")
-            payload = _task_encoder.encode(task) if task is not None else b""
+            payload = task_encoder.encode(task) if task is not None else b""
             eid, encoded = (event.event_id, encode(event)) if self.record_events else ("", b"")
             args += (
                 lease.lane, lease.entry_id, lease.previous_owner or "", lease.deliveries - 1,
@@ -592,10 +436,22 @@ class TaskQueue:
             args += [owner, len(hosts), *hosts]
         with redis_errors("recovering expired tasks"):
             reply = await self._recover(keys=keys, args=args)
-        return [bool(flag) for flag in reply]
+        moved = [bool(flag) for flag in reply]
+        if self.observer is not None:
+            events = [event for (_, event, _), ok in zip(moves, moved, strict=True) if ok]
+            self.observer.recovered(events, time.perf_counter() - started)
+        return moved
 
     async def renew(self, leases: Sequence[Lease]) -> set[str]:
         """Reset the lease time of ``leases``; returns the entry ids this consumer lost."""
+        if self.observer is None:
+            return await self._renewed(leases)
+        started = time.perf_counter()
+        lost = await self._renewed(leases)
+        self.observer.renewed(leases, lost, time.perf_counter() - started)
+        return lost
+
+    async def _renewed(self, leases: Sequence[Lease]) -> set[str]:
         by_lane: dict[int, list[str]] = defaultdict(list)
         for lease in leases:
             by_lane[lease.lane].append(lease.entry_id)
@@ -644,7 +500,11 @@ class TaskQueue:
         return await self._settle_call(lease, "ckpt", [*before, event])
 
     async def note(
-        self, lease: Lease, events: Sequence[TaskEvent], *, action: tuple[str, str] | None = None
+        self,
+        lease: Lease,
+        events: Sequence[TaskEvent],
+        *,
+        action: tuple[str, ActionState] | None = None,
     ) -> str | None:
         """Append events about the leased task and renew the lease; fenced.
 
@@ -672,7 +532,7 @@ class TaskQueue:
         self, lease: Lease, events: Sequence[AnyEvent], task: Task, delay_s: float
     ) -> str | None:
         """Append the events, ack this entry, and hold ``task`` for ``delay_s`` (server time)."""
-        member = delayed_member(lane_for(task), _task_encoder.encode(task))
+        member = delayed_member(lane_for(task), task_encoder.encode(task))
         return await self._settle_call(
             lease, "delay", events, task=task, member=member, delay_ms=int(delay_s * 1000)
         )
@@ -683,7 +543,7 @@ class TaskQueue:
         False (nothing written) if neither is paused any more: the caller goes on with it.
         """
         task = lease.task
-        member = parked_member(task.site, task.task_id, lane_for(task), _task_encoder.encode(task))
+        member = parked_member(task.site, task.task_id, lane_for(task), task_encoder.encode(task))
         flags = (site_pause_flag(task.site), task_pause_flag(task.task_id))
         try:
             await self._settle_call(lease, "park", events, member=member, action=flags)
@@ -804,7 +664,7 @@ class TaskQueue:
     async def _settle_call(
         self,
         lease: Lease,
-        mode: str,
+        mode: SettleMode,
         events: Sequence[Event],
         *,
         task: Task | None = None,
@@ -813,11 +673,18 @@ class TaskQueue:
         delay_ms: int = 0,
         action: tuple[str, str] | None = None,
     ) -> str | None:
+        # The observer is told of the step as it was asked for, whatever is written below.
+        observer = self.observer
+        started = 0.0
+        if observer is not None:
+            observer.settling(mode, lease)
+            started = time.perf_counter()
         task_id = lease.task.task_id
+        written, script_mode = events, mode
         if not self.record_events:
             # Nothing appended, so no checkpoint to point at: a checkpoint only renews.
-            events, mode = (), "note" if mode == "ckpt" else mode
-        for event in events:
+            written, script_mode = (), "note" if mode == "ckpt" else mode
+        for event in written:
             if isinstance(event, TaskEvent) and event.task_id != task_id:
                 raise ValueError(f"event is about task {event.task_id}, lease is {task_id}")
         if task is not None and task.task_id != task_id:
@@ -834,7 +701,7 @@ class TaskQueue:
             self.keys.actions,
             self.keys.control,
         ]
-        payload = member or (_task_encoder.encode(task) if task is not None else b"")
+        payload = member or (task_encoder.encode(task) if task is not None else b"")
         if mode == "park" and action is not None:
             action_field, action_value = action
         elif action is not None:
@@ -842,10 +709,10 @@ class TaskQueue:
         else:
             action_field, action_value = "", ""
         args: list[str | bytes | int] = [
-            ttl, WORKERS_GROUP, self.consumer, lease.entry_id, mode, task_id, payload,
+            ttl, WORKERS_GROUP, self.consumer, lease.entry_id, script_mode, task_id, payload,
             delay_ms, action_field, action_value,
         ]  # fmt: skip
-        for e in events:
+        for e in written:
             args += (e.event_id, encode(e))
         with redis_errors("writing a task's progress"):
             status, value = settle_reply(await self._settle(keys=keys, args=args))
@@ -853,15 +720,19 @@ class TaskQueue:
             raise LeaseLost(lease.entry_id, self.consumer, value.decode() if value else None)
         if status == "resumed":
             raise _Resumed
+        if observer is not None:
+            observer.settled(mode, lease, events, time.perf_counter() - started)
         if status == "dup" or not value:
             return None
         return value.decode()
 
-    async def action_state(self, task_id: str, action_id: str) -> str | None:
+    async def action_state(self, task_id: str, action_id: str) -> ActionState | None:
         """The ``ctx.once`` marker of an action: None, "intended" or "done"."""
         with redis_errors("reading an action marker"):
             value = await self.redis.hget(self.keys.actions, action_field_of(task_id, action_id))
-        return value.decode() if isinstance(value, bytes) else None
+        if value == b"intended":
+            return "intended"
+        return "done" if value == b"done" else None
 
     async def _leases(self, reply: list[PendingEntry], *, reclaimed: bool) -> list[Lease]:
         leases = []
@@ -889,7 +760,7 @@ class TaskQueue:
         previous_owner: str | None = None,
     ) -> Lease | None:
         try:
-            task = _task_of(fields)
+            task = task_of(fields)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             await self._poisoned(lane, entry_id, fields, exc, deliveries)
             return None
@@ -909,7 +780,3 @@ class TaskQueue:
         pairs = dict(zip(fields[::2], fields[1::2], strict=False))
         reason = f"task does not decode: {exc}"
         await self.dead_letter(lane, entry_id.decode(), reason, pairs, deliveries)
-
-
-_Taken = tuple[int, bytes, Task, int]
-"""A taken-back entry before its resume point is read: lane, entry id, task, deliveries."""

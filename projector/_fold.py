@@ -72,6 +72,7 @@ from projector._state import (
     SiteState,
     State,
     TaskState,
+    TaskStatus,
 )
 
 HTTP_ERROR = 400
@@ -189,7 +190,7 @@ def _site(state: State, site: str) -> SiteState:
     return found
 
 
-def _move(state: State, task: TaskState, status: str, event: Event, reason: str) -> None:
+def _move(state: State, task: TaskState, status: TaskStatus, event: Event, reason: str) -> None:
     """Change a task's status, keeping the site and job counts by status in step."""
     old = task.status
     counts = state.sites[task.site].tasks
@@ -323,7 +324,7 @@ def _released(state: State, event: TaskReleased) -> None:
     _move(state, task, PENDING, event, event.reason)
 
 
-def _terminal(status: str) -> Handler:
+def _terminal(status: TaskStatus) -> Handler:
     def handle(state: State, event: TaskDone | TaskFailed | TaskAborted) -> None:
         task = state.tasks.get(event.task_id)
         if task is None or task.status not in _ACTIVE:

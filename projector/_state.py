@@ -8,11 +8,14 @@ byte form two states are compared by.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import msgspec
 
 from eventlog import Counts, Cursor
+
+TaskStatus: TypeAlias = Literal["pending", "running", "paused", "done", "failed", "aborted"]
+"""Where a task is in its life, as the log tells it."""
 
 PENDING: Final = "pending"
 RUNNING: Final = "running"
@@ -20,8 +23,8 @@ PAUSED: Final = "paused"
 DONE: Final = "done"
 FAILED: Final = "failed"
 ABORTED: Final = "aborted"
-STATUSES: Final = (PENDING, RUNNING, PAUSED, DONE, FAILED, ABORTED)
-TERMINAL: Final = frozenset({DONE, FAILED, ABORTED})
+STATUSES: Final[tuple[TaskStatus, ...]] = (PENDING, RUNNING, PAUSED, DONE, FAILED, ABORTED)
+TERMINAL: Final[frozenset[TaskStatus]] = frozenset({DONE, FAILED, ABORTED})
 
 CIRCUIT_CLOSED: Final = "closed"
 CIRCUIT_OPEN: Final = "open"
@@ -42,6 +45,8 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     depth: int = 0
     parent_task_id: str | None = None
     status: str = PENDING
+    """A `TaskStatus` (annotated ``str``: the Arrow tables of the state are built from
+    these annotations, and know no Literal yet)."""
     attempt: int = 1
     owner: str | None = None
     last_actor: str = ""

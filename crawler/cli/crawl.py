@@ -253,7 +253,7 @@ def worker_command(
     metrics_port: int | None,
 ) -> None:
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
-    from crawler._worker import Worker
+    from crawler._worker import Worker, worker_queue
 
     die_with_parent()
     set_log_level(log_level)
@@ -271,6 +271,12 @@ def worker_command(
         # A Redis restart mid-crawl is waited out (each write is idempotent), not fatal.
         async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
             config = await load_config(client, JobKeys(job))
+            observer = None
+            if metrics is not None:
+                from crawler._metrics import QueueMetrics
+
+                # What the queue appends is counted on the way, by its observer.
+                observer = QueueMetrics(metrics)
             worker = Worker(
                 client,
                 job,
@@ -281,12 +287,8 @@ def worker_command(
                 concurrency=concurrency,
                 exit_when_done=exit_when_done,
                 grace_s=grace,
+                queue=worker_queue(client, job, worker_name, config, observer=observer),
             )
-            if metrics is not None:
-                from crawler._metrics import MeteredQueue
-
-                # Same consumer, same keys: only what it appends is counted on the way.
-                worker.queue = MeteredQueue.like(worker.queue, metrics)
             log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_stop_on_signal, worker.stop)

@@ -8,7 +8,7 @@ import pytest
 import redis.asyncio as aioredis
 from prometheus_client import CollectorRegistry
 
-from crawler._metrics import MeteredQueue, WorkerMetrics
+from crawler._metrics import QueueMetrics, WorkerMetrics
 from eventlog import WORKERS_GROUP, TaskQueue, TaskReclaimed
 from tests.eventlog.helpers import task
 
@@ -29,7 +29,7 @@ async def test_a_recovered_task_counts_as_a_reclaim(
     )  # fmt: skip
     registry = CollectorRegistry()
     metrics = WorkerMetrics(registry, job=job, worker="w2")
-    queue = MeteredQueue(redis_client, job, "w2", metrics=metrics, lease_ms=LEASE_MS)
+    queue = TaskQueue(redis_client, job, "w2", lease_ms=LEASE_MS, observer=QueueMetrics(metrics))
     [found], _ = await queue.expired()
     event = TaskReclaimed(
         actor="w2", task_id=found.task.task_id, attempt=1, previous_owner="w1",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
+from typing import TYPE_CHECKING
+
 import redis.asyncio as aioredis
 
 from eventlog import (
@@ -9,12 +12,19 @@ from eventlog import (
     CheckpointSaved,
     Counts,
     Cursor,
+    Event,
     Lease,
     PageFetched,
+    SettleMode,
     Task,
+    TaskAborted,
     TaskDone,
     TaskQueue,
+    TaskReclaimed,
 )
+
+if TYPE_CHECKING:
+    from eventlog._control import ControlEvent
 
 
 def task(n: int, *, priority: int = 0, site: str = "http://site.test") -> Task:
@@ -52,3 +62,40 @@ async def age(redis_client: aioredis.Redis, queue: TaskQueue, lease: Lease, ms: 
         "XCLAIM", queue.keys.tasks(lease.lane), WORKERS_GROUP, queue.consumer, 0,
         lease.entry_id, "IDLE", ms, "JUSTID",
     )  # fmt: skip
+
+
+class RecordingObserver:
+    """A `QueueObserver` that writes down every call it is told of, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+        """(hook, what it was told): a step's mode and events, a renewal's lost ids."""
+
+    def settling(self, mode: SettleMode, lease: Lease) -> None:
+        self.calls.append(("settling", mode))
+
+    def settled(
+        self, mode: SettleMode, lease: Lease, events: Sequence[Event], seconds: float
+    ) -> None:
+        assert seconds >= 0
+        self.calls.append(("settled", (mode, [type(e).__name__ for e in events])))
+
+    def enqueued(self, tasks: Sequence[Task], new: Sequence[bool], seconds: float) -> None:
+        assert len(tasks) == len(new) and seconds >= 0
+        self.calls.append(("enqueued", list(new)))
+
+    def renewed(self, leases: Sequence[Lease], lost: Set[str], seconds: float) -> None:
+        assert seconds >= 0
+        self.calls.append(("renewed", (len(leases), sorted(lost))))
+
+    def recovered(self, events: Sequence[TaskReclaimed | TaskAborted], seconds: float) -> None:
+        assert seconds >= 0
+        self.calls.append(("recovered", [type(e).__name__ for e in events]))
+
+    def controlled(self, event: ControlEvent, seconds: float) -> None:
+        assert seconds >= 0
+        self.calls.append(("controlled", type(event).__name__))
+
+    def hooks(self) -> list[str]:
+        """The hooks called, in order."""
+        return [hook for hook, _ in self.calls]

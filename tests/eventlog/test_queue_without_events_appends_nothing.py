@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-import redis.asyncio as aioredis
 
 from eventlog import CheckpointSaved, Counts, Cursor, EventLog, TaskDone, TaskQueue
 from tests.eventlog.helpers import task
@@ -12,9 +13,9 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_queue_without_events_leases_and_settles_but_appends_nothing(
-    redis_client: aioredis.Redis, job: str, log: EventLog
+    make_queue: Callable[..., TaskQueue], log: EventLog
 ) -> None:
-    queue = TaskQueue(redis_client, job, "w1", record_events=False)
+    queue = make_queue("w1", record_events=False)
     assert await queue.enqueue([task(1), task(2), task(1)], actor="seed") == [True, True, False]
     first, second = await queue.claim(10)
     saved = CheckpointSaved(

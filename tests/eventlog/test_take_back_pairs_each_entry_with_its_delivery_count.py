@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from eventlog._queue import _delivery_counts
+from eventlog._take_back import _delivery_counts
 
 PEL = st.lists(st.integers(1, 200), unique=True, max_size=30).map(sorted)
 
