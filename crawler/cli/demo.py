@@ -122,8 +122,9 @@ def _verdict(
     lease_ms: int,
     echo: Callable[[str], None],
 ) -> bool:
+    from crawler.cli._report_text import format_report
     from crawler.testsite import check_crawl
-    from projector._analytics import build_report, format_report
+    from projector._report import build_report
 
     check = check_crawl(site, store, in_flight)
     checks = check.checks(len(in_flight))

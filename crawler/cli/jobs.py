@@ -145,7 +145,7 @@ def _row(job: str, server: _ServerSide | None, tasks: dict[str, int] | None) -> 
 
 def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
     from crawler.cli.reports import format_table
-    from projector._analytics import QueryResult
+    from projector._query import QueryResult
 
     now = time.time()
     table = QueryResult(

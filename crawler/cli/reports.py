@@ -1,7 +1,7 @@
 """``crawlog report``, ``crawlog sql`` and ``crawlog export``: read what the projector committed.
 
 None of them needs Redis or the projector's lock: they read the committed archive and state
-through an in-memory DuckDB connection (``projector._analytics``), so they work while a
+through an in-memory DuckDB connection (``projector._views``), so they work while a
 crawl and its projector run. ``docs/reports.md`` documents the views.
 """
 
@@ -26,7 +26,7 @@ from eventlog._server import require_data_dir
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
-    from projector._analytics import QueryResult
+    from projector._query import QueryResult
     from projector._store import Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
@@ -70,7 +70,8 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     Reads what the projector committed, so it works while the crawl runs; it is as recent
     as the projector's last commit.
     """
-    from projector._analytics import build_report, format_report
+    from crawler.cli._report_text import format_report
+    from projector._report import build_report
 
     report = build_report(_store(data_dir, job), lease_s=lease_s, now=time.time())
     if as_json:
@@ -100,7 +101,7 @@ def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, sql: str) -> No
     Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
     columns). Works while the crawl runs, on what the projector last committed.
     """
-    from projector._analytics import query
+    from projector._query import query
 
     result = query(_store(data_dir, job), sql)
     if fmt == "csv":
@@ -170,7 +171,7 @@ def export_command(
 
     Rows are in log order. OUT "-" writes JSON lines or CSV to stdout.
     """
-    from projector._analytics import export
+    from projector._export import export
 
     store = _store(data_dir, job)
     if out != STDOUT:

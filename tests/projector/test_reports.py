@@ -17,6 +17,7 @@ import msgspec
 import pyarrow.parquet as pq
 import pytest
 
+from crawler.cli._report_text import format_report
 from eventlog import (
     AnyEvent,
     CircuitOpened,
@@ -34,27 +35,24 @@ from eventlog import (
     TaskReclaimed,
     connect,
 )
-from projector import _analytics
-from projector._analytics import (
-    VIEWS,
+from projector import _views
+from projector._archive import merge_segments
+from projector._export import export
+from projector._projector import Projector, wait_for_position
+from projector._query import query
+from projector._report import (
     AnomalyRow,
     MinuteCount,
-    NoProjectedData,
     ReasonCount,
     Report,
     RetryCount,
     StatusCount,
     build_report,
-    export,
-    format_report,
-    open_views,
-    query,
-    state_views_used,
 )
-from projector._archive import merge_segments
-from projector._projector import Projector, wait_for_position
 from projector._state import State
+from projector._state_tables import state_views_used
 from projector._store import Manifest, Store
+from projector._views import VIEWS, NoProjectedData, open_views
 
 pytestmark = pytest.mark.anyio
 
@@ -403,7 +401,7 @@ async def test_a_read_is_tried_again_when_a_compaction_removes_its_segments(
 ) -> None:
     before = build_report(store, lease_s=LEASE_S, now=NOW)
     assert len(store.read_manifest().segments) > 1
-    real_read = _analytics._read
+    real_read = _views._read
     opened: list[int] = []
 
     def read_then_compact(store: Store, *, read_state: bool) -> tuple[Manifest, State | None]:
@@ -413,7 +411,7 @@ async def test_a_read_is_tried_again_when_a_compaction_removes_its_segments(
             compact_all(store)
         return manifest, state
 
-    monkeypatch.setattr(_analytics, "_read", read_then_compact)
+    monkeypatch.setattr(_views, "_read", read_then_compact)
     assert build_report(store, lease_s=LEASE_S, now=NOW) == before
     assert opened[0] > 1 and opened[1:] == [1]
 
