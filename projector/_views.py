@@ -28,7 +28,7 @@ from eventlog import CrawlogError
 from projector._archive import SCHEMA
 from projector._projector import read_committed
 from projector._state import State
-from projector._state_tables import MICROS, register_state
+from projector._state_tables import MICROS
 from projector._store import Manifest, Store
 
 T = TypeVar("T")
@@ -139,21 +139,17 @@ def run_on_committed(
     *,
     read_state: bool,
     doing: str,
-    keep_open: bool = False,
 ) -> T:
     """``work`` on the committed data, tried again if a segment vanished meanwhile.
 
-    The connection is closed afterwards, unless ``keep_open`` and ``work`` succeeded.
+    The connection is closed afterwards.
     """
     for attempt in range(READ_ATTEMPTS):
         manifest, state = _read(store, read_state=read_state)
         con = None
         try:
             con = _connect(store, manifest)
-            result = work(Committed(store, manifest, state, con))
-            if keep_open:
-                con = None
-            return result
+            return work(Committed(store, manifest, state, con))
         except duckdb.IOException as exc:
             if attempt + 1 < READ_ATTEMPTS and store.read_manifest() != manifest:
                 continue
@@ -175,20 +171,3 @@ def duckdb_message(exc: duckdb.Error) -> str:
         if line.strip():
             lines.append(line.strip())
     return " ".join(lines)
-
-
-def open_views(store: Store) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with every view (``VIEWS``) of the committed data.
-
-    The caller closes it. A query on it may fail with ``duckdb.IOException`` if a projector
-    compacts the archive meanwhile; ``query`` and ``export`` retry that themselves.
-    """
-    return run_on_committed(
-        store, _with_state, read_state=True, doing="opening the views", keep_open=True
-    )
-
-
-def _with_state(committed: Committed) -> duckdb.DuckDBPyConnection:
-    assert committed.state is not None
-    register_state(committed.con, committed.manifest, committed.state)
-    return committed.con

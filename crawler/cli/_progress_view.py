@@ -21,6 +21,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from crawler.cli._format import format_duration
 from crawler.cli._progress import TOTAL, Progress, Row, format_eta
 from eventlog._operator import WorkerInfo
 
@@ -104,7 +105,7 @@ def row_line(row: Row) -> str:
 def _lease_age(worker: WorkerInfo) -> str:
     if worker.oldest_lease_ms is None:
         return "-"
-    return f"{worker.oldest_lease_ms / 1000:.1f}s"
+    return format_duration(worker.oldest_lease_ms / 1000, tenths=True)
 
 
 def workers_line(report: Progress) -> str:

@@ -12,7 +12,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from numbers import Number
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 import msgspec
 
+from crawler.cli._format import table_lines
 from crawler.cli._options import data_dir_option, job_option, json_option
 from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean
 from eventlog._server import require_data_dir
@@ -123,11 +123,7 @@ def format_table(result: QueryResult) -> str:
         and all(isinstance(row[i], Number) for row in result.rows if row[i] is not None)
         for i in range(len(result.columns))
     ]
-    widths = [
-        max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(result.columns)
-    ]
-    lines = [_line(result.columns, widths, right), "  ".join("-" * w for w in widths)]
-    lines += [_line(row, widths, right) for row in cells]
+    lines = table_lines([result.columns, *cells], right, rule=True)
     count = len(result.rows)
     lines.append(f"({count} row{'s' if count != 1 else ''})")
     return "\n".join(lines)
@@ -138,13 +134,6 @@ def _cell(value: Any) -> str:
         return NULL
     # One row, one line: a value's own line breaks would break the table.
     return " ".join(str(value).split("\n"))
-
-
-def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
-    return "  ".join(
-        cell.rjust(w) if r else cell.ljust(w)
-        for cell, w, r in zip(cells, widths, right, strict=True)
-    ).rstrip()
 
 
 @click.command(

@@ -50,9 +50,9 @@ from projector._report import (
     build_report,
 )
 from projector._state import State
-from projector._state_tables import state_views_used
+from projector._state_tables import register_state, state_views_used
 from projector._store import Manifest, Store
-from projector._views import VIEWS, NoProjectedData, open_views
+from projector._views import VIEWS, Committed, NoProjectedData, run_on_committed
 
 pytestmark = pytest.mark.anyio
 
@@ -318,12 +318,18 @@ async def test_the_views_count_fetches_with_duplicates_and_items_once(store: Sto
 
 async def test_every_view_column_is_documented(store: Store) -> None:
     docs = DOCS.read_text()
-    with open_views(store) as con:
-        for view in VIEWS:
-            section = docs.split(f"### `{view}`", 1)[1].split("\n### ", 1)[0]
-            columns = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()]
-            missing = [c for c in columns if f"| `{c}` |" not in section]
-            assert not missing, f"view {view}: columns not in docs/reports.md: {missing}"
+
+    def columns(committed: Committed) -> dict[str, list[str]]:
+        assert committed.state is not None
+        con = committed.con
+        register_state(con, committed.manifest, committed.state)
+        return {v: [row[0] for row in con.execute(f"DESCRIBE {v}").fetchall()] for v in VIEWS}
+
+    described = run_on_committed(store, columns, read_state=True, doing="describing the views")
+    for view in VIEWS:
+        section = docs.split(f"### `{view}`", 1)[1].split("\n### ", 1)[0]
+        missing = [c for c in described[view] if f"| `{c}` |" not in section]
+        assert not missing, f"view {view}: columns not in docs/reports.md: {missing}"
 
 
 async def test_exports_read_back_in_every_format(store: Store, tmp_path: Path) -> None:
