@@ -83,8 +83,3 @@ def extract_links(html: bytes, page_url: str, *, charset: str | None = None) -> 
     and hrefs that do not parse are left out; so is everything when ``page_url`` is invalid.
     """
     return _links(_parse(html, charset), page_url)
-
-
-def extract_title(html: bytes, *, charset: str | None = None) -> str | None:
-    """The page's ``<title>`` with whitespace collapsed; None if missing or blank."""
-    return _title(_parse(html, charset))

@@ -85,7 +85,8 @@ def clean_href(href: str) -> str:
 
 
 def join_href(href: str, base: URL) -> str | None:
-    """Like `resolve_link`, for an href already cleaned and a base already parsed."""
+    """The canonical absolute URL an href (already cleaned) points to from ``base``, if it is
+    http(s); None for other schemes and for hrefs that do not parse."""
     try:
         return _serialise(_http_url(_join(base, href)))
     except ValueError:  # yarl's parse errors, IDNA's UnicodeError, and _http_url's own
@@ -108,19 +109,6 @@ def _join(base: URL, href: str) -> URL:
         directory = base.raw_path[: base.raw_path.rfind("/") + 1]
         return URL(f"{base.scheme}://{base.raw_authority}{directory}{href}")
     return base.join(reference)
-
-
-def resolve_link(href: str, base: str) -> str | None:
-    """The canonical absolute URL an ``href`` points to from ``base``, if it is http(s).
-
-    ``base`` is the page's URL or its ``<base href>``. None for other schemes (``mailto:``,
-    ``javascript:``, ``data:`` ...) and for hrefs that do not parse.
-    """
-    try:
-        base_url = URL(base)
-    except ValueError:
-        return None
-    return join_href(clean_href(href), base_url)
 
 
 DropReason = Literal["not http(s)", "malformed", "out of scope", "too deep"]

@@ -42,6 +42,7 @@ import httpx
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import ITEM_PREFIX, SiteMap
 
 PAGES = 1000
@@ -223,7 +224,7 @@ def pick_pages(origin: str) -> dict[str, int]:
 @asynccontextmanager
 async def testsite() -> AsyncIterator[str]:
     """``crawlog testsite`` in a process of its own; its origin while it runs."""
-    command = [sys.executable, "-m", "crawler.cli", "testsite", "--port", "0"]
+    command = crawlog_command("testsite", "--port", "0")
     command += ["--pages", str(PAGES), "--seed", str(SEED)]
     async with await anyio.open_process(command, stdout=subprocess.PIPE) as process:
         assert process.stdout is not None

@@ -39,9 +39,9 @@ from typing import Any, Final, TypeVar
 import duckdb
 
 from eventlog import Counts, Cursor
-from projector._analytics import Report, build_report
 from projector._archive import SCHEMA, SegmentInfo, write_table
 from projector._projector import read_committed
+from projector._report import Report, build_report
 from projector._state import (
     DEDUP_WINDOW,
     DONE,

@@ -35,6 +35,7 @@ from pathlib import Path
 import anyio
 
 from crawler._job import JobConfig, save_config
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from eventlog import CheckpointSaved, Counts, Cursor, JobKeys, Lease, Task, TaskQueue, connect
 from eventlog._server import ensure_server, stop_server
@@ -81,10 +82,10 @@ async def measure(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
         await prepare(url, site.url, job, tasks)
         print(f"set up {tasks:,} leased, checkpointed tasks in {time.monotonic() - started:.1f} s")
         env = {**os.environ, "REDIS_URL": url}
-        command = [
-            sys.executable, "-m", "crawler.cli", "worker", "--job", job, "--name", "w1",
+        command = crawlog_command(
+            "worker", "--job", job, "--name", "w1",
             "--data-dir", str(data_dir), "--log-level", "info",
-        ]  # fmt: skip
+        )  # fmt: skip
         began = time.monotonic()
         process = await anyio.open_process(command, env=env, stderr=-1)
         assert process.stderr is not None

@@ -33,6 +33,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import FLUSH_INTERVAL_S, read_request_log
 from eventlog._server import ensure_server, stop_server
 
@@ -85,10 +86,10 @@ SCRAPY_SPIDER = textwrap.dedent(
 
 
 def start_site(pages: int, request_log: Path) -> tuple[subprocess.Popen[str], str]:
-    command = [
-        sys.executable, "-m", "crawler.cli", "testsite", "--port", "0", "--pages", str(pages),
+    command = crawlog_command(
+        "testsite", "--port", "0", "--pages", str(pages),
         "--request-log", str(request_log),
-    ]  # fmt: skip
+    )  # fmt: skip
     site = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert site.stdout is not None
     line = site.stdout.readline()
@@ -126,12 +127,12 @@ def run_crawlog(
     before = served(request_log)
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as data:
         job = f"bench-{time.time_ns()}"
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", url + "/", "--job", job,
+        command = crawlog_command(
+            "crawl", url + "/", "--job", job,
             "--workers", str(workers), "--concurrency", str(concurrency),
             "--per-host", str(workers * concurrency), "--data-dir", data,
             *(() if events else ("--no-events",)),
-        ]  # fmt: skip
+        )  # fmt: skip
         env = {**os.environ, "REDIS_URL": redis_url}
         started = time.monotonic()
         subprocess.run(command, env=env, capture_output=True, text=True, check=True)

@@ -59,7 +59,8 @@ from faultproxy import FaultProxy, serve_proxy
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
-from crawler.cli._processes import crawlog_command, stop_processes
+from crawler.cli._argv import crawlog_command
+from crawler.cli._processes import stop_processes
 from crawler.cli.demo import DEMO_CIRCUIT_COOLDOWN_S, DEMO_CIRCUIT_FAILURES
 from crawler.testsite import (
     CrawlCheck,

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_projector import crawl_events
 
+from crawler.cli._argv import crawlog_command
 from eventlog import EventLog, LogEntry, connect, encode
 from eventlog._server import ensure_server, stop_server
 from projector._archive import read_entries
@@ -59,11 +60,11 @@ CATCH_UP_S = 60.0
 
 def projector_command(data_dir: Path, *extra: str) -> list[str]:
     """``crawlog project`` committing and snapshotting often, trimming everything committed."""
-    return [
-        sys.executable, "-m", "crawler.cli", "project", "--job", JOB, "--data-dir",
+    return crawlog_command(
+        "project", "--job", JOB, "--data-dir",
         str(data_dir), "--commit-interval", "0.02", "--snapshot-interval", "0.1",
         "--keep-tail", "0", *extra,
-    ]  # fmt: skip
+    )  # fmt: skip
 
 
 async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> dict[str, Any]:
@@ -116,11 +117,11 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
     state_identical = canonical(store.read_snapshot(manifest)) == canonical(fold(appended))
     common = ["--job", JOB, "--data-dir", str(data_dir)]
     replay = await anyio.run_process(
-        [sys.executable, "-m", "crawler.cli", "replay", *common, "--verify"], env=env, check=False
+        crawlog_command("replay", *common, "--verify"), env=env, check=False
     )
     query = "SELECT count(*), count(DISTINCT stream_id) FROM events"
     sql = await anyio.run_process(
-        [sys.executable, "-m", "crawler.cli", "sql", *common, "--format", "json", query], env=env
+        crawlog_command("sql", *common, "--format", "json", query), env=env
     )
     [row] = json.loads(sql.stdout)
     counted, distinct = list(row.values())

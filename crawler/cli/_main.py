@@ -39,14 +39,19 @@ from crawler.cli.config import (
     config_command,
 )
 from crawler.cli.crawl import crawl_command, enqueue_command, worker_command
+from crawler.cli.dead import dead_group
 from crawler.cli.demo import demo_command
+from crawler.cli.history import history_command
 from crawler.cli.jobs import jobs_command
-from crawler.cli.operator import register_operator_commands
+from crawler.cli.pause import pause_command, resume_command
 from crawler.cli.projector import project_command, replay_command
 from crawler.cli.reports import register_report_commands
+from crawler.cli.resolve import resolve_command
+from crawler.cli.retry import retry_command
 from crawler.cli.server import server
 from crawler.cli.status import status_command
 from crawler.cli.testsite import testsite_command
+from crawler.cli.workers import workers_command
 from eventlog import CrawlogError, ServerCannotPersist
 
 # --- errors -----------------------------------------------------------------------------------
@@ -197,7 +202,12 @@ cli.add_command(replay_command)
 cli.add_command(status_command)
 cli.add_command(jobs_command)
 register_report_commands(cli)
-register_operator_commands(cli)
+# The operator commands (``_operator`` is what they share).
+for _command in (
+    pause_command, resume_command, retry_command, resolve_command, dead_group,
+    history_command, workers_command,
+):  # fmt: skip
+    cli.add_command(_command)
 
 
 # --- entry point ------------------------------------------------------------------------------

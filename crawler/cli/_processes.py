@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +29,7 @@ from anyio.abc import Process
 from crawler._defaults import FailOn
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
+from crawler.cli._argv import crawlog_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._progress import Progress
 from crawler.cli._progress_source import LiveProgress
@@ -95,11 +95,6 @@ def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
     if fail_on == "failed" and failed:
         return f"{failed} task(s) failed: `crawlog report --job {summary.job}` says why"
     return None
-
-
-def crawlog_command(*args: str) -> list[str]:
-    """argv running ``crawlog ARGS`` with this interpreter (the one crawlog is installed in)."""
-    return [sys.executable, "-m", "crawler.cli", *args]
 
 
 async def run_crawl(

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from crawler.cli._format import format_duration
 from eventlog import LogEntry, RetryScheduled, TaskReclaimed
 from eventlog._operator import WorkerInfo
 from projector._fold import apply
@@ -284,17 +285,3 @@ PAUSED_ETA = "paused"
 def format_eta(row: Row) -> str:
     """A row's ETA as shown: a duration, ``-`` when unknown, ``paused`` when held back."""
     return PAUSED_ETA if row.paused else format_duration(row.eta_s)
-
-
-def format_duration(seconds: float | None) -> str:
-    """``42s``, ``3m05s``, ``2h10m``; ``-`` when unknown."""
-    if seconds is None:
-        return "-"
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    minutes, secs = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"

@@ -21,6 +21,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from crawler.cli._format import format_duration
 from crawler.cli._progress import TOTAL, Progress, Row, format_eta
 from eventlog._operator import WorkerInfo
 
@@ -104,7 +105,7 @@ def row_line(row: Row) -> str:
 def _lease_age(worker: WorkerInfo) -> str:
     if worker.oldest_lease_ms is None:
         return "-"
-    return f"{worker.oldest_lease_ms / 1000:.1f}s"
+    return format_duration(worker.oldest_lease_ms / 1000, tenths=True)
 
 
 def workers_line(report: Progress) -> str:
@@ -134,14 +135,14 @@ def slot_wait_text(report: Progress) -> str:
     """``waiting for a host slot (N s)`` while gone workers hold slots, else nothing."""
     waits = [_slot_wait_ms(w, report.lease_ms) for w in report.workers]
     known = [ms for ms in waits if ms is not None]
-    return f"waiting for a host slot ({max(known) / 1000:.0f} s)" if known else ""
+    return f"waiting for a host slot ({format_duration(max(known) / 1000)})" if known else ""
 
 
 def workers_summary(report: Progress) -> str:
     """The workers in a few words: how many live, the oldest lease any of them holds."""
     alive = sum(1 for w in report.workers if w.alive)
     ages = [w.oldest_lease_ms for w in report.workers if w.oldest_lease_ms is not None]
-    oldest = f", oldest lease {max(ages) / 1000:.1f}s" if ages else ""
+    oldest = f", oldest lease {format_duration(max(ages) / 1000, tenths=True)}" if ages else ""
     gone = len(report.workers) - alive
     held = f", {gone} gone holding leases" if gone else ""
     waiting = f", {text}" if (text := slot_wait_text(report)) else ""
@@ -228,14 +229,14 @@ def progress_renderable(report: Progress) -> Group:
     workers = Table(box=box.SIMPLE_HEAD)
     for header in ("worker", "state", "leases", "oldest lease", "idle"):
         workers.add_column(header, justify="left" if header == "worker" else "right")
-    lease = f" / {report.lease_ms / 1000:.0f}s" if report.lease_ms else ""
+    lease = f" / {format_duration(report.lease_ms / 1000)}" if report.lease_ms else ""
     for worker in report.workers:
         workers.add_row(
             Text(worker.name),
             Text("alive") if worker.alive else Text(_gone_state(worker, report), style="red"),
             str(worker.leases),
             _lease_age(worker) + (lease if worker.oldest_lease_ms is not None else ""),
-            f"{worker.idle_ms / 1000:.1f}s",
+            format_duration(worker.idle_ms / 1000, tenths=True),
         )
     parts: list[Any] = []
     if report.job_paused:
@@ -249,7 +250,9 @@ def progress_renderable(report: Progress) -> Group:
 
 def _gone_state(worker: WorkerInfo, report: Progress) -> str:
     wait = _slot_wait_ms(worker, report.lease_ms)
-    return "gone" if wait is None else f"gone, waiting for a host slot ({wait / 1000:.0f} s)"
+    if wait is None:
+        return "gone"
+    return f"gone, waiting for a host slot ({format_duration(wait / 1000)})"
 
 
 class Display(Protocol):

@@ -53,7 +53,8 @@ async def run_demo(
 ) -> tuple[bool, str]:
     """Run the demo; whether every invariant held, and the job's name."""
     from crawler._worker import enqueue_seeds
-    from crawler.cli._processes import crawlog_command, stop_processes
+    from crawler.cli._argv import crawlog_command
+    from crawler.cli._processes import stop_processes
     from projector._projector import wait_for_position
     from projector._store import Store
 
@@ -122,8 +123,9 @@ def _verdict(
     lease_ms: int,
     echo: Callable[[str], None],
 ) -> bool:
+    from crawler.cli._report_text import format_report
     from crawler.testsite import check_crawl
-    from projector._analytics import build_report, format_report
+    from projector._report import build_report
 
     check = check_crawl(site, store, in_flight)
     checks = check.checks(len(in_flight))

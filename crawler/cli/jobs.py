@@ -20,6 +20,7 @@ import click
 import msgspec
 
 from crawler.cli._exit import EXIT_NO
+from crawler.cli._format import format_duration
 from crawler.cli._options import data_dir_option, json_option
 from eventlog import EventLog, JobKeys, TaskQueue, connect, job_names, redacted, stream_id_key
 from eventlog._operator import read_workers
@@ -145,7 +146,7 @@ def _row(job: str, server: _ServerSide | None, tasks: dict[str, int] | None) -> 
 
 def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
     from crawler.cli.reports import format_table
-    from projector._analytics import QueryResult
+    from projector._query import QueryResult
 
     now = time.time()
     table = QueryResult(
@@ -178,19 +179,8 @@ def _where(row: JobRow) -> str:
 def _ago(when: float | None, now: float) -> str | None:
     if when is None:
         return None
-    seconds = max(0, int(now - when))
     stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(when))
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    age = (
-        f"{days}d {hours}h"
-        if days
-        else f"{hours}h {minutes}m"
-        if hours
-        else (f"{minutes}m {secs}s" if minutes else f"{secs}s")
-    )
-    return f"{stamp} UTC ({age} ago)"
+    return f"{stamp} UTC ({format_duration(max(0, int(now - when)))} ago)"
 
 
 def _elsewhere() -> str:

@@ -1,7 +1,7 @@
 """``crawlog report``, ``crawlog sql`` and ``crawlog export``: read what the projector committed.
 
 None of them needs Redis or the projector's lock: they read the committed archive and state
-through an in-memory DuckDB connection (``projector._analytics``), so they work while a
+through an in-memory DuckDB connection (``projector._views``), so they work while a
 crawl and its projector run. ``docs/reports.md`` documents the views.
 """
 
@@ -12,7 +12,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from numbers import Number
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,13 +19,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 import msgspec
 
+from crawler.cli._format import table_lines
 from crawler.cli._options import data_dir_option, job_option, json_option
 from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean
 from eventlog._server import require_data_dir
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
-    from projector._analytics import QueryResult
+    from projector._query import QueryResult
     from projector._store import Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
@@ -70,7 +70,8 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     Reads what the projector committed, so it works while the crawl runs; it is as recent
     as the projector's last commit.
     """
-    from projector._analytics import build_report, format_report
+    from crawler.cli._report_text import format_report
+    from projector._report import build_report
 
     report = build_report(_store(data_dir, job), lease_s=lease_s, now=time.time())
     if as_json:
@@ -100,7 +101,7 @@ def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, sql: str) -> No
     Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
     columns). Works while the crawl runs, on what the projector last committed.
     """
-    from projector._analytics import query
+    from projector._query import query
 
     result = query(_store(data_dir, job), sql)
     if fmt == "csv":
@@ -122,11 +123,7 @@ def format_table(result: QueryResult) -> str:
         and all(isinstance(row[i], Number) for row in result.rows if row[i] is not None)
         for i in range(len(result.columns))
     ]
-    widths = [
-        max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(result.columns)
-    ]
-    lines = [_line(result.columns, widths, right), "  ".join("-" * w for w in widths)]
-    lines += [_line(row, widths, right) for row in cells]
+    lines = table_lines([result.columns, *cells], right, rule=True)
     count = len(result.rows)
     lines.append(f"({count} row{'s' if count != 1 else ''})")
     return "\n".join(lines)
@@ -137,13 +134,6 @@ def _cell(value: Any) -> str:
         return NULL
     # One row, one line: a value's own line breaks would break the table.
     return " ".join(str(value).split("\n"))
-
-
-def _line(cells: Sequence[str], widths: Sequence[int], right: Sequence[bool]) -> str:
-    return "  ".join(
-        cell.rjust(w) if r else cell.ljust(w)
-        for cell, w, r in zip(cells, widths, right, strict=True)
-    ).rstrip()
 
 
 @click.command(
@@ -170,7 +160,7 @@ def export_command(
 
     Rows are in log order. OUT "-" writes JSON lines or CSV to stdout.
     """
-    from projector._analytics import export
+    from projector._export import export
 
     store = _store(data_dir, job)
     if out != STDOUT:

@@ -12,6 +12,7 @@ import anyio
 import click
 
 from crawler.cli._exit import EXIT_NO
+from crawler.cli._format import format_duration
 from crawler.cli._options import data_dir_option, fsync_option, json_option
 from eventlog import ConfigError
 from eventlog._connection import redacted
@@ -108,7 +109,7 @@ def _status_dict(found: ServerStatus) -> dict[str, Any]:
 def _status_text(found: ServerStatus) -> str:
     where = f"data dir {found.data_dir}" if found.data_dir is not None else "external (REDIS_URL)"
     lines = [
-        f"running:  valkey {found.version}, pid {found.pid}, up {_duration(found.uptime_s)}",
+        f"running:  valkey {found.version}, pid {found.pid}, up {format_duration(found.uptime_s)}",
         f"server:   {where}",
         f"url:      {found.url}",
         f"memory:   {found.used_memory_human}",
@@ -117,15 +118,3 @@ def _status_text(found: ServerStatus) -> str:
     ]
     return "\n".join(lines)
 
-
-def _duration(seconds: int) -> str:
-    minutes, secs = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {secs}s"
-    return f"{secs}s"

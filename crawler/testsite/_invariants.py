@@ -21,8 +21,8 @@ import msgspec
 
 from crawler.testsite._site import RunningSite
 from eventlog import TaskQueue, tasks_at
-from projector._analytics import query
 from projector._projector import read_committed
+from projector._query import query
 from projector._replay import verify
 from projector._state import TERMINAL
 from projector._store import Store

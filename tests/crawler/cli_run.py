@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
+from crawler.cli._argv import crawlog_command
 from tests.crawler.conftest import ROOT
 
 CLI_TIMEOUT_S = 60
@@ -30,7 +30,7 @@ def crawlog(
 ) -> subprocess.CompletedProcess[str]:
     """``crawlog ARGS`` run to completion; its exit code and output."""
     return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
+        crawlog_command(*args),
         cwd=cwd, env=env if env is not None else clean_env(), capture_output=True, text=True,
         timeout=CLI_TIMEOUT_S, check=False,
     )  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from anyio.abc import Process
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite, serve_testsite
 from eventlog import JobKeys, TaskQueue
 
@@ -59,10 +59,10 @@ async def worker_process(
     started: list[Process] = []
 
     async def start(name: str, *extra: str, env: dict[str, str] | None = None) -> Process:
-        command = [
-            sys.executable, "-m", "crawler.cli", "worker", "--job", job, "--name", name,
+        command = crawlog_command(
+            "worker", "--job", job, "--name", name,
             "--data-dir", str(data_dir), "--concurrency", "4", *extra,
-        ]  # fmt: skip
+        )  # fmt: skip
         environment = {**os.environ, "REDIS_URL": valkey_url, **(env or {})}
         process = await anyio.open_process(
             command, env=environment, cwd=ROOT, stdout=None, stderr=None
@@ -79,14 +79,14 @@ async def worker_process(
 
 async def run_projector(valkey_url: str, job: str, data_dir: Path, *extra: str) -> None:
     """Project the job's whole log now (``crawlog project --once``, then ``extra``)."""
-    command = [sys.executable, "-m", "crawler.cli", "project", "--job", job, "--once", *extra]
+    command = crawlog_command("project", "--job", job, "--once", *extra)
     env = {**os.environ, "REDIS_URL": valkey_url}
     await anyio.run_process([*command, "--data-dir", str(data_dir)], env=env, cwd=ROOT)
 
 
 async def replay_verify(valkey_url: str, job: str, data_dir: Path) -> bytes:
     """``crawlog replay --verify`` output; fails the test unless it exits 0."""
-    command = [sys.executable, "-m", "crawler.cli", "replay", "--job", job, "--verify"]
+    command = crawlog_command("replay", "--job", job, "--verify")
     env = {**os.environ, "REDIS_URL": valkey_url}
     result = await anyio.run_process(
         [*command, "--data-dir", str(data_dir)], env=env, cwd=ROOT, check=False

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
+
+from crawler.cli._argv import crawlog_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ async def crawlog(
     valkey_url: str, data_dir: Path, *args: str, stdin: str | None = None
 ) -> Ran:
     """``crawlog ARGS --data-dir DATA_DIR`` against the test server."""
-    command = [sys.executable, "-m", "crawler.cli", *args, "--data-dir", str(data_dir)]
+    command = crawlog_command(*args, "--data-dir", str(data_dir))
     env = {**os.environ, "REDIS_URL": valkey_url}
     result = await anyio.run_process(
         command,

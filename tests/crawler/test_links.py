@@ -5,12 +5,17 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler._links import extract_links, extract_title, parse_page
+from crawler._links import extract_links, parse_page
 from crawler._urls import canonical_url
 from tests.crawler.test_urls import http_urls
 from tools.bench_links import synthetic_page
 
 PAGE = "http://h/docs/guide/index.html"
+
+
+def extract_title(html: bytes, *, charset: str | None = None) -> str | None:
+    """The page's ``<title>``, as the worker gets it."""
+    return parse_page(html, PAGE, charset=charset).title
 
 
 def test_links_are_resolved_against_the_page_and_canonical() -> None:

@@ -5,15 +5,27 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
+from yarl import URL
 
 from crawler._urls import (
     canonical_url,
     check_seed_url,
+    clean_href,
     fingerprint,
-    resolve_link,
+    join_href,
     site_of,
 )
 from eventlog._exceptions import ConfigError
+
+
+def resolve_link(href: str, base: str) -> str | None:
+    """The canonical absolute URL an ``href`` points to from the page ``base``, as the link
+    extractor resolves it; None for other schemes and hrefs that do not parse."""
+    try:
+        base_url = URL(base)
+    except ValueError:
+        return None
+    return join_href(clean_href(href), base_url)
 
 # Characters that stress percent-encoding: reserved, unreserved, escapes, non-ASCII, space.
 _URL_CHARS = st.sampled_from(list("aZ09-._~%2fF7e/?#[]@!$&'()*+,;= :éü€\u00a0"))

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 import redis
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from tests.valkey_process import running_valkey
 
@@ -25,7 +25,7 @@ ACL_RULES = ("on", f">{CRAWLER_PASSWORD}", "~crawlog:*", "&crawlog:*", "+@all", 
 async def crawlog(*args: str, url: str, timeout: float = 120) -> tuple[int, str, str]:
     """Run a crawlog command (off this event loop, which serves the test site)."""
     env = {**os.environ, "REDIS_URL": url}
-    command = [sys.executable, "-m", "crawler.cli", *args]
+    command = crawlog_command(*args)
     with anyio.fail_after(timeout):
         done = await anyio.run_process(command, env=env, cwd=ROOT, check=False)
     assert done.returncode is not None

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from eventlog import EventLog, TaskEnqueued
 from projector._store import Store
 
@@ -26,10 +26,10 @@ async def test_a_stopped_projector_commits_the_log_to_its_end_before_it_exits(
     log: EventLog, valkey_url: str, job: str, tmp_path: Path
 ) -> None:
     await log.append_many([enqueued(0)])
-    command = [
-        sys.executable, "-m", "crawler.cli", "project", "--job", job,
+    command = crawlog_command(
+        "project", "--job", job,
         "--data-dir", str(tmp_path), "--commit-interval", "60", "--log-level", "info",
-    ]  # fmt: skip
+    )  # fmt: skip
     env = {**os.environ, "REDIS_URL": valkey_url}
     with anyio.fail_after(60):
         async with await anyio.open_process(command, env=env) as process:

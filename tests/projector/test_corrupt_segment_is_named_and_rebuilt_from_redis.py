@@ -5,13 +5,13 @@ after which the replay is identical to the live state again."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from eventlog import EventLog
 from projector._projector import Projector
 from projector._store import Store
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 async def crawlog(valkey_url: str, data_dir: Path, *args: str) -> tuple[int, str]:
-    command = [sys.executable, "-m", "crawler.cli", *args, "--data-dir", str(data_dir)]
+    command = crawlog_command(*args, "--data-dir", str(data_dir))
     env = {**os.environ, "REDIS_URL": valkey_url}
     with anyio.fail_after(60):
         done = await anyio.run_process(command, env=env, cwd=ROOT, check=False)

@@ -17,6 +17,7 @@ import msgspec
 import pyarrow.parquet as pq
 import pytest
 
+from crawler.cli._report_text import format_report
 from eventlog import (
     AnyEvent,
     CircuitOpened,
@@ -34,27 +35,24 @@ from eventlog import (
     TaskReclaimed,
     connect,
 )
-from projector import _analytics
-from projector._analytics import (
-    VIEWS,
+from projector import _views
+from projector._archive import merge_segments
+from projector._export import export
+from projector._projector import Projector, wait_for_position
+from projector._query import query
+from projector._report import (
     AnomalyRow,
     MinuteCount,
-    NoProjectedData,
     ReasonCount,
     Report,
     RetryCount,
     StatusCount,
     build_report,
-    export,
-    format_report,
-    open_views,
-    query,
-    state_views_used,
 )
-from projector._archive import merge_segments
-from projector._projector import Projector, wait_for_position
 from projector._state import State
+from projector._state_tables import register_state, state_views_used
 from projector._store import Manifest, Store
+from projector._views import VIEWS, Committed, NoProjectedData, run_on_committed
 
 pytestmark = pytest.mark.anyio
 
@@ -320,12 +318,18 @@ async def test_the_views_count_fetches_with_duplicates_and_items_once(store: Sto
 
 async def test_every_view_column_is_documented(store: Store) -> None:
     docs = DOCS.read_text()
-    with open_views(store) as con:
-        for view in VIEWS:
-            section = docs.split(f"### `{view}`", 1)[1].split("\n### ", 1)[0]
-            columns = [row[0] for row in con.execute(f"DESCRIBE {view}").fetchall()]
-            missing = [c for c in columns if f"| `{c}` |" not in section]
-            assert not missing, f"view {view}: columns not in docs/reports.md: {missing}"
+
+    def columns(committed: Committed) -> dict[str, list[str]]:
+        assert committed.state is not None
+        con = committed.con
+        register_state(con, committed.manifest, committed.state)
+        return {v: [row[0] for row in con.execute(f"DESCRIBE {v}").fetchall()] for v in VIEWS}
+
+    described = run_on_committed(store, columns, read_state=True, doing="describing the views")
+    for view in VIEWS:
+        section = docs.split(f"### `{view}`", 1)[1].split("\n### ", 1)[0]
+        missing = [c for c in described[view] if f"| `{c}` |" not in section]
+        assert not missing, f"view {view}: columns not in docs/reports.md: {missing}"
 
 
 async def test_exports_read_back_in_every_format(store: Store, tmp_path: Path) -> None:
@@ -403,7 +407,7 @@ async def test_a_read_is_tried_again_when_a_compaction_removes_its_segments(
 ) -> None:
     before = build_report(store, lease_s=LEASE_S, now=NOW)
     assert len(store.read_manifest().segments) > 1
-    real_read = _analytics._read
+    real_read = _views._read
     opened: list[int] = []
 
     def read_then_compact(store: Store, *, read_state: bool) -> tuple[Manifest, State | None]:
@@ -413,7 +417,7 @@ async def test_a_read_is_tried_again_when_a_compaction_removes_its_segments(
             compact_all(store)
         return manifest, state
 
-    monkeypatch.setattr(_analytics, "_read", read_then_compact)
+    monkeypatch.setattr(_views, "_read", read_then_compact)
     assert build_report(store, lease_s=LEASE_S, now=NOW) == before
     assert opened[0] > 1 and opened[1:] == [1]
 

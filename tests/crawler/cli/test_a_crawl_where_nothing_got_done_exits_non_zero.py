@@ -4,12 +4,12 @@ with a one-line reason by default; `failed` is strict (any failed task), `never`
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.cli._processes import CrawlSummary, failure
 from crawler.testsite import serve_testsite
 from tests.crawler.cli_run import clean_env
@@ -22,7 +22,7 @@ FLAKY = "tests.crawler.spiders:FlakySpider"  # raises on /item/ pages
 async def crawl(valkey_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``crawlog crawl ARGS``, awaited: the test site runs in this event loop."""
     done = await anyio.run_process(
-        [sys.executable, "-m", "crawler.cli", "crawl", *args],
+        crawlog_command("crawl", *args),
         cwd=ROOT, env=clean_env(REDIS_URL=valkey_url), check=False,
     )  # fmt: skip
     return subprocess.CompletedProcess(

@@ -10,13 +10,13 @@ import contextlib
 import errno
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from tests.crawler.cli_run import clean_env
 from tests.crawler.conftest import ROOT
@@ -76,10 +76,10 @@ async def test_a_full_disk_is_said_once_and_the_same_command_finishes_after(
     with tiny_disk(tmp_path / "disk") as disk:
         data_dir = disk / "data"
         async with serve_testsite(pages=PAGES, seed=5) as site:
-            command = [
-                sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", "full",
+            command = crawlog_command(
+                "crawl", site.url + "/", "--job", "full",
                 "--workers", "2", "--data-dir", str(data_dir),
-            ]  # fmt: skip
+            )  # fmt: skip
             out, err = tmp_path / "out", tmp_path / "err"
             with out.open("wb") as stdout, err.open("wb") as stderr:
                 first = subprocess.Popen(command, cwd=ROOT, env=clean_env(), stdout=stdout,

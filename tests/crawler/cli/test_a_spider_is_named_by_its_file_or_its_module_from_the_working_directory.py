@@ -11,13 +11,14 @@ from pathlib import Path
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from tests.crawler.cli.test_errors_are_one_line_and_exit_2 import one_line_error
 from tests.crawler.cli_run import CLI_TIMEOUT_S, clean_env, crawlog
 
 pytestmark = pytest.mark.anyio
 SEED = "http://127.0.0.1:9/"
-PYTHON_M = [sys.executable, "-m", "crawler.cli"]
+PYTHON_M = crawlog_command()
 SPIDER = textwrap.dedent(
     """
     from collections.abc import AsyncIterator

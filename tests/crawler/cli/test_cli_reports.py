@@ -6,13 +6,13 @@ import csv
 import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import redis.asyncio as aioredis
 
+from crawler.cli._argv import crawlog_command
 from eventlog import (
     AnyEvent,
     EventLog,
@@ -76,7 +76,7 @@ async def data_dir(
 
 def crawlog(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *map(str, args)],
+        crawlog_command(*map(str, args)),
         capture_output=True,
         text=True,
         timeout=30,

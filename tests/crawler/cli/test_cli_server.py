@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from crawler.cli._argv import crawlog_command
 from eventlog._server import ensure_server
 from tests.server_helpers import clean_env, server_dir
 
@@ -37,7 +38,7 @@ def dead_redis_url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 def crawlog(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *map(str, args)],
+        crawlog_command(*map(str, args)),
         capture_output=True,
         text=True,
         timeout=30,

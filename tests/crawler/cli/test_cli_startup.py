@@ -18,7 +18,11 @@ ANALYTICS = (
     "projector._archive",
     "projector._store",
     "projector._projector",
-    "projector._analytics",
+    "projector._views",
+    "projector._state_tables",
+    "projector._query",
+    "projector._export",
+    "projector._report",
     "projector._history",
 )
 """What reads or writes the projector's archive: no worker needs it."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, serve_testsite
 from eventlog import (
     CircuitClosed,
@@ -146,7 +146,7 @@ async def test_a_paused_site_stops_being_fetched_within_a_second_and_resumes(
 def test_a_bad_seed_is_one_clear_line_and_exit_2(tmp_path: Path) -> None:
     import subprocess
 
-    command = [sys.executable, "-m", "crawler.cli", "crawl", "ftp://example.org/"]
+    command = crawlog_command("crawl", "ftp://example.org/")
     result = subprocess.run(
         [*command, "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=30
     )

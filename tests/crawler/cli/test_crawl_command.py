@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from tests.crawler.conftest import ROOT, replay_verify
 
@@ -22,11 +22,11 @@ async def test_a_crawl_killed_with_its_whole_process_tree_resumes_when_run_again
 ) -> None:
     env = {**os.environ, "REDIS_URL": valkey_url}
     async with serve_testsite(pages=200, seed=9) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", "tree",
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", "tree",
             "--workers", str(WORKERS), "--concurrency", str(CONCURRENCY),
             "--data-dir", str(data_dir),
-        ]  # fmt: skip
+        )  # fmt: skip
         with anyio.fail_after(90):
             first = await anyio.open_process(command, env=env, cwd=ROOT, start_new_session=True)
             while site.request_count < len(site.reachable) // 3:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import pty
 import re
-import sys
 from pathlib import Path
 
 import anyio
 import anyio.to_thread
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite
 from tests.crawler.conftest import ROOT
 
@@ -19,10 +19,10 @@ pytestmark = pytest.mark.anyio
 
 
 def _crawl(site: RunningSite, job: str, data_dir: Path) -> list[str]:
-    return [
-        sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", job,
+    return crawlog_command(
+        "crawl", site.url + "/", "--job", job,
         "--workers", "1", "--concurrency", "4", "--data-dir", str(data_dir),
-    ]  # fmt: skip
+    )  # fmt: skip
 
 
 async def test_crawl_progress_into_a_pipe_is_plain_periodic_lines(

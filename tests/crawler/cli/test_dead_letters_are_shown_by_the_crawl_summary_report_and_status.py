@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 import redis.asyncio as aioredis
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from eventlog import JobKeys
 from tests.crawler.conftest import ROOT
@@ -27,11 +27,11 @@ async def test_a_dead_lettered_event_is_counted_by_the_summary_the_report_and_st
     await redis_client.xadd(JobKeys(job).events, {"e": b"\x80\x04 neither msgpack nor an event"})
     env = {**os.environ, "REDIS_URL": valkey_url}
     async with serve_testsite(pages=5, seed=1) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", job,
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", job,
             "--workers", "1", "--concurrency", "2", "--depth", "0",
             "--data-dir", str(data_dir),
-        ]  # fmt: skip
+        )  # fmt: skip
         with anyio.fail_after(90):
             crawled = await anyio.run_process(command, env=env, cwd=ROOT, check=False)
             report = await crawlog(valkey_url, data_dir, "report", "--job", job)

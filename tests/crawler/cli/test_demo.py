@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from crawler.cli._argv import crawlog_command
 
 
 def test_demo_kills_a_worker_and_every_invariant_holds(valkey_url: str, tmp_path: Path) -> None:
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "crawler.cli",
+        crawlog_command(
             "demo",
             "--pages",
             "300",
             "--data-dir",
             str(tmp_path),
-        ],
+        ),
         env={**os.environ, "REDIS_URL": valkey_url},
         capture_output=True,
         text=True,

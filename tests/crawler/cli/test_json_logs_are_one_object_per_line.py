@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite, serve_testsite
 from tests.crawler.cli_run import clean_env
 from tests.crawler.conftest import ROOT
@@ -35,11 +35,11 @@ async def test_crawl_and_its_workers_and_projector_log_json(
     # environment, as an operator would set it.
     env = clean_env(REDIS_URL=valkey_url, CRAWLOG_LOG_LEVEL="info")
     async with serve_testsite(pages=40, seed=3) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "--log-format", "json", "crawl",
+        command = crawlog_command(
+            "--log-format", "json", "crawl",
             site.url + "/", "--job", job, "--workers", "2", "--concurrency", "4",
             "--data-dir", str(data_dir),
-        ]  # fmt: skip
+        )  # fmt: skip
         with anyio.fail_after(60):
             result = await anyio.run_process(command, env=env, cwd=ROOT, check=False)
     assert result.returncode == 0, result.stderr.decode()
@@ -56,10 +56,10 @@ async def test_human_logs_are_the_default(
     valkey_url: str, data_dir: Path, job: str, site: RunningSite, start_job: Callable[..., Any]
 ) -> None:
     await start_job([site.url + "/"])
-    command = [
-        sys.executable, "-m", "crawler.cli", "worker", "--job", job, "--log-level", "info",
+    command = crawlog_command(
+        "worker", "--job", job, "--log-level", "info",
         "--exit-when-done", "--data-dir", str(data_dir),
-    ]  # fmt: skip
+    )  # fmt: skip
     with anyio.fail_after(60):
         result = await anyio.run_process(
             command, env=clean_env(REDIS_URL=valkey_url), cwd=ROOT, check=False

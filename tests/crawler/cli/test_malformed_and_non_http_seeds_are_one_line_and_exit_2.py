@@ -4,10 +4,11 @@ line naming the seed and what is wrong, exit status 2, no server started."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from crawler.cli._argv import crawlog_command
 
 BAD_SEEDS = {
     "": "empty",
@@ -37,7 +38,7 @@ def test_a_bad_seed_is_one_line_and_exit_2(
     command: str, seed: str, says: str, tmp_path: Path
 ) -> None:
     job = ["--job", "seeds"] if command == "enqueue" else []
-    argv = [sys.executable, "-m", "crawler.cli", command, *job, "--data-dir", str(tmp_path)]
+    argv = crawlog_command(command, *job, "--data-dir", str(tmp_path))
     result = subprocess.run(
         [*argv, "http://127.0.0.1:9/ok/", seed], capture_output=True, text=True, timeout=30
     )

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from eventlog import EventLog
 from tests.crawler.cli_run import free_port
 from tests.crawler.conftest import ROOT
@@ -51,10 +51,10 @@ async def test_metrics_endpoint_binds_loopback_unless_told_otherwise(
 ) -> None:
     await log.append_many(task_events(0))
     port = free_port()
-    command = [
-        sys.executable, "-m", "crawler.cli", "project", "--job", job, "--data-dir",
+    command = crawlog_command(
+        "project", "--job", job, "--data-dir",
         str(data_dir), "--metrics-port", str(port), *host_args,
-    ]  # fmt: skip
+    )  # fmt: skip
     env = {**os.environ, "REDIS_URL": valkey_url}
     process = await anyio.open_process(command, env=env, cwd=ROOT)
     try:

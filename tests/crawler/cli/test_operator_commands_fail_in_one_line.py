@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from tests.crawler.operator_cli import ROOT, crawlog
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +53,7 @@ async def test_every_operator_command_has_help_with_an_example(command: list[str
     env = {**os.environ}
     with anyio.fail_after(30):
         ran = await anyio.run_process(
-            [sys.executable, "-m", "crawler.cli", *command, "--help"], env=env, cwd=ROOT
+            crawlog_command(*command, "--help"), env=env, cwd=ROOT
         )
     assert "Example" in ran.stdout.decode() and f"crawlog {command[0]}" in ran.stdout.decode()
 

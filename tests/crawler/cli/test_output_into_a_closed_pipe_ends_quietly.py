@@ -4,12 +4,12 @@ writing and exits as a Unix tool does (status 141, 128 + SIGPIPE), with nothing 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
+from crawler.cli._argv import crawlog_command
 from eventlog import AnyEvent, EventLog, PageFetched, TaskClaimed, TaskDone, TaskEnqueued
 from projector._projector import Projector
 from tests.crawler.cli_run import CLI_TIMEOUT_S, clean_env
@@ -59,8 +59,8 @@ async def test_a_reader_that_stops_reading_ends_crawlog_quietly(
     data_dir: Path, job: str, tmp_path: Path, command: list[str]
 ) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "crawler.cli", command[0], "--job", job, "--data-dir",
-         str(data_dir), *command[1:]],
+        crawlog_command(command[0], "--job", job, "--data-dir",
+         str(data_dir), *command[1:]),
         cwd=tmp_path, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     with process:

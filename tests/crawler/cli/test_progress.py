@@ -12,7 +12,6 @@ from crawler.cli._progress import (
     Snapshot,
     Tracker,
     WorkerInfo,
-    format_duration,
     progress,
     row,
     sum_counts,
@@ -142,12 +141,6 @@ def test_plain_lines_and_json_say_the_same_numbers() -> None:
             "slots_expire_ms": None,
         }
     ]
-
-
-def test_durations_read_like_a_person_wrote_them() -> None:
-    assert [format_duration(s) for s in (None, 0.4, 59, 61, 3600 + 120)] == [
-        "-", "0s", "59s", "1m01s", "1h02m",
-    ]  # fmt: skip
 
 
 @given(logs, st.integers(0, 64))

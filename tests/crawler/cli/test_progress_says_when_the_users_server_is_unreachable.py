@@ -5,12 +5,12 @@ once it is back."""
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, serve_testsite
 from tests.crawler.cli_run import clean_env
 from tests.crawler.conftest import ROOT
@@ -24,10 +24,10 @@ async def test_progress_says_when_the_users_server_is_unreachable(tmp_path: Path
     with running_valkey(tmp_path / "valkey", *aof) as server:
         faults = Faults(slow_rate=0.3, slow_s=0.3)
         async with serve_testsite(pages=200, seed=14, faults=faults) as site:
-            command = [
-                sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", "theirs",
+            command = crawlog_command(
+                "crawl", site.url + "/", "--job", "theirs",
                 "--workers", "1", "--concurrency", "4", "--data-dir", str(tmp_path / "data"),
-            ]  # fmt: skip
+            )  # fmt: skip
             output = tmp_path / "out"
             with output.open("wb") as out:
                 crawl = await anyio.open_process(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import anyio
 import pytest
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from crawler.cli._argv import crawlog_command
 from eventlog import EventLog, RetryScheduled, TaskDone, TaskEnqueued
 from projector._store import Store
 from tests.crawler.conftest import ROOT, run_projector
@@ -28,10 +28,10 @@ async def test_status_watch_shows_appended_events_within_a_second_without_the_pr
     await start_job([f"{SITE}/"])
     await run_projector(valkey_url, job, data_dir)  # the seed is committed, nothing else
     committed = Store(data_dir, job).read_manifest().position
-    command = [
-        sys.executable, "-m", "crawler.cli", "status", "--job", job, "--watch", "--json",
+    command = crawlog_command(
+        "status", "--job", job, "--watch", "--json",
         "--data-dir", str(data_dir),
-    ]  # fmt: skip
+    )  # fmt: skip
     env = {**os.environ, "REDIS_URL": valkey_url}
     async with await anyio.open_process(command, env=env, cwd=ROOT) as status:
         try:

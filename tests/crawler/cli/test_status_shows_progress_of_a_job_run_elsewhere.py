@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite
 from eventlog import EventLog
 from projector._fold import fold
@@ -22,10 +22,10 @@ pytestmark = pytest.mark.anyio
 
 async def crawlog_status(valkey_url: str, job: str, data_dir: Path, *extra: str) -> Any:
     """Run ``crawlog status --json`` once; its JSON (the test fails unless it exits 0)."""
-    command = [
-        sys.executable, "-m", "crawler.cli", "status", "--job", job, "--json",
+    command = crawlog_command(
+        "status", "--job", job, "--json",
         "--data-dir", str(data_dir), *extra,
-    ]  # fmt: skip
+    )  # fmt: skip
     env = {**os.environ, "REDIS_URL": valkey_url}
     result = await anyio.run_process(command, env=env, cwd=ROOT, check=False)
     assert result.returncode == 0, result.stderr.decode()
@@ -81,7 +81,7 @@ async def test_status_shows_the_workers_while_they_run_and_the_log_s_numbers_aft
 async def test_status_of_an_unknown_job_is_one_line_and_exit_2(
     valkey_url: str, job: str, data_dir: Path
 ) -> None:
-    command = [sys.executable, "-m", "crawler.cli", "status", "--job", job]
+    command = crawlog_command("status", "--job", job)
     env = {**os.environ, "REDIS_URL": valkey_url}
     result = await anyio.run_process(
         [*command, "--data-dir", str(data_dir)], env=env, cwd=ROOT, check=False

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from eventlog._server import PID_FILE, _alive
 from tests.crawler.cli_run import clean_env
 from tests.crawler.conftest import ROOT
@@ -27,7 +27,7 @@ def home(tmp_path: Path) -> Iterator[Path]:
 
 def test_the_demo_says_how_to_stop_the_server_it_leaves_running(home: Path) -> None:
     demo = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", "demo", "--pages", "50", "--data-dir", str(home)],
+        crawlog_command("demo", "--pages", "50", "--data-dir", str(home)),
         cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert demo.returncode == 0, demo.stdout + demo.stderr
@@ -38,7 +38,7 @@ def test_the_demo_says_how_to_stop_the_server_it_leaves_running(home: Path) -> N
     command = shlex.split(line.split(STOP, 1)[1])
     assert command[:3] == ["crawlog", "server", "stop"]
     stopped = subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *command[1:]],
+        crawlog_command(*command[1:]),
         cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert stopped.returncode == 0, stopped.stderr

@@ -9,7 +9,6 @@ import os
 import pty
 import signal
 import struct
-import sys
 import termios
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from tests.crawler.cli_run import clean_env
 from tests.crawler.conftest import ROOT
@@ -81,11 +81,11 @@ async def test_the_table_s_header_shows_once_while_a_spider_s_errors_are_logged(
 ) -> None:
     env = clean_env(REDIS_URL=valkey_url, TERM="xterm", COLUMNS=str(WIDTH))
     async with serve_testsite(pages=60, seed=1) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", job,
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", job,
             "--workers", "1", "--concurrency", "2", "--delay", "0.02",
             "--spider", "tests.crawler.noisy_spider:NoisySpider", "--data-dir", str(data_dir),
-        ]  # fmt: skip
+        )  # fmt: skip
         status, output = await _crawl_on_a_terminal(command, env)
     lines = screen_lines(output, WIDTH)
     assert status == 0, "\n".join(lines)
@@ -98,11 +98,11 @@ async def test_the_table_s_header_shows_once_after_a_ctrl_c(
 ) -> None:
     env = clean_env(REDIS_URL=valkey_url, TERM="xterm", COLUMNS=str(WIDTH))
     async with serve_testsite(pages=400, seed=1) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", job,
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", job,
             "--workers", "2", "--concurrency", "2", "--delay", "0.05",
             "--spider", "tests.crawler.noisy_spider:NoisySpider", "--data-dir", str(data_dir),
-        ]  # fmt: skip
+        )  # fmt: skip
         # Typed as soon as the table is up: the workers may still be starting.
         _, output = await _crawl_on_a_terminal(command, env, interrupt_when=b"ended/found")
     lines = screen_lines(output, WIDTH)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 from prometheus_client.parser import text_string_to_metric_families
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import (
     EventLog,
@@ -128,10 +128,10 @@ async def test_projector_reports_its_lag_in_events_and_seconds(
     events = [e for n in range(100) for e in task_events(n)]
     await log.append_many(events)
     port = free_port()
-    command = [
-        sys.executable, "-m", "crawler.cli", "project", "--job", job, "--data-dir", str(data_dir),
+    command = crawlog_command(
+        "project", "--job", job, "--data-dir", str(data_dir),
         "--metrics-port", str(port),
-    ]  # fmt: skip
+    )  # fmt: skip
     env = {**os.environ, "REDIS_URL": valkey_url}
     # A commit interval longer than the test: everything is read, nothing committed.
     held = await anyio.open_process([*command, "--commit-interval", "3600"], env=env, cwd=ROOT)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, serve_testsite
 from eventlog import EventLog, ItemScraped, TaskDone, connect
 from eventlog._server import MAX_SERVER_RESTARTS, PID_FILE, ensure_server
@@ -46,11 +46,11 @@ async def test_a_server_killed_mid_crawl_is_restarted_and_the_crawl_finishes(
     ensure_server(home, fsync="always")
     faults = Faults(slow_rate=0.3, slow_s=0.3)
     async with serve_testsite(pages=300, seed=12, faults=faults) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", "oom",
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", "oom",
             "--workers", "2", "--concurrency", "4", "--per-host", "8",
             "--data-dir", str(home),
-        ]  # fmt: skip
+        )  # fmt: skip
         with (tmp_path / "out").open("wb") as out:
             crawl = await anyio.open_process(
                 command, env=clean_env(), cwd=ROOT, stdout=out, stderr=None
@@ -87,10 +87,10 @@ async def test_a_server_that_keeps_dying_stops_the_crawl_with_a_clear_error(
     ensure_server(home)
     faults = Faults(slow_rate=1.0, slow_s=0.5)
     async with serve_testsite(pages=300, seed=13, faults=faults) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", "dying",
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", "dying",
             "--workers", "1", "--concurrency", "2", "--data-dir", str(home),
-        ]  # fmt: skip
+        )  # fmt: skip
         with (tmp_path / "out").open("wb") as out, (tmp_path / "err").open("wb") as err:
             crawl = await anyio.open_process(
                 command, env=clean_env(), cwd=ROOT, stdout=out, stderr=err

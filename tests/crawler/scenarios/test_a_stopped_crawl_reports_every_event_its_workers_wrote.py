@@ -8,12 +8,12 @@ import json
 import os
 import re
 import signal
-import sys
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, serve_testsite
 from eventlog import EventLog, ItemScraped, TaskDone, connect
 from tests.crawler.conftest import ROOT
@@ -30,11 +30,11 @@ async def test_a_stopped_crawl_reports_every_event_its_workers_wrote(
     # written after it.
     faults = Faults(slow_rate=0.5, slow_s=0.4)
     async with serve_testsite(pages=400, seed=4, faults=faults) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/", "--job", job,
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", job,
             "--workers", "2", "--concurrency", "8", "--per-host", "16",
             "--data-dir", str(data_dir),
-        ]  # fmt: skip
+        )  # fmt: skip
         with anyio.fail_after(50), (tmp_path / "out").open("wb") as sink:
             # Its own process group, as a shell gives a command: Ctrl-C is a SIGINT to all
             # of the group (the crawl, and whichever of its children share the group).
@@ -63,8 +63,8 @@ async def test_a_stopped_crawl_reports_every_event_its_workers_wrote(
 
     exported = tmp_path / "items.jsonl"
     export = await anyio.run_process(
-        [sys.executable, "-m", "crawler.cli", "export", "--job", job, "--data-dir",
-         str(data_dir), "--what", "items", "--format", "jsonl", str(exported)],
+        crawlog_command("export", "--job", job, "--data-dir",
+         str(data_dir), "--what", "items", "--format", "jsonl", str(exported)),
         env=env, cwd=ROOT, check=False,
     )  # fmt: skip
     assert export.returncode == 0, export.stderr.decode()

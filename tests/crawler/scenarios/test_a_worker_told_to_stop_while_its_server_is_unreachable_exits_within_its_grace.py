@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, serve_testsite
 from eventlog import JobKeys, TaskQueue, connect
 from tests.crawler.conftest import ROOT
@@ -40,11 +40,11 @@ async def test_a_worker_told_to_stop_while_its_server_is_unreachable_exits_withi
                 config = JobConfig(seeds=(site.url + "/",), politeness=Politeness(per_host=8))
                 await save_config(client, JobKeys(job), config)
                 await enqueue_seeds(TaskQueue(client, job, "test"), [site.url + "/"], actor="t")
-            command = [
-                sys.executable, "-m", "crawler.cli", "worker", "--job", job, "--name", "w1",
+            command = crawlog_command(
+                "worker", "--job", job, "--name", "w1",
                 "--data-dir", str(tmp_path / "data"), "--concurrency", "4",
                 "--grace", str(GRACE_S),
-            ]  # fmt: skip
+            )  # fmt: skip
             env = {**os.environ, "REDIS_URL": server.url}
             worker = await anyio.open_process(command, env=env, cwd=ROOT, stdout=None, stderr=None)
             async with worker:

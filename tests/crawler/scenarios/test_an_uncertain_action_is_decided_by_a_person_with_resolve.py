@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from eventlog import ActionDone, ActionIntended, ActionResolved, EventLog, TaskDone, TaskPaused
 from projector._projector import read_committed
@@ -158,11 +158,11 @@ async def test_a_crawl_with_a_task_waiting_for_a_person_ends_and_names_it(
     effects = tmp_path / "effects.txt"
     env = {**os.environ, "REDIS_URL": valkey_url, ONCE_ENV: f"{effects}:during"}
     async with serve_testsite(pages=10, seed=2) as site:
-        command = [
-            sys.executable, "-m", "crawler.cli", "crawl", site.url + "/item/1", "--job", job,
+        command = crawlog_command(
+            "crawl", site.url + "/item/1", "--job", job,
             "--workers", "1", "--spider", "tests.crawler.spiders:OnceSpider",
             "--data-dir", str(data_dir),
-        ]  # fmt: skip
+        )  # fmt: skip
         with anyio.fail_after(DEADLINE_S):
             # Its worker is SIGKILLed during the action: the crawl stops, the action uncertain.
             first = await anyio.run_process(command, env=env, cwd=ROOT, check=False)

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from eventlog._server import _alive
 from tests.crawler.cli_run import clean_env
@@ -73,7 +74,7 @@ async def test_the_readme_tour_kills_a_crawl_by_its_pid_and_resumes_it(
         def as_here(line: str) -> str:
             # The tour's site and install, here: the test site's port, this interpreter.
             line = line.replace(TOUR_SITE, site.url + "/")
-            return line.replace(CRAWLOG, f"{sys.executable} -m crawler.cli")
+            return line.replace(CRAWLOG, shlex.join(crawlog_command()))
 
         output = tmp_path / "shell.out"
         with output.open("wb") as out:

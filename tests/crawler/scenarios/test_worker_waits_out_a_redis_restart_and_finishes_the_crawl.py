@@ -4,7 +4,6 @@ finishes the crawl, and the log holds every event once."""
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler._worker import enqueue_seeds
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from eventlog import EventLog, JobKeys, PageFetched, TaskDone, TaskQueue, connect
 from tests.crawler.conftest import ROOT, replay_verify, run_projector
@@ -35,10 +35,10 @@ async def test_a_worker_rides_out_a_killed_and_restarted_redis(tmp_path: Path) -
                 config = JobConfig(seeds=(site.url + "/",), politeness=Politeness(per_host=2))
                 await save_config(client, JobKeys(job), config)
                 await enqueue_seeds(TaskQueue(client, job, "test"), [site.url + "/"], actor="t")
-            command = [
-                sys.executable, "-m", "crawler.cli", "worker", "--job", job, "--name", "w1",
+            command = crawlog_command(
+                "worker", "--job", job, "--name", "w1",
                 "--data-dir", str(data_dir), "--concurrency", "4", "--exit-when-done",
-            ]  # fmt: skip
+            )  # fmt: skip
             env = {**os.environ, "REDIS_URL": server.url}
             errors = tmp_path / "worker.stderr"
             with errors.open("wb") as sink:

@@ -23,6 +23,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import httpx
 import pytest
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import (
     HUGE_PATH,
     ITEM_PREFIX,
@@ -513,7 +514,7 @@ async def test_a_taken_port_is_a_config_error() -> None:
 @pytest.fixture
 def testsite_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     log_path = tmp_path / "requests.jsonl"
-    command = [sys.executable, "-m", "crawler.cli", "testsite", "--port", "0", "--pages", "50"]
+    command = crawlog_command("testsite", "--port", "0", "--pages", "50")
     command += ["--faults", "all", "--no-huge-page", "--fault-500", "0", "--fault-429", "0"]
     command += ["--slow", "0:0", "--request-log", str(log_path)]
     with subprocess.Popen(
@@ -549,7 +550,7 @@ def test_cli_prints_its_url_serves_and_stops_on_sigterm(
 
 def crawlog(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "crawler.cli", *args],
+        crawlog_command(*args),
         capture_output=True,
         text=True,
         timeout=30,

@@ -1,0 +1,147 @@
+"""What the operator commands share: the job they act on, who and why, and task and site
+arguments.
+
+What an operator changes is an event like everything else, with who (``--by``, default the
+OS user) and why (``--reason``): pauses and resumes go through ``apply_control`` (the event
+and the flag workers poll, in one script), retries through ``TaskQueue.retry`` (the
+``TaskRetried`` event and the task back in its lane, in one script, once per ended
+attempt). What they read is the log now: the projector's committed state or archive plus
+the stream after it (``projector._history``). ``docs/operating.md`` says how each works.
+The commands: ``pause.py`` (and ``resume``), ``retry.py``, ``resolve.py``, ``dead.py``,
+``history.py``, ``workers.py``.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+import msgspec
+import redis.asyncio as aioredis
+
+from crawler._job import JobConfig, load_config
+from crawler._urls import canonical_url, fingerprint, site_of
+from eventlog import JobKeys, connect
+from eventlog._exceptions import ConfigError, UnknownTask
+from eventlog._server import resolve_data_dir, resolve_url
+from projector._state import State, TaskState
+
+if TYPE_CHECKING:
+    from projector._store import Store
+
+SHOWN = 20
+"""Tasks or leases listed by name unless ``--all``."""
+
+
+def default_operator() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name in the environment or the password database
+        return "operator"
+
+
+def reason_option(command: Any) -> Any:
+    """``--reason TEXT``: why, recorded in the event (required: it is the audit trail)."""
+    return click.option(
+        "--reason", required=True, help="Why: recorded in the event, shown by `history`."
+    )(command)
+
+
+def by_option(command: Any) -> Any:
+    """``--by NAME``: who, recorded as the event's actor."""
+    return click.option(
+        "--by",
+        default=default_operator,
+        show_default="the OS user",
+        metavar="NAME",
+        help="Who: recorded as the event's actor.",
+    )(command)
+
+
+class OpenJob:
+    """A connected client and what every operator command needs of one job."""
+
+    def __init__(self, client: aioredis.Redis, keys: JobKeys, config: JobConfig, store: Store):
+        self.client = client
+        self.keys = keys
+        self.config = config
+        self.store = store
+
+    async def state(self) -> State:
+        """The job's state now: the committed state plus the stream after it."""
+        from projector._history import current_state
+
+        return await current_state(self.client, self.store)
+
+
+@asynccontextmanager
+async def open_job(data_dir: Path | None, job: str) -> AsyncIterator[OpenJob]:
+    """The job on its server; one-line errors for an unknown job or an unreachable server."""
+    from projector._store import Store
+
+    keys = JobKeys(job)  # a bad name is a ConfigError before anything starts
+    # Every command here is about an existing job: none creates a data directory or
+    # starts a server where there is none.
+    url = resolve_url(data_dir, create=False)
+    async with connect(url) as client:
+        config = await load_config(client, keys)  # ConfigError "no job ..." if never started
+        yield OpenJob(client, keys, config, Store(resolve_data_dir(data_dir), job))
+
+
+def task_id_of(value: str) -> tuple[str, str | None]:
+    """(task id, canonical URL or None) of a task id or a URL as the crawler keys it."""
+    if "://" not in value:
+        return value, None
+    try:
+        url = canonical_url(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{value!r} is not a URL the crawler could have fetched ({exc})"
+        ) from None
+    return fingerprint(url), url
+
+
+async def resolve_site(job: OpenJob, value: str, *, also: Iterable[str] = ()) -> str:
+    """A site (``scheme://host[:port]``) from an origin, a URL, or a bare HOST[:PORT].
+
+    A bare host is matched against the job's seeds, pause flags and ``also``, then every
+    site of its log; it must match exactly one.
+    """
+    if "://" in value:
+        try:
+            return site_of(value)
+        except ValueError as exc:
+            raise ConfigError(f"--site {value!r} is not an http(s) origin ({exc})") from None
+    wanted = value.lower().rstrip("/")
+    known = {site_of(seed) for seed in job.config.seeds} | set(also)
+    matches = sorted(s for s in known if s.split("://", 1)[1] == wanted)
+    if not matches:
+        state = await job.state()
+        known |= set(state.sites)
+        matches = sorted(s for s in state.sites if s.split("://", 1)[1] == wanted)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise ConfigError(f"--site {value!r} matches {', '.join(matches)}: give one of them")
+    listed = ", ".join(sorted(known)[:10]) or "none yet"
+    raise ConfigError(
+        f"no site {value!r} in job {job.keys.job!r} (sites: {listed}); give scheme://host[:port]"
+    )
+
+
+def task_in(state: State, task_id: str, job: str) -> TaskState:
+    task = state.tasks.get(task_id)
+    if task is None:
+        raise UnknownTask(
+            f"job {job!r} has no task {task_id} in its log: `crawlog history` takes a URL "
+            "too and says why it was never enqueued"
+        )
+    return task
+
+
+def echo_json(value: Any) -> None:
+    click.echo(msgspec.json.format(msgspec.json.encode(value)).decode())

@@ -1,0 +1,216 @@
+"""A job's progress report (``projector``'s ``Report``) as plain text for a terminal."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Final
+
+from crawler.cli._format import table_lines
+from projector._summary import LISTED
+
+if TYPE_CHECKING:
+    from projector._report import Report
+
+SERIES_SHOWN: Final = 10
+"""Minutes of the throughput series a terminal shows (the last ones)."""
+_KIB: Final = 1024.0
+_BYTE_UNITS: Final = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _count(value: int, noun: str, plural: str | None = None) -> str:
+    """``1 task``, ``2 tasks``."""
+    return f"{value:,} {noun if value == 1 else plural or noun + 's'}"
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f} ms"
+
+
+def _size(value: int) -> str:
+    size = float(value)
+    for unit in _BYTE_UNITS[:-1]:
+        if size < _KIB:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= _KIB
+    return f"{size:,.1f} {_BYTE_UNITS[-1]}"
+
+
+def _time(epoch: float, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime(fmt)
+
+
+def _more(shown: int, total: int, what: str) -> list[str]:
+    return [f"  … and {_n(total - shown)} more {what}"] if total > shown else []
+
+
+def format_report(report: Report) -> str:
+    """The report as plain text for a terminal."""
+    lines = [
+        f"crawlog report: job {report.job}",
+        f"  as of {report.position} ({_n(report.events)} events archived), "
+        f"generated {_time(report.generated_at)} UTC",
+        "",
+    ]
+    for section in (
+        _text_totals,
+        _text_sites,
+        _text_throughput,
+        _text_response_times,
+        _text_failures,
+        _text_retries,
+        _text_recoveries,
+        _text_stuck,
+        _text_anomalies,
+    ):
+        lines += [*section(report), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _text_totals(report: Report) -> list[str]:
+    t = report.totals
+    rows = [[status, _n(n)] for status, n in t.by_status.items()]
+    return [
+        f"Tasks: {_n(t.tasks)}",
+        *table_lines(rows, [False, True], "  "),
+        f"Pages: {_n(t.pages)} fetched ({_count(t.refetches, 'refetch', 'refetches')}), "
+        f"{_size(t.bytes)}",
+        f"Items: {_n(t.items)} ({_count(t.duplicate_items, 'duplicate')} ignored)",
+        f"URLs dropped: {_n(sum(t.dropped.values()))}"
+        + "".join(f", {reason} {_n(n)}" for reason, n in t.dropped.items()),
+    ]
+
+
+def _text_sites(report: Report) -> list[str]:
+    header = ["site", "done/total", "pending", "running", "pages", "failures", "state"]
+    rows = [header]
+    for s in report.sites[:LISTED]:
+        flags = []
+        if s.paused:
+            flags.append(f"paused ({s.paused_reason})" if s.paused_reason else "paused")
+        if s.circuit != "closed":
+            flags.append(f"circuit {s.circuit} ({s.circuit_reason})")
+        rows.append(
+            [
+                s.site,
+                f"{_n(s.done)}/{_n(s.total)}",
+                _n(s.by_status.get("pending", 0)),
+                _n(s.by_status.get("running", 0)),
+                _n(s.pages),
+                _n(s.failures),
+                ", ".join(flags) or "ok",
+            ]
+        )
+    return [
+        f"Sites: {_n(len(report.sites))}",
+        *table_lines(rows, [False, True, True, True, True, True, False], "  "),
+        *_more(LISTED, len(report.sites), "sites"),
+    ]
+
+
+def _text_throughput(report: Report) -> list[str]:
+    t = report.throughput
+    if t.peak_minute is None:
+        return ["Throughput: no pages yet"]
+    shown = t.series[-SERIES_SHOWN:]
+    return [
+        f"Throughput: {t.per_minute_avg:,.1f} pages/min on average over {_n(t.minutes)} min, "
+        f"peak {_n(t.peak)} at {_time(t.peak_minute, '%Y-%m-%d %H:%M')} UTC",
+        f"  last {len(shown)} min: " + " ".join(_n(m.pages) for m in shown),
+    ]
+
+
+def _text_response_times(report: Report) -> list[str]:
+    r = report.response_times
+    return [
+        f"Response time: avg {_ms(r.avg_ms)}, p50 {_ms(r.p50_ms)}, p95 {_ms(r.p95_ms)} "
+        f"({_n(r.pages)} fetches)"
+    ]
+
+
+def _text_failures(report: Report) -> list[str]:
+    f = report.failures
+    lines = [
+        f"Failures: {_count(f.tasks, 'task')} failed or aborted, {_count(f.pages, 'page error')}"
+    ]
+    if f.task_reasons:
+        lines.append("  tasks, by last reason:")
+        lines += table_lines(
+            [[_n(r.count), r.reason] for r in f.task_reasons], [True, False], "    "
+        )
+    if f.page_errors:
+        lines.append("  page errors:")
+        lines += table_lines(
+            [[_n(r.count), r.reason] for r in f.page_errors], [True, False], "    "
+        )
+    if f.http_statuses:
+        statuses = ", ".join(f"{s.status}: {_n(s.pages)}" for s in f.http_statuses)
+        lines.append(f"  pages by HTTP status: {statuses}")
+    return lines
+
+
+def _text_retries(report: Report) -> list[str]:
+    r = report.retries
+    distribution = ", ".join(f"{d.retries}: {_count(d.tasks, 'task')}" for d in r.distribution)
+    return [
+        f"Retries: {_n(r.total)} scheduled, at most {_n(r.peak)} for one task; "
+        f"{_count(r.pages_retried, 'page')} fetched again after a failed fetch "
+        f"({_count(r.retry_fetches, 'fetch', 'fetches')})",
+        f"  tasks by retries: {distribution or '-'}",
+    ] + (
+        [f"  released (handed back by a stopping worker, not a retry): {_n(r.released)}"]
+        if r.released
+        else []
+    )
+
+
+def _text_recoveries(report: Report) -> list[str]:
+    r = report.recoveries
+    lines = [
+        f"Recoveries: {_count(r.tasks_resumed, 'task')} resumed after a lost lease; "
+        f"{_count(r.pages_refetched, 'page')} fetched again after a good fetch "
+        f"({_count(r.extra_fetches, 'extra fetch', 'extra fetches')})"
+    ]
+    if r.resumed:
+        lines.append("  resumed:")
+        rows = [[t.task_id, f"x{t.recoveries}", t.status, t.url] for t in r.resumed]
+        lines += table_lines(rows, [False, True, False, False], "    ")
+        lines += _more(len(r.resumed), r.tasks_resumed, "tasks")
+    if r.refetched:
+        lines.append("  refetched:")
+        rows = [[p.task_id, f"page {p.page}", f"x{p.times}", p.url] for p in r.refetched]
+        lines += table_lines(rows, [False, True, True, False], "    ")
+        lines += _more(len(r.refetched), r.pages_refetched, "pages")
+    return lines
+
+
+def _text_stuck(report: Report) -> list[str]:
+    s = report.stuck
+    lines = [f"Stuck: {_count(s.count, 'task')} running past the {s.lease_s:g} s lease"]
+    rows = [
+        [t.task_id, t.owner or "-", f"{t.idle_s:,.0f} s idle", f"attempt {t.attempt}", t.url]
+        for t in s.tasks
+    ]
+    lines += table_lines(rows, [False, False, True, False, False], "    ")
+    return lines + _more(len(s.tasks), s.count, "tasks")
+
+
+def _text_anomalies(report: Report) -> list[str]:
+    a = report.anomalies
+    lines = [f"Anomalies: {_count(a.total, 'refused event')}"]
+    if a.dead_letters:
+        lines[0] += (
+            f"; {_count(a.dead_letters, 'dead letter')} (entries that could not be decoded, "
+            f"never folded: crawlog dead list --job {report.job})"
+        )
+    if a.by_reason:
+        lines.append("  by reason:")
+        lines += table_lines([[_n(r.count), r.reason] for r in a.by_reason], [True, False], "    ")
+    if a.first:
+        lines.append("  first:")
+        rows = [[x.stream_id, x.event_type, x.task_id or "-", f"({x.reason})"] for x in a.first]
+        lines += table_lines(rows, [False, False, False, False], "    ")
+    return lines

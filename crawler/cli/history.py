@@ -1,0 +1,180 @@
+"""``crawlog history``: every event of one task, in log order, and why a URL was never fetched."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import anyio
+import click
+import msgspec
+
+from crawler.cli._exit import EXIT_NO
+from crawler.cli._format import table_lines
+from crawler.cli._operator import echo_json, open_job, task_id_of
+from crawler.cli._options import data_dir_option, job_option, json_option
+from eventlog import (
+    AnyEvent,
+    CheckpointSaved,
+    ItemScraped,
+    LogEntry,
+    PageFetched,
+    RetryScheduled,
+    TaskAborted,
+    TaskClaimed,
+    TaskEnqueued,
+    TaskReclaimed,
+    TaskReleased,
+    tag_of,
+)
+from projector._fold import fold
+from projector._state import TaskState
+
+
+@click.command(
+    "history",
+    epilog="Examples:  crawlog history --job shop 3f9c0e4d2a1b7c55\n\n"
+    "           crawlog history --job shop 'https://shop.example.com/item/7'",
+)
+@job_option
+@data_dir_option
+@click.argument("target", metavar="TASK_ID|URL")
+@json_option
+@click.pass_context
+def history_command(
+    ctx: click.Context, job: str, data_dir: Path | None, target: str, as_json: bool
+) -> None:
+    """Every event of one task, in log order: when, who, what, why.
+
+    The answer to "why was this URL fetched twice" (a retry, a lost lease, a restart)
+    and "why never" (never enqueued, paused, failed). A URL is canonicalised as the
+    crawler does; fetches of it by other tasks (after a redirect) are shown too.
+    Reads the projector's archive and the stream after it, so it is up to date.
+    """
+    task_id, url = task_id_of(target)
+
+    async def run() -> tuple[list[LogEntry], bool]:
+        from eventlog import is_seen
+        from projector._history import task_history
+
+        async with open_job(data_dir, job) as opened:
+            entries = await task_history(opened.client, opened.store, [task_id], page_url=url)
+            return entries, await is_seen(opened.client, opened.keys, task_id)
+
+    entries, seen = anyio.run(run)
+    own = [e for e in entries if getattr(e.event, "task_id", None) == task_id]
+    state = fold(own)
+    task = state.tasks.get(task_id)
+    if as_json:
+        from projector._history import fetch_attempts
+
+        echo_json({
+            "task_id": task_id, "url": task.url if task else url,
+            "status": task.status if task else None, "attempt": task.attempt if task else None,
+            "fetch_attempts": [msgspec.to_builtins(a) for a in fetch_attempts(task_id, entries)],
+            "events": [{"stream_id": e.stream_id, "type": tag_of(type(e.event)),
+                        **msgspec.to_builtins(e.event)} for e in entries],
+        })  # fmt: skip
+        if task is None:
+            ctx.exit(EXIT_NO)
+        return
+    if task is None:
+        click.echo(_never(job, task_id, url, seen, entries))
+        ctx.exit(EXIT_NO)
+    click.echo("\n".join(_history_text(task, entries)))
+
+
+def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[LogEntry]) -> str:
+    what = f"{url} (task {task_id})" if url else f"task {task_id}"
+    if seen:
+        why = (
+            "its fingerprint is in the seen set but no event of it is in the log: it was "
+            "enqueued in a log since trimmed without an archive (another data dir?)"
+        )
+    elif url:
+        why = (
+            "it was never enqueued: no fetched page linked it within the job's scope and "
+            "depth, or the job had reached --max-pages"
+        )
+    else:
+        why = "no such task in this job (check the id, or give the URL)"
+    fetched = [e.event for e in entries if isinstance(e.event, PageFetched)]
+    lines = [f"job {job} has no {what}: {why}"]
+    if fetched:
+        lines.append(f"it was fetched {len(fetched)} time(s) by other tasks, after a redirect:")
+        lines += [f"  {_when(f.at)}  {f.actor}  task {f.task_id}" for f in fetched]
+    return "\n".join(lines)
+
+
+def _when(epoch: float) -> str:
+    moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
+def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
+    from projector._history import fetch_attempts
+
+    attempts = fetch_attempts(task.task_id, entries)
+    by_attempt = ", ".join(
+        f"attempt {a.attempt} page {a.page} by {a.actor}: "
+        + (a.result if a.outcome == "fetched" else f"interrupted, no fetch recorded ({a.result})")
+        + ("" if a.task_id == task.task_id else f" (task {a.task_id})")
+        for a in attempts
+    )
+    cut = sum(a.outcome == "interrupted" for a in attempts)
+    lines = [
+        f"task {task.task_id}  {task.url}",
+        f"site {task.site}, depth {task.depth}"
+        + (f", parent task {task.parent_task_id}" if task.parent_task_id else ""),
+        f"now {task.status} at attempt {task.attempt}; {len(attempts)} fetch attempt(s)"
+        + (f": {by_attempt}" if attempts else "")
+        + (f"; {task.recoveries} lease(s) lost" if task.recoveries else ""),
+    ]
+    if cut:
+        lines.append(
+            f"{cut} attempt(s) ended with no fetch recorded (a kill or a lost lease): the "
+            "page may have been requested all the same"
+        )
+    lines.append("")
+    rows = [
+        [_when(e.event.at), e.stream_id, e.event.actor, tag_of(type(e.event)), _detail(e.event)]
+        for e in entries
+    ]
+    lines += table_lines([["time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
+    return lines
+
+
+def _detail(event: AnyEvent) -> str:
+    match event:
+        case TaskEnqueued():
+            return f"depth {event.depth}" + (
+                f", linked from task {event.parent_task_id}" if event.parent_task_id else ""
+            )
+        case TaskClaimed():
+            again = f", delivery {event.deliveries}" if event.deliveries > 1 else ""
+            return f"attempt {event.attempt}{again}"
+        case TaskReclaimed():
+            owner, deliveries = event.previous_owner, event.deliveries
+            return f"{event.reason}: taken from {owner} (delivery {deliveries})"
+        case PageFetched():
+            outcome = event.error or f"HTTP {event.status}"
+            dropped = "".join(f", {n} {why}" for why, n in sorted(event.dropped.items()))
+            return f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms" + (
+                f"; URLs dropped{dropped}" if dropped else ""
+            )
+        case CheckpointSaved():
+            counts = event.counts
+            return f"after page {event.cursor.page} ({counts.pages} pages, {counts.items} items)"
+        case ItemScraped():
+            return f"item {event.key}"
+        case RetryScheduled():
+            return f"{event.reason}: attempt {event.attempt + 1} in {event.delay_s:.1f} s"
+        case TaskReleased():
+            return f"released by {event.actor}: {event.reason} (attempt {event.attempt} kept)"
+        case TaskAborted():
+            owners = f"; held by {', '.join(event.owners)}" if event.owners else ""
+            last = f"; last error {event.last_error}" if event.last_error else ""
+            return f"{event.reason}{last}{owners}"
+    parts = [str(getattr(event, name)) for name in ("site", "reason", "action_id")
+             if getattr(event, name, None)]  # fmt: skip
+    return ": ".join(parts)
