@@ -44,9 +44,7 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     site: str
     depth: int = 0
     parent_task_id: str | None = None
-    status: str = PENDING
-    """A `TaskStatus` (annotated ``str``: the Arrow tables of the state are built from
-    these annotations, and know no Literal yet)."""
+    status: TaskStatus = PENDING
     attempt: int = 1
     owner: str | None = None
     last_actor: str = ""

@@ -41,6 +41,9 @@ def _scalar_type(info: msgspec.inspect.Type) -> pa.DataType | None:
     if isinstance(info, msgspec.inspect.UnionType):
         types = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
         return _scalar_type(types[0]) if len(types) == 1 else None
+    if isinstance(info, msgspec.inspect.LiteralType):
+        # A closed set of strings (a task's status) is a string column.
+        return pa.string() if all(isinstance(v, str) for v in info.values) else None
     return _ARROW_SCALARS.get(type(info))
 
 
