@@ -2,8 +2,11 @@
 
 The crawl process itself crawls nothing: it stores the job's configuration, enqueues the
 seeds (idempotently: running the same command again after a crash enqueues nothing new),
-starts N worker processes and the projector, prints progress, and when every task is
-terminal stops the projector (which commits) and prints a summary from the log.
+starts N worker processes and then the projector, prints progress, and when every task is
+terminal stops the projector (which commits) and prints a summary from the log. The
+workers come first, and before anything heavy is imported (the progress table, the
+projector's archive): a restart after a crash is timed to its first request
+(``tools/bench_restart.py``), and those imports would take the CPU the workers need.
 
 A stop (Ctrl-C, SIGTERM) goes in the same order: the workers first, until each has
 exited (its last events are in the log), then the projector, which reads to the log's
@@ -17,11 +20,13 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
@@ -31,17 +36,22 @@ from crawler._defaults import FailOn
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._lifeline import PARENT_ENV
-from crawler.cli._progress import Progress
-from crawler.cli._progress_source import LiveProgress
-from crawler.cli._progress_view import ChildOutput, display_for
+from crawler.cli._terminal import ChildOutput
 from eventlog import JobKeys, ServerError, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
 from eventlog._server import ServerInfo, supervise_server
-from projector._projector import read_committed
-from projector._store import Store
+
+if TYPE_CHECKING:
+    from crawler.cli._progress import Progress
+    from crawler.cli._progress_source import LiveProgress
 
 PROGRESS_EVERY_S = 1.0
 STOP_GRACE_S = 15.0
+PROJECTOR_NICENESS = 5
+"""The projector runs this much nicer than the workers: a restarted crawl starts all its
+processes at once, and on a busy machine the projector's start-up (its Arrow and DuckDB
+imports) took the CPU the workers needed to make their first requests. Folding the log
+is never on the crawl's critical path; on an idle machine the niceness changes nothing."""
 WAITING_SHOWN = 10
 """Tasks waiting for a person named by id in the crawl's last lines (then "...")."""
 
@@ -135,7 +145,8 @@ async def run_crawl(
         echo(
             f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
         )
-        processes: list[Process] = []
+        worker_processes: list[Process] = []
+        projector: Process | None = None
         server_lost = False
 
         async def supervise(own: ServerInfo) -> None:
@@ -150,11 +161,6 @@ async def run_crawl(
         # themselves, it broke the live table's redraw (ChildOutput says how).
         output = ChildOutput()
         try:
-            projector = await anyio.open_process(
-                crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
-                stdout=None, stderr=output.fd, start_new_session=True,
-            )  # fmt: skip
-            processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
                 command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
@@ -162,29 +168,40 @@ async def run_crawl(
                 # that pipe, so a child's errors were lost, and a full pipe would block its
                 # logging.
                 child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
-                processes.append(child)
+                worker_processes.append(child)
+            projector = await anyio.open_process(
+                _nicer(crawlog_command("project", *common, *_metrics_args(metrics, 0))),
+                env=env, stdout=None, stderr=output.fd, start_new_session=True,
+            )  # fmt: skip
             output.started()
+            # Only now: what the progress reads with (the projector's archive among it).
+            from crawler.cli._progress_source import LiveProgress
+
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_forward_signals, processes[1:], echo)
+                tg.start_soon(_forward_signals, worker_processes, echo)
                 if server is not None:
                     tg.start_soon(supervise, server)
                 source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
-                await _watch(source, processes[1:], echo, url)
+                await _watch(source, worker_processes, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
         finally:
             with anyio.CancelScope(shield=True):
+                children = [p for p in (projector, *worker_processes) if p is not None]
                 if server_lost:
                     # Nothing they could still write would reach a server: what they hold
                     # stays leased, as after a kill, for the next run to take back.
-                    for process in processes:
+                    for process in children:
                         if process.returncode is None:
                             process.kill()
                 # Workers first: the projector, stopped, reads to the log's end and
                 # commits before it exits, and the summary below reads that commit.
-                await stop_processes(processes[1:])
-                await stop_processes(processes[:1])
+                await stop_processes(worker_processes)
+                await stop_processes([projector] if projector is not None else [])
                 await anyio.to_thread.run_sync(output.close)
+    from projector._projector import read_committed
+    from projector._store import Store
+
     manifest, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
@@ -192,7 +209,10 @@ async def run_crawl(
         pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
         duplicate_items=state.job.duplicate_items,
         anomalies=sum(state.job.anomalies.values()), seconds=time.monotonic() - started,
-        exits=tuple(p.returncode for p in processes),
+        exits=(
+            projector.returncode if projector is not None else None,
+            *(p.returncode for p in worker_processes),
+        ),
     )  # fmt: skip
 
 
@@ -205,6 +225,8 @@ async def _watch(
     over a second, the server is asked directly, and if it does not answer the progress
     says so and for how long, every second, instead of going quiet.
     """
+    from crawler.cli._progress_view import display_for
+
     with display_for(echo) as display:
         async with anyio.create_task_group() as tg:
             refreshed: list[Progress] = []
@@ -235,6 +257,12 @@ async def _watch(
                         "retrying"
                     )
             tg.cancel_scope.cancel()
+
+
+def _nicer(command: list[str]) -> list[str]:
+    """``command`` run at :data:`PROJECTOR_NICENESS` (as is where there is no ``nice``)."""
+    nice = shutil.which("nice")
+    return [nice, "-n", str(PROJECTOR_NICENESS), *command] if nice else command
 
 
 def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:
