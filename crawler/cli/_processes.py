@@ -174,15 +174,18 @@ async def run_crawl(
                 env=env, stdout=None, stderr=output.fd, start_new_session=True,
             )  # fmt: skip
             output.started()
-            # Only now: what the progress reads with (the projector's archive among it).
-            from crawler.cli._progress_source import LiveProgress
+
+            def progress() -> LiveProgress:
+                # Imported once the workers are under way (it reads the projector's archive).
+                from crawler.cli._progress_source import LiveProgress
+
+                return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, worker_processes, echo)
                 if server is not None:
                     tg.start_soon(supervise, server)
-                source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
-                await _watch(source, worker_processes, echo, url)
+                await _watch(progress, worker_processes, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
         finally:
@@ -217,17 +220,28 @@ async def run_crawl(
 
 
 async def _watch(
-    source: LiveProgress, workers: list[Process], echo: Callable[[str], None], url: str
+    progress: Callable[[], LiveProgress],
+    workers: list[Process],
+    echo: Callable[[str], None],
+    url: str,
 ) -> None:
     """Show progress until every worker has exited: a live table on a terminal, else lines.
 
     A refresh waits out a lost server (its client rides out an outage): while one takes
     over a second, the server is asked directly, and if it does not answer the progress
     says so and for how long, every second, instead of going quiet.
+
+    The first period goes by before the table and what reads the progress are imported:
+    that takes CPU the workers, just started, need for their first requests.
     """
+    with anyio.move_on_after(PROGRESS_EVERY_S):
+        for process in workers:
+            await process.wait()
     from crawler.cli._progress_view import display_for
 
+    source = progress()
     with display_for(echo) as display:
+        first = True
         async with anyio.create_task_group() as tg:
             refreshed: list[Progress] = []
             in_flight = anyio.Event()
@@ -238,10 +252,12 @@ async def _watch(
                 refreshed.append(await source.refresh())
                 done.set()
 
-            while any(p.returncode is None for p in workers):
-                with anyio.move_on_after(PROGRESS_EVERY_S):
-                    for process in workers:
-                        await process.wait()
+            while first or any(p.returncode is None for p in workers):
+                if not first:
+                    with anyio.move_on_after(PROGRESS_EVERY_S):
+                        for process in workers:
+                            await process.wait()
+                first = False
                 if in_flight.is_set():
                     in_flight = anyio.Event()
                     tg.start_soon(refresh, in_flight)
