@@ -20,7 +20,6 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
 import time
@@ -47,11 +46,6 @@ if TYPE_CHECKING:
 
 PROGRESS_EVERY_S = 1.0
 STOP_GRACE_S = 15.0
-PROJECTOR_NICENESS = 5
-"""The projector runs this much nicer than the workers: a restarted crawl starts all its
-processes at once, and on a busy machine the projector's start-up (its Arrow and DuckDB
-imports) took the CPU the workers needed to make their first requests. Folding the log
-is never on the crawl's critical path; on an idle machine the niceness changes nothing."""
 WAITING_SHOWN = 10
 """Tasks waiting for a person named by id in the crawl's last lines (then "...")."""
 
@@ -170,7 +164,7 @@ async def run_crawl(
                 child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
                 worker_processes.append(child)
             projector = await anyio.open_process(
-                _nicer(crawlog_command("project", *common, *_metrics_args(metrics, 0))),
+                crawlog_command("project", *common, *_metrics_args(metrics, 0)),
                 env=env, stdout=None, stderr=output.fd, start_new_session=True,
             )  # fmt: skip
             output.started()
@@ -273,12 +267,6 @@ async def _watch(
                         "retrying"
                     )
             tg.cancel_scope.cancel()
-
-
-def _nicer(command: list[str]) -> list[str]:
-    """``command`` run at :data:`PROJECTOR_NICENESS` (as is where there is no ``nice``)."""
-    nice = shutil.which("nice")
-    return [nice, "-n", str(PROJECTOR_NICENESS), *command] if nice else command
 
 
 def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:
