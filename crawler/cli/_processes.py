@@ -2,8 +2,11 @@
 
 The crawl process itself crawls nothing: it stores the job's configuration, enqueues the
 seeds (idempotently: running the same command again after a crash enqueues nothing new),
-starts N worker processes and the projector, prints progress, and when every task is
-terminal stops the projector (which commits) and prints a summary from the log.
+starts N worker processes and then the projector, prints progress, and when every task is
+terminal stops the projector (which commits) and prints a summary from the log. The
+workers come first, and before anything heavy is imported (the progress table, the
+projector's archive): a restart after a crash is timed to its first request
+(``tools/bench_restart.py``), and those imports would take the CPU the workers need.
 
 A stop (Ctrl-C, SIGTERM) goes in the same order: the workers first, until each has
 exited (its last events are in the log), then the projector, which reads to the log's
@@ -21,6 +24,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
@@ -31,14 +35,14 @@ from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._lifeline import PARENT_ENV
-from crawler.cli._progress import Progress
-from crawler.cli._progress_source import LiveProgress
-from crawler.cli._progress_view import ChildOutput, display_for
+from crawler.cli._terminal import ChildOutput
 from eventlog import JobKeys, ServerError, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
 from eventlog._server import ServerInfo, supervise_server
-from projector._projector import read_committed
-from projector._store import Store
+
+if TYPE_CHECKING:
+    from crawler.cli._progress import Progress
+    from crawler.cli._progress_source import LiveProgress
 
 PROGRESS_EVERY_S = 1.0
 STOP_GRACE_S = 15.0
@@ -130,7 +134,8 @@ async def run_crawl(
         echo(
             f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
         )
-        processes: list[Process] = []
+        worker_processes: list[Process] = []
+        projector: Process | None = None
         server_lost = False
 
         async def supervise(own: ServerInfo) -> None:
@@ -145,11 +150,6 @@ async def run_crawl(
         # themselves, it broke the live table's redraw (ChildOutput says how).
         output = ChildOutput()
         try:
-            projector = await anyio.open_process(
-                crawlog_command("project", *common, *_metrics_args(metrics, 0)), env=env,
-                stdout=None, stderr=output.fd, start_new_session=True,
-            )  # fmt: skip
-            processes.append(projector)
             worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
                 command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
@@ -157,29 +157,43 @@ async def run_crawl(
                 # that pipe, so a child's errors were lost, and a full pipe would block its
                 # logging.
                 child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
-                processes.append(child)
+                worker_processes.append(child)
+            projector = await anyio.open_process(
+                crawlog_command("project", *common, *_metrics_args(metrics, 0)),
+                env=env, stdout=None, stderr=output.fd, start_new_session=True,
+            )  # fmt: skip
             output.started()
+
+            def progress() -> LiveProgress:
+                # Imported once the workers are under way (it reads the projector's archive).
+                from crawler.cli._progress_source import LiveProgress
+
+                return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
+
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_forward_signals, processes[1:], echo)
+                tg.start_soon(_forward_signals, worker_processes, echo)
                 if server is not None:
                     tg.start_soon(supervise, server)
-                source = LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
-                await _watch(source, processes[1:], echo, url)
+                await _watch(progress, worker_processes, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
         finally:
             with anyio.CancelScope(shield=True):
+                children = [p for p in (projector, *worker_processes) if p is not None]
                 if server_lost:
                     # Nothing they could still write would reach a server: what they hold
                     # stays leased, as after a kill, for the next run to take back.
-                    for process in processes:
+                    for process in children:
                         if process.returncode is None:
                             process.kill()
                 # Workers first: the projector, stopped, reads to the log's end and
                 # commits before it exits, and the summary below reads that commit.
-                await stop_processes(processes[1:])
-                await stop_processes(processes[:1])
+                await stop_processes(worker_processes)
+                await stop_processes([projector] if projector is not None else [])
                 await anyio.to_thread.run_sync(output.close)
+    from projector._projector import read_committed
+    from projector._store import Store
+
     manifest, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
@@ -187,20 +201,36 @@ async def run_crawl(
         pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
         duplicate_items=state.job.duplicate_items,
         anomalies=sum(state.job.anomalies.values()), seconds=time.monotonic() - started,
-        exits=tuple(p.returncode for p in processes),
+        exits=(
+            projector.returncode if projector is not None else None,
+            *(p.returncode for p in worker_processes),
+        ),
     )  # fmt: skip
 
 
 async def _watch(
-    source: LiveProgress, workers: list[Process], echo: Callable[[str], None], url: str
+    progress: Callable[[], LiveProgress],
+    workers: list[Process],
+    echo: Callable[[str], None],
+    url: str,
 ) -> None:
     """Show progress until every worker has exited: a live table on a terminal, else lines.
 
     A refresh waits out a lost server (its client rides out an outage): while one takes
     over a second, the server is asked directly, and if it does not answer the progress
     says so and for how long, every second, instead of going quiet.
+
+    The first period goes by before the table and what reads the progress are imported:
+    that takes CPU the workers, just started, need for their first requests.
     """
+    with anyio.move_on_after(PROGRESS_EVERY_S):
+        for process in workers:
+            await process.wait()
+    from crawler.cli._progress_view import display_for
+
+    source = progress()
     with display_for(echo) as display:
+        first = True
         async with anyio.create_task_group() as tg:
             refreshed: list[Progress] = []
             in_flight = anyio.Event()
@@ -211,10 +241,12 @@ async def _watch(
                 refreshed.append(await source.refresh())
                 done.set()
 
-            while any(p.returncode is None for p in workers):
-                with anyio.move_on_after(PROGRESS_EVERY_S):
-                    for process in workers:
-                        await process.wait()
+            while first or any(p.returncode is None for p in workers):
+                if not first:
+                    with anyio.move_on_after(PROGRESS_EVERY_S):
+                        for process in workers:
+                            await process.wait()
+                first = False
                 if in_flight.is_set():
                     in_flight = anyio.Event()
                     tg.start_soon(refresh, in_flight)

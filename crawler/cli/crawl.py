@@ -141,7 +141,7 @@ def crawl_command(
     P+N (the crawl process itself serves none).
     """
     from crawler.cli._processes import failure, run_crawl
-    from crawler.cli._progress_view import echo_line
+    from crawler.cli._terminal import echo_line
 
     spider = spider_path(spider)
     loaded = load_spider(spider)  # fail now, not in every worker

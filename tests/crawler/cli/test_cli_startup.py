@@ -82,3 +82,19 @@ def test_a_worker_serving_metrics_imports_neither_arrow_nor_duckdb(tmp_path: Pat
     modules = _modules_after(RUN_UNTIL_THE_EVENT_LOOP, *args, cwd=tmp_path)
     assert {"crawler._worker", "crawler._metrics", "prometheus_client"} <= modules
     assert modules & set(ANALYTICS) == set()
+
+
+def test_a_crawl_imports_no_analytics_or_table_before_it_starts_its_workers(
+    tmp_path: Path,
+) -> None:
+    # The crawl starts its workers first thing in its event loop: what it imported by then
+    # runs before a restarted crawl's first request (tools/bench_restart.py).
+    args = ("crawl", "http://127.0.0.1:9/", "--job", "w")
+    # It would go on to sum up the crawl the stub never ran: stop at the event loop.
+    code = RUN_UNTIL_THE_EVENT_LOOP.replace(
+        "sorted(sys.modules)))", "sorted(sys.modules)))\n    sys.exit(0)"
+    )
+    modules = _modules_after(code, *args, cwd=tmp_path)
+    assert "crawler.cli._processes" in modules  # the command's body did run
+    progress = {"crawler.cli._progress_source", "crawler.cli._progress_view", "rich"}
+    assert modules & {*ANALYTICS, *progress, *HTTP_STACK} == set()
