@@ -193,6 +193,19 @@ class EventLog:
             return []
         return self._decode_all(reply[0][1])
 
+    async def wait_for_entry_after(self, after: str | None) -> None:
+        """Return once the log holds an entry after stream ID ``after`` (None: any entry).
+
+        Blocking reads, each shorter than the socket timeout, until one returns: nothing is
+        decoded, so a poison entry ends the wait as any other would.
+        """
+        args: list[str | int] = ["XREAD", "COUNT", 1, "BLOCK", self._max_block_ms]
+        args += ["STREAMS", self.keys.events, after or START]
+        while True:
+            with redis_errors("waiting for the event log"):
+                if await command(self.redis, *args):
+                    return
+
     async def read_range(
         self, start: str = "-", end: str = "+", count: int | None = None
     ) -> list[LogEntry]:

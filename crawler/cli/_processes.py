@@ -6,7 +6,12 @@ starts N worker processes and then the projector, prints progress, and when ever
 terminal stops the projector (which commits) and prints a summary from the log. The
 workers come first, and before anything heavy is imported (the progress table, the
 projector's archive): a restart after a crash is timed to its first request
-(``tools/bench_restart.py``), and those imports would take the CPU the workers need.
+(``tools/bench_restart.py``), and those imports would take the CPU the workers need. For
+the same reason the projector (Arrow, DuckDB) starts only once a worker has written to the
+log, or after :data:`PROJECTOR_WAITS_S`: nothing waits for it before then, since progress
+reads the stream's tail past the last commit. A crawl that ends or stops before the
+projector started runs it once (``project --once``), so the summary is still read from a
+commit of the whole log.
 
 A stop (Ctrl-C, SIGTERM) goes in the same order: the workers first, until each has
 exited (its last events are in the log), then the projector, which reads to the log's
@@ -19,6 +24,7 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -36,7 +42,7 @@ from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._terminal import ChildOutput
-from eventlog import JobKeys, ServerError, TaskQueue, connect
+from eventlog import CrawlogError, EventLog, JobKeys, ServerError, TaskQueue, connect
 from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
 from eventlog._server import ServerInfo, supervise_server
 
@@ -45,6 +51,8 @@ if TYPE_CHECKING:
     from crawler.cli._progress_source import LiveProgress
 
 PROGRESS_EVERY_S = 1.0
+PROJECTOR_WAITS_S = 5.0
+"""The longest the projector's start waits for the workers' first event."""
 STOP_GRACE_S = 15.0
 WAITING_SHOWN = 10
 """Tasks waiting for a person named by id in the crawl's last lines (then "...")."""
@@ -136,6 +144,7 @@ async def run_crawl(
         )
         worker_processes: list[Process] = []
         projector: Process | None = None
+        log_end = await EventLog(client, job).last_id()
         server_lost = False
 
         async def supervise(own: ServerInfo) -> None:
@@ -158,11 +167,24 @@ async def run_crawl(
                 # logging.
                 child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
                 worker_processes.append(child)
-            projector = await anyio.open_process(
-                crawlog_command("project", *common, *_metrics_args(metrics, 0)),
-                env=env, stdout=None, stderr=output.fd, start_new_session=True,
-            )  # fmt: skip
             output.started()
+
+            async def start_projector(*, once: bool = False) -> Process:
+                nonlocal projector
+                projector = await anyio.open_process(
+                    crawlog_command(
+                        "project", *common, *(("--once",) if once else ()),
+                        *_metrics_args(metrics, 0),
+                    ),
+                    env=env, stdout=None, stderr=output.fd, start_new_session=True,
+                )  # fmt: skip
+                return projector
+
+            async def start_projector_after_the_workers() -> None:
+                # A server that stops answering meanwhile is the projector's to ride out.
+                with anyio.move_on_after(PROJECTOR_WAITS_S), contextlib.suppress(CrawlogError):
+                    await EventLog(client, job).wait_for_entry_after(log_end)
+                await start_projector()
 
             def progress() -> LiveProgress:
                 # Imported once the workers are under way (it reads the projector's archive).
@@ -172,6 +194,7 @@ async def run_crawl(
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, worker_processes, echo)
+                tg.start_soon(start_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(supervise, server)
                 await _watch(progress, worker_processes, echo, url)
@@ -189,7 +212,15 @@ async def run_crawl(
                 # Workers first: the projector, stopped, reads to the log's end and
                 # commits before it exits, and the summary below reads that commit.
                 await stop_processes(worker_processes)
-                await stop_processes([projector] if projector is not None else [])
+                if projector is not None:
+                    await stop_processes([projector])
+                if not server_lost and (
+                    projector is None or projector.returncode == -signal.SIGTERM
+                ):
+                    # Never started (all over before the workers wrote), or stopped while
+                    # it was still starting, before it listened for SIGTERM: once more,
+                    # to the log's end, so that the summary reads a commit of all of it.
+                    await (await start_projector(once=True)).wait()
                 await anyio.to_thread.run_sync(output.close)
     from projector._projector import read_committed
     from projector._store import Store
