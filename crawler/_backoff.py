@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from email.utils import parsedate_to_datetime
 
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 DEFAULT_MAX_ATTEMPTS = 4
 DEFAULT_BASE_DELAY_S = 0.5

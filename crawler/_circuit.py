@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 DEFAULT_FAILURES_TO_OPEN = 5
 DEFAULT_COOLDOWN_S = 30.0

@@ -62,7 +62,7 @@ from crawler._fetch_spec import (
     too_large,
 )
 from crawler._urls import HTTP_SCHEMES, canonical_url
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",

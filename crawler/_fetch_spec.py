@@ -14,7 +14,7 @@ from typing import Final
 
 import msgspec
 
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 
 def _package_version() -> str:

@@ -41,6 +41,8 @@ from crawler._defaults import DEFAULT_METRICS_HOST as DEFAULT_METRICS_HOST
 from eventlog import (
     ACKING_MODES,
     ConfigError,
+    ControlEvent,
+    Event,
     EventLog,
     ItemScraped,
     JobKeys,
@@ -55,11 +57,9 @@ from eventlog import (
     TaskReclaimed,
     stream_id_key,
 )
-from eventlog._control import ControlEvent
-from eventlog._events import Event
 
 if TYPE_CHECKING:
-    from projector._projector import Projector
+    from projector import Projector
 
 PROJECTOR_UPDATE_S = 0.5
 APPEND_BUCKETS = (

@@ -39,9 +39,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from crawler._robots import DEFAULT_ROBOTS_TTL_S
-from eventlog import HostSlots, SlotAnswer
-from eventlog._exceptions import ConfigError, ServerError
-from eventlog._keys import JobKeys
+from eventlog import ConfigError, HostSlots, JobKeys, ServerError, SlotAnswer
 
 DEFAULT_PER_HOST = 2
 DEFAULT_DELAY_S = 0.0

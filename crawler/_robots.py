@@ -28,7 +28,7 @@ from typing import Final
 
 from protego import Protego
 
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 ROBOTS_USER_AGENT = "crawlog"
 """The product token robots.txt groups are matched against."""

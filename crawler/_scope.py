@@ -25,7 +25,7 @@ from publicsuffixlist import PublicSuffixList
 from yarl import URL
 
 from crawler._urls import HTTP_SCHEMES, DropReason, check_seed_url
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 ScopeMode = Literal["prefix", "host", "domain"]
 SCOPE_MODES: Final[tuple[ScopeMode, ...]] = get_args(ScopeMode)

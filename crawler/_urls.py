@@ -16,7 +16,7 @@ from typing import Final, Literal, get_args
 
 from yarl import URL
 
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 HTTP_SCHEMES = frozenset({"http", "https"})
 FINGERPRINT_BYTES = 8

@@ -704,8 +704,7 @@ class Worker:
         if event is None:
             # Imported here: the archive (pyarrow) is needed only for a trimmed checkpoint,
             # and a restarted worker's first fetch waits for its imports.
-            from projector._replay import find_archived
-            from projector._store import Store
+            from projector import Store, find_archived
 
             store = Store(self.data_dir, self.job)
             event = await anyio.to_thread.run_sync(find_archived, store, stream_id)

@@ -1,11 +1,15 @@
 """The one exception tree of crawlog.
 
 Errors from redis-py, DuckDB and httpx are translated into these at the boundary, with
-messages that tell the user what to do next::
+messages that tell the user what to do next. The base and the errors of the event log and
+its server are defined here; the others where they are raised, marked ``[crawler]`` or
+``[projector]`` below, and each package exports its own (``from projector import
+ProjectorBusy``). tests/test_every_crawlog_error_is_drawn_in_the_tree_and_exported.py keeps
+this tree and the classes in step::
 
     CrawlogError
     ├── ConfigError ............ bad input: a URL, a job name, an option, a data directory
-    ├── ServerError
+    ├── ServerError ............ the Redis/Valkey server is not there or not usable:
     │   ├── ServerUnreachable .. the Redis/Valkey server cannot be reached
     │   ├── ServerCannotPersist  it refuses writes: it cannot save them (a full disk)
     │   └── ServerStartError ... the embedded valkey-server did not come up
@@ -13,8 +17,20 @@ messages that tell the user what to do next::
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
     ├── WorkerNameTaken ........ another live process holds this worker name
-    └── OperatorRefused ........ an operator command that does not apply (a retry of a
-        └── UnknownTask ........ task still running, ...) / a task the job never had
+    ├── OperatorRefused ........ an operator command that does not apply now (a retry of a
+    │   │                        task still running...): nothing was written
+    │   └── UnknownTask ........ a task id or URL the job's log has no task for
+    ├── SpiderOutputError ...... [crawler] a spider yielded what the log cannot carry: its
+    │                            task fails with it, the worker goes on
+    ├── UncertainAction ........ [crawler] a task's once-only action was intended but not
+    │                            logged as done (its worker died mid-way): the task is
+    │                            paused for an operator to resolve
+    ├── ArchiveCorrupt ......... [projector] an archive segment cannot be read back
+    ├── NoProjectedData ........ [projector] a report, query or export of a job that has
+    │                            nothing committed yet (no projector has run)
+    ├── ProjectorBusy .......... [projector] another projector process holds the job's lock
+    └── WriterFailed ........... [projector] the segment writer process could not write a
+                                 segment, or is gone
 """
 
 from __future__ import annotations

@@ -1,1 +1,207 @@
-"""The projector: the fold of the event log into state, its archive, analytics and reports."""
+"""The projector: the fold of the event log into state, its archive, analytics and reports.
+
+Every name here loads on first use (a module-level ``__getattr__``): ``import projector``
+costs nothing, and a worker that needs the fold or the state model never loads Arrow or
+DuckDB, which only the archive, the reports and the analytics use. ``_LAZY`` maps each name
+to the module that defines it; the imports under ``TYPE_CHECKING`` say the same to mypy
+(tests/test_each_package_s_api_is_sorted_pinned_and_resolves.py checks that both agree).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from projector._archive import (
+        SCHEMA,
+        ArchiveCorrupt,
+        SegmentInfo,
+        read_entries,
+        write_segment,
+        write_table,
+    )
+    from projector._defaults import (
+        DEFAULT_COMMIT_INTERVAL_S,
+        DEFAULT_KEEP_TAIL_S,
+        DEFAULT_SNAPSHOT_INTERVAL_S,
+        EXPORT_FORMATS,
+        EXPORT_WHAT,
+        ExportFormat,
+        ExportWhat,
+    )
+    from projector._export import export
+    from projector._fold import apply, fold
+    from projector._history import current_state, fetch_attempts, task_history
+    from projector._projector import (
+        Projector,
+        committed_position,
+        read_committed,
+        tune_gc,
+        wait_for_position,
+    )
+    from projector._query import QueryResult, query
+    from projector._repair import rebuild_from_redis
+    from projector._replay import (
+        find_archived,
+        rebuild_checkpoint_index,
+        replay,
+        replay_archive,
+        verify,
+    )
+    from projector._report import Report, build_report
+    from projector._state import (
+        ABORTED,
+        DEDUP_WINDOW,
+        DONE,
+        FAILED,
+        PAUSED,
+        PENDING,
+        RUNNING,
+        TERMINAL,
+        JobState,
+        SiteState,
+        State,
+        TaskState,
+        canonical,
+    )
+    from projector._store import MANIFEST, Manifest, ProjectorBusy, Store, job_dir, projected_jobs
+    from projector._summary import LISTED, summarize
+    from projector._views import NoProjectedData
+    from projector._writer import WriterFailed
+
+_LAZY: dict[str, str] = {
+    "ABORTED": "projector._state",
+    "ArchiveCorrupt": "projector._archive",
+    "DEDUP_WINDOW": "projector._state",
+    "DEFAULT_COMMIT_INTERVAL_S": "projector._defaults",
+    "DEFAULT_KEEP_TAIL_S": "projector._defaults",
+    "DEFAULT_SNAPSHOT_INTERVAL_S": "projector._defaults",
+    "DONE": "projector._state",
+    "EXPORT_FORMATS": "projector._defaults",
+    "EXPORT_WHAT": "projector._defaults",
+    "ExportFormat": "projector._defaults",
+    "ExportWhat": "projector._defaults",
+    "FAILED": "projector._state",
+    "JobState": "projector._state",
+    "LISTED": "projector._summary",
+    "MANIFEST": "projector._store",
+    "Manifest": "projector._store",
+    "NoProjectedData": "projector._views",
+    "PAUSED": "projector._state",
+    "PENDING": "projector._state",
+    "Projector": "projector._projector",
+    "ProjectorBusy": "projector._store",
+    "QueryResult": "projector._query",
+    "RUNNING": "projector._state",
+    "Report": "projector._report",
+    "SCHEMA": "projector._archive",
+    "SegmentInfo": "projector._archive",
+    "SiteState": "projector._state",
+    "State": "projector._state",
+    "Store": "projector._store",
+    "TERMINAL": "projector._state",
+    "TaskState": "projector._state",
+    "WriterFailed": "projector._writer",
+    "apply": "projector._fold",
+    "build_report": "projector._report",
+    "canonical": "projector._state",
+    "committed_position": "projector._projector",
+    "current_state": "projector._history",
+    "export": "projector._export",
+    "fetch_attempts": "projector._history",
+    "find_archived": "projector._replay",
+    "fold": "projector._fold",
+    "job_dir": "projector._store",
+    "projected_jobs": "projector._store",
+    "query": "projector._query",
+    "read_committed": "projector._projector",
+    "read_entries": "projector._archive",
+    "rebuild_checkpoint_index": "projector._replay",
+    "rebuild_from_redis": "projector._repair",
+    "replay": "projector._replay",
+    "replay_archive": "projector._replay",
+    "summarize": "projector._summary",
+    "task_history": "projector._history",
+    "tune_gc": "projector._projector",
+    "verify": "projector._replay",
+    "wait_for_position": "projector._projector",
+    "write_segment": "projector._archive",
+    "write_table": "projector._archive",
+}
+"""Each exported name → the module that defines it."""
+
+__all__ = [
+    "ABORTED",
+    "DEDUP_WINDOW",
+    "DEFAULT_COMMIT_INTERVAL_S",
+    "DEFAULT_KEEP_TAIL_S",
+    "DEFAULT_SNAPSHOT_INTERVAL_S",
+    "DONE",
+    "EXPORT_FORMATS",
+    "EXPORT_WHAT",
+    "FAILED",
+    "LISTED",
+    "MANIFEST",
+    "PAUSED",
+    "PENDING",
+    "RUNNING",
+    "SCHEMA",
+    "TERMINAL",
+    "ArchiveCorrupt",
+    "ExportFormat",
+    "ExportWhat",
+    "JobState",
+    "Manifest",
+    "NoProjectedData",
+    "Projector",
+    "ProjectorBusy",
+    "QueryResult",
+    "Report",
+    "SegmentInfo",
+    "SiteState",
+    "State",
+    "Store",
+    "TaskState",
+    "WriterFailed",
+    "apply",
+    "build_report",
+    "canonical",
+    "committed_position",
+    "current_state",
+    "export",
+    "fetch_attempts",
+    "find_archived",
+    "fold",
+    "job_dir",
+    "projected_jobs",
+    "query",
+    "read_committed",
+    "read_entries",
+    "rebuild_checkpoint_index",
+    "rebuild_from_redis",
+    "replay",
+    "replay_archive",
+    "summarize",
+    "task_history",
+    "tune_gc",
+    "verify",
+    "wait_for_position",
+    "write_segment",
+    "write_table",
+]
+
+if not TYPE_CHECKING:
+    # Hidden from mypy, so that a name missing from the imports above is an error there
+    # rather than an ``Any``.
+
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

@@ -28,6 +28,7 @@ from anyio.abc import TaskGroup
 from eventlog import (
     CrawlogError,
     EventLog,
+    InFlight,
     JobKeys,
     LogEntry,
     PoisonEntry,
@@ -36,7 +37,6 @@ from eventlog import (
     stream_id_key,
     wait_for_projector_position,
 )
-from eventlog._connection import InFlight
 from projector._archive import read_entries
 from projector._committer import CommitRequest, Committer
 from projector._defaults import (

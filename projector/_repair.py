@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import redis.asyncio as aioredis
 
-from eventlog import EventLog, LogEntry, PoisonEntry
-from eventlog._files import fsync_dir
+from eventlog import EventLog, LogEntry, PoisonEntry, fsync_dir
 from projector._archive import ArchiveCorrupt, SegmentInfo, read_entries, write_segment
 from projector._store import Store
 

@@ -23,8 +23,16 @@ from pathlib import Path
 
 import msgspec
 
-from eventlog import START, ConfigError, CrawlogError, check_job_name, stream_id_key
-from eventlog._files import flock_within, fsync_dir, write_atomic
+from eventlog import (
+    START,
+    ConfigError,
+    CrawlogError,
+    check_job_name,
+    flock_within,
+    fsync_dir,
+    stream_id_key,
+    write_atomic,
+)
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
 from projector._state import State, state_from_bytes
 from projector._summary import Summary

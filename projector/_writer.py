@@ -60,6 +60,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from eventlog import (
     EVENT_TYPES,
+    SCHEMA_VERSION,
     CheckpointSaved,
     CrawlogError,
     LogEntry,
@@ -67,7 +68,6 @@ from eventlog import (
     decode,
     tag_of,
 )
-from eventlog._codec import SCHEMA_VERSION
 from projector._archive import SCHEMA, SegmentInfo, to_table, write_table
 
 WRITER_MIN_EVENTS: Final = 10_000

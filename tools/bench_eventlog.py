@@ -29,8 +29,17 @@ from pathlib import Path
 import anyio
 import redis.asyncio as aioredis
 
-from eventlog import START, EventLog, PageFetched, Task, TaskQueue, connect, encode
-from eventlog._server import ensure_server, stop_server
+from eventlog import (
+    START,
+    EventLog,
+    PageFetched,
+    Task,
+    TaskQueue,
+    connect,
+    encode,
+    ensure_server,
+    stop_server,
+)
 
 BATCH = 1000
 FULL_EVENTS = 200_000

@@ -41,8 +41,8 @@ import anyio
 import httpx
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
-from crawler.cli._argv import crawlog_command
+from crawler import AiohttpTransport, FetchConfig, Fetcher
+from crawler.cli import crawlog_command
 from crawler.testsite import ITEM_PREFIX, SiteMap
 
 PAGES = 1000

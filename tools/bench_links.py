@@ -20,8 +20,7 @@ from urllib.parse import urljoin
 from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
-from crawler._links import extract_links
-from crawler._urls import clean_href, join_href
+from crawler import clean_href, extract_links, join_href
 
 PAGE_URL = "https://docs.example.org/en/stable/guide/index.html"
 SYNTHETIC_LINKS = 300

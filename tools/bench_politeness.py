@@ -28,9 +28,8 @@ from pathlib import Path
 import anyio
 import redis.asyncio as aioredis
 
-from crawler._politeness import Politeness, PolitenessGate
-from eventlog import JobKeys, connect
-from eventlog._server import ensure_server, stop_server
+from crawler import Politeness, PolitenessGate
+from eventlog import JobKeys, connect, ensure_server, stop_server
 
 HOST = "bench.example"
 PAIRS = 20_000

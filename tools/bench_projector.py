@@ -50,12 +50,10 @@ from eventlog import (
     TaskEnqueued,
     connect,
     encode,
+    ensure_server,
+    stop_server,
 )
-from eventlog._server import ensure_server, stop_server
-from projector._archive import write_segment
-from projector._projector import Projector, tune_gc
-from projector._replay import replay_archive
-from projector._store import Manifest, Store
+from projector import Manifest, Projector, Store, replay_archive, tune_gc, write_segment
 
 FULL = {"events": 500_000, "replay": 1_000_000, "report": 10_000_000, "memory": 2_000_000}
 QUICK = {"events": 100_000, "replay": 200_000, "report": 1_000_000, "memory": 200_000}

@@ -39,21 +39,25 @@ from typing import Any, Final, TypeVar
 import duckdb
 
 from eventlog import Counts, Cursor
-from projector._archive import SCHEMA, SegmentInfo, write_table
-from projector._projector import read_committed
-from projector._report import Report, build_report
-from projector._state import (
+from projector import (
     DEDUP_WINDOW,
     DONE,
     FAILED,
+    SCHEMA,
     JobState,
+    Manifest,
+    Report,
+    SegmentInfo,
     SiteState,
     State,
+    Store,
     TaskState,
+    build_report,
     canonical,
+    read_committed,
+    summarize,
+    write_table,
 )
-from projector._store import Manifest, Store
-from projector._summary import summarize
 
 T = TypeVar("T")
 

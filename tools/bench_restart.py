@@ -36,8 +36,7 @@ import anyio
 from anyio.abc import Process
 
 from crawler.testsite import Faults, serve_testsite
-from eventlog import JobKeys, connect
-from eventlog._server import ensure_server, stop_server
+from eventlog import JobKeys, connect, ensure_server, stop_server
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = "tour"

@@ -34,11 +34,21 @@ from pathlib import Path
 
 import anyio
 
-from crawler._job import JobConfig, save_config
-from crawler.cli._argv import crawlog_command
+from crawler import JobConfig, save_config
+from crawler.cli import crawlog_command
 from crawler.testsite import serve_testsite
-from eventlog import CheckpointSaved, Counts, Cursor, JobKeys, Lease, Task, TaskQueue, connect
-from eventlog._server import ensure_server, stop_server
+from eventlog import (
+    CheckpointSaved,
+    Counts,
+    Cursor,
+    JobKeys,
+    Lease,
+    Task,
+    TaskQueue,
+    connect,
+    ensure_server,
+    stop_server,
+)
 
 DEFAULT_TASKS = 100_000
 QUICK_TASKS = 10_000

@@ -33,9 +33,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from crawler.cli._argv import crawlog_command
+from crawler.cli import crawlog_command
 from crawler.testsite import FLUSH_INTERVAL_S, read_request_log
-from eventlog._server import ensure_server, stop_server
+from eventlog import ensure_server, stop_server
 
 DEFAULT_PAGES = 2_000
 DEFAULT_WORKERS = 2

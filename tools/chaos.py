@@ -56,11 +56,8 @@ import redis.exceptions
 from anyio.abc import Process, TaskGroup
 from faultproxy import FaultProxy, serve_proxy
 
-from crawler._job import JobConfig, save_config
-from crawler._politeness import Politeness
-from crawler._worker import enqueue_seeds
-from crawler.cli._argv import crawlog_command
-from crawler.cli._processes import stop_processes
+from crawler import JobConfig, Politeness, enqueue_seeds, save_config
+from crawler.cli import crawlog_command, stop_processes
 from crawler.cli.demo import DEMO_CIRCUIT_COOLDOWN_S, DEMO_CIRCUIT_FAILURES
 from crawler.testsite import (
     CrawlCheck,
@@ -77,12 +74,11 @@ from eventlog import (
     JobKeys,
     TaskQueue,
     TaskReclaimed,
+    client_for,
+    ensure_server,
     stream_id_key,
 )
-from eventlog._connection import client_for
-from eventlog._server import ensure_server
-from projector._projector import wait_for_position
-from projector._store import Store
+from projector import Store, wait_for_position
 
 T = TypeVar("T")
 

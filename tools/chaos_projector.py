@@ -41,14 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_projector import crawl_events
 
-from crawler.cli._argv import crawlog_command
-from eventlog import EventLog, LogEntry, connect, encode
-from eventlog._server import ensure_server, stop_server
-from projector._archive import read_entries
-from projector._fold import fold
-from projector._projector import wait_for_position
-from projector._state import canonical
-from projector._store import Store
+from crawler.cli import crawlog_command
+from eventlog import EventLog, LogEntry, connect, encode, ensure_server, stop_server
+from projector import Store, canonical, fold, read_entries, wait_for_position
 
 JOB = "chaos-projector"
 BATCH = 500

@@ -51,9 +51,7 @@ from eventlog import (
     TaskRetried,
     encode,
 )
-from projector._archive import read_entries, write_segment
-from projector._fold import fold
-from projector._store import Store
+from projector import Store, fold, read_entries, write_segment
 
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "golden"
 SITE_A, SITE_B = "http://a.test", "http://b.test"

@@ -25,13 +25,11 @@ import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, load_config
 from crawler._urls import canonical_url, fingerprint, site_of
-from eventlog import JobKeys, connect
-from eventlog._exceptions import ConfigError, UnknownTask
-from eventlog._server import resolve_data_dir, resolve_url
-from projector._state import State, TaskState
+from eventlog import ConfigError, JobKeys, UnknownTask, connect, resolve_data_dir, resolve_url
+from projector import State, TaskState
 
 if TYPE_CHECKING:
-    from projector._store import Store
+    from projector import Store
 
 SHOWN = 20
 """Tasks or leases listed by name unless ``--all``."""
@@ -73,7 +71,7 @@ class OpenJob:
 
     async def state(self) -> State:
         """The job's state now: the committed state plus the stream after it."""
-        from projector._history import current_state
+        from projector import current_state
 
         return await current_state(self.client, self.store)
 
@@ -81,7 +79,7 @@ class OpenJob:
 @asynccontextmanager
 async def open_job(data_dir: Path | None, job: str) -> AsyncIterator[OpenJob]:
     """The job on its server; one-line errors for an unknown job or an unreachable server."""
-    from projector._store import Store
+    from projector import Store
 
     keys = JobKeys(job)  # a bad name is a ConfigError before anything starts
     # Every command here is about an existing job: none creates a data directory or

@@ -10,8 +10,7 @@ import click
 
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_METRICS_HOST
 from crawler.cli._logs import DEFAULT_LOG_LEVEL, LOG_LEVELS
-from eventlog import JobKeys
-from eventlog._server import FSYNC_POLICIES
+from eventlog import FSYNC_POLICIES, JobKeys
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -42,9 +42,19 @@ from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._terminal import ChildOutput
-from eventlog import CrawlogError, EventLog, JobKeys, ServerError, TaskQueue, connect
-from eventlog._connection import DEFAULT_RIDE_OUT_S, answers, redacted
-from eventlog._server import ServerInfo, supervise_server
+from eventlog import (
+    DEFAULT_RIDE_OUT_S,
+    CrawlogError,
+    EventLog,
+    JobKeys,
+    ServerError,
+    ServerInfo,
+    TaskQueue,
+    answers,
+    connect,
+    redacted,
+    supervise_server,
+)
 
 if TYPE_CHECKING:
     from crawler.cli._progress import Progress
@@ -222,8 +232,7 @@ async def run_crawl(
                     # to the log's end, so that the summary reads a commit of all of it.
                     await (await start_projector(once=True)).wait()
                 await anyio.to_thread.run_sync(output.close)
-    from projector._projector import read_committed
-    from projector._store import Store
+    from projector import Store, read_committed
 
     manifest, state = read_committed(Store(data_dir, job))
     return CrawlSummary(

@@ -15,10 +15,8 @@ from collections.abc import Iterable
 import msgspec
 
 from crawler.cli._format import format_duration
-from eventlog import LogEntry, RetryScheduled, TaskReclaimed
-from eventlog._operator import WorkerInfo
-from projector._fold import apply
-from projector._state import ABORTED, DONE, FAILED, PAUSED, PENDING, RUNNING, State
+from eventlog import LogEntry, RetryScheduled, TaskReclaimed, WorkerInfo
+from projector import ABORTED, DONE, FAILED, PAUSED, PENDING, RUNNING, State, apply
 
 RATE_WINDOW_S = 10.0
 """Rates are measured over about this long: one second of a crawl is too noisy for an ETA."""

@@ -39,11 +39,10 @@ from eventlog import (
     EventLog,
     JobKeys,
     PoisonEntry,
+    read_workers,
     stream_id_key,
 )
-from eventlog._operator import read_workers
-from projector._projector import read_committed
-from projector._store import Store
+from projector import Store, read_committed
 
 TAIL_BATCH = 5_000
 MAX_TAIL_PER_REFRESH = 200_000

@@ -21,7 +21,7 @@ from rich.text import Text
 from crawler.cli._format import format_duration
 from crawler.cli._progress import TOTAL, Progress, Row, format_eta
 from crawler.cli._terminal import TERMINAL as _TERMINAL
-from eventlog._operator import WorkerInfo
+from eventlog import WorkerInfo
 
 SITE_LINES_MAX = 20
 """Sites listed one per line in plain output; beyond, the busiest ones."""

@@ -6,10 +6,10 @@ import datetime as dt
 from typing import TYPE_CHECKING, Final
 
 from crawler.cli._format import table_lines
-from projector._summary import LISTED
+from projector import LISTED
 
 if TYPE_CHECKING:
-    from projector._report import Report
+    from projector import Report
 
 SERIES_SHOWN: Final = 10
 """Minutes of the throughput series a terminal shows (the last ones)."""

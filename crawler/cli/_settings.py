@@ -25,8 +25,7 @@ from typing import Any
 import click
 
 from crawler._spider import is_spider_file
-from eventlog._exceptions import ConfigError
-from eventlog._server import DATA_DIR_ENV, REDIS_URL_ENV
+from eventlog import DATA_DIR_ENV, REDIS_URL_ENV, ConfigError
 
 CONFIG_FILE = "crawlog.toml"
 CONFIG_ENV = "CRAWLOG_CONFIG"

@@ -28,9 +28,14 @@ import redis.exceptions
 
 from crawler.cli._exit import EXIT_CANNOT_PERSIST, EXIT_DISK_FULL
 from crawler.cli._lifeline import PARENT_ENV
-from eventlog import CrawlogError, ServerCannotPersist
-from eventlog._connection import cannot_persist, cannot_persist_because, client_for
-from eventlog._server import REDIS_URL_ENV
+from eventlog import (
+    REDIS_URL_ENV,
+    CrawlogError,
+    ServerCannotPersist,
+    cannot_persist,
+    cannot_persist_because,
+    client_for,
+)
 
 if TYPE_CHECKING:
     from crawler.cli._processes import CrawlSummary

@@ -19,8 +19,7 @@ from crawler.cli._settings import (
     config_path,
     targets,
 )
-from eventlog._connection import redacted
-from eventlog._server import REDIS_URL_ENV, resolve_data_dir
+from eventlog import REDIS_URL_ENV, redacted, resolve_data_dir
 
 CONFIG_META = "crawlog.config"
 """``ctx.meta`` key of the loaded :class:`ConfigFile` (set by the top-level group)."""

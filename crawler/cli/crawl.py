@@ -30,9 +30,18 @@ from crawler.cli._options import (
     metrics_options,
 )
 from crawler.cli._unwritable import said_once_if_unwritable
-from eventlog import DEFAULT_LEASE_MS, ConfigError, JobKeys, TaskQueue, connect
-from eventlog._connection import DEFAULT_RIDE_OUT_S
-from eventlog._server import REDIS_URL_ENV, ensure_server, resolve_data_dir, resolve_url
+from eventlog import (
+    DEFAULT_LEASE_MS,
+    DEFAULT_RIDE_OUT_S,
+    REDIS_URL_ENV,
+    ConfigError,
+    JobKeys,
+    TaskQueue,
+    connect,
+    ensure_server,
+    resolve_data_dir,
+    resolve_url,
+)
 
 log = logging.getLogger("crawlog.worker")
 

@@ -11,10 +11,14 @@ import click
 from crawler.cli._format import table_lines
 from crawler.cli._operator import echo_json, open_job
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import EventLog, JobKeys
-from eventlog._exceptions import OperatorRefused
-from eventlog._log import DeadLetter
-from eventlog._operator import find_dead_letter, replay_dead_letter
+from eventlog import (
+    DeadLetter,
+    EventLog,
+    JobKeys,
+    OperatorRefused,
+    find_dead_letter,
+    replay_dead_letter,
+)
 
 
 @click.group("dead", epilog="Example:  crawlog dead list --job shop")

@@ -27,11 +27,18 @@ from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
 from crawler.cli._options import data_dir_option
 from crawler.testsite import Faults, RunningSite, serve_testsite
-from eventlog import JobKeys, TaskQueue, connect
-from eventlog._server import REDIS_URL_ENV, ensure_server, resolve_data_dir, resolve_url
+from eventlog import (
+    REDIS_URL_ENV,
+    JobKeys,
+    TaskQueue,
+    connect,
+    ensure_server,
+    resolve_data_dir,
+    resolve_url,
+)
 
 if TYPE_CHECKING:
-    from projector._store import Store
+    from projector import Store
 
 DEMO_PAGES = 1_500
 KILL_AT = 0.4
@@ -55,8 +62,7 @@ async def run_demo(
     from crawler._worker import enqueue_seeds
     from crawler.cli._argv import crawlog_command
     from crawler.cli._processes import stop_processes
-    from projector._projector import wait_for_position
-    from projector._store import Store
+    from projector import Store, wait_for_position
 
     job = f"demo-{time.strftime('%Y%m%d-%H%M%S')}"
     env = {**os.environ, "REDIS_URL": url}
@@ -125,7 +131,7 @@ def _verdict(
 ) -> bool:
     from crawler.cli._report_text import format_report
     from crawler.testsite import check_crawl
-    from projector._report import build_report
+    from projector import build_report
 
     check = check_crawl(site, store, in_flight)
     checks = check.checks(len(in_flight))

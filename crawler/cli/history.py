@@ -27,8 +27,7 @@ from eventlog import (
     TaskReleased,
     tag_of,
 )
-from projector._fold import fold
-from projector._state import TaskState
+from projector import TaskState, fold
 
 
 @click.command(
@@ -55,7 +54,7 @@ def history_command(
 
     async def run() -> tuple[list[LogEntry], bool]:
         from eventlog import is_seen
-        from projector._history import task_history
+        from projector import task_history
 
         async with open_job(data_dir, job) as opened:
             entries = await task_history(opened.client, opened.store, [task_id], page_url=url)
@@ -66,7 +65,7 @@ def history_command(
     state = fold(own)
     task = state.tasks.get(task_id)
     if as_json:
-        from projector._history import fetch_attempts
+        from projector import fetch_attempts
 
         echo_json({
             "task_id": task_id, "url": task.url if task else url,
@@ -112,7 +111,7 @@ def _when(epoch: float) -> str:
 
 
 def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
-    from projector._history import fetch_attempts
+    from projector import fetch_attempts
 
     attempts = fetch_attempts(task.task_id, entries)
     by_attempt = ", ".join(

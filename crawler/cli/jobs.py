@@ -22,9 +22,19 @@ import msgspec
 from crawler.cli._exit import EXIT_NO
 from crawler.cli._format import format_duration
 from crawler.cli._options import data_dir_option, json_option
-from eventlog import EventLog, JobKeys, TaskQueue, connect, job_names, redacted, stream_id_key
-from eventlog._operator import read_workers
-from eventlog._server import REDIS_URL_ENV, resolve_data_dir, server_status
+from eventlog import (
+    REDIS_URL_ENV,
+    EventLog,
+    JobKeys,
+    TaskQueue,
+    connect,
+    job_names,
+    read_workers,
+    redacted,
+    resolve_data_dir,
+    server_status,
+    stream_id_key,
+)
 
 JobStatus = Literal["running", "done", "unfinished", "empty"]
 OPERATOR = "jobs"
@@ -69,7 +79,7 @@ def jobs_command(ctx: click.Context, data_dir: Path | None, as_json: bool) -> No
     failed counts are the projector's last commit; remaining is live when the server runs.
     Exit status 1 when there is no job.
     """
-    from projector._store import Store, projected_jobs
+    from projector import Store, projected_jobs
 
     directory = resolve_data_dir(data_dir)
     url = _server_url(directory)
@@ -119,7 +129,7 @@ async def _read_server(url: str) -> dict[str, _ServerSide]:
 
 
 def _row(job: str, server: _ServerSide | None, tasks: dict[str, int] | None) -> JobRow:
-    from projector._state import DONE, TERMINAL
+    from projector import DONE, TERMINAL
 
     counts = tasks or {}
     ended = sum(n for status, n in counts.items() if status in TERMINAL)
@@ -146,7 +156,7 @@ def _row(job: str, server: _ServerSide | None, tasks: dict[str, int] | None) -> 
 
 def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
     from crawler.cli.reports import format_table
-    from projector._query import QueryResult
+    from projector import QueryResult
 
     now = time.time()
     table = QueryResult(

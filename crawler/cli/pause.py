@@ -20,16 +20,16 @@ from crawler.cli._options import data_dir_option, job_option
 from eventlog import (
     JobPaused,
     JobResumed,
+    OperatorRefused,
     SitePaused,
     SiteResumed,
     TaskPaused,
     TaskResumed,
     apply_control,
     read_controls,
+    uncertain_action,
 )
-from eventlog._exceptions import OperatorRefused
-from eventlog._operator import uncertain_action
-from projector._state import TERMINAL
+from projector import TERMINAL
 
 
 def _target_options(command: Any) -> Any:

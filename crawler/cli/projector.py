@@ -17,6 +17,7 @@ from crawler.cli._lifeline import die_with_parent
 from crawler.cli._logs import set_log_level
 from crawler.cli._options import data_dir_option, job_option, log_level_option, metrics_options
 from eventlog import (
+    DEFAULT_RIDE_OUT_S,
     ConfigError,
     CrawlogError,
     EventLog,
@@ -25,18 +26,18 @@ from eventlog import (
     did_you_mean,
     job_exists,
     job_names,
+    resolve_data_dir,
+    resolve_url,
     stream_id_key,
 )
-from eventlog._connection import DEFAULT_RIDE_OUT_S
-from eventlog._server import resolve_data_dir, resolve_url
-from projector._defaults import (
+from projector import (
     DEFAULT_COMMIT_INTERVAL_S,
     DEFAULT_KEEP_TAIL_S,
     DEFAULT_SNAPSHOT_INTERVAL_S,
 )
 
 if TYPE_CHECKING:
-    from projector._store import Store
+    from projector import Store
 
 DEFAULT_WAIT_TIMEOUT_S = 60.0
 STOP_CATCH_UP_S = 10.0
@@ -98,7 +99,7 @@ def project_command(
     if wait_for is not None:
         reached = anyio.run(_wait_for, url, job, wait_for, timeout, directory)
         ctx.exit(0 if reached else 1)
-    from projector._projector import Projector, tune_gc
+    from projector import Projector, tune_gc
 
     metrics = None
     if metrics_port is not None:
@@ -144,7 +145,7 @@ def project_command(
 async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> None:
     """``ConfigError`` unless the job exists: its settings or its log in Redis, or its
     projected data here (a mistyped --job would otherwise wait for events forever)."""
-    from projector._store import MANIFEST, job_dir, projected_jobs
+    from projector import MANIFEST, job_dir, projected_jobs
 
     keys = JobKeys(job)
     if await job_exists(client, keys):
@@ -170,7 +171,7 @@ async def _cancel_on_signal(
 
 
 async def _wait_for(url: str, job: str, target: str, timeout: float, directory: Path) -> bool:
-    from projector._projector import committed_position, wait_for_position
+    from projector import committed_position, wait_for_position
 
     async with connect(url) as client:
         await _require_job(client, job, directory)
@@ -213,9 +214,8 @@ def replay_command(
     from_redis: bool,
 ) -> None:
     """Rebuild the job's whole state from the archive and the stream tail."""
-    from projector._replay import rebuild_checkpoint_index, replay
-    from projector._replay import verify as verify_snapshot
-    from projector._store import Store
+    from projector import Store, rebuild_checkpoint_index, replay
+    from projector import verify as verify_snapshot
 
     directory = resolve_data_dir(data_dir)
     store = Store(directory, job)
@@ -257,7 +257,7 @@ def replay_command(
 
 
 async def _rebuild_segments(url: str, store: Store) -> list[str]:
-    from projector._repair import rebuild_from_redis
+    from projector import rebuild_from_redis
 
     async with connect(url) as client:
         return await rebuild_from_redis(client, store)

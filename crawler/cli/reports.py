@@ -21,13 +21,11 @@ import msgspec
 
 from crawler.cli._format import table_lines
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean
-from eventlog._server import require_data_dir
-from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
+from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean, require_data_dir
+from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
-    from projector._query import QueryResult
-    from projector._store import Store
+    from projector import QueryResult, Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
 STDOUT = "-"
@@ -36,7 +34,7 @@ SqlFormat = Literal["table", "csv", "json"]
 
 
 def _store(data_dir: Path | None, job: str) -> Store:
-    from projector._store import Store, job_dir, projected_jobs
+    from projector import Store, job_dir, projected_jobs
 
     directory = require_data_dir(data_dir, job=job)  # where the data is not, say so
     if not job_dir(directory, job).is_dir():
@@ -71,7 +69,7 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     as the projector's last commit.
     """
     from crawler.cli._report_text import format_report
-    from projector._report import build_report
+    from projector import build_report
 
     report = build_report(_store(data_dir, job), lease_s=lease_s, now=time.time())
     if as_json:
@@ -101,7 +99,7 @@ def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, sql: str) -> No
     Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
     columns). Works while the crawl runs, on what the projector last committed.
     """
-    from projector._query import query
+    from projector import query
 
     result = query(_store(data_dir, job), sql)
     if fmt == "csv":
@@ -160,7 +158,7 @@ def export_command(
 
     Rows are in log order. OUT "-" writes JSON lines or CSV to stdout.
     """
-    from projector._export import export
+    from projector import export
 
     store = _store(data_dir, job)
     if out != STDOUT:

@@ -9,8 +9,7 @@ import click
 
 from crawler.cli._operator import by_option, open_job, reason_option, task_id_of
 from crawler.cli._options import data_dir_option, job_option
-from eventlog import Decision
-from eventlog._operator import read_workers, resolve_action
+from eventlog import Decision, read_workers, resolve_action
 
 
 @click.command(

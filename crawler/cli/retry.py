@@ -21,11 +21,8 @@ from crawler.cli._operator import (
     task_in,
 )
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import Task, TaskQueue, TaskRetried
-from eventlog._exceptions import OperatorRefused
-from eventlog._operator import read_workers
-from eventlog._queue import Retry
-from projector._state import ABORTED, DONE, FAILED, TERMINAL, TaskState
+from eventlog import OperatorRefused, Retry, Task, TaskQueue, TaskRetried, read_workers
+from projector import ABORTED, DONE, FAILED, TERMINAL, TaskState
 
 RETRY_BATCH = 500
 """Tasks per retry script call: one round trip each, short enough not to stall the server."""

@@ -14,13 +14,13 @@ import click
 from crawler.cli._exit import EXIT_NO
 from crawler.cli._format import format_duration
 from crawler.cli._options import data_dir_option, fsync_option, json_option
-from eventlog import ConfigError
-from eventlog._connection import redacted
-from eventlog._server import (
+from eventlog import (
     REDIS_URL_ENV,
+    ConfigError,
     Fsync,
     ServerStatus,
     ensure_server,
+    redacted,
     resolve_data_dir,
     server_status,
     server_status_at,

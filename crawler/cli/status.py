@@ -17,8 +17,7 @@ import click
 
 from crawler._job import load_config
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import JobKeys, connect
-from eventlog._server import resolve_data_dir, resolve_url
+from eventlog import JobKeys, connect, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
     from crawler.cli._progress import Progress

@@ -11,8 +11,7 @@ import msgspec
 from crawler.cli._format import format_duration, table_lines
 from crawler.cli._operator import SHOWN, echo_json, open_job
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import TaskQueue
-from eventlog._operator import LeaseInfo, read_leases, read_workers
+from eventlog import LeaseInfo, TaskQueue, read_leases, read_workers
 
 
 @click.command("workers", epilog="Example:  crawlog workers --job shop --all")

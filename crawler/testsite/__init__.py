@@ -9,7 +9,8 @@ free of Arrow and DuckDB, as the command line that serves the site needs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
+from typing import TYPE_CHECKING
 
 from crawler.testsite._site import (
     DEFAULT_PAGES,
@@ -44,7 +45,12 @@ from crawler.testsite._sitegen import (
 if TYPE_CHECKING:
     from crawler.testsite._invariants import CrawlCheck, check_crawl, tasks_held
 
-_LAZY = {"CrawlCheck", "check_crawl", "tasks_held"}
+_LAZY: dict[str, str] = {
+    "CrawlCheck": "crawler.testsite._invariants",
+    "check_crawl": "crawler.testsite._invariants",
+    "tasks_held": "crawler.testsite._invariants",
+}
+"""Each name loaded on first use → the module that defines it."""
 
 __all__ = [
     "DEFAULT_HUGE_PAGE_BYTES",
@@ -78,9 +84,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from crawler.testsite import _invariants
+if not TYPE_CHECKING:
+    # Hidden from mypy, so that a name missing from the imports above is an error there
+    # rather than an ``Any``.
 
-        return getattr(_invariants, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

@@ -21,11 +21,7 @@ import msgspec
 
 from crawler.testsite._site import RunningSite
 from eventlog import TaskQueue, tasks_at
-from projector._projector import read_committed
-from projector._query import query
-from projector._replay import verify
-from projector._state import TERMINAL
-from projector._store import Store
+from projector import TERMINAL, Store, query, read_committed, verify
 
 
 class CrawlCheck(msgspec.Struct, kw_only=True):

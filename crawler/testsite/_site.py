@@ -47,7 +47,7 @@ from crawler.testsite._sitegen import (
     Page,
     SiteMap,
 )
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 __all__ = [
     "DEFAULT_HUGE_PAGE_BYTES",

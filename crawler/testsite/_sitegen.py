@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from eventlog._exceptions import ConfigError
+from eventlog import ConfigError
 
 HTML = "text/html; charset=utf-8"
 TEXT = "text/plain; charset=utf-8"
