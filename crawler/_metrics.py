@@ -63,8 +63,20 @@ if TYPE_CHECKING:
 
 PROJECTOR_UPDATE_S = 0.5
 APPEND_BUCKETS = (
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-)  # fmt: skip
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+)
 """Seconds; a fenced step on a local server takes about a millisecond."""
 REASON_MAX = 60
 ACKED_RENEWALS = 3
@@ -109,41 +121,54 @@ class WorkerMetrics:
         info = Info("crawlog_worker", "The job and name of this worker.", registry=registry)
         info.info({"crawl_job": job, "worker": worker})
         self.pages = Counter(
-            "crawlog_pages_fetched", "Pages fetched (their PageFetched event is in the log).",
+            "crawlog_pages_fetched",
+            "Pages fetched (their PageFetched event is in the log).",
             registry=registry,
-        )  # fmt: skip
+        )
         self.items = Counter(
-            "crawlog_items_scraped", "Items scraped (ItemScraped events in the log).",
+            "crawlog_items_scraped",
+            "Items scraped (ItemScraped events in the log).",
             registry=registry,
-        )  # fmt: skip
-        self.tasks_done = Counter("crawlog_tasks_done", "Tasks this worker finished.",
-                                  registry=registry)  # fmt: skip
+        )
+        self.tasks_done = Counter(
+            "crawlog_tasks_done", "Tasks this worker finished.", registry=registry
+        )
         self.failures = Counter(
-            "crawlog_task_failures", "Tasks that ended failed or aborted, by reason.",
-            ["reason"], registry=registry,
-        )  # fmt: skip
-        self.retries = Counter(
-            "crawlog_retries", "Retries scheduled (a failed fetch to try again), by reason.",
-            ["reason"], registry=registry,
-        )  # fmt: skip
-        self.reclaims = Counter(
-            "crawlog_reclaims", "Tasks taken over from a worker whose lease expired.",
+            "crawlog_task_failures",
+            "Tasks that ended failed or aborted, by reason.",
+            ["reason"],
             registry=registry,
-        )  # fmt: skip
-        self.enqueued = Counter("crawlog_tasks_enqueued", "New tasks this worker enqueued.",
-                                registry=registry)  # fmt: skip
+        )
+        self.retries = Counter(
+            "crawlog_retries",
+            "Retries scheduled (a failed fetch to try again), by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self.reclaims = Counter(
+            "crawlog_reclaims",
+            "Tasks taken over from a worker whose lease expired.",
+            registry=registry,
+        )
+        self.enqueued = Counter(
+            "crawlog_tasks_enqueued", "New tasks this worker enqueued.", registry=registry
+        )
         self.renewals = Counter("crawlog_lease_renewals", "Leases renewed.", registry=registry)
         self.leases_lost = Counter(
-            "crawlog_leases_lost", "Leases found taken by another worker on renewal.",
+            "crawlog_leases_lost",
+            "Leases found taken by another worker on renewal.",
             registry=registry,
-        )  # fmt: skip
-        self.events = Counter("crawlog_events_appended", "Events this process appended.",
-                              registry=registry)  # fmt: skip
+        )
+        self.events = Counter(
+            "crawlog_events_appended", "Events this process appended.", registry=registry
+        )
         self.append_seconds = Histogram(
             "crawlog_event_append_seconds",
             "Latency of one atomic append step (its events in one script call), by step.",
-            ["step"], buckets=APPEND_BUCKETS, registry=registry,
-        )  # fmt: skip
+            ["step"],
+            buckets=APPEND_BUCKETS,
+            registry=registry,
+        )
 
     def appended(self, step: str, events: Sequence[Event], seconds: float) -> None:
         """Count what one append step wrote, and how long it took."""
@@ -225,20 +250,24 @@ class ProjectorMetrics:
         self.keys = JobKeys(job)
         self.lag_events = Gauge(
             "crawlog_projector_lag_events",
-            "Events in the log that the projector has not committed yet.", registry=registry,
-        )  # fmt: skip
+            "Events in the log that the projector has not committed yet.",
+            registry=registry,
+        )
         self.lag_seconds = Gauge(
             "crawlog_projector_lag_seconds",
-            "Age of the oldest event not committed yet (0 when caught up).", registry=registry,
-        )  # fmt: skip
-        self.committed = Gauge(
-            "crawlog_projector_committed_events", "Events committed (archived) so far.",
+            "Age of the oldest event not committed yet (0 when caught up).",
             registry=registry,
-        )  # fmt: skip
+        )
+        self.committed = Gauge(
+            "crawlog_projector_committed_events",
+            "Events committed (archived) so far.",
+            registry=registry,
+        )
         self.position = Gauge(
             "crawlog_projector_position_timestamp_seconds",
-            "Time of the committed position (its stream ID's milliseconds).", registry=registry,
-        )  # fmt: skip
+            "Time of the committed position (its stream ID's milliseconds).",
+            registry=registry,
+        )
 
     async def update(self, redis: aioredis.Redis, committed: str, archived: int) -> None:
         """Set the gauges for committed position ``committed`` (``archived`` events)."""
@@ -266,4 +295,3 @@ class ProjectorMetrics:
             manifest = projector.manifest
             await self.update(redis, manifest.position, manifest.events)
             await anyio.sleep(PROJECTOR_UPDATE_S)
-

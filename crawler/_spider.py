@@ -93,9 +93,20 @@ class Response:
     """A fetched page, as a spider sees it."""
 
     __slots__ = (
-        "_base", "_once", "_text", "body", "content_type", "depth", "elapsed_ms", "headers",
-        "page", "resume", "status", "task_id", "url",
-    )  # fmt: skip
+        "_base",
+        "_once",
+        "_text",
+        "body",
+        "content_type",
+        "depth",
+        "elapsed_ms",
+        "headers",
+        "page",
+        "resume",
+        "status",
+        "task_id",
+        "url",
+    )
 
     def __init__(
         self,

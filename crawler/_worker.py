@@ -133,10 +133,13 @@ STOP_RESERVE_S = 2.0
 NAME_WAIT_S = DEFAULT_NAME_TTL_MS / 1000 * 2
 PERMANENT_ERRORS = frozenset(
     {
-        ERROR_INVALID_URL, ERROR_INVALID_REDIRECT, ERROR_REDIRECT_LOOP,
-        ERROR_TOO_MANY_REDIRECTS, ERROR_REDIRECT_OUT_OF_SCOPE,
+        ERROR_INVALID_URL,
+        ERROR_INVALID_REDIRECT,
+        ERROR_REDIRECT_LOOP,
+        ERROR_TOO_MANY_REDIRECTS,
+        ERROR_REDIRECT_OUT_OF_SCOPE,
     }
-)  # fmt: skip
+)
 
 
 StepEvents: TypeAlias = list[AnyEvent]
@@ -186,9 +189,13 @@ def worker_queue(
     records events come from the job's ``config``; ``observer`` is told of its calls (the
     worker's metrics)."""
     return TaskQueue(
-        redis, job, name, lease_ms=config.lease_ms, record_events=config.record_events,
+        redis,
+        job,
+        name,
+        lease_ms=config.lease_ms,
+        record_events=config.record_events,
         observer=observer,
-    )  # fmt: skip
+    )
 
 
 class Worker:
@@ -337,8 +344,10 @@ class Worker:
         if self._backlog:
             log.warning(
                 "%s stopped with %d task(s) not handed back: they stay leased until their "
-                "leases expire", self.name, len(self._backlog),
-            )  # fmt: skip
+                "leases expire",
+                self.name,
+                len(self._backlog),
+            )
         return self.stats
 
     # --- claiming ------------------------------------------------------------------------
@@ -394,8 +403,10 @@ class Worker:
         if leases:
             log.info(
                 "resumed %d tasks of %s (resume points loaded) in %.3f s",
-                len(leases), self.name, time.monotonic() - started,
-            )  # fmt: skip
+                len(leases),
+                self.name,
+                time.monotonic() - started,
+            )
 
     def _start(self, tasks: TaskGroup, lease: Lease) -> None:
         if lease.entry_id in self._in_flight:
@@ -413,8 +424,10 @@ class Worker:
             log.warning(
                 "%d task(s) wait for a person to decide about an uncertain action: %s "
                 "(crawlog resolve --job %s --task ID --done|--redo --reason ...)",
-                len(waiting), ", ".join(waiting), self.job,
-            )  # fmt: skip
+                len(waiting),
+                ", ".join(waiting),
+                self.job,
+            )
         return left == len(waiting)
 
     # --- background loops ----------------------------------------------------------------
@@ -489,9 +502,12 @@ class Worker:
             return lease, self._aborted(lease, owners), None
         moved = msgspec.structs.replace(task, recoveries=lease.recoveries, owners=owners)
         reclaimed = TaskReclaimed(
-            actor=self.name, task_id=task.task_id, attempt=task.attempt,
-            previous_owner=lease.previous_owner or "?", deliveries=lease.deliveries,
-        )  # fmt: skip
+            actor=self.name,
+            task_id=task.task_id,
+            attempt=task.attempt,
+            previous_owner=lease.previous_owner or "?",
+            deliveries=lease.deliveries,
+        )
         return lease, reclaimed, moved
 
     async def _pending_loop(self) -> None:
@@ -515,10 +531,13 @@ class Worker:
 
     def _aborted(self, lease: Lease, owners: tuple[str, ...]) -> TaskAborted:
         return TaskAborted(
-            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt,
+            actor=self.name,
+            task_id=lease.task.task_id,
+            attempt=lease.task.attempt,
             reason=f"recovered {lease.recoveries} times (limit {self.config.recovery_limit})",
-            deliveries=lease.deliveries, owners=owners,
-        )  # fmt: skip
+            deliveries=lease.deliveries,
+            owners=owners,
+        )
 
     # --- one task ------------------------------------------------------------------------
 
@@ -564,9 +583,11 @@ class Worker:
         """Give a task back to the queue at once (a graceful stop)."""
         # A worker that stops has not used up an attempt: the task keeps the one it had.
         event = TaskReleased(
-            actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt,
+            actor=self.name,
+            task_id=lease.task.task_id,
+            attempt=lease.task.attempt,
             reason=WORKER_STOPPED,
-        )  # fmt: skip
+        )
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
         except ServerCannotPersist:
@@ -582,9 +603,11 @@ class Worker:
             await self._end(lease, self._aborted(lease, (*task.owners, self.name)))
             return
         claimed = TaskClaimed(
-            actor=self.name, task_id=task.task_id, attempt=task.attempt,
+            actor=self.name,
+            task_id=task.task_id,
+            attempt=task.attempt,
             deliveries=lease.deliveries,
-        )  # fmt: skip
+        )
         pending: StepEvents = [claimed]  # written with the first page's step
         last = await self._last_checkpoint(lease)
         resume = last.cursor if last else None
@@ -609,10 +632,16 @@ class Worker:
                 # unreadable robots.txt says why the task waits (its reason), not a fetch.
                 self.stats.pages += 1
                 fetched = PageFetched(
-                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                    url=result.final_url or url, status=result.status, bytes=len(result.body),
-                    elapsed_ms=result.elapsed_ms, page=page, error=result.error,
-                )  # fmt: skip
+                    actor=self.name,
+                    task_id=task.task_id,
+                    attempt=task.attempt,
+                    url=result.final_url or url,
+                    status=result.status,
+                    bytes=len(result.body),
+                    elapsed_ms=result.elapsed_ms,
+                    page=page,
+                    error=result.error,
+                )
                 pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
                 return
@@ -641,18 +670,24 @@ class Worker:
                 for i in items
             ]
             counts = Counts(
-                pages=counts.pages + 1, items=counts.items + len(items),
+                pages=counts.pages + 1,
+                items=counts.items + len(items),
                 bytes=counts.bytes + len(result.body),
-            )  # fmt: skip
+            )
             if (nxt := parsed.next_page) is not None:
                 cursor = Cursor(
-                    page=page, url=nxt.url, last_item_key=items[-1].key if items else None,
+                    page=page,
+                    url=nxt.url,
+                    last_item_key=items[-1].key if items else None,
                     state=nxt.cursor,
-                )  # fmt: skip
+                )
                 saved = CheckpointSaved(
-                    actor=self.name, task_id=task.task_id, attempt=task.attempt,
-                    cursor=cursor, counts=counts,
-                )  # fmt: skip
+                    actor=self.name,
+                    task_id=task.task_id,
+                    attempt=task.attempt,
+                    cursor=cursor,
+                    counts=counts,
+                )
                 await self.queue.checkpoint(lease, saved, before=pending)
                 pending, page, url, resume = [], page + 1, nxt.url, cursor
                 continue
@@ -674,9 +709,12 @@ class Worker:
 
     def _task_done(self, task: Task, reason: str, counts: Counts) -> TaskDone:
         return TaskDone(
-            actor=self.name, task_id=task.task_id, attempt=task.attempt, reason=reason,
+            actor=self.name,
+            task_id=task.task_id,
+            attempt=task.attempt,
+            reason=reason,
             counts=counts,
-        )  # fmt: skip
+        )
 
     def _task_failed(self, task: Task, reason: str) -> TaskFailed:
         return TaskFailed(
@@ -831,10 +869,12 @@ class Worker:
             return False
         if verdict == "failure" and self.circuits.record_failure(site, now):
             event = CircuitOpened(
-                actor=self.name, site=site, reason=result.error or f"HTTP {result.status}",
+                actor=self.name,
+                site=site,
+                reason=result.error or f"HTTP {result.status}",
                 failures=self.circuits.breaker.failures_to_open,
                 cooldown_s=self.circuits.breaker.cooldown,
-            )  # fmt: skip
+            )
             await self.queue.control(event)
         reason = result.error or f"HTTP {result.status}"
         delay = (
@@ -848,9 +888,12 @@ class Worker:
             await self._end(lease, self._task_failed(task, reason), pending)
             return True
         retry = RetryScheduled(
-            actor=self.name, task_id=task.task_id, attempt=task.attempt, delay_s=delay,
+            actor=self.name,
+            task_id=task.task_id,
+            attempt=task.attempt,
+            delay_s=delay,
             reason=reason,
-        )  # fmt: skip
+        )
         again = msgspec.structs.replace(task, attempt=task.attempt + 1)
         await self.queue.delay(lease, [*pending, retry], again, delay)
         self.stats.retries += 1
@@ -866,10 +909,17 @@ class Worker:
         cannot take: either fails the task, never the worker."""
         task = lease.task
         response = Response(
-            url=result.final_url or task.url, status=result.status, headers=result.headers,
-            body=result.body, elapsed_ms=result.elapsed_ms, task_id=task.task_id,
-            depth=task.depth, page=page, resume=resume, once=self._once_for(lease),
-        )  # fmt: skip
+            url=result.final_url or task.url,
+            status=result.status,
+            headers=result.headers,
+            body=result.body,
+            elapsed_ms=result.elapsed_ms,
+            task_id=task.task_id,
+            depth=task.depth,
+            page=page,
+            resume=resume,
+            once=self._once_for(lease),
+        )
         parsed = _Parsed()
         if result.error is not None or not parses(self._accepted, response.content_type):
             return parsed
@@ -903,9 +953,13 @@ class Worker:
                 dropped[why] = dropped.get(why, 0) + 1
                 continue
             fresh[fp] = Task(
-                task_id=fp, url=resolved, site=site_of(resolved), depth=depth,
-                priority=output.priority, parent_task_id=task.task_id,
-            )  # fmt: skip
+                task_id=fp,
+                url=resolved,
+                site=site_of(resolved),
+                depth=depth,
+                priority=output.priority,
+                parent_task_id=task.task_id,
+            )
         parsed.dropped = dropped
         return parsed
 
@@ -933,9 +987,10 @@ class Worker:
     async def _pause_uncertain(self, lease: Lease, action_id: str) -> None:
         task = lease.task
         paused = TaskPaused(
-            actor=self.name, task_id=task.task_id,
+            actor=self.name,
+            task_id=task.task_id,
             reason=f"uncertain action {action_id}: its intent is logged, its completion not",
-        )  # fmt: skip
+        )
         if not await self.queue.pause_for_a_person(lease, action_id, paused):
             # Resolved between the pause and the park: the task runs again, by the decision.
             await self.queue.requeue(lease, [], task, lease.lane)

@@ -46,9 +46,15 @@ CONTROL_POLL_S = 0.5
 _JOB, _SITE, _TASK, _CIRCUIT = JOB_PAUSED, SITE_PREFIX, TASK_PREFIX, CIRCUIT_PREFIX
 
 ControlEvent = (
-    JobPaused | JobResumed | SitePaused | SiteResumed | TaskPaused | TaskResumed
-    | CircuitOpened | CircuitClosed
-)  # fmt: skip
+    JobPaused
+    | JobResumed
+    | SitePaused
+    | SiteResumed
+    | TaskPaused
+    | TaskResumed
+    | CircuitOpened
+    | CircuitClosed
+)
 PauseReason = Literal["job paused", "site paused", "task paused"]
 """Why a task may not run now (`Controls.blocks`)."""
 

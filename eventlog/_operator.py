@@ -176,8 +176,11 @@ async def _held_slots(
         for holder in holders:
             pipe.hgetall(keys.slots_held(holder))
         indexes: list[dict[bytes, bytes]] = await pipe.execute()
-    listed = [(h, token, host) for h, index in zip(holders, indexes, strict=True)
-              for token, host in index.items()]  # fmt: skip
+    listed = [
+        (h, token, host)
+        for h, index in zip(holders, indexes, strict=True)
+        for token, host in index.items()
+    ]
     if not listed:
         return {}
     async with redis.pipeline(transaction=False) as pipe:

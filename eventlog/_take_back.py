@@ -131,10 +131,15 @@ class TakeBack:
             with redis_errors("reading checkpoints"):
                 values = await self.redis.hmget(self.keys.ckpt, [t.task_id for _, _, t, _ in taken])
         return [
-            Lease(lane=lane, entry_id=entry_id.decode(), task=task, deliveries=delivered,
-                  resume=value if isinstance(value, bytes) else b"")
+            Lease(
+                lane=lane,
+                entry_id=entry_id.decode(),
+                task=task,
+                deliveries=delivered,
+                resume=value if isinstance(value, bytes) else b"",
+            )
             for (lane, entry_id, task, delivered), value in zip(taken, values, strict=True)
-        ]  # fmt: skip
+        ]
 
 
 def _cursor(replies: list[Any], start: tuple[str, ...], count: int) -> tuple[str, ...] | None:

@@ -26,9 +26,17 @@ from eventlog import CrawlogError, ItemScraped, LogEntry, decode, stream_id_key
 SEGMENT_SUFFIX = ".parquet"
 COMPRESSION = "zstd"
 DICTIONARY_COLUMNS: Final = (
-    "type", "actor", "site", "status", "page", "attempt", "deliveries", "reason", "error",
+    "type",
+    "actor",
+    "site",
+    "status",
+    "page",
+    "attempt",
+    "deliveries",
+    "reason",
+    "error",
     "action_id",
-)  # fmt: skip
+)
 """Columns of few distinct values. Dictionary-encoding the others (ids, URLs, payloads)
 only costs: without it a segment is written faster and comes out smaller."""
 
@@ -150,9 +158,12 @@ def write_table(directory: Path, table: pa.Table) -> SegmentInfo:
         # Page checksums: a bit flipped on disk is an error naming the file when read,
         # not a wrong event (without them 1 flip in 9 read back silently as other data).
         pq.write_table(
-            table, sink, compression=COMPRESSION, use_dictionary=DICTIONARY_COLUMNS,
+            table,
+            sink,
+            compression=COMPRESSION,
+            use_dictionary=DICTIONARY_COLUMNS,
             write_page_checksum=True,
-        )  # fmt: skip
+        )
         sink.flush()
         os.fsync(sink.fileno())
     os.replace(tmp, directory / name)

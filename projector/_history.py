@@ -78,6 +78,7 @@ class FetchAttempt(msgspec.Struct, frozen=True, kw_only=True):
     task_id: str = ""
     """The task that fetched (another one's, for a fetch of the URL after a redirect)."""
 
+
 T = TypeVar("T")
 
 
@@ -120,8 +121,14 @@ async def task_history(
 
 
 _ENTRY_ENDS = (
-    RetryScheduled, TaskReleased, TaskDone, TaskFailed, TaskParked, TaskResumed, TaskRetried,
-)  # fmt: skip
+    RetryScheduled,
+    TaskReleased,
+    TaskDone,
+    TaskFailed,
+    TaskParked,
+    TaskResumed,
+    TaskRetried,
+)
 """Events after which the task's queue entry is gone (acked) or a new one is made: the next
 claim's delivery count starts again at 1."""
 
@@ -146,10 +153,15 @@ def fetch_attempts(task_id: str, entries: Iterable[LogEntry]) -> list[FetchAttem
         for _ in range(max(count, 0)):
             attempts.append(
                 FetchAttempt(
-                    outcome="interrupted", actor=actor, attempt=attempt, page=next_page,
-                    stream_id=stream_id, result=why, task_id=task_id,
+                    outcome="interrupted",
+                    actor=actor,
+                    attempt=attempt,
+                    page=next_page,
+                    stream_id=stream_id,
+                    result=why,
+                    task_id=task_id,
                 )
-            )  # fmt: skip
+            )
 
     for entry in entries:
         event = entry.event
@@ -165,8 +177,9 @@ def fetch_attempts(task_id: str, entries: Iterable[LogEntry]) -> list[FetchAttem
                     seen = reported = 0  # a new entry: its deliveries count from 1 again
                 attempt = event.attempt
                 why = f"taken back by {event.actor} (delivery {event.deliveries})"
-                cut_short(event.deliveries - 1 - reported, holder or event.actor,
-                          entry.stream_id, why)  # fmt: skip
+                cut_short(
+                    event.deliveries - 1 - reported, holder or event.actor, entry.stream_id, why
+                )
                 seen, reported = event.deliveries, event.deliveries - 1
                 holder = event.actor
             case TaskReclaimed() | TaskAborted():
@@ -176,8 +189,9 @@ def fetch_attempts(task_id: str, entries: Iterable[LogEntry]) -> list[FetchAttem
                     else (event.owners[-1] if event.owners else holder)
                 )
                 why = f"lease taken over by {event.actor}"
-                cut_short(event.deliveries - 1 - reported, owner or holder or "?",
-                          entry.stream_id, why)  # fmt: skip
+                cut_short(
+                    event.deliveries - 1 - reported, owner or holder or "?", entry.stream_id, why
+                )
                 seen = reported = 0
                 holder = ""
             case PageFetched():
@@ -196,9 +210,14 @@ def fetch_attempts(task_id: str, entries: Iterable[LogEntry]) -> list[FetchAttem
 
 def _fetched(event: PageFetched, stream_id: str) -> FetchAttempt:
     return FetchAttempt(
-        outcome="fetched", actor=event.actor, attempt=event.attempt, page=event.page,
-        stream_id=stream_id, result=event.error or f"HTTP {event.status}", task_id=event.task_id,
-    )  # fmt: skip
+        outcome="fetched",
+        actor=event.actor,
+        attempt=event.attempt,
+        page=event.page,
+        stream_id=stream_id,
+        result=event.error or f"HTTP {event.status}",
+        task_id=event.task_id,
+    )
 
 
 def _about(

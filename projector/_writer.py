@@ -149,9 +149,15 @@ def _view(event_type: type[Any]) -> type[Any]:
         if name not in event_type.__struct_fields__ and name not in aliases
     ]
     return msgspec.defstruct(
-        event_type.__name__, own + sorted(absent), namespace=aliases, tag_field="type",
-        tag=tag_of(event_type), kw_only=True, frozen=True, gc=False,
-    )  # fmt: skip
+        event_type.__name__,
+        own + sorted(absent),
+        namespace=aliases,
+        tag_field="type",
+        tag=tag_of(event_type),
+        kw_only=True,
+        frozen=True,
+        gc=False,
+    )
 
 
 _VIEWS: Final = tuple(_view(t) for t in EVENT_TYPES)
@@ -273,8 +279,10 @@ class SegmentWriter:
             return
         process = self._process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(self.archive), str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(self.lock_fd,),
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            pass_fds=(self.lock_fd,),
+        )
         assert process.stdin is not None
         with contextlib.suppress(OSError):  # a bigger pipe where the system allows it
             fcntl.fcntl(process.stdin.fileno(), _F_SETPIPE_SZ, PIPE_BYTES)

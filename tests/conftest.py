@@ -38,9 +38,20 @@ def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     directory: Path = tmp_path_factory.mktemp("valkey")
     port = _free_port()
     command = [
-        valkey_binary(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
-        "--save", "", "--appendonly", "no", "--logfile", str(directory / "valkey.log"),
-    ]  # fmt: skip
+        valkey_binary(),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(directory),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--logfile",
+        str(directory / "valkey.log"),
+    ]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S

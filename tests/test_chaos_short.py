@@ -23,10 +23,23 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     # The chaos run starts (and SIGKILLs) its own server: REDIS_URL must not leak in.
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "chaos.py"), "--rounds", "6", "--seed", "7",
-         "--pages", "2000", "--data-dir", str(tmp_path / "chaos")],
-        env=env, capture_output=True, text=True, timeout=220,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "tools" / "chaos.py"),
+            "--rounds",
+            "6",
+            "--seed",
+            "7",
+            "--pages",
+            "2000",
+            "--data-dir",
+            str(tmp_path / "chaos"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
     out = result.stdout
     assert result.stdout.strip(), result.stderr
     figures = json.loads(out.strip().splitlines()[-1])
@@ -34,8 +47,13 @@ def test_a_short_chaos_run_keeps_every_invariant(tmp_path: Path) -> None:
     assert figures["rounds"] == 6, context
     # Every kind once: the first rounds cycle through all of them.
     assert set(figures["faults"]) == {
-        "kill_worker", "stop_worker", "kill_projector", "kill_valkey", "lose_reply", "delay",
-    }, context  # fmt: skip
+        "kill_worker",
+        "stop_worker",
+        "kill_projector",
+        "kill_valkey",
+        "lose_reply",
+        "delay",
+    }, context
     assert figures["lost_pages"] == 0, context
     assert figures["duplicate_items"] == 0, context
     assert figures["stuck_tasks"] == 0, context

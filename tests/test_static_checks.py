@@ -1,4 +1,4 @@
-"""The code passes its type checker and linter: both are part of the suite, not a habit."""
+"""The code passes its type checker, linter and formatter: part of the suite, not a habit."""
 
 from __future__ import annotations
 
@@ -22,5 +22,15 @@ def test_packages_type_check_strictly() -> None:
 def test_code_passes_the_linter() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "."], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_code_is_laid_out_by_the_formatter() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -47,10 +47,17 @@ class ValkeyProcess:
         """Start the server and return once it answers."""
         self.directory.mkdir(parents=True, exist_ok=True)
         command = [
-            valkey_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-            "--dir", str(self.directory), "--logfile", str(self.directory / "valkey.log"),
+            valkey_binary(),
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.directory),
+            "--logfile",
+            str(self.directory / "valkey.log"),
             *self.extra,
-        ]  # fmt: skip
+        ]
         if self.password:
             command += ["--requirepass", self.password]
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL)

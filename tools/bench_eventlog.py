@@ -50,11 +50,16 @@ ROUNDS = 5
 def make_events(n: int) -> list[PageFetched]:
     return [
         PageFetched(
-            actor="worker-1", task_id=f"{i:016x}", attempt=1, status=200, bytes=10240,
-            url=f"http://127.0.0.1:8000/docs/section-{i % 97}/page-{i}.html", elapsed_ms=3.5,
+            actor="worker-1",
+            task_id=f"{i:016x}",
+            attempt=1,
+            status=200,
+            bytes=10240,
+            url=f"http://127.0.0.1:8000/docs/section-{i % 97}/page-{i}.html",
+            elapsed_ms=3.5,
         )
         for i in range(n)
-    ]  # fmt: skip
+    ]
 
 
 def make_tasks(n: int) -> list[Task]:

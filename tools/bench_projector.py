@@ -78,18 +78,27 @@ def crawl_events(n: int) -> list[Event]:
         for page in (1, 2):
             events += [
                 PageFetched(
-                    actor="worker-1", task_id=task_id, attempt=1, url=f"{url}?p={page}",
-                    status=200, bytes=10_240, elapsed_ms=4.2, page=page,
+                    actor="worker-1",
+                    task_id=task_id,
+                    attempt=1,
+                    url=f"{url}?p={page}",
+                    status=200,
+                    bytes=10_240,
+                    elapsed_ms=4.2,
+                    page=page,
                 ),
                 ItemScraped(actor="worker-1", task_id=task_id, key=f"{task_id}-{page}"),
-            ]  # fmt: skip
+            ]
             if page == 1:
                 events.append(
                     CheckpointSaved(
-                        actor="worker-1", task_id=task_id, attempt=1, cursor=Cursor(page=1),
+                        actor="worker-1",
+                        task_id=task_id,
+                        attempt=1,
+                        cursor=Cursor(page=1),
                         counts=Counts(pages=1, items=1),
                     )
-                )  # fmt: skip
+                )
         events.append(TaskDone(actor="worker-1", task_id=task_id, attempt=1))
     return events[:n]
 
@@ -232,7 +241,7 @@ def main() -> int:
         ("Redis used_memory, trimmed, MB", results["redis_mem_after_trim_mb"], ""),
         ("  of which dedup id sets, MB", results["dedup_sets_mb"], "expire within 2 windows"),
         ("  events stream, trimmed, MB", results["stream_mem_after_trim_mb"], ""),
-    ]  # fmt: skip
+    ]
     for name, value, note in rows:
         print(f"{name:<34} {value:>14,.2f}  {note}")
     print(json.dumps({k: round(v, 3) for k, v in results.items()}))

@@ -80,8 +80,9 @@ START_MS: Final = 1_717_000_000_000
 # One row per (variant, slot): what the slot's event is. Columns: type, page, attempt,
 # status, error, reason, item number, deliveries, worker shift (a taken-over task's events
 # come from the next worker).
-Slot = tuple[str, int | None, int | None, int | None, str | None, str | None, int | None,
-             int | None, int]  # fmt: skip
+Slot = tuple[
+    str, int | None, int | None, int | None, str | None, str | None, int | None, int | None, int
+]
 ENQ: Final[Slot] = ("task.enqueued", None, None, None, None, None, None, None, 0)
 
 
@@ -117,10 +118,17 @@ def failed(attempt: int, reason: str) -> Slot:
 
 def failing(error: str, status: int) -> list[Slot]:
     return [
-        ENQ, claim(1), page(1, 1, status, error), retry(1, error), claim(2),
-        page(1, 2, status, error), retry(2, error), claim(3), page(1, 3, status, error),
+        ENQ,
+        claim(1),
+        page(1, 1, status, error),
+        retry(1, error),
+        claim(2),
+        page(1, 2, status, error),
+        retry(2, error),
+        claim(3),
+        page(1, 3, status, error),
         failed(3, error),
-    ]  # fmt: skip
+    ]
 
 
 class Variant:
@@ -133,46 +141,142 @@ class Variant:
 
 VARIANTS: Final = [
     Variant(
-        "done", 0.930,
-        [ENQ, claim(1), page(1), item(1), checkpoint(1, 1), page(2), item(2),
-         checkpoint(2, 2), page(3), done(1)],
-        status=DONE, attempt=1, retries=0, recoveries=0, refetches=0, pages=3, items=2,
-        last_reason="", last_error=None, checkpoint_slot=7, furthest_page=3, owner=False,
+        "done",
+        0.930,
+        [
+            ENQ,
+            claim(1),
+            page(1),
+            item(1),
+            checkpoint(1, 1),
+            page(2),
+            item(2),
+            checkpoint(2, 2),
+            page(3),
+            done(1),
+        ],
+        status=DONE,
+        attempt=1,
+        retries=0,
+        recoveries=0,
+        refetches=0,
+        pages=3,
+        items=2,
+        last_reason="",
+        last_error=None,
+        checkpoint_slot=7,
+        furthest_page=3,
+        owner=False,
     ),
     Variant(
-        "retried", 0.040,
-        [ENQ, claim(1), page(1, 1, 503, "http 503"), retry(1, "http 503"), claim(2),
-         page(1, 2), item(1), checkpoint(1, 1, 2), page(2, 2), done(2)],
-        status=DONE, attempt=2, retries=1, recoveries=0, refetches=1, pages=3, items=1,
-        last_reason="", last_error="http 503", checkpoint_slot=7, furthest_page=2, owner=False,
+        "retried",
+        0.040,
+        [
+            ENQ,
+            claim(1),
+            page(1, 1, 503, "http 503"),
+            retry(1, "http 503"),
+            claim(2),
+            page(1, 2),
+            item(1),
+            checkpoint(1, 1, 2),
+            page(2, 2),
+            done(2),
+        ],
+        status=DONE,
+        attempt=2,
+        retries=1,
+        recoveries=0,
+        refetches=1,
+        pages=3,
+        items=1,
+        last_reason="",
+        last_error="http 503",
+        checkpoint_slot=7,
+        furthest_page=2,
+        owner=False,
     ),
     *(
         Variant(
-            f"failed {error}", share, failing(error, status),
-            status=FAILED, attempt=3, retries=2, recoveries=0, refetches=2, pages=3, items=0,
-            last_reason=error, last_error=error, checkpoint_slot=None, furthest_page=1,
+            f"failed {error}",
+            share,
+            failing(error, status),
+            status=FAILED,
+            attempt=3,
+            retries=2,
+            recoveries=0,
+            refetches=2,
+            pages=3,
+            items=0,
+            last_reason=error,
+            last_error=error,
+            checkpoint_slot=None,
+            furthest_page=1,
             owner=False,
         )
         for error, status, share in (
-            ("timeout", 0, 0.012), ("connection reset", 0, 0.005), ("http 500", 500, 0.003)
+            ("timeout", 0, 0.012),
+            ("connection reset", 0, 0.005),
+            ("http 500", 500, 0.003),
         )
     ),
     Variant(
-        "taken over", 0.009,
-        [ENQ, claim(1), page(1), item(1), checkpoint(1, 1),
-         ("task.reclaimed", None, 1, None, None, "lease expired", None, 2, 1),
-         page(2, shift=1), item(2, shift=1), checkpoint(2, 2, shift=1), done(1, shift=1)],
-        status=DONE, attempt=1, retries=0, recoveries=1, refetches=0, pages=2, items=2,
-        last_reason="", last_error=None, checkpoint_slot=8, furthest_page=2, owner=False,
+        "taken over",
+        0.009,
+        [
+            ENQ,
+            claim(1),
+            page(1),
+            item(1),
+            checkpoint(1, 1),
+            ("task.reclaimed", None, 1, None, None, "lease expired", None, 2, 1),
+            page(2, shift=1),
+            item(2, shift=1),
+            checkpoint(2, 2, shift=1),
+            done(1, shift=1),
+        ],
+        status=DONE,
+        attempt=1,
+        retries=0,
+        recoveries=1,
+        refetches=0,
+        pages=2,
+        items=2,
+        last_reason="",
+        last_error=None,
+        checkpoint_slot=8,
+        furthest_page=2,
+        owner=False,
     ),
     Variant(
-        "running", 0.001,
-        [ENQ, claim(1), page(1), item(1), checkpoint(1, 1), page(2), item(2),
-         checkpoint(2, 2), page(3), checkpoint(3, 2)],
-        status="running", attempt=1, retries=0, recoveries=0, refetches=0, pages=3, items=2,
-        last_reason="claimed", last_error=None, checkpoint_slot=9, furthest_page=3, owner=True,
+        "running",
+        0.001,
+        [
+            ENQ,
+            claim(1),
+            page(1),
+            item(1),
+            checkpoint(1, 1),
+            page(2),
+            item(2),
+            checkpoint(2, 2),
+            page(3),
+            checkpoint(3, 2),
+        ],
+        status="running",
+        attempt=1,
+        retries=0,
+        recoveries=0,
+        refetches=0,
+        pages=3,
+        items=2,
+        last_reason="claimed",
+        last_error=None,
+        checkpoint_slot=9,
+        furthest_page=3,
+        owner=True,
     ),
-]  # fmt: skip
+]
 assert abs(sum(v.share for v in VARIANTS) - 1) < 1e-9
 
 
@@ -210,7 +314,7 @@ def _setup(con: duckdb.DuckDBPyConnection, tasks: int) -> None:
         CREATE TABLE slots(variant INT, slot INT, type VARCHAR, page INT, attempt INT,
             status INT, error VARCHAR, reason VARCHAR, item INT, deliveries INT, shift INT);
         INSERT INTO slots VALUES {slots};
-    """)  # fmt: skip
+    """)
 
 
 def _sql(value: object) -> str:
@@ -314,16 +418,29 @@ def build_state(con: duckdb.DuckDBPyConnection, events: int) -> State:
             checkpoint_id = _stream_id(_stream_index(task, slot))
         task_bytes = columns["bytes"][n]
         state.tasks[task_id] = TaskState(
-            task_id=task_id, url=columns["url"][n], site=site, status=final["status"],
-            attempt=final["attempt"], owner=columns["last_actor"][n] if final["owner"] else None,
-            last_actor=columns["last_actor"][n], last_reason=final["last_reason"],
-            last_error=final["last_error"], checkpoint=cursor, checkpoint_id=checkpoint_id,
+            task_id=task_id,
+            url=columns["url"][n],
+            site=site,
+            status=final["status"],
+            attempt=final["attempt"],
+            owner=columns["last_actor"][n] if final["owner"] else None,
+            last_actor=columns["last_actor"][n],
+            last_reason=final["last_reason"],
+            last_error=final["last_error"],
+            checkpoint=cursor,
+            checkpoint_id=checkpoint_id,
             counts=Counts(pages=final["pages"], items=final["items"], bytes=task_bytes),
-            pages_fetched=final["pages"], refetches=final["refetches"], bytes=task_bytes,
-            items=final["items"], retries=final["retries"], recoveries=final["recoveries"],
-            deliveries=2 if final["recoveries"] else 1, enqueued_at=columns["enqueued_at"][n],
-            updated_at=columns["updated_at"][n], furthest_page=final["furthest_page"],
-        )  # fmt: skip
+            pages_fetched=final["pages"],
+            refetches=final["refetches"],
+            bytes=task_bytes,
+            items=final["items"],
+            retries=final["retries"],
+            recoveries=final["recoveries"],
+            deliveries=2 if final["recoveries"] else 1,
+            enqueued_at=columns["enqueued_at"][n],
+            updated_at=columns["updated_at"][n],
+            furthest_page=final["furthest_page"],
+        )
         state.item_keys.update(f"{task_id}-{i}" for i in range(1, final["items"] + 1))
         found = sites.get(site)
         if found is None:
@@ -376,10 +493,15 @@ def generate(data_dir: Path, events: int, segment_events: int) -> dict[str, floa
     name = store.write_snapshot(snapshot, state.position)
     store.commit(
         Manifest(
-            job=JOB, position=state.position, segments=tuple(segments), snapshot=name,
-            snapshot_position=state.position, events=events, summary=summarize(state),
+            job=JOB,
+            position=state.position,
+            segments=tuple(segments),
+            snapshot=name,
+            snapshot_position=state.position,
+            events=events,
+            summary=summarize(state),
         )
-    )  # fmt: skip
+    )
     archive_mb = sum(p.stat().st_size for p in store.archive.iterdir()) / 1e6
     return {
         "tasks": len(state.tasks),
@@ -447,9 +569,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--segment-events", type=int, default=SEGMENT_EVENTS)
     parser.add_argument(
-        "--keep", type=Path, default=None, metavar="DIR",
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
         help=f"generate into DIR and keep it (job {JOB!r}), to profile or query it after",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     events = args.events or (QUICK_EVENTS if args.quick else FULL_EVENTS)
     f, report = bench(
@@ -461,16 +586,24 @@ def main() -> None:
         ("tasks", f"{f['tasks']:,}"),
         ("segments", f"{f['segments']} (archive {f['archive_mb']:,.0f} MB)"),
         ("snapshot", f"{f['snapshot_mb']:,.0f} MB"),
-        ("generated in", f"{f['generate_archive_s']:.1f} s archive, "
-                         f"{f['generate_state_s']:.1f} s state"),
+        (
+            "generated in",
+            f"{f['generate_archive_s']:.1f} s archive, {f['generate_state_s']:.1f} s state",
+        ),
         (f"build_report (median of {f['rounds']})", f"{f['report_s']:.2f} s"),
-        ("reading the full state", f"{f['state_s']:.2f} s (read_committed, which the report "
-                                   "skips: it reads the manifest's summary)"),
+        (
+            "reading the full state",
+            f"{f['state_s']:.2f} s (read_committed, which the report "
+            "skips: it reads the manifest's summary)",
+        ),
         ("target", f"<= {TARGET_S:.1f} s: {'met' if f['report_s'] <= TARGET_S else 'MISSED'}"),
-        ("report", f"{totals.tasks:,} tasks, {totals.pages:,} pages, "
-                   f"p95 {report.response_times.p95_ms or 0:,.0f} ms, "
-                   f"{report.recoveries.pages_refetched:,} pages refetched"),
-    ]  # fmt: skip
+        (
+            "report",
+            f"{totals.tasks:,} tasks, {totals.pages:,} pages, "
+            f"p95 {report.response_times.p95_ms or 0:,.0f} ms, "
+            f"{report.recoveries.pages_refetched:,} pages refetched",
+        ),
+    ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name.ljust(width)}  {value}")

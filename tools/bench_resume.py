@@ -60,9 +60,12 @@ STARTED = re.compile(rb"worker w1 started on job")
 
 async def checkpoint(queue: TaskQueue, lease: Lease, limiter: anyio.CapacityLimiter) -> None:
     saved = CheckpointSaved(
-        actor="w1", task_id=lease.task.task_id, attempt=1,
-        cursor=Cursor(page=1, url=lease.task.url), counts=Counts(pages=1),
-    )  # fmt: skip
+        actor="w1",
+        task_id=lease.task.task_id,
+        attempt=1,
+        cursor=Cursor(page=1, url=lease.task.url),
+        counts=Counts(pages=1),
+    )
     async with limiter:
         await queue.checkpoint(lease, saved)
 

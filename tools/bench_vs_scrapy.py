@@ -107,8 +107,10 @@ def run_scrapy(url: str, concurrency: int) -> tuple[int, float]:
         started = time.monotonic()
         out = subprocess.run(
             [sys.executable, str(spider), url + "/", str(concurrency)],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         elapsed = time.monotonic() - started
     return int(out.stdout.strip().splitlines()[-1]), elapsed
 

@@ -278,10 +278,12 @@ class Crawl:
             # a row, 30 s) a run of retried 500s sometimes held the site for 30 s or more,
             # and the suite's short run took 140 s instead of 12.
             config = JobConfig(
-                seeds=(site.url + "/",), lease_ms=LEASE_MS,
+                seeds=(site.url + "/",),
+                lease_ms=LEASE_MS,
                 politeness=Politeness(per_host=WORKERS * CONCURRENCY),
-                circuit_failures=DEMO_CIRCUIT_FAILURES, circuit_cooldown_s=DEMO_CIRCUIT_COOLDOWN_S,
-            )  # fmt: skip
+                circuit_failures=DEMO_CIRCUIT_FAILURES,
+                circuit_cooldown_s=DEMO_CIRCUIT_COOLDOWN_S,
+            )
             await save_config(client, JobKeys(self.job), config)
             await enqueue_seeds(self.queue, list(config.seeds), actor="chaos")
             run.echo(
@@ -502,9 +504,15 @@ class Crawl:
         return await self._retrying(read)
 
     def _track(
-        self, tg: TaskGroup, fault: Fault, victim: str, mark: str | None, t0: float,
-        *, back_at: list[str | None] | None,
-    ) -> None:  # fmt: skip
+        self,
+        tg: TaskGroup,
+        fault: Fault,
+        victim: str,
+        mark: str | None,
+        t0: float,
+        *,
+        back_at: list[str | None] | None,
+    ) -> None:
         if not fault.in_flight:
             return
         self._trackers += 1
@@ -635,8 +643,10 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
     totals, echo = run.totals, run.echo
     faults = totals.faults
     echo("")
-    echo(f"{'round':>5} {'crawl':>5} {'at s':>7}  {'fault':<14} {'target':<10} {'in flight':>9} "
-         f"{'reclaim s':>9} {'recovery s':>10}  note")  # fmt: skip
+    echo(
+        f"{'round':>5} {'crawl':>5} {'at s':>7}  {'fault':<14} {'target':<10} {'in flight':>9} "
+        f"{'reclaim s':>9} {'recovery s':>10}  note"
+    )
     for f in faults:
         echo(
             f"{f.round:>5} {f.crawl:>5} {f.at_s:>7.1f}  {f.kind:<14} {f.target:<10} "
@@ -645,8 +655,11 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         )
     in_flight = sum(len(f.in_flight) for f in faults)
     recoveries = [f.recovery_s for f in faults if f.recovery_s is not None]
-    unrecovered = [f for f in faults if f.in_flight and f.kind in ("kill_worker", "stop_worker")
-                   and f.recovery_s is None]  # fmt: skip
+    unrecovered = [
+        f
+        for f in faults
+        if f.in_flight and f.kind in ("kill_worker", "stop_worker") and f.recovery_s is None
+    ]
     checks = [c for _, c, _ in totals.checks]
     lost = sum(len(c.lost) for c in checks)
     duplicates = sum(c.duplicate_items for c in checks)
@@ -668,18 +681,19 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "no task stuck (pending, running or paused)": stuck == 0,
         "no item duplicated in the output": duplicates == 0,
         "refetches only among in-flight tasks, and no more than them": all(
-            held[ "pages fetched again only among those in flight at a fault"]
+            held["pages fetched again only among those in flight at a fault"]
             for _, _, held in totals.checks
         ),
         "replay --verify identical": replay_identical,
         "no event rejected by the state machine (fencing)": anomalies == 0,
         "no acknowledged event lost by a SIGKILLed Valkey": totals.acked_lost == 0,
-        f"Redis memory bounded (peak {totals.memory_peak_mb:.1f} MB <= {MEMORY_BOUND_MB:g})":
-            totals.memory_peak_mb <= MEMORY_BOUND_MB,
+        f"Redis memory bounded (peak {totals.memory_peak_mb:.1f} MB <= {MEMORY_BOUND_MB:g})": (
+            totals.memory_peak_mb <= MEMORY_BOUND_MB
+        ),
         f"every killed worker's tasks ran again elsewhere within lease + 2 s of server "
         f"uptime (max {max_recovery_up:.1f} s; {max_recovery:.1f} s with the server's "
         "downtime)": not unrecovered and max_recovery_up <= LEASE_MS / 1000 + 2.0,
-    }  # fmt: skip
+    }
     echo("")
     for name, held in invariants.items():
         echo(f"  {'ok  ' if held else 'FAIL'} {name}")

@@ -132,9 +132,11 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
         "seconds": round(seconds, 1),
     }
     figures["ok"] = bool(
-        figures["archived_once"] and figures["state_identical"] and figures["replay_identical"]
+        figures["archived_once"]
+        and figures["state_identical"]
+        and figures["replay_identical"]
         and manifest.events == counted == distinct == len(appended)
-    )  # fmt: skip
+    )
     return figures
 
 
@@ -157,9 +159,11 @@ def main() -> int:
         ("manifest counts every event once", figures["manifest_events"] == figures["events"]),
         ("snapshot == fold of the log", figures["state_identical"]),
         ("replay --verify identical", figures["replay_identical"]),
-        ("DuckDB sees every event once",
-         figures["duckdb_events"] == figures["duckdb_distinct"] == figures["events"]),
-    ]  # fmt: skip
+        (
+            "DuckDB sees every event once",
+            figures["duckdb_events"] == figures["duckdb_distinct"] == figures["events"],
+        ),
+    ]
     for name, held in checks:
         print(f"  {'ok' if held else 'FAIL':<4} {name}")
     print(json.dumps(figures))

@@ -78,16 +78,25 @@ def scripted_crawl() -> list[AnyEvent]:
         actor: str, t: str, n: int, status: int = 200, error: str | None = None
     ) -> PageFetched:
         return PageFetched(
-            **common(actor), task_id=t, attempt=1, url=f"{SITE_A}/{t}?page={n}", status=status,
-            bytes=1000 * n, elapsed_ms=10.0 * n, page=n, error=error,
-        )  # fmt: skip
+            **common(actor),
+            task_id=t,
+            attempt=1,
+            url=f"{SITE_A}/{t}?page={n}",
+            status=status,
+            bytes=1000 * n,
+            elapsed_ms=10.0 * n,
+            page=n,
+            error=error,
+        )
 
     def ckpt(actor: str, t: str, n: int, key: str) -> CheckpointSaved:
         return CheckpointSaved(
-            **common(actor), task_id=t, attempt=1,
+            **common(actor),
+            task_id=t,
+            attempt=1,
             cursor=Cursor(page=n, url=f"{SITE_A}/{t}?page={n + 1}", last_item_key=key),
             counts=Counts(pages=n, items=2 * n, bytes=1000 * n),
-        )  # fmt: skip
+        )
 
     c = common
     return [

@@ -237,15 +237,20 @@ async def run_crawl(
     manifest, state = read_committed(Store(data_dir, job))
     return CrawlSummary(
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
-        job=job, complete=complete, tasks={k: v for k, v in state.job.tasks.items() if v},
-        pages=state.job.pages, refetches=state.job.refetches, items=state.job.items,
+        job=job,
+        complete=complete,
+        tasks={k: v for k, v in state.job.tasks.items() if v},
+        pages=state.job.pages,
+        refetches=state.job.refetches,
+        items=state.job.items,
         duplicate_items=state.job.duplicate_items,
-        anomalies=sum(state.job.anomalies.values()), seconds=time.monotonic() - started,
+        anomalies=sum(state.job.anomalies.values()),
+        seconds=time.monotonic() - started,
         exits=(
             projector.returncode if projector is not None else None,
             *(p.returncode for p in worker_processes),
         ),
-    )  # fmt: skip
+    )
 
 
 async def _watch(

@@ -171,9 +171,14 @@ class Tracker:
         )
         job = self.state.job
         return Snapshot(
-            at=at, position=self.state.position, sites=sites, total=sum_counts(sites),
-            job_paused=job.paused, job_paused_reason=job.paused_reason, events=job.events,
-        )  # fmt: skip
+            at=at,
+            position=self.state.position,
+            sites=sites,
+            total=sum_counts(sites),
+            job_paused=job.paused,
+            job_paused_reason=job.paused_reason,
+            events=job.events,
+        )
 
 
 def sum_counts(sites: Iterable[SiteCounts]) -> SiteCounts:
@@ -215,9 +220,13 @@ def row(
     else:
         eta = None
     return Row(
-        counts=newer, rate=rate, pages_rate=pages_rate, eta_s=eta,
-        window_s=max(window_s, 0.0), paused=paused,
-    )  # fmt: skip
+        counts=newer,
+        rate=rate,
+        pages_rate=pages_rate,
+        eta_s=eta,
+        window_s=max(window_s, 0.0),
+        paused=paused,
+    )
 
 
 def progress(

@@ -107,7 +107,11 @@ async def summary_from_log(url: str, summary: CrawlSummary, data_dir: Path) -> C
         await client.aclose()
     job = source.tracker.state.job
     return msgspec.structs.replace(
-        summary, tasks={k: v for k, v in job.tasks.items() if v}, pages=job.pages,
-        refetches=job.refetches, items=job.items, duplicate_items=job.duplicate_items,
+        summary,
+        tasks={k: v for k, v in job.tasks.items() if v},
+        pages=job.pages,
+        refetches=job.refetches,
+        items=job.items,
+        duplicate_items=job.duplicate_items,
         anomalies=sum(job.anomalies.values()),
-    )  # fmt: skip
+    )

@@ -71,9 +71,13 @@ def _row(
         if setting.param == "data_dir":
             shown = str(resolve_data_dir(value))
     return {
-        "key": setting.key, "value": shown, "source": source, "env": setting.env,
-        "flag": setting.flag, "help": setting.help,
-    }  # fmt: skip
+        "key": setting.key,
+        "value": shown,
+        "source": source,
+        "env": setting.env,
+        "flag": setting.flag,
+        "help": setting.help,
+    }
 
 
 def _source(found: ParameterSource | None, setting: Setting, file: ConfigFile) -> str:

@@ -48,22 +48,33 @@ def dead_list_command(job: str, data_dir: Path | None, limit: int, as_json: bool
         return
     keys = JobKeys(job)
     rows = [
-        [d.dead_id, keys.short(d.stream), d.entry_id, str(d.deliveries),
-         f"{sum(len(v) for v in d.fields.values())} B", d.reason]
+        [
+            d.dead_id,
+            keys.short(d.stream),
+            d.entry_id,
+            str(d.deliveries),
+            f"{sum(len(v) for v in d.fields.values())} B",
+            d.reason,
+        ]
         for d in letters
-    ]  # fmt: skip
+    ]
     for line in table_lines([["dead id", "from", "entry", "deliveries", "size", "reason"], *rows]):
         click.echo(line)
-    click.echo(f"({len(letters)} dead letter{'s' if len(letters) != 1 else ''}; "
-               f"`crawlog dead replay --job {job} ID` puts one back)")  # fmt: skip
+    click.echo(
+        f"({len(letters)} dead letter{'s' if len(letters) != 1 else ''}; "
+        f"`crawlog dead replay --job {job} ID` puts one back)"
+    )
 
 
 def _dead_json(letter: DeadLetter) -> dict[str, Any]:
     return {
-        "dead_id": letter.dead_id, "stream": letter.stream, "entry_id": letter.entry_id,
-        "reason": letter.reason, "deliveries": letter.deliveries,
+        "dead_id": letter.dead_id,
+        "stream": letter.stream,
+        "entry_id": letter.entry_id,
+        "reason": letter.reason,
+        "deliveries": letter.deliveries,
         "fields": {k.decode(errors="replace"): v.hex() for k, v in letter.fields.items()},
-    }  # fmt: skip
+    }
 
 
 @dead_group.command("replay", epilog="Example:  crawlog dead replay --job shop 1714564800123-0")
@@ -86,9 +97,11 @@ def dead_replay_command(
         refusals: list[str] = []
         async with open_job(data_dir, job) as opened:
             log = EventLog(opened.client, opened.keys)
-            letters = await log.dead_letters(1_000_000) if replay_all else [
-                await find_dead_letter(log, dead_id) for dead_id in dead_ids
-            ]  # fmt: skip
+            letters = (
+                await log.dead_letters(1_000_000)
+                if replay_all
+                else [await find_dead_letter(log, dead_id) for dead_id in dead_ids]
+            )
             for letter in letters:
                 try:
                     new_id = await replay_dead_letter(log, letter)

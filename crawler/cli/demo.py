@@ -73,10 +73,12 @@ async def run_demo(
         connect(url) as client,
     ):
         config = JobConfig(
-            seeds=(site.url + "/",), lease_ms=DEMO_LEASE_MS,
+            seeds=(site.url + "/",),
+            lease_ms=DEMO_LEASE_MS,
             politeness=Politeness(per_host=2 * CONCURRENCY),
-            circuit_failures=DEMO_CIRCUIT_FAILURES, circuit_cooldown_s=DEMO_CIRCUIT_COOLDOWN_S,
-        )  # fmt: skip
+            circuit_failures=DEMO_CIRCUIT_FAILURES,
+            circuit_cooldown_s=DEMO_CIRCUIT_COOLDOWN_S,
+        )
         await save_config(client, JobKeys(job), config)
         queue = TaskQueue(client, job, "demo")
         await enqueue_seeds(queue, list(config.seeds), actor="demo")
@@ -138,18 +140,23 @@ def _verdict(
     echo("")
     echo(format_report(build_report(store, lease_s=lease_ms / 1000, now=time.time())))
     echo("")
-    echo(f"pages requested: {check.requested}, reachable: {check.reachable}, "
-         f"lost: {len(check.lost)}")  # fmt: skip
+    echo(
+        f"pages requested: {check.requested}, reachable: {check.reachable}, lost: {len(check.lost)}"
+    )
     counts = site.fetch_counts()
     redone = sorted(u for u in in_flight.values() if counts.get(u.removeprefix(site.url), 0) > 1)
-    echo(f"in flight at the kill: {len(in_flight)} task(s); fetched again by the site's log: "
-         f"{len(redone)} {redone}")  # fmt: skip
+    echo(
+        f"in flight at the kill: {len(in_flight)} task(s); fetched again by the site's log: "
+        f"{len(redone)} {redone}"
+    )
     again = check.refetched_in_log
     echo(f"a task's page recorded twice in the log: {len(again)} {[row[2] for row in again]}")
     echo(f"items: {check.items}, distinct keys: {check.distinct_items}")
     differences = check.replay_differences
-    echo(f"replay --verify at {check.replay_position}: "
-         f"{'identical' if not differences else differences[:3]}")  # fmt: skip
+    echo(
+        f"replay --verify at {check.replay_position}: "
+        f"{'identical' if not differences else differences[:3]}"
+    )
     for name, held in checks.items():
         echo(f"  {'ok  ' if held else 'FAIL'} {name}")
     return all(checks.values())

@@ -67,13 +67,25 @@ def history_command(
     if as_json:
         from projector import fetch_attempts
 
-        echo_json({
-            "task_id": task_id, "url": task.url if task else url,
-            "status": task.status if task else None, "attempt": task.attempt if task else None,
-            "fetch_attempts": [msgspec.to_builtins(a) for a in fetch_attempts(task_id, entries)],
-            "events": [{"stream_id": e.stream_id, "type": tag_of(type(e.event)),
-                        **msgspec.to_builtins(e.event)} for e in entries],
-        })  # fmt: skip
+        echo_json(
+            {
+                "task_id": task_id,
+                "url": task.url if task else url,
+                "status": task.status if task else None,
+                "attempt": task.attempt if task else None,
+                "fetch_attempts": [
+                    msgspec.to_builtins(a) for a in fetch_attempts(task_id, entries)
+                ],
+                "events": [
+                    {
+                        "stream_id": e.stream_id,
+                        "type": tag_of(type(e.event)),
+                        **msgspec.to_builtins(e.event),
+                    }
+                    for e in entries
+                ],
+            }
+        )
         if task is None:
             ctx.exit(EXIT_NO)
         return
@@ -174,6 +186,9 @@ def _detail(event: AnyEvent) -> str:
             owners = f"; held by {', '.join(event.owners)}" if event.owners else ""
             last = f"; last error {event.last_error}" if event.last_error else ""
             return f"{event.reason}{last}{owners}"
-    parts = [str(getattr(event, name)) for name in ("site", "reason", "action_id")
-             if getattr(event, name, None)]  # fmt: skip
+    parts = [
+        str(getattr(event, name))
+        for name in ("site", "reason", "action_id")
+        if getattr(event, name, None)
+    ]
     return ": ".join(parts)

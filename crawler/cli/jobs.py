@@ -89,10 +89,16 @@ def jobs_command(ctx: click.Context, data_dir: Path | None, as_json: bool) -> No
         summary = Store(directory, job).read_manifest().summary
         rows.append(_row(job, server.get(job), summary.job.tasks if summary else None))
     if as_json:
-        click.echo(json.dumps({
-            "data_dir": str(directory), "server": url is not None,
-            "jobs": [msgspec.to_builtins(row) for row in rows],
-        }, indent=2))  # fmt: skip
+        click.echo(
+            json.dumps(
+                {
+                    "data_dir": str(directory),
+                    "server": url is not None,
+                    "jobs": [msgspec.to_builtins(row) for row in rows],
+                },
+                indent=2,
+            )
+        )
     elif not rows:
         where = f"no job in {directory}"
         click.echo(where + ("" if url else " (and no server running for it)") + _elsewhere())
@@ -146,12 +152,16 @@ def _row(job: str, server: _ServerSide | None, tasks: dict[str, int] | None) -> 
     else:
         status = "empty"
     return JobRow(
-        job=job, status=status, done=ended if tasks is not None else None,
-        failed=failed if tasks is not None else None, remaining=remaining,
+        job=job,
+        status=status,
+        done=ended if tasks is not None else None,
+        failed=failed if tasks is not None else None,
+        remaining=remaining,
         workers_alive=server.alive if server is not None else None,
         last_activity=server.last_ms / 1000 if server and server.last_ms else None,
-        on_server=server is not None, in_data_dir=tasks is not None,
-    )  # fmt: skip
+        on_server=server is not None,
+        in_data_dir=tasks is not None,
+    )
 
 
 def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
@@ -160,14 +170,30 @@ def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
 
     now = time.time()
     table = QueryResult(
-        columns=("job", "status", "ended", "failed", "remaining", "workers", "last activity",
-                 "where"),
+        columns=(
+            "job",
+            "status",
+            "ended",
+            "failed",
+            "remaining",
+            "workers",
+            "last activity",
+            "where",
+        ),
         rows=[
-            (r.job, r.status, r.done, r.failed, r.remaining, r.workers_alive,
-             _ago(r.last_activity, now), _where(r))
+            (
+                r.job,
+                r.status,
+                r.done,
+                r.failed,
+                r.remaining,
+                r.workers_alive,
+                _ago(r.last_activity, now),
+                _where(r),
+            )
             for r in rows
         ],
-    )  # fmt: skip
+    )
     click.echo(format_table(table))
     if url is None:
         click.echo(

@@ -61,14 +61,34 @@ log = logging.getLogger("crawlog.projector")
     help="Do not project: wait until the running projector has committed stream ID ID "
     "('last': the log's newest entry now), then exit 0 (1 on timeout).",
 )
-@click.option("--timeout", type=float, default=DEFAULT_WAIT_TIMEOUT_S, show_default=True,
-              help="Seconds --wait-for waits.")  # fmt: skip
-@click.option("--commit-interval", type=float, default=DEFAULT_COMMIT_INTERVAL_S,
-              show_default=True, help="Seconds between commits while events arrive.")  # fmt: skip
-@click.option("--snapshot-interval", type=float, default=DEFAULT_SNAPSHOT_INTERVAL_S,
-              show_default=True, help="Seconds between state snapshots.")  # fmt: skip
-@click.option("--keep-tail", type=float, default=DEFAULT_KEEP_TAIL_S, show_default=True,
-              help="Seconds of committed events left in Redis when trimming.")  # fmt: skip
+@click.option(
+    "--timeout",
+    type=float,
+    default=DEFAULT_WAIT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds --wait-for waits.",
+)
+@click.option(
+    "--commit-interval",
+    type=float,
+    default=DEFAULT_COMMIT_INTERVAL_S,
+    show_default=True,
+    help="Seconds between commits while events arrive.",
+)
+@click.option(
+    "--snapshot-interval",
+    type=float,
+    default=DEFAULT_SNAPSHOT_INTERVAL_S,
+    show_default=True,
+    help="Seconds between state snapshots.",
+)
+@click.option(
+    "--keep-tail",
+    type=float,
+    default=DEFAULT_KEEP_TAIL_S,
+    show_default=True,
+    help="Seconds of committed events left in Redis when trimming.",
+)
 @click.option("--no-trim", is_flag=True, help="Never trim the stream in Redis.")
 @metrics_options
 @click.pass_context
@@ -113,10 +133,17 @@ def project_command(
         # A Redis restart is waited out: the projector reads again after its position.
         async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
             await _require_job(client, job, directory)
-            async with Projector(
-                client, job, directory, commit_interval_s=commit_interval,
-                snapshot_interval_s=snapshot_interval, keep_tail_s=None if no_trim else keep_tail,
-            ) as projector, anyio.create_task_group() as tg:  # fmt: skip
+            async with (
+                Projector(
+                    client,
+                    job,
+                    directory,
+                    commit_interval_s=commit_interval,
+                    snapshot_interval_s=snapshot_interval,
+                    keep_tail_s=None if no_trim else keep_tail,
+                ) as projector,
+                anyio.create_task_group() as tg,
+            ):
                 if metrics is not None:
                     tg.start_soon(metrics.watch, client, projector)
                 tune_gc()  # after the state is restored: it is frozen out of collections
@@ -189,8 +216,11 @@ async def _wait_for(url: str, job: str, target: str, timeout: float, directory: 
         if await wait_for_position(client, job, target, timeout) is not None:
             return True
         position = await committed_position(client, job)
-        click.echo(f"crawlog: the projector of {job} has not reached {target} "
-                   f"(it is at {position or 'nothing yet'})", err=True)  # fmt: skip
+        click.echo(
+            f"crawlog: the projector of {job} has not reached {target} "
+            f"(it is at {position or 'nothing yet'})",
+            err=True,
+        )
         return False
 
 
@@ -201,9 +231,12 @@ async def _wait_for(url: str, job: str, target: str, timeout: float, directory: 
               help="Compare with the live snapshot; exit 1 if they differ.")  # fmt: skip
 @click.option("--rebuild-index", is_flag=True,
               help="Point the checkpoint index in Redis at what the log says.")  # fmt: skip
-@click.option("--from-redis", is_flag=True,
-              help="First rewrite archive segments that cannot be read, from the events "
-              "the stream in Redis still holds (stop the projector first).")  # fmt: skip
+@click.option(
+    "--from-redis",
+    is_flag=True,
+    help="First rewrite archive segments that cannot be read, from the events "
+    "the stream in Redis still holds (stop the projector first).",
+)
 @click.pass_context
 def replay_command(
     ctx: click.Context,

@@ -82,22 +82,28 @@ def retry_command(
         return
     click.echo(f"retried {len(retried)} task(s) of job {job} by {by}: {reason}")
     for t in retried if show_all else retried[:SHOWN]:
-        click.echo(f"  {t.task_id}  {t.status} at attempt {t.attempt} -> attempt "
-                   f"{t.attempt + 1}  {t.url}")  # fmt: skip
+        click.echo(
+            f"  {t.task_id}  {t.status} at attempt {t.attempt} -> attempt {t.attempt + 1}  {t.url}"
+        )
     if not show_all and len(retried) > SHOWN:
         click.echo(f"  ... and {len(retried) - SHOWN} more (--all lists them)")
     if refused:
-        click.echo(f"{len(refused)} already retried meanwhile (by someone else): "
-                   f"{', '.join(refused)}")  # fmt: skip
+        click.echo(
+            f"{len(refused)} already retried meanwhile (by someone else): {', '.join(refused)}"
+        )
     if retried and not alive:
         click.echo(f"no worker is running: `crawlog worker --job {job}` fetches them")
 
 
 def _task_json(task: TaskState) -> dict[str, Any]:
     return {
-        "task_id": task.task_id, "url": task.url, "site": task.site, "status": task.status,
-        "ended_attempt": task.attempt, "attempt": task.attempt + 1,
-    }  # fmt: skip
+        "task_id": task.task_id,
+        "url": task.url,
+        "site": task.site,
+        "status": task.status,
+        "ended_attempt": task.attempt,
+        "attempt": task.attempt + 1,
+    }
 
 
 async def _retry(
@@ -154,9 +160,13 @@ async def _retry(
 
 def _retry_of(task: TaskState, reason: str, by: str) -> Retry:
     again = Task(
-        task_id=task.task_id, url=task.url, site=task.site, depth=task.depth,
-        parent_task_id=task.parent_task_id, attempt=task.attempt + 1,
-    )  # fmt: skip
+        task_id=task.task_id,
+        url=task.url,
+        site=task.site,
+        depth=task.depth,
+        parent_task_id=task.parent_task_id,
+        attempt=task.attempt + 1,
+    )
     return Retry(
         task=again,
         event=TaskRetried(actor=by, task_id=task.task_id, reason=reason),
@@ -171,13 +181,16 @@ def _confirm(job: str, tasks: Sequence[TaskState]) -> None:
     by_status = Counter(t.status for t in tasks)
     sites = Counter(t.site for t in tasks)
     summary = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
-    click.echo(f"about to retry {len(tasks)} task(s) of job {job} ({summary}) on "
-               f"{len(sites)} site(s):", err=True)  # fmt: skip
+    click.echo(
+        f"about to retry {len(tasks)} task(s) of job {job} ({summary}) on {len(sites)} site(s):",
+        err=True,
+    )
     for site, n in sites.most_common(5):
         click.echo(f"  {n:>6}  {site}", err=True)
     try:
-        typed = click.prompt(f"type the job name ({job}) to confirm", err=True, default="",
-                             show_default=False)  # fmt: skip
+        typed = click.prompt(
+            f"type the job name ({job}) to confirm", err=True, default="", show_default=False
+        )
     except click.Abort:
         typed = ""
     if typed.strip() != job:

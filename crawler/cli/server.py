@@ -117,4 +117,3 @@ def _status_text(found: ServerStatus) -> str:
         f"appendfsync {found.appendfsync or 'unknown'}",
     ]
     return "\n".join(lines)
-

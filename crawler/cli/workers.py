@@ -41,12 +41,20 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
         held.setdefault(lease.worker, []).append(lease)
     names = sorted(set(alive) | set(held))
     if as_json:
-        echo_json({
-            "lease_ms": lease_ms, "leases": total,
-            "workers": [{"name": n, "alive": n in alive,
-                         "leases": [msgspec.to_builtins(x) for x in held.get(n, [])]}
-                        for n in names],
-        })  # fmt: skip
+        echo_json(
+            {
+                "lease_ms": lease_ms,
+                "leases": total,
+                "workers": [
+                    {
+                        "name": n,
+                        "alive": n in alive,
+                        "leases": [msgspec.to_builtins(x) for x in held.get(n, [])],
+                    }
+                    for n in names
+                ],
+            }
+        )
         return
     if not names:
         click.echo(f"no worker is alive or holds a lease in job {job}")
@@ -56,10 +64,15 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
         mine = held.get(name, [])
         oldest = max((x.age_ms for x in mine), default=None)
         expired = sum(x.age_ms > lease_ms for x in mine)
-        rows.append([
-            name, "alive" if name in alive else "gone", str(len(mine)),
-            _age(oldest) if oldest is not None else "-", str(expired),
-        ])  # fmt: skip
+        rows.append(
+            [
+                name,
+                "alive" if name in alive else "gone",
+                str(len(mine)),
+                _age(oldest) if oldest is not None else "-",
+                str(expired),
+            ]
+        )
     for line in table_lines([["worker", "state", "leases", "oldest", "expired"], *rows]):
         click.echo(line)
     click.echo(f"{len(alive)} alive, {total} lease(s); lease time {_age(lease_ms)}")
@@ -67,8 +80,17 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
         ordered = sorted(leases, key=lambda x: -x.age_ms)
         shown = ordered if show_all else ordered[:SHOWN]
         click.echo("")
-        table = [[x.worker, x.task_id or "?", str(x.lane), _age(x.age_ms), str(x.deliveries),
-                  x.url or "(entry deleted)"] for x in shown]  # fmt: skip
+        table = [
+            [
+                x.worker,
+                x.task_id or "?",
+                str(x.lane),
+                _age(x.age_ms),
+                str(x.deliveries),
+                x.url or "(entry deleted)",
+            ]
+            for x in shown
+        ]
         for line in table_lines([["worker", "task", "lane", "age", "deliveries", "url"], *table]):
             click.echo(line)
         if len(leases) > len(shown):

@@ -93,13 +93,20 @@ def check_crawl(site: RunningSite, store: Store, in_flight: Mapping[str, str]) -
     outside += [path for path in by_site if path not in flying_paths]
     position, differences = verify(store)
     return CrawlCheck(
-        reachable=len(reachable), requested=len(fetched), lost=sorted(reachable - fetched),
-        unfinished=unfinished, refetched_in_log=[(r[0], r[1], r[2]) for r in again],
-        refetched_by_site=sorted(by_site), refetched_outside=sorted(set(outside)),
-        items=items, distinct_items=distinct, duplicate_item_events=state.job.duplicate_items,
-        anomalies=sum(state.job.anomalies.values()), replay_position=position,
+        reachable=len(reachable),
+        requested=len(fetched),
+        lost=sorted(reachable - fetched),
+        unfinished=unfinished,
+        refetched_in_log=[(r[0], r[1], r[2]) for r in again],
+        refetched_by_site=sorted(by_site),
+        refetched_outside=sorted(set(outside)),
+        items=items,
+        distinct_items=distinct,
+        duplicate_item_events=state.job.duplicate_items,
+        anomalies=sum(state.job.anomalies.values()),
+        replay_position=position,
         replay_differences=differences,
-    )  # fmt: skip
+    )
 
 
 def site_refetches(site: RunningSite) -> dict[str, int]:

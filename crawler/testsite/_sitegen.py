@@ -70,9 +70,23 @@ ITEMS_PER_LISTING = 20
 ITEMS_PER_CATEGORY = 100
 """Aimed-for category size: more pages make more categories, up to one per name."""
 CATEGORY_NAMES = (
-    "guides", "reference", "tutorials", "api", "howto", "concepts", "recipes", "changelog",
-    "faq", "internals", "plugins", "examples", "migration", "security", "deployment", "glossary",
-)  # fmt: skip
+    "guides",
+    "reference",
+    "tutorials",
+    "api",
+    "howto",
+    "concepts",
+    "recipes",
+    "changelog",
+    "faq",
+    "internals",
+    "plugins",
+    "examples",
+    "migration",
+    "security",
+    "deployment",
+    "glossary",
+)
 HOME_ITEMS = 10
 BASE_HREF_SHARE = 0.1
 """Share of detail pages with ``<base href>``: relative links resolve against it, not the page."""

@@ -38,18 +38,24 @@ async def leased_by_a_killed_worker(
     each checkpointed at page 1 if asked: the pending list a SIGKILLed ``w1`` leaves (its
     name lock is not held: no process had it)."""
     config = JobConfig(
-        seeds=(site + "/",), obey_robots=False, max_depth=0, lease_ms=lease_ms,
+        seeds=(site + "/",),
+        obey_robots=False,
+        max_depth=0,
+        lease_ms=lease_ms,
         politeness=politeness,
-    )  # fmt: skip
+    )
     await save_config(redis, JobKeys(job), config)
     queue = TaskQueue(redis, job, CONSUMER, lease_ms=lease_ms)
     limiter = anyio.CapacityLimiter(CHECKPOINT_CONCURRENCY)
 
     async def checkpoint(lease: Lease) -> None:
         saved = CheckpointSaved(
-            actor=CONSUMER, task_id=lease.task.task_id, attempt=1,
-            cursor=Cursor(page=1, url=lease.task.url), counts=Counts(pages=1),
-        )  # fmt: skip
+            actor=CONSUMER,
+            task_id=lease.task.task_id,
+            attempt=1,
+            cursor=Cursor(page=1, url=lease.task.url),
+            counts=Counts(pages=1),
+        )
         async with limiter:
             await queue.checkpoint(lease, saved)
 

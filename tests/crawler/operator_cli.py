@@ -27,9 +27,7 @@ class Ran:
         return json.loads(self.stdout)
 
 
-async def crawlog(
-    valkey_url: str, data_dir: Path, *args: str, stdin: str | None = None
-) -> Ran:
+async def crawlog(valkey_url: str, data_dir: Path, *args: str, stdin: str | None = None) -> Ran:
     """``crawlog ARGS --data-dir DATA_DIR`` against the test server."""
     command = crawlog_command(*args, "--data-dir", str(data_dir))
     env = {**os.environ, "REDIS_URL": valkey_url}

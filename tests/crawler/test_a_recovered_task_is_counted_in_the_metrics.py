@@ -16,9 +16,7 @@ pytestmark = pytest.mark.anyio
 LEASE_MS = 10_000
 
 
-async def test_a_recovered_task_counts_as_a_reclaim(
-    redis_client: aioredis.Redis, job: str
-) -> None:
+async def test_a_recovered_task_counts_as_a_reclaim(redis_client: aioredis.Redis, job: str) -> None:
     owner = TaskQueue(redis_client, job, "w1", lease_ms=LEASE_MS)
     await owner.enqueue([task(1)], actor="seed")
     [lease] = await owner.claim(1)
@@ -32,9 +30,12 @@ async def test_a_recovered_task_counts_as_a_reclaim(
     queue = TaskQueue(redis_client, job, "w2", lease_ms=LEASE_MS, observer=QueueMetrics(metrics))
     [found], _ = await queue.expired()
     event = TaskReclaimed(
-        actor="w2", task_id=found.task.task_id, attempt=1, previous_owner="w1",
+        actor="w2",
+        task_id=found.task.task_id,
+        attempt=1,
+        previous_owner="w1",
         deliveries=found.deliveries,
-    )  # fmt: skip
+    )
     moved = msgspec.structs.replace(found.task, recoveries=found.recoveries)
     assert await queue.recover([(found, event, moved)]) == [True]
     assert registry.get_sample_value("crawlog_reclaims_total") == 1

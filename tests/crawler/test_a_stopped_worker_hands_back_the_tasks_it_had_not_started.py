@@ -49,9 +49,7 @@ async def test_a_stopped_worker_hands_back_the_tasks_it_had_not_started(
     claimed = await other.claim(TASKS)
     fetched = {path for path, count in site.fetch_counts().items() if count}
     unfinished = {
-        lease.task.task_id
-        for lease in held
-        if lease.task.url.removeprefix(site.url) not in fetched
+        lease.task.task_id for lease in held if lease.task.url.removeprefix(site.url) not in fetched
     }
     assert {lease.task.task_id for lease in claimed} >= unfinished
     assert all(lease.recoveries == 0 for lease in claimed), "handed back, not recovered"

@@ -93,9 +93,17 @@ def _response(body: bytes, content_type: str = "text/html") -> Response:
         return None
 
     return Response(
-        url="http://shop.test/item/7", status=200, headers={"content-type": content_type},
-        body=body, elapsed_ms=1.0, task_id="t", depth=0, page=1, resume=None, once=once,
-    )  # fmt: skip
+        url="http://shop.test/item/7",
+        status=200,
+        headers={"content-type": content_type},
+        body=body,
+        elapsed_ms=1.0,
+        task_id="t",
+        depth=0,
+        page=1,
+        resume=None,
+        once=once,
+    )
 
 
 def test_an_html_pages_base_href_is_what_its_relative_urls_resolve_against() -> None:

@@ -28,9 +28,15 @@ async def test_a_worker_given_an_observed_queue_reports_every_task_it_ends_throu
         seen = RecordingObserver()
         queue = worker_queue(redis_client, job, "w1", config, observer=seen)
         worker = Worker(
-            redis_client, job, "w1", config, SiteSpider(), data_dir=tmp_path,
-            exit_when_done=True, queue=queue,
-        )  # fmt: skip
+            redis_client,
+            job,
+            "w1",
+            config,
+            SiteSpider(),
+            data_dir=tmp_path,
+            exit_when_done=True,
+            queue=queue,
+        )
         with anyio.fail_after(60):
             stats = await worker.run()
     assert worker.queue is queue

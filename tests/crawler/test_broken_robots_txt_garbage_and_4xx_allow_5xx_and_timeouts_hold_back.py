@@ -53,9 +53,15 @@ async def test_each_kind_of_broken_robots_txt_does_what_the_rfc_says(
             [site.url + "/" for site in sites.values()], max_attempts=3
         )
         worker = Worker(
-            redis_client, job, "w1", config, SiteSpider(), data_dir=data_dir,
-            fetch_config=FetchConfig(read_timeout_s=0.5), exit_when_done=True,
-        )  # fmt: skip
+            redis_client,
+            job,
+            "w1",
+            config,
+            SiteSpider(),
+            data_dir=data_dir,
+            fetch_config=FetchConfig(read_timeout_s=0.5),
+            exit_when_done=True,
+        )
         # Unreachable rules are kept half a second here (10 s by default), to be quick.
         worker.robots = RobotsCache(unreachable_ttl=0.5)
         with anyio.fail_after(60):

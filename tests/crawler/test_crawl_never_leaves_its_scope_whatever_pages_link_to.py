@@ -31,35 +31,61 @@ async def test_links_and_redirects_out_of_scope_are_never_requested(
     async with serve_hostile({}) as other, serve_hostile({}) as site:
         me, them = f"127.0.0.1:{site.port}", f"127.0.0.1:{other.port}"
         hostile = [
-            "file:///etc/passwd", "FILE:///etc/passwd", "javascript:fetch('/docs/js')",
-            "  JavaScript:alert(1)", "data:text/html,<a href=/docs/data>x</a>",
-            "mailto:root@localhost", "ftp://127.0.0.1/", "gopher://127.0.0.1:70/",
-            "ws://" + me + "/docs/ws", "about:blank", "vbscript:msgbox(1)",
-            f"http://{them}/", f"HTTP://{them}/docs/", f"//{them}/docs/",
-            f"http://localhost:{site.port}/docs/via-localhost", f"http://[::1]:{site.port}/docs/v6",
-            f"http://{me}@{them}/docs/userinfo", f"http:\\\\{them}\\docs\\", f"https://{me}/docs/tls",
-            "/private/outside-the-prefix", "../private/dotdot", "/docs/../private/dots",
-            "/docs/in-scope", "/docs/redir-away", "/docs/redir-file", "/docs/redir-js",
-            "/docs/redir-chain", "/docs/redir-outside",
-        ]  # fmt: skip
-        site.routes.update({
-            "/docs/": links(*hostile),
-            "/docs/in-scope": Route(b"<title>fine</title>"),
-            "/docs/redir-away": redirect(f"http://{them}/docs/"),
-            "/docs/redir-file": redirect("file:///etc/passwd"),
-            "/docs/redir-js": redirect("javascript:alert(1)"),
-            "/docs/redir-chain": redirect("/docs/redir-away"),
-            "/docs/redir-outside": redirect("/private/"),
-        })  # fmt: skip
+            "file:///etc/passwd",
+            "FILE:///etc/passwd",
+            "javascript:fetch('/docs/js')",
+            "  JavaScript:alert(1)",
+            "data:text/html,<a href=/docs/data>x</a>",
+            "mailto:root@localhost",
+            "ftp://127.0.0.1/",
+            "gopher://127.0.0.1:70/",
+            "ws://" + me + "/docs/ws",
+            "about:blank",
+            "vbscript:msgbox(1)",
+            f"http://{them}/",
+            f"HTTP://{them}/docs/",
+            f"//{them}/docs/",
+            f"http://localhost:{site.port}/docs/via-localhost",
+            f"http://[::1]:{site.port}/docs/v6",
+            f"http://{me}@{them}/docs/userinfo",
+            f"http:\\\\{them}\\docs\\",
+            f"https://{me}/docs/tls",
+            "/private/outside-the-prefix",
+            "../private/dotdot",
+            "/docs/../private/dots",
+            "/docs/in-scope",
+            "/docs/redir-away",
+            "/docs/redir-file",
+            "/docs/redir-js",
+            "/docs/redir-chain",
+            "/docs/redir-outside",
+        ]
+        site.routes.update(
+            {
+                "/docs/": links(*hostile),
+                "/docs/in-scope": Route(b"<title>fine</title>"),
+                "/docs/redir-away": redirect(f"http://{them}/docs/"),
+                "/docs/redir-file": redirect("file:///etc/passwd"),
+                "/docs/redir-js": redirect("javascript:alert(1)"),
+                "/docs/redir-chain": redirect("/docs/redir-away"),
+                "/docs/redir-outside": redirect("/private/"),
+            }
+        )
         await start_job([site.url + "/docs/"])
         with anyio.fail_after(60):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
         asked = set(site.requests)
     assert other.requests == []
     expected = {
-        "/robots.txt", "/docs/", "/docs/in-scope", "/docs/redir-away", "/docs/redir-file",
-        "/docs/redir-js", "/docs/redir-chain", "/docs/redir-outside",
-    }  # fmt: skip
+        "/robots.txt",
+        "/docs/",
+        "/docs/in-scope",
+        "/docs/redir-away",
+        "/docs/redir-file",
+        "/docs/redir-js",
+        "/docs/redir-chain",
+        "/docs/redir-outside",
+    }
     # Browsers read "http:" + two backslashes + host as //host/; yarl as a path of this site (
     # asked as /docs/%5C%5C...): either way, not a step outside the scope.
     backslashed = {path for path in asked if path.startswith("/docs/%5C%5C")}
@@ -74,9 +100,17 @@ async def test_links_and_redirects_out_of_scope_are_never_requested(
 
 @pytest.mark.parametrize(
     "location",
-    ["javascript:alert(1)", "mailto:a@b.example", "data:text/html,x", "file:///etc/passwd",
-     "file:x", "ftp://127.0.0.1/", "about:blank", "chrome://settings"],
-)  # fmt: skip
+    [
+        "javascript:alert(1)",
+        "mailto:a@b.example",
+        "data:text/html,x",
+        "file:///etc/passwd",
+        "file:x",
+        "ftp://127.0.0.1/",
+        "about:blank",
+        "chrome://settings",
+    ],
+)
 async def test_a_redirect_to_another_scheme_is_an_invalid_redirect(location: str) -> None:
     routes = {"/r": redirect(location)}
     async with serve_hostile(routes) as site, Fetcher() as fetcher:

@@ -119,9 +119,17 @@ def _response() -> Response:
         return None
 
     return Response(
-        url=PAGE, status=200, headers={}, body=b"", elapsed_ms=1.0, task_id="t", depth=0,
-        page=1, resume=None, once=once,
-    )  # fmt: skip
+        url=PAGE,
+        status=200,
+        headers={},
+        body=b"",
+        elapsed_ms=1.0,
+        task_id="t",
+        depth=0,
+        page=1,
+        resume=None,
+        once=once,
+    )
 
 
 async def test_a_plain_generator_is_taken_as_an_async_one_is() -> None:

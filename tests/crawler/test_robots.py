@@ -113,13 +113,23 @@ def test_parsing_never_raises_whatever_the_response(body: bytes, status: int, pa
 @given(
     st.lists(
         st.sampled_from(
-            ["User-agent: *", "User-agent: crawlog", "Disallow: /a", "Allow: /a/b", "Disallow:",
-             "Crawl-delay: x", "Crawl-delay: -3", "Crawl-delay: nan", "Sitemap: /s", "bogus"]
+            [
+                "User-agent: *",
+                "User-agent: crawlog",
+                "Disallow: /a",
+                "Allow: /a/b",
+                "Disallow:",
+                "Crawl-delay: x",
+                "Crawl-delay: -3",
+                "Crawl-delay: nan",
+                "Sitemap: /s",
+                "bogus",
+            ]
         ),
         max_size=12,
     ),
     st.text(st.sampled_from(list("ab/%?*$")), max_size=10),
-)  # fmt: skip
+)
 def test_any_mix_of_directives_gives_a_verdict_and_a_sane_delay(
     lines: list[str], path: str
 ) -> None:

@@ -40,9 +40,15 @@ async def test_a_trickling_page_is_retried_then_failed_for_its_timeout(
         config: JobConfig = await start_job([site.url + "/"], max_attempts=2)
         fetch = FetchConfig(read_timeout_s=5, total_timeout_s=1)
         worker = Worker(
-            redis_client, job, "w1", config, SiteSpider(), data_dir=data_dir,
-            fetch_config=fetch, exit_when_done=True,
-        )  # fmt: skip
+            redis_client,
+            job,
+            "w1",
+            config,
+            SiteSpider(),
+            data_dir=data_dir,
+            fetch_config=fetch,
+            exit_when_done=True,
+        )
         with anyio.fail_after(30):  # two 1 s attempts and a backoff: far less
             stats = await worker.run()
         assert site.requests.count("/trickle") == 2
@@ -67,9 +73,15 @@ async def test_a_server_that_never_answers_hits_the_read_timeout(
         config: JobConfig = await start_job([site.url + "/"], max_attempts=1)
         fetch = FetchConfig(read_timeout_s=0.5, total_timeout_s=10)
         worker = Worker(
-            redis_client, job, "w1", config, SiteSpider(), data_dir=data_dir,
-            fetch_config=fetch, exit_when_done=True,
-        )  # fmt: skip
+            redis_client,
+            job,
+            "w1",
+            config,
+            SiteSpider(),
+            data_dir=data_dir,
+            fetch_config=fetch,
+            exit_when_done=True,
+        )
         with anyio.fail_after(30):
             await worker.run()
     failed = [e for e in (x.event for x in await log.read_range()) if isinstance(e, TaskFailed)]

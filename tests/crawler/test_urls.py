@@ -27,6 +27,7 @@ def resolve_link(href: str, base: str) -> str | None:
         return None
     return join_href(clean_href(href), base_url)
 
+
 # Characters that stress percent-encoding: reserved, unreserved, escapes, non-ASCII, space.
 _URL_CHARS = st.sampled_from(list("aZ09-._~%2fF7e/?#[]@!$&'()*+,;= :éü€\u00a0"))
 

@@ -29,8 +29,11 @@ async def test_each_writing_call_of_a_queue_reaches_its_observer(
     seen = RecordingObserver()
     queue = TaskQueue(redis_client, job, "w1", lease_ms=LEASE_MS, observer=seen)
     assert await queue.enqueue([task(1), task(2), task(3), task(1)], actor="seed") == [
-        True, True, True, False,
-    ]  # fmt: skip
+        True,
+        True,
+        True,
+        False,
+    ]
     assert seen.calls == [("enqueued", [True, True, True, False])]
 
     one, two, three = sorted(await queue.claim(3), key=lambda lease: lease.task.task_id)
@@ -45,15 +48,20 @@ async def test_each_writing_call_of_a_queue_reaches_its_observer(
     assert await queue.park(three)
     await queue.control(SiteResumed(actor="op", site=three.task.site, reason="done"))
     assert seen.calls[1:] == [
-        ("settling", "note"), ("settled", ("note", ["PageFetched"])),
-        ("settling", "ckpt"), ("settled", ("ckpt", ["PageFetched", "CheckpointSaved"])),
+        ("settling", "note"),
+        ("settled", ("note", ["PageFetched"])),
+        ("settling", "ckpt"),
+        ("settled", ("ckpt", ["PageFetched", "CheckpointSaved"])),
         ("renewed", (2, [])),
-        ("settling", "delay"), ("settled", ("delay", ["RetryScheduled"])),
-        ("settling", "finish"), ("settled", ("finish", ["TaskDone"])),
+        ("settling", "delay"),
+        ("settled", ("delay", ["RetryScheduled"])),
+        ("settling", "finish"),
+        ("settled", ("finish", ["TaskDone"])),
         ("controlled", "SitePaused"),
-        ("settling", "park"), ("settled", ("park", [])),
+        ("settling", "park"),
+        ("settled", ("park", [])),
         ("controlled", "SiteResumed"),
-    ]  # fmt: skip
+    ]
 
 
 async def test_a_recovery_pass_and_a_refused_step_reach_the_observer_as_what_they_wrote(

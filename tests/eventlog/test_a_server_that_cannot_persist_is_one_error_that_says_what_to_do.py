@@ -29,8 +29,14 @@ BGSAVE_TIMEOUT_S = 10.0
 @pytest.fixture
 def refusing_server(tmp_path: Path) -> Iterator[ValkeyProcess]:
     """A real valkey-server that refuses writes (MISCONF) until the test ends."""
-    options = ("--save", "3600 1", "--stop-writes-on-bgsave-error", "yes",
-               "--enable-protected-configs", "yes")  # fmt: skip
+    options = (
+        "--save",
+        "3600 1",
+        "--stop-writes-on-bgsave-error",
+        "yes",
+        "--enable-protected-configs",
+        "yes",
+    )
     directory = tmp_path / "valkey"
     with running_valkey(directory, *options) as server, redis.Redis.from_url(server.url) as admin:
         admin.config_set("dir", UNWRITABLE_DIR)
@@ -72,9 +78,13 @@ def test_a_command_against_it_is_one_line_and_exit_2(
     refusing_server: ValkeyProcess, tmp_path: Path
 ) -> None:
     result = crawlog(
-        "enqueue", "--job", "j", "http://a.test/",
-        cwd=tmp_path, env=clean_env(REDIS_URL=refusing_server.url),
-    )  # fmt: skip
+        "enqueue",
+        "--job",
+        "j",
+        "http://a.test/",
+        cwd=tmp_path,
+        env=clean_env(REDIS_URL=refusing_server.url),
+    )
     assert result.returncode == 2, result
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr

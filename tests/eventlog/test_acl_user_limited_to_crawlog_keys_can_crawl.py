@@ -51,9 +51,16 @@ async def test_an_acl_user_limited_to_crawlog_keys_crawls_projects_and_reports(
         data_dir = tmp_path / "data"
         async with serve_testsite(pages=40, seed=5) as site:
             code, out, err = await crawlog(
-                "crawl", site.url + "/", "--job", "acl", "--workers", "1",
-                "--data-dir", str(data_dir), url=url,
-            )  # fmt: skip
+                "crawl",
+                site.url + "/",
+                "--job",
+                "acl",
+                "--workers",
+                "1",
+                "--data-dir",
+                str(data_dir),
+                url=url,
+            )
             assert code == 0, out + err
             reachable = {u.removeprefix(site.url) for u in site.reachable}
             assert reachable <= {r.path for r in site.requests}

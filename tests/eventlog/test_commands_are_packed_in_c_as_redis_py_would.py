@@ -53,7 +53,10 @@ def test_an_argument_redis_py_refuses_is_refused_the_same_way() -> None:
 async def test_a_real_server_answers_what_was_packed(redis_client: aioredis.Redis) -> None:
     await redis_client.hset("packed", mapping={"a": 0.25, "b": 7, "é": b"\x00\xff"})
     assert await redis_client.hmget("packed", ["a", "b", "é", "missing"]) == [
-        b"0.25", b"7", b"\x00\xff", None,
-    ]  # fmt: skip
+        b"0.25",
+        b"7",
+        b"\x00\xff",
+        None,
+    ]
     await redis_client.execute_command("CLIENT SETNAME", "packer")  # type: ignore[no-untyped-call]
     assert await redis_client.client_getname() == "packer"

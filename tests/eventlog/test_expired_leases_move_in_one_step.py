@@ -30,9 +30,12 @@ LEASE_MS = 10_000
 def reclaimed(lease: Lease, actor: str) -> tuple[Lease, TaskReclaimed, Task]:
     moved = msgspec.structs.replace(lease.task, recoveries=lease.recoveries, owners=("w1",))
     event = TaskReclaimed(
-        actor=actor, task_id=lease.task.task_id, attempt=1, previous_owner="w1",
+        actor=actor,
+        task_id=lease.task.task_id,
+        attempt=1,
+        previous_owner="w1",
         deliveries=lease.deliveries,
-    )  # fmt: skip
+    )
     return lease, event, moved
 
 
@@ -104,9 +107,13 @@ async def test_a_task_past_the_recovery_limit_is_aborted_in_the_same_step(
     await age(redis_client, w1, lease, LEASE_MS + 1)
     [found], _ = await w2.expired()
     aborted = TaskAborted(
-        actor="w2", task_id=task_id, attempt=1, reason="recovered too often",
-        deliveries=found.deliveries, owners=("w1",),
-    )  # fmt: skip
+        actor="w2",
+        task_id=task_id,
+        attempt=1,
+        reason="recovered too often",
+        deliveries=found.deliveries,
+        owners=("w1",),
+    )
     assert await w2.recover([(found, aborted, None)]) == [True]
     assert await w2.checkpoint_ids([task_id]) == {}, "its checkpoint pointer dropped"
     assert await w2.remaining() == 0, "not requeued"

@@ -10,11 +10,25 @@ from eventlog import LANES, ConfigError, JobKeys
 
 def all_keys(keys: JobKeys) -> list[str]:
     return [
-        keys.events, keys.seen, keys.ckpt, keys.dead, *keys.lanes, keys.delayed, keys.parked,
-        keys.redirected, keys.retries, keys.actions, keys.control, keys.config, keys.projector,
-        keys.event_ids(7), keys.worker_lock("w1"), keys.host_slots("h:1"),
-        keys.host_next("h:1"), keys.host_delay("h:1"),
-    ]  # fmt: skip
+        keys.events,
+        keys.seen,
+        keys.ckpt,
+        keys.dead,
+        *keys.lanes,
+        keys.delayed,
+        keys.parked,
+        keys.redirected,
+        keys.retries,
+        keys.actions,
+        keys.control,
+        keys.config,
+        keys.projector,
+        keys.event_ids(7),
+        keys.worker_lock("w1"),
+        keys.host_slots("h:1"),
+        keys.host_next("h:1"),
+        keys.host_delay("h:1"),
+    ]
 
 
 @pytest.mark.parametrize("partition", [None, 0, 3])

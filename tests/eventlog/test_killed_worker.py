@@ -45,8 +45,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def start_worker(url: str, job: str, name: str, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.eventlog.worker_process", url, job, name, str(PAGES), *extra],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def run_until(process: subprocess.Popen[str], line_wanted: Callable[[int, str], bool]) -> None:

@@ -42,9 +42,12 @@ async def recover_expired(queue: TaskQueue) -> list[Lease]:
             lease.task, recoveries=lease.recoveries, owners=(*lease.task.owners, owner)
         )
         event = TaskReclaimed(
-            actor=queue.consumer, task_id=moved.task_id, attempt=moved.attempt,
-            previous_owner=owner, deliveries=lease.deliveries,
-        )  # fmt: skip
+            actor=queue.consumer,
+            task_id=moved.task_id,
+            attempt=moved.attempt,
+            previous_owner=owner,
+            deliveries=lease.deliveries,
+        )
         moves.append((lease, event, moved))
     flags = await queue.recover(moves)
     return [lease for lease, moved in zip(found, flags, strict=True) if moved]
@@ -142,8 +145,10 @@ async def test_finish_acks_the_task_and_drops_its_checkpoint_pointer(
     assert await w1.pending() == []
     assert await w1.checkpoint_ids([task_id]) == {}
     assert [type(e.event).__name__ for e in await log.read_range()] == [
-        "TaskEnqueued", "CheckpointSaved", "TaskDone",
-    ]  # fmt: skip
+        "TaskEnqueued",
+        "CheckpointSaved",
+        "TaskDone",
+    ]
 
 
 async def test_a_retried_finish_whose_reply_was_lost_is_not_a_lost_lease(

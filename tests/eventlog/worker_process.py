@@ -62,14 +62,21 @@ async def run_task(
         await on_step("fetching", f"{task_id} {page}")
         await anyio.sleep(page_time_s)
         fetched = PageFetched(
-            actor=name, task_id=task_id, attempt=attempt, url=f"{lease.task.url}?page={page}",
-            status=200, page=page,
-        )  # fmt: skip
+            actor=name,
+            task_id=task_id,
+            attempt=attempt,
+            url=f"{lease.task.url}?page={page}",
+            status=200,
+            page=page,
+        )
         if page < pages:
             saved = CheckpointSaved(
-                actor=name, task_id=task_id, attempt=attempt, cursor=Cursor(page=page),
+                actor=name,
+                task_id=task_id,
+                attempt=attempt,
+                cursor=Cursor(page=page),
                 counts=Counts(pages=page),
-            )  # fmt: skip
+            )
             await queue.checkpoint(lease, saved, before=[fetched])
             await on_step("checkpointed", f"{task_id} {page}")
         else:
@@ -113,9 +120,11 @@ async def run_worker(
 
 def claimed_event(worker: str, lease: Lease) -> TaskClaimed:
     return TaskClaimed(
-        actor=worker, task_id=lease.task.task_id, attempt=lease.task.attempt,
+        actor=worker,
+        task_id=lease.task.task_id,
+        attempt=lease.task.attempt,
         deliveries=lease.deliveries,
-    )  # fmt: skip
+    )
 
 
 def recovery(worker: str, lease: Lease) -> tuple[Lease, TaskReclaimed, Task]:
@@ -126,9 +135,12 @@ def recovery(worker: str, lease: Lease) -> tuple[Lease, TaskReclaimed, Task]:
         lease.task, recoveries=lease.recoveries, owners=(*lease.task.owners, owner)
     )
     event = TaskReclaimed(
-        actor=worker, task_id=lease.task.task_id, attempt=lease.task.attempt,
-        previous_owner=owner, deliveries=lease.deliveries,
-    )  # fmt: skip
+        actor=worker,
+        task_id=lease.task.task_id,
+        attempt=lease.task.attempt,
+        previous_owner=owner,
+        deliveries=lease.deliveries,
+    )
     return lease, event, moved
 
 

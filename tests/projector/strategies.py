@@ -66,9 +66,13 @@ def task_event(draw: st.DrawFn) -> AnyEvent:
         )
     if kind == 4:
         return PageFetched(
-            **common, attempt=1, url="u", status=200, page=draw(st.integers(0, 5)),
+            **common,
+            attempt=1,
+            url="u",
+            status=200,
+            page=draw(st.integers(0, 5)),
             bytes=draw(st.integers(0, 1000)),
-        )  # fmt: skip
+        )
     if kind == 5:
         return ItemScraped(**common, key=draw(st.sampled_from(["k1", "k2", "k3"])))
     if kind == 6:
@@ -92,9 +96,11 @@ def task_event(draw: st.DrawFn) -> AnyEvent:
     if kind == 15:
         return TaskReleased(**common, attempt=draw(attempts))
     return ActionResolved(
-        **common, action_id=draw(st.sampled_from(["a1", "a2"])),
-        decision=draw(st.sampled_from(["done", "redo"])), reason=draw(reasons),
-    )  # fmt: skip
+        **common,
+        action_id=draw(st.sampled_from(["a1", "a2"])),
+        decision=draw(st.sampled_from(["done", "redo"])),
+        reason=draw(reasons),
+    )
 
 
 @st.composite

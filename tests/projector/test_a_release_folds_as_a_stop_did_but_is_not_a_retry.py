@@ -95,10 +95,14 @@ def as_old_log(log: list[LogEntry]) -> list[LogEntry]:
         event = entry.event
         if isinstance(event, TaskReleased):
             event = RetryScheduled(
-                actor=event.actor, at=event.at, event_id=event.event_id,
-                task_id=event.task_id, attempt=event.attempt - 1, delay_s=0.0,
+                actor=event.actor,
+                at=event.at,
+                event_id=event.event_id,
+                task_id=event.task_id,
+                attempt=event.attempt - 1,
+                delay_s=0.0,
                 reason=event.reason,
-            )  # fmt: skip
+            )
         entries.append(LogEntry(entry.stream_id, event, encode(event)))
     return entries
 

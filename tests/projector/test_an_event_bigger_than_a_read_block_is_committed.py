@@ -58,9 +58,16 @@ async def test_a_commit_that_fails_stops_the_projector_with_its_error(
     archive.mkdir(parents=True)
     (archive / segment_name(entry.stream_id, entry.stream_id)).mkdir()
     command = [
-        sys.executable, "-m", "crawler.cli", "project", "--job", job, "--once",
-        "--data-dir", str(tmp_path),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "crawler.cli",
+        "project",
+        "--job",
+        job,
+        "--once",
+        "--data-dir",
+        str(tmp_path),
+    ]
     with anyio.fail_after(60):
         ran = await anyio.run_process(
             command, env={**os.environ, "REDIS_URL": valkey_url}, check=False

@@ -42,8 +42,10 @@ def test_every_event_is_one_row_with_its_fields_in_typed_columns(log: list[LogEn
     for entry, row in zip(log, rows, strict=True):
         event = entry.event
         assert (row["stream_id"], row["event_id"], row["actor"]) == (
-            entry.stream_id, event.event_id, event.actor,
-        )  # fmt: skip
+            entry.stream_id,
+            event.event_id,
+            event.actor,
+        )
         assert row["task_id"] == getattr(event, "task_id", None)
         assert row["attempt"] == getattr(event, "attempt", None)
         assert row["payload"] == entry.payload

@@ -16,27 +16,37 @@ def _outcomes(events: list[object]) -> list[tuple[str, str, int, int]]:
 
 def test_a_lease_taken_over_after_a_checkpoint_cut_short_the_next_page() -> None:
     events = [
-        enqueued(), TaskClaimed(actor="w1", task_id="t1", attempt=1), page(1),
+        enqueued(),
+        TaskClaimed(actor="w1", task_id="t1", attempt=1),
+        page(1),
         CheckpointSaved(actor="w1", task_id="t1", attempt=1, cursor=Cursor(page=1)),
         TaskReclaimed(actor="w2", task_id="t1", attempt=1, previous_owner="w1", deliveries=2),
-        TaskClaimed(actor="w2", task_id="t1", attempt=1), page(2, "w2"),
-    ]  # fmt: skip
+        TaskClaimed(actor="w2", task_id="t1", attempt=1),
+        page(2, "w2"),
+    ]
     assert _outcomes(events) == [
-        ("fetched", "w1", 1, 1), ("interrupted", "w1", 1, 2), ("fetched", "w2", 1, 2),
-    ]  # fmt: skip
+        ("fetched", "w1", 1, 1),
+        ("interrupted", "w1", 1, 2),
+        ("fetched", "w2", 1, 2),
+    ]
 
 
 def test_a_restart_taking_back_twice_shows_both_cut_short_deliveries() -> None:
     events = [enqueued(), TaskClaimed(actor="w1", task_id="t1", attempt=1, deliveries=3), page(1)]
     assert _outcomes(events) == [
-        ("interrupted", "w1", 1, 1), ("interrupted", "w1", 1, 1), ("fetched", "w1", 1, 1),
-    ]  # fmt: skip
+        ("interrupted", "w1", 1, 1),
+        ("interrupted", "w1", 1, 1),
+        ("fetched", "w1", 1, 1),
+    ]
 
 
 def test_a_retry_starts_a_new_entry_and_cuts_nothing_short() -> None:
     events = [
-        enqueued(), TaskClaimed(actor="w1", task_id="t1", attempt=1), page(1),
+        enqueued(),
+        TaskClaimed(actor="w1", task_id="t1", attempt=1),
+        page(1),
         RetryScheduled(actor="w1", task_id="t1", attempt=1, delay_s=1.0, reason="HTTP 500"),
-        TaskClaimed(actor="w2", task_id="t1", attempt=2), page(1, "w2"),
-    ]  # fmt: skip
+        TaskClaimed(actor="w2", task_id="t1", attempt=2),
+        page(1, "w2"),
+    ]
     assert [o for o, *_ in _outcomes(events)] == ["fetched", "fetched"]

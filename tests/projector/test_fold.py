@@ -71,8 +71,11 @@ def test_an_operator_retry_is_the_way_out_of_a_terminal_state() -> None:
     state = state_of(enqueued(), claimed(), done(), retry)
     task = state.tasks["t1"]
     assert (task.status, task.attempt, task.last_actor, task.last_reason) == (
-        "pending", 2, "alice", "site fixed",
-    )  # fmt: skip
+        "pending",
+        2,
+        "alice",
+        "site fixed",
+    )
 
 
 def test_a_paused_task_is_left_only_by_resumed() -> None:

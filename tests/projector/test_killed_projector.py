@@ -21,10 +21,21 @@ def test_projector_killed_at_random_ends_identical_to_a_fold_of_the_log() -> Non
     # The tool starts its own server: REDIS_URL must not leak in.
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "chaos_projector.py"), "--rounds", "4",
-         "--events", "8000", "--seed", "7"],
-        env=env, capture_output=True, text=True, timeout=110,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "tools" / "chaos_projector.py"),
+            "--rounds",
+            "4",
+            "--events",
+            "8000",
+            "--seed",
+            "7",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
     assert result.stdout.strip(), result.stderr
     figures = json.loads(result.stdout.strip().splitlines()[-1])
     context = result.stdout[-3000:] + result.stderr[-3000:]

@@ -55,8 +55,9 @@ def test_differences_are_listed_up_to_a_limit() -> None:
     a, b = fold([]), fold([])
     a.job.pages, a.job.items, a.job.bytes = 1, 2, 3
     assert differences(a, b, limit=2) == [
-        "state.job.bytes: live=3 replay=0", "state.job.items: live=2 replay=0",
-    ]  # fmt: skip
+        "state.job.bytes: live=3 replay=0",
+        "state.job.items: live=2 replay=0",
+    ]
     assert msgspec.json.encode(differences(a, a)) == b"[]"
 
 

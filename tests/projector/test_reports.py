@@ -86,10 +86,17 @@ def page(
 ) -> PageFetched:
     site = A if task in ("t1", "t2", "t6", "t7") else B
     return PageFetched(
-        actor=worker, task_id=task, attempt=attempt, url=f"{site}/{task}?page={n}",
-        status=status, bytes=100 * n if status == 200 else 0, elapsed_ms=elapsed_ms, page=n,
-        error=error, at=at,
-    )  # fmt: skip
+        actor=worker,
+        task_id=task,
+        attempt=attempt,
+        url=f"{site}/{task}?page={n}",
+        status=status,
+        bytes=100 * n if status == 200 else 0,
+        elapsed_ms=elapsed_ms,
+        page=n,
+        error=error,
+        at=at,
+    )
 
 
 def item(task: str, key: str, worker: str, at: float) -> ItemScraped:
@@ -193,8 +200,13 @@ async def test_totals_and_sites(report: Report) -> None:
     events = len(scenario())
     assert (report.events, report.totals.events) == (events, events)
     assert report.totals.by_status == {
-        "pending": 1, "running": 1, "paused": 0, "done": 3, "failed": 1, "aborted": 1,
-    }  # fmt: skip
+        "pending": 1,
+        "running": 1,
+        "paused": 0,
+        "done": 3,
+        "failed": 1,
+        "aborted": 1,
+    }
     assert report.totals.tasks == 7
     # t2's and t3's second fetches retry a page that failed: no refetch of a page they had.
     assert (report.totals.pages, report.totals.refetches) == (8, 0)
@@ -202,12 +214,20 @@ async def test_totals_and_sites(report: Report) -> None:
     assert report.totals.bytes == 100 + 200 + 100 + 100 + 100
     site_a, site_b = report.sites
     assert (site_a.site, site_a.done, site_a.total, site_a.pages, site_a.failures) == (
-        A, 2, 4, 4, 1,
-    )  # fmt: skip
+        A,
+        2,
+        4,
+        4,
+        1,
+    )
     assert (site_a.circuit, site_a.circuit_reason, site_a.paused) == ("open", "5 failures", False)
     assert (site_b.site, site_b.done, site_b.total, site_b.pages, site_b.failures) == (
-        B, 1, 3, 4, 1,
-    )  # fmt: skip
+        B,
+        1,
+        3,
+        4,
+        1,
+    )
     assert (site_b.paused, site_b.paused_reason) == (True, "maintenance")
     assert site_b.by_status["running"] == 1
 
@@ -230,22 +250,26 @@ async def test_failures_and_retries(report: Report) -> None:
     f = report.failures
     assert f.tasks == 2
     assert f.task_reasons == [
-        ReasonCount(reason="recovery limit", count=1), ReasonCount(reason="timeout", count=1),
-    ]  # fmt: skip
+        ReasonCount(reason="recovery limit", count=1),
+        ReasonCount(reason="timeout", count=1),
+    ]
     assert f.pages == 3
     assert f.page_errors == [
-        ReasonCount(reason="timeout", count=2), ReasonCount(reason="http 500", count=1),
-    ]  # fmt: skip
+        ReasonCount(reason="timeout", count=2),
+        ReasonCount(reason="http 500", count=1),
+    ]
     assert f.http_statuses == [
-        StatusCount(status=0, pages=2), StatusCount(status=200, pages=5),
+        StatusCount(status=0, pages=2),
+        StatusCount(status=200, pages=5),
         StatusCount(status=500, pages=1),
-    ]  # fmt: skip
+    ]
     r = report.retries
     assert (r.total, r.peak) == (4, 2)
     assert r.distribution == [
-        RetryCount(retries=0, tasks=4), RetryCount(retries=1, tasks=2),
+        RetryCount(retries=0, tasks=4),
+        RetryCount(retries=1, tasks=2),
         RetryCount(retries=2, tasks=1),
-    ]  # fmt: skip
+    ]
 
 
 async def test_recoveries_stuck_tasks_and_anomalies(report: Report) -> None:
@@ -302,9 +326,14 @@ async def test_the_views_count_fetches_with_duplicates_and_items_once(store: Sto
         "SELECT " + ", ".join(f"(SELECT count(*) FROM {view})" for view in VIEWS),
     ).rows[0]
     assert dict(zip(VIEWS, counts, strict=True)) == {
-        "events": len(scenario()), "pages": 8, "items": 3, "tasks": 7, "sites": 2,
-        "anomalies": 1, "job": 1,
-    }  # fmt: skip
+        "events": len(scenario()),
+        "pages": 8,
+        "items": 3,
+        "tasks": 7,
+        "sites": 2,
+        "anomalies": 1,
+        "job": 1,
+    }
     first_k1 = query(store, "SELECT task_id, worker, data->>'by' FROM items WHERE key = 'k1'")
     assert first_k1.rows == [("t1", "w1", "t1")]
     sites = query(store, "SELECT DISTINCT task_id, site FROM pages WHERE task_id IN ('t2', 't3')")
@@ -348,8 +377,10 @@ async def test_exports_read_back_in_every_format(store: Store, tmp_path: Path) -
         assert {"url", "status", "bytes", "elapsed_ms", "worker", "attempt", "time"} <= set(rows[0])
     # Log order: t1's two pages come first, then t2's failed fetch by w1.
     assert [(r["task_id"], r["page"], r["worker"]) for r in from_json[:3]] == [
-        ("t1", 1, "w1"), ("t1", 2, "w1"), ("t2", 1, "w1"),
-    ]  # fmt: skip
+        ("t1", 1, "w1"),
+        ("t1", 2, "w1"),
+        ("t2", 1, "w1"),
+    ]
     assert [r["url"] for r in from_csv] == [r["url"] for r in from_json]
     assert [r["elapsed_ms"] for r in from_parquet] == [r["elapsed_ms"] for r in from_json]
     assert from_csv[2]["status"] == "500" and from_csv[2]["error"] == "http 500"

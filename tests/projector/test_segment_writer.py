@@ -94,8 +94,10 @@ async def test_a_projector_killed_while_its_writer_is_busy_leaves_no_writer_and_
         await log.append_many(events[start : start + 2_000])
     projector_process = subprocess.Popen(
         [sys.executable, "-c", PROJECTOR_SCRIPT, valkey_url, job, str(data_dir)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
     assert projector_process.stdout is not None
     try:
         line = projector_process.stdout.readline()

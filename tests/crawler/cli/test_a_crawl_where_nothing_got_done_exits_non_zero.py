@@ -43,9 +43,20 @@ async def test_a_crawl_whose_only_task_failed(
     async with serve_testsite(pages=20, seed=1) as site:
         flag = ["--fail-on", fail_on] if fail_on else []
         result = await crawl(
-            valkey_url, site.url + "/item/1", "--job", job, "--spider", FLAKY, "--depth", "0",
-            "--workers", "1", "--data-dir", str(tmp_path / "data"), *flag,
-        )  # fmt: skip
+            valkey_url,
+            site.url + "/item/1",
+            "--job",
+            job,
+            "--spider",
+            FLAKY,
+            "--depth",
+            "0",
+            "--workers",
+            "1",
+            "--data-dir",
+            str(tmp_path / "data"),
+            *flag,
+        )
     assert result.returncode == code, result
     assert f"finished {job}" in result.stdout and "1 failed" in result.stdout
     if code:
@@ -62,10 +73,21 @@ async def test_a_crawl_with_some_failed_tasks(
     async with serve_testsite(pages=20, seed=1) as site:
         flag = ["--fail-on", fail_on] if fail_on else []
         result = await crawl(
-            valkey_url, site.url + "/", site.url + "/item/1", "--job", job, "--spider", FLAKY,
-            "--depth", "0",
-            "--workers", "1", "--data-dir", str(tmp_path / "data"), *flag,
-        )  # fmt: skip
+            valkey_url,
+            site.url + "/",
+            site.url + "/item/1",
+            "--job",
+            job,
+            "--spider",
+            FLAKY,
+            "--depth",
+            "0",
+            "--workers",
+            "1",
+            "--data-dir",
+            str(tmp_path / "data"),
+            *flag,
+        )
     assert result.returncode == code, result
     assert f"finished {job}" in result.stdout and "1 done, 1 failed" in result.stdout
     if code:
@@ -75,9 +97,16 @@ async def test_a_crawl_with_some_failed_tasks(
 
 def test_an_aborted_task_fails_the_crawl_unless_told_otherwise() -> None:
     summary = CrawlSummary(
-        job="j", complete=True, tasks={"done": 9, "aborted": 1}, pages=10, refetches=3,
-        items=9, duplicate_items=0, anomalies=0, seconds=1.0,
-    )  # fmt: skip
+        job="j",
+        complete=True,
+        tasks={"done": 9, "aborted": 1},
+        pages=10,
+        refetches=3,
+        items=9,
+        duplicate_items=0,
+        anomalies=0,
+        seconds=1.0,
+    )
     assert failure(summary, "aborted") == (
         "1 task(s) aborted: recovered too often (each killed its workers)"
     )

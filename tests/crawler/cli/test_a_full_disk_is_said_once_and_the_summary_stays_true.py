@@ -38,8 +38,10 @@ def tiny_disk(mount_point: Path) -> Iterator[Path]:
     mount_point.mkdir()
     made = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={DISK_MIB}m", "tmpfs", str(mount_point)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if made.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs to fill (needs root): {made.stderr.strip()}")
     try:

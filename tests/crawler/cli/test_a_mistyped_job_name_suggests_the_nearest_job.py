@@ -50,8 +50,14 @@ async def test_a_mistyped_job_gets_the_nearest_names(
 ) -> None:
     typo = job[:-1] + ("x" if job[-1] != "x" else "y")  # one letter off
     result = crawlog(
-        command[0], "--job", typo, "--data-dir", str(data_dir), *command[1:],
-        cwd=tmp_path, env=clean_env(REDIS_URL=valkey_url),
-    )  # fmt: skip
+        command[0],
+        "--job",
+        typo,
+        "--data-dir",
+        str(data_dir),
+        *command[1:],
+        cwd=tmp_path,
+        env=clean_env(REDIS_URL=valkey_url),
+    )
     line = one_line_error(result, repr(typo), f"did you mean {job!r}", "`crawlog jobs`")
     assert "projector running" not in line

@@ -22,9 +22,17 @@ async def test_a_changed_delay_is_named_as_the_option_with_both_values(
     await save_config(redis_client, JobKeys(job), JobConfig(seeds=(SEED,)))
 
     result = crawlog(
-        "crawl", SEED, "--job", job, "--delay", "1.5", "--per-host", "4",
-        cwd=tmp_path, env=clean_env(REDIS_URL=valkey_url),
-    )  # fmt: skip
+        "crawl",
+        SEED,
+        "--job",
+        job,
+        "--delay",
+        "1.5",
+        "--per-host",
+        "4",
+        cwd=tmp_path,
+        env=clean_env(REDIS_URL=valkey_url),
+    )
 
     assert result.returncode == 2, result
     lines = result.stderr.splitlines()
@@ -42,9 +50,16 @@ async def test_flags_and_seconds_read_as_the_options_do(
     await save_config(redis_client, JobKeys(job), JobConfig(seeds=(SEED,)))
 
     result = crawlog(
-        "crawl", SEED, "--job", job, "--ignore-robots", "--lease", "12.5",
-        cwd=tmp_path, env=clean_env(REDIS_URL=valkey_url),
-    )  # fmt: skip
+        "crawl",
+        SEED,
+        "--job",
+        job,
+        "--ignore-robots",
+        "--lease",
+        "12.5",
+        cwd=tmp_path,
+        env=clean_env(REDIS_URL=valkey_url),
+    )
 
     assert result.returncode == 2, result
     assert "--ignore-robots: off in the job, on asked" in result.stderr

@@ -49,9 +49,20 @@ async def crawl_site(
     """A one-page crawl of the test site with ``--spider spider``, run from ``cwd``."""
     async with serve_testsite(pages=20, seed=4) as site:
         command = [
-            *crawlog_argv, "crawl", site.url + "/", "--spider", spider, "--depth", "0",
-            "--workers", "1", "--data-dir", str(cwd / "data"), "--job", job,
-        ]  # fmt: skip
+            *crawlog_argv,
+            "crawl",
+            site.url + "/",
+            "--spider",
+            spider,
+            "--depth",
+            "0",
+            "--workers",
+            "1",
+            "--data-dir",
+            str(cwd / "data"),
+            "--job",
+            job,
+        ]
         with anyio.fail_after(CLI_TIMEOUT_S):
             result = await anyio.run_process(
                 command, cwd=cwd, env=clean_env(REDIS_URL=valkey_url), check=False
@@ -88,9 +99,12 @@ async def test_the_crawlog_script_imports_a_spider_module_from_the_working_direc
 def test_a_module_not_found_says_where_crawlog_looked(tmp_path: Path) -> None:
     result = crawlog("crawl", SEED, "--spider", "listing:Listing", cwd=tmp_path)
     one_line_error(
-        result, "No module named 'listing'", f"working directory ({tmp_path})", "PYTHONPATH",
+        result,
+        "No module named 'listing'",
+        f"working directory ({tmp_path})",
+        "PYTHONPATH",
         "--spider path/to/listing.py:Listing",
-    )  # fmt: skip
+    )
 
 
 def test_a_module_the_spider_imports_is_named_as_not_installed(tmp_path: Path) -> None:

@@ -24,9 +24,16 @@ async def test_start_urls_are_crawled_when_no_seed_is_given(
     async with serve_testsite(pages=20, seed=3) as site:
         env = clean_env(REDIS_URL=valkey_url, **{START_URL_ENV: site.url + START_PATH})
         command = [
-            "crawl", "--spider", "tests.crawler.spiders:StartUrlsSpider", "--job", job,
-            "--workers", "1", "--data-dir", str(data_dir),
-        ]  # fmt: skip
+            "crawl",
+            "--spider",
+            "tests.crawler.spiders:StartUrlsSpider",
+            "--job",
+            job,
+            "--workers",
+            "1",
+            "--data-dir",
+            str(data_dir),
+        ]
         with anyio.fail_after(CLI_TIMEOUT_S):
             result = await anyio.to_thread.run_sync(lambda: crawlog(*command, cwd=ROOT, env=env))
         counts = site.fetch_counts()

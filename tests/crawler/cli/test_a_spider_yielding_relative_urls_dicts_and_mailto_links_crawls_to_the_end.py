@@ -32,16 +32,19 @@ async def test_relative_follows_next_pages_and_dicts_are_crawled_and_every_drop_
         listings = [sitemap.listing_path(0, p) for p in range(1, sitemap.listing_pages(0) + 1)]
         items = [f"/item/{n}" for n in sitemap.category_items(0)]
         await start_job(
-            [site.url + listings[0]], spider="tests.crawler.spiders:ScrapyHabitSpider",
-            scope="host", max_depth=1,
-        )  # fmt: skip
+            [site.url + listings[0]],
+            spider="tests.crawler.spiders:ScrapyHabitSpider",
+            scope="host",
+            max_depth=1,
+        )
         with anyio.fail_after(90):
             worker = await worker_process("w1", "--exit-when-done")
             assert await worker.wait() == 0
             await run_projector(valkey_url, job, data_dir)
             report = await crawlog(valkey_url, data_dir, "report", "--job", job)
-            history = await crawlog(valkey_url, data_dir, "history", "--job", job,
-                                    site.url + items[0])  # fmt: skip
+            history = await crawlog(
+                valkey_url, data_dir, "history", "--job", job, site.url + items[0]
+            )
             await replay_verify(valkey_url, job, data_dir)
         requested = {request.path for request in site.requests}
 
@@ -65,8 +68,10 @@ async def test_relative_follows_next_pages_and_dicts_are_crawled_and_every_drop_
     # mailto: and javascript: on every listing page; "/" (depth 2) and another host on
     # every item page.
     expected = {
-        "not http(s)": 2 * len(listings), "out of scope": len(items), "too deep": len(items),
-    }  # fmt: skip
+        "not http(s)": 2 * len(listings),
+        "out of scope": len(items),
+        "too deep": len(items),
+    }
     assert dropped == expected
     assert report.returncode == 0, report.stderr
     total = sum(expected.values())

@@ -145,13 +145,19 @@ async def test_export_to_files_and_stdout(data_dir: Path, job: str, tmp_path: Pa
     jsonl = ok(crawlog(*base, "--what", "pages", "--format", "jsonl", "-"))
     assert jsonl == (tmp_path / "pages.jsonl").read_text()
     assert [json.loads(line)["elapsed_ms"] for line in jsonl.splitlines()] == [
-        10.0, 20.0, 30.0, 40.0, 50.0,
-    ]  # fmt: skip
+        10.0,
+        20.0,
+        30.0,
+        40.0,
+        50.0,
+    ]
     items = ok(crawlog(*base, "--what", "items", "--format", "csv", "-"))
     rows = list(csv.DictReader(io.StringIO(items)))
     assert [(r["key"], r["task_id"]) for r in rows] == [
-        ("shared", "t0"), ("item-2", "t2"), ("item-3", "t3"),
-    ]  # fmt: skip
+        ("shared", "t0"),
+        ("item-2", "t2"),
+        ("item-3", "t3"),
+    ]
     refused = crawlog(*base, "--what", "items", "--format", "parquet", "-")
     assert_one_line_error(refused, "Parquet is binary")
 

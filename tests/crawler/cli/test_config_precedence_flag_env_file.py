@@ -43,8 +43,9 @@ def test_each_value_comes_from_the_strongest_source_and_config_says_which(
     assert found["scope.mode"]["value"] == "host"
     assert found["scope.mode"]["source"] == "crawlog.toml"
     assert (found["politeness.delay"]["value"], found["politeness.delay"]["source"]) == (
-        0.75, "env CRAWLOG_DELAY",
-    )  # fmt: skip
+        0.75,
+        "env CRAWLOG_DELAY",
+    )
     assert found["job.concurrency"]["value"] == 4
     assert found["job.concurrency"]["source"] == "flag --concurrency"
     assert found["politeness.per_host"]["source"] == "crawlog.toml"

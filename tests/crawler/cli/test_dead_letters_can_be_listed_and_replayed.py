@@ -34,16 +34,21 @@ async def test_a_dead_task_that_decodes_is_replayed_once_and_one_that_does_not_i
     assert await queue.claim(10) == [] and queue.poisoned == 1
     # And one an older version could not read but this one can (what replay is for).
     task = Task(task_id="t-later", url="http://127.0.0.1:8765/later", site="http://127.0.0.1:8765")
-    readable = PoisonEntry(keys.tasks(LANE_NORMAL), "1-1", "unknown field (old worker)",
-                           {b"t": msgspec.msgpack.encode(task)})  # fmt: skip
+    readable = PoisonEntry(
+        keys.tasks(LANE_NORMAL),
+        "1-1",
+        "unknown field (old worker)",
+        {b"t": msgspec.msgpack.encode(task)},
+    )
     await log.dead_letter(readable)
     with anyio.fail_after(60):
         listed = await crawlog(valkey_url, data_dir, "dead", "list", "--job", job, "--json")
         assert listed.returncode == 0, listed.stderr
         letters = listed.json()
         assert [d["reason"].split(":")[0] for d in letters] == [
-            "task does not decode", "unknown field (old worker)"
-        ]  # fmt: skip
+            "task does not decode",
+            "unknown field (old worker)",
+        ]
         bad, good = (d["dead_id"] for d in letters)
         text = await crawlog(valkey_url, data_dir, "dead", "list", "--job", job)
         assert "tasks:1" in text.stdout and "(2 dead letters;" in text.stdout

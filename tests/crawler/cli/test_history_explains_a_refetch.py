@@ -38,24 +38,44 @@ async def test_history_of_a_url_fetched_twice_shows_the_failed_fetch_and_the_ret
             # Archive the whole log and trim Redis down to the committed position.
             await run_projector(valkey_url, job, data_dir, "--keep-tail", "0")
             assert await redis_client.xlen(JobKeys(job).events) == 1
-            retry = await crawlog(valkey_url, data_dir, "retry", "--job", job, seed,
-                                  "--reason", "flaky upstream", "--by", "erin")  # fmt: skip
+            retry = await crawlog(
+                valkey_url,
+                data_dir,
+                "retry",
+                "--job",
+                job,
+                seed,
+                "--reason",
+                "flaky upstream",
+                "--by",
+                "erin",
+            )
             assert retry.returncode == 0, retry.stderr
             assert await (await worker_process("w2", "--exit-when-done")).wait() == 0
             # Given as the user would paste it: another spelling of the same URL.
             shown = await crawlog(valkey_url, data_dir, "history", "--job", job, seed + "#top")
-            as_json = await crawlog(valkey_url, data_dir, "history", "--job", job,
-                                    fingerprint(seed), "--json")  # fmt: skip
+            as_json = await crawlog(
+                valkey_url, data_dir, "history", "--job", job, fingerprint(seed), "--json"
+            )
     assert shown.returncode == 0, shown.stderr
     text = shown.stdout
     assert f"task {fingerprint(seed)}  {seed}" in text
-    assert "now done at attempt 2; 2 fetch attempt(s): attempt 1 page 1 by w1: HTTP 500, " \
-           "attempt 2 page 1 by w2: HTTP 200" in text  # fmt: skip
+    assert (
+        "now done at attempt 2; 2 fetch attempt(s): attempt 1 page 1 by w1: HTTP 500, "
+        "attempt 2 page 1 by w2: HTTP 200" in text
+    )
     assert "no fetch recorded" not in text
     lines = [line for line in text.splitlines() if "task." in line]
     whats = [line.split()[4] for line in lines]
-    assert whats[:7] == ["task.enqueued", "task.claimed", "task.page", "task.failed",
-                         "task.retried", "task.claimed", "task.page"]  # fmt: skip
+    assert whats[:7] == [
+        "task.enqueued",
+        "task.claimed",
+        "task.page",
+        "task.failed",
+        "task.retried",
+        "task.claimed",
+        "task.page",
+    ]
     retried = next(line for line in lines if "task.retried" in line)
     assert "erin" in retried and "flaky upstream" in retried
     failed = next(line for line in lines if "task.failed" in line)
@@ -74,7 +94,8 @@ async def test_history_of_a_url_never_enqueued_says_so_and_exits_1(
 ) -> None:
     await start_job(["http://127.0.0.1:8765/"])
     with anyio.fail_after(30):
-        ran = await crawlog(valkey_url, data_dir, "history", "--job", job,
-                            "http://127.0.0.1:8765/never/linked")  # fmt: skip
+        ran = await crawlog(
+            valkey_url, data_dir, "history", "--job", job, "http://127.0.0.1:8765/never/linked"
+        )
     assert ran.returncode == 1, ran.stderr
     assert "it was never enqueued" in ran.stdout

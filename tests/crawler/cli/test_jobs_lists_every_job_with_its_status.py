@@ -25,11 +25,13 @@ SITE = "http://site.test"
 
 async def projected_done_job(redis: aioredis.Redis, job: str, data_dir: Path) -> None:
     """A job of one task, ended done, with its log projected into ``data_dir``."""
-    await EventLog(redis, job).append_many([
-        TaskEnqueued(actor="seed", task_id="t1", url=f"{SITE}/1", site=SITE),
-        TaskClaimed(actor="w1", task_id="t1", attempt=1),
-        TaskDone(actor="w1", task_id="t1", attempt=1),
-    ])  # fmt: skip
+    await EventLog(redis, job).append_many(
+        [
+            TaskEnqueued(actor="seed", task_id="t1", url=f"{SITE}/1", site=SITE),
+            TaskClaimed(actor="w1", task_id="t1", attempt=1),
+            TaskDone(actor="w1", task_id="t1", attempt=1),
+        ]
+    )
     async with Projector(redis, job, data_dir) as projector:
         await projector.catch_up()
 

@@ -43,18 +43,22 @@ async def test_an_unreachable_server_is_one_line_and_exit_2(data_dir: Path) -> N
 
 
 HELPED = [
-    ["pause"], ["resume"], ["retry"], ["dead"], ["dead", "list"], ["dead", "replay"],
-    ["history"], ["workers"],
-]  # fmt: skip
+    ["pause"],
+    ["resume"],
+    ["retry"],
+    ["dead"],
+    ["dead", "list"],
+    ["dead", "replay"],
+    ["history"],
+    ["workers"],
+]
 
 
 @pytest.mark.parametrize("command", HELPED, ids=" ".join)
 async def test_every_operator_command_has_help_with_an_example(command: list[str]) -> None:
     env = {**os.environ}
     with anyio.fail_after(30):
-        ran = await anyio.run_process(
-            crawlog_command(*command, "--help"), env=env, cwd=ROOT
-        )
+        ran = await anyio.run_process(crawlog_command(*command, "--help"), env=env, cwd=ROOT)
     assert "Example" in ran.stdout.decode() and f"crawlog {command[0]}" in ran.stdout.decode()
 
 

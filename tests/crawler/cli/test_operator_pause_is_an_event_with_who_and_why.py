@@ -62,9 +62,11 @@ async def test_pausing_and_resuming_a_site_and_the_job_appends_who_and_why_once(
         assert unknown.returncode == 2 and "no site 'elsewhere.example'" in unknown.stderr
     said = [(type(e), e.actor, e.reason) for e in await control_events(log)]
     assert said == [
-        (SitePaused, "bob", "429s"), (SiteResumed, "bob", "ok"),
-        (JobPaused, "carol", "deploy"), (JobResumed, "carol", "deployed"),
-    ]  # fmt: skip
+        (SitePaused, "bob", "429s"),
+        (SiteResumed, "bob", "ok"),
+        (JobPaused, "carol", "deploy"),
+        (JobResumed, "carol", "deployed"),
+    ]
 
 
 async def test_a_task_paused_from_the_command_line_waits_parked_until_resumed(

@@ -29,11 +29,17 @@ def crawl() -> list[AnyEvent]:
             TaskEnqueued(actor="seed", task_id=task, url=url, site=SITE),
             TaskClaimed(actor="w1", task_id=task, attempt=1),
             PageFetched(
-                actor="w1", task_id=task, attempt=1, url=url, status=200, bytes=10,
-                elapsed_ms=1.0, page=1,
+                actor="w1",
+                task_id=task,
+                attempt=1,
+                url=url,
+                status=200,
+                bytes=10,
+                elapsed_ms=1.0,
+                page=1,
             ),
             TaskDone(actor="w1", task_id=task, attempt=1),
-        ]  # fmt: skip
+        ]
     return events
 
 

@@ -39,7 +39,10 @@ def _crawl_log() -> list[AnyEvent]:
     a, b = "http://a", "http://b"
     retry = RetryScheduled(actor="w1", task_id="a2", attempt=1, delay_s=1.0, reason="HTTP 503")
     return [
-        _enqueued("a1", a), _enqueued("a2", a), _enqueued("a3", a), _enqueued("b1", b),
+        _enqueued("a1", a),
+        _enqueued("a2", a),
+        _enqueued("a3", a),
+        _enqueued("b1", b),
         TaskClaimed(actor="w1", task_id="a1", attempt=1),
         TaskDone(actor="w1", task_id="a1", attempt=1),
         TaskClaimed(actor="w1", task_id="a2", attempt=1),
@@ -51,7 +54,7 @@ def _crawl_log() -> list[AnyEvent]:
         TaskFailed(actor="w1", task_id="b1", attempt=1, reason="HTTP 404"),
         # Refused by the fold (a1 is done): not a retry of anything.
         RetryScheduled(actor="w9", task_id="a1", attempt=1, delay_s=1.0, reason="zombie"),
-    ]  # fmt: skip
+    ]
 
 
 def test_a_snapshot_counts_each_site_as_the_fold_does_with_retries_and_recoveries() -> None:
@@ -60,12 +63,22 @@ def test_a_snapshot_counts_each_site_as_the_fold_does_with_retries_and_recoverie
     snapshot = tracker.snapshot(at=5.0)
     a, b = snapshot.sites
     assert (a.site, a.discovered, a.done, a.failed, a.pending, a.running) == (
-        "http://a", 3, 1, 0, 2, 0,
-    )  # fmt: skip
+        "http://a",
+        3,
+        1,
+        0,
+        2,
+        0,
+    )
     assert (a.retries, a.recoveries) == (1, 0)
     assert (b.site, b.discovered, b.done, b.failed, b.retries, b.recoveries) == (
-        "http://b", 1, 0, 1, 0, 1,
-    )  # fmt: skip
+        "http://b",
+        1,
+        0,
+        1,
+        0,
+        1,
+    )
     assert snapshot.total == sum_counts(snapshot.sites)
     assert (snapshot.total.site, snapshot.total.finished, snapshot.total.remaining) == (TOTAL, 2, 2)
     assert snapshot.position == f"1700000000000-{len(_crawl_log()) - 1}"

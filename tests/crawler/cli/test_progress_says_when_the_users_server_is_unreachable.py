@@ -31,9 +31,12 @@ async def test_progress_says_when_the_users_server_is_unreachable(tmp_path: Path
             output = tmp_path / "out"
             with output.open("wb") as out:
                 crawl = await anyio.open_process(
-                    command, env=clean_env(REDIS_URL=server.url), cwd=ROOT, stdout=out,
+                    command,
+                    env=clean_env(REDIS_URL=server.url),
+                    cwd=ROOT,
+                    stdout=out,
                     stderr=None,
-                )  # fmt: skip
+                )
             async with crawl:
                 with anyio.fail_after(60):
                     while site.request_count < 20:

@@ -34,9 +34,17 @@ async def test_a_failed_task_retried_by_an_operator_is_fetched_again_and_done_at
         with anyio.fail_after(60):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
             retried = await crawlog(
-                valkey_url, data_dir, "retry", "--job", job, task_id,
-                "--reason", "the server is fixed", "--by", "alice",
-            )  # fmt: skip
+                valkey_url,
+                data_dir,
+                "retry",
+                "--job",
+                job,
+                task_id,
+                "--reason",
+                "the server is fixed",
+                "--by",
+                "alice",
+            )
             assert retried.returncode == 0, retried.stderr
             assert "failed at attempt 1 -> attempt 2" in retried.stdout
             # Run twice: the task is pending now, not ended, so nothing is written again.

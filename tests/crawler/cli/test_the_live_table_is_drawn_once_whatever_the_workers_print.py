@@ -56,9 +56,14 @@ async def _crawl_on_a_terminal(
         with anyio.fail_after(90):
             async with anyio.create_task_group() as tg:
                 process = await anyio.open_process(
-                    command, env=env, cwd=ROOT, stdin=child, stdout=child, stderr=child,
+                    command,
+                    env=env,
+                    cwd=ROOT,
+                    stdin=child,
+                    stdout=child,
+                    stderr=child,
                     start_new_session=True,
-                )  # fmt: skip
+                )
                 group.append(process.pid)
                 tg.start_soon(anyio.to_thread.run_sync, read_all)
                 os.close(child)

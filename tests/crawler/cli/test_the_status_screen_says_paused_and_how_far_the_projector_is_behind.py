@@ -28,13 +28,18 @@ def _snapshot(
 ) -> Snapshot:
     sites = (
         SiteCounts(site=A, discovered=100, done=done, pending=100 - done),
-        SiteCounts(site=B, discovered=50, done=done // 2, pending=50 - done // 2,
-                   site_paused=b_paused),
-    )  # fmt: skip
+        SiteCounts(
+            site=B, discovered=50, done=done // 2, pending=50 - done // 2, site_paused=b_paused
+        ),
+    )
     return Snapshot(
-        at=at, position="1-0", sites=sites, total=sum_counts(sites),
-        job_paused=job_paused, job_paused_reason="night shift" if job_paused else "",
-    )  # fmt: skip
+        at=at,
+        position="1-0",
+        sites=sites,
+        total=sum_counts(sites),
+        job_paused=job_paused,
+        job_paused_reason="night shift" if job_paused else "",
+    )
 
 
 def _screen(report: Any) -> str:
@@ -86,8 +91,9 @@ async def test_status_of_a_job_paused_by_an_operator_shows_the_pause_and_the_pro
     await start_job([site.url + "/"])
     with anyio.fail_after(60):
         await run_projector(valkey_url, job, data_dir)
-        paused = await crawlog(valkey_url, data_dir, "pause", "--job", job,
-                               "--reason", "night shift", "--by", "ops")  # fmt: skip
+        paused = await crawlog(
+            valkey_url, data_dir, "pause", "--job", job, "--reason", "night shift", "--by", "ops"
+        )
         assert paused.returncode == 0, paused.stderr
         # Events the projector has not committed: the pause, and two more tasks.
         more = [
@@ -111,11 +117,15 @@ def test_job_and_site_pause_events_reach_the_snapshot() -> None:
     from tests.projector.strategies import as_entries
 
     tracker = Tracker()
-    tracker.fold(as_entries([
-        TaskEnqueued(actor="seed", task_id="t1", url=f"{A}/1", site=A),
-        SitePaused(actor="ops", site=A, reason="asked"),
-        JobPaused(actor="ops", reason="night shift"),
-    ]))  # fmt: skip
+    tracker.fold(
+        as_entries(
+            [
+                TaskEnqueued(actor="seed", task_id="t1", url=f"{A}/1", site=A),
+                SitePaused(actor="ops", site=A, reason="asked"),
+                JobPaused(actor="ops", reason="night shift"),
+            ]
+        )
+    )
     snapshot = tracker.snapshot(at=0.0)
     assert (snapshot.job_paused, snapshot.job_paused_reason) == (True, "night shift")
     assert snapshot.sites[0].site_paused

@@ -61,9 +61,12 @@ def total(samples: dict[Any, float], name: str) -> float:
 # Failures of several kinds (by reason), retries, and slow pages that hold their lease
 # across a renewal (every lease / 3 s).
 FAULTS = Faults(
-    error_500_rate=0.1, slow_rate=0.1, slow_s=1.5, redirect_loop=True,
+    error_500_rate=0.1,
+    slow_rate=0.1,
+    slow_s=1.5,
+    redirect_loop=True,
     robots_disallow="/private",
-)  # fmt: skip
+)
 
 
 @pytest.fixture

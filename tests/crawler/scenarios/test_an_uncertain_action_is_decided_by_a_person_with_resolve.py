@@ -69,23 +69,48 @@ async def test_resolve_done_completes_the_task_without_running_the_action_again(
             )
             # Resumed as it is, it would only pause again: resume says what to do instead.
             resumed = await crawlog(
-                valkey_url, data_dir, "resume", "--job", job, "--task", task_id,
-                "--reason", "go on",
-            )  # fmt: skip
+                valkey_url,
+                data_dir,
+                "resume",
+                "--job",
+                job,
+                "--task",
+                task_id,
+                "--reason",
+                "go on",
+            )
             assert resumed.returncode == 2
             assert "crawlog resolve" in resumed.stderr
             ran = await crawlog(
-                valkey_url, data_dir, "resolve", "--job", job, "--task", task_id, "--done",
-                "--reason", "the mail went out", "--by", "alice",
-            )  # fmt: skip
+                valkey_url,
+                data_dir,
+                "resolve",
+                "--job",
+                job,
+                "--task",
+                task_id,
+                "--done",
+                "--reason",
+                "the mail went out",
+                "--by",
+                "alice",
+            )
             assert ran.returncode == 0, ran.stderr
             assert f"resolved action notify of task {task_id} as done" in ran.stdout
             finisher = await worker_process("w1", "--exit-when-done", env=env)
             assert await finisher.wait() == 0
             again = await crawlog(
-                valkey_url, data_dir, "resolve", "--job", job, "--task", task_id, "--redo",
-                "--reason", "twice",
-            )  # fmt: skip
+                valkey_url,
+                data_dir,
+                "resolve",
+                "--job",
+                job,
+                "--task",
+                task_id,
+                "--redo",
+                "--reason",
+                "twice",
+            )
             await run_projector(valkey_url, job, data_dir)
     assert len(effects.read_text().splitlines()) == 1, "the action ran once"
     events = [e.event for e in await log.read_range()]
@@ -122,9 +147,17 @@ async def test_resolve_redo_runs_the_action_once_more(
                 tmp_path, site.url, start_job, worker_process, log
             )
             ran = await crawlog(
-                valkey_url, data_dir, "resolve", "--job", job, "--task", task_id, "--redo",
-                "--reason", "not in the outbox",
-            )  # fmt: skip
+                valkey_url,
+                data_dir,
+                "resolve",
+                "--job",
+                job,
+                "--task",
+                task_id,
+                "--redo",
+                "--reason",
+                "not in the outbox",
+            )
             assert ran.returncode == 0, ran.stderr
             finisher = await worker_process("w1", "--exit-when-done", env=env)
             assert await finisher.wait() == 0
@@ -144,9 +177,17 @@ async def test_resolve_refuses_a_task_with_no_uncertain_action(
 ) -> None:
     await start_job(["http://127.0.0.1:9/"])
     ran = await crawlog(
-        valkey_url, data_dir, "resolve", "--job", job, "--task", "http://127.0.0.1:9/",
-        "--done", "--reason", "why not",
-    )  # fmt: skip
+        valkey_url,
+        data_dir,
+        "resolve",
+        "--job",
+        job,
+        "--task",
+        "http://127.0.0.1:9/",
+        "--done",
+        "--reason",
+        "why not",
+    )
     assert ran.returncode == 2
     [line] = ran.stderr.strip().splitlines()
     assert "has no uncertain action to resolve" in line

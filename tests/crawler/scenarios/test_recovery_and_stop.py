@@ -29,9 +29,11 @@ async def test_a_task_that_kills_every_worker_is_aborted_after_the_recovery_limi
 ) -> None:
     async with serve_testsite(pages=10, seed=2) as site:
         await start_job(
-            [site.url + "/item/1"], spider="tests.crawler.spiders:DeadlySpider",
-            lease_ms=800, recovery_limit=2,
-        )  # fmt: skip
+            [site.url + "/item/1"],
+            spider="tests.crawler.spiders:DeadlySpider",
+            lease_ms=800,
+            recovery_limit=2,
+        )
         with anyio.fail_after(60):
             for n in range(1, 10):
                 code = await (await worker_process(f"w{n}", "--exit-when-done")).wait()
