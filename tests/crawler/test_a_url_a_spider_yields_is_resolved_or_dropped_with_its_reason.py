@@ -17,10 +17,9 @@ from crawler._urls import (
     DROP_REASONS,
     Dropped,
     canonical_url,
-    resolve_link,
     resolve_yielded,
 )
-from tests.crawler.test_urls import hrefs, http_urls
+from tests.crawler.test_urls import hrefs, http_urls, resolve_link
 
 PAGE = URL("http://shop.test/list/books?page=1")
 
