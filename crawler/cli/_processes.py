@@ -11,7 +11,8 @@ the same reason the projector (Arrow, DuckDB) starts only once a worker has writ
 log, or after :data:`PROJECTOR_WAITS_S`: nothing waits for it before then, since progress
 reads the stream's tail past the last commit. A crawl that ends or stops before the
 projector started runs it once (``project --once``), so the summary is still read from a
-commit of the whole log.
+commit of the whole log; one that stops it while it is still starting finds the stop
+waiting for it (it is started with SIGTERM blocked, and unblocks it once it listens).
 
 A stop (Ctrl-C, SIGTERM) goes in the same order: the workers first, until each has
 exited (its last events are in the log), then the projector, which reads to the log's
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 PROGRESS_EVERY_S = 1.0
 PROJECTOR_WAITS_S = 5.0
 """The longest the projector's start waits for the workers' first event."""
+_STOPS = {signal.SIGTERM, signal.SIGINT}
 STOP_GRACE_S = 15.0
 WAITING_SHOWN = 10
 """Tasks waiting for a person named by id in the crawl's last lines (then "...")."""
@@ -181,13 +183,19 @@ async def run_crawl(
 
             async def start_projector(*, once: bool = False) -> Process:
                 nonlocal projector
-                projector = await anyio.open_process(
-                    crawlog_command(
-                        "project", *common, *(("--once",) if once else ()),
-                        *_metrics_args(metrics, 0),
-                    ),
-                    env=env, stdout=None, stderr=output.fd, start_new_session=True,
-                )  # fmt: skip
+                command = crawlog_command(
+                    "project", *common, *(("--once",) if once else ()), *_metrics_args(metrics, 0)
+                )
+                # Started with SIGTERM blocked (a child inherits the mask): a stop that
+                # comes while it is still starting waits until it listens for it, instead
+                # of killing it before it could commit.
+                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set() if once else _STOPS)
+                try:
+                    projector = await anyio.open_process(
+                        command, env=env, stdout=None, stderr=output.fd, start_new_session=True
+                    )
+                finally:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 return projector
 
             async def start_projector_after_the_workers() -> None:
@@ -224,12 +232,8 @@ async def run_crawl(
                 await stop_processes(worker_processes)
                 if projector is not None:
                     await stop_processes([projector])
-                if not server_lost and (
-                    projector is None or projector.returncode == -signal.SIGTERM
-                ):
-                    # Never started (all over before the workers wrote), or stopped while
-                    # it was still starting, before it listened for SIGTERM: once more,
-                    # to the log's end, so that the summary reads a commit of all of it.
+                if projector is None and not server_lost:
+                    # Never started (all over before the workers wrote): once, to the end.
                     await (await start_projector(once=True)).wait()
                 await anyio.to_thread.run_sync(output.close)
     from projector import Store, read_committed

@@ -191,6 +191,9 @@ async def _cancel_on_signal(
     scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
 ) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        # A crawl starts its projector with both blocked, so that a stop sent while it was
+        # starting waits for this moment (crawler/cli/_processes.py).
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
         task_status.started()
         async for _ in signals:
             scope.cancel()
