@@ -179,7 +179,6 @@ async def run_crawl(
                 # logging.
                 child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
                 worker_processes.append(child)
-            output.started()
 
             async def start_projector(*, once: bool = False) -> Process:
                 nonlocal projector
@@ -203,6 +202,9 @@ async def run_crawl(
                 with anyio.move_on_after(PROJECTOR_WAITS_S), contextlib.suppress(CrawlogError):
                     await EventLog(client, job).wait_for_entry_after(log_end)
                 await start_projector()
+                # Every child has its copy of the pipe's write end now (a projector started
+                # later, with --once, is started before the pipe is closed, in the finally).
+                output.started()
 
             def progress() -> LiveProgress:
                 # Imported once the workers are under way (it reads the projector's archive).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -153,8 +154,13 @@ def project_command(
                     async with anyio.create_task_group() as until_stopped:
                         # Listening before saying it started: a SIGTERM right after must
                         # stop it the graceful way, not with the default action.
-                        await until_stopped.start(_cancel_on_signal, until_stopped.cancel_scope)
-                        log.info("projector of %s started at %s", job, projector.position)
+                        await until_stopped.start(
+                            _cancel_on_signal,
+                            until_stopped.cancel_scope,
+                            lambda: log.info(
+                                "projector of %s started at %s", job, projector.position
+                            ),
+                        )
                         await projector.run()
                 # Stopped, or --once: read what the log holds now and commit it. The crawl
                 # that stops its projector has finished: its last events are in, and the
@@ -188,12 +194,17 @@ async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> Non
 
 
 async def _cancel_on_signal(
-    scope: anyio.CancelScope, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    scope: anyio.CancelScope,
+    announce: Callable[[], None],
+    *,
+    task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         # A crawl starts its projector with both blocked, so that a stop sent while it was
-        # starting waits for this moment (crawler/cli/_processes.py).
+        # starting waits for this moment (crawler/cli/_processes.py). Announced before the
+        # loop runs again: a stop waiting here cancels the scope at its next turn.
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+        announce()
         task_status.started()
         async for _ in signals:
             scope.cancel()
