@@ -202,6 +202,10 @@ async def ping(client: aioredis.Redis, url: str) -> None:
             "check the user and password in REDIS_URL"
         ) from None
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+        # redis-py wraps a refusal of its connection set-up (CLIENT SETINFO) as a failed
+        # connection: a server that cannot persist is reachable all the same.
+        if (refusal := cannot_persist(exc)) is not None:
+            raise refusal from None
         raise ServerUnreachable(
             f"cannot reach Redis at {redacted(url)} ({exc}): is the server running? "
             "Check REDIS_URL, or unset it to let crawlog start its own server"
@@ -293,9 +297,7 @@ def redis_errors(what: str) -> Iterator[None]:
         raise ServerError(f"Redis refused {what}: {exc}") from exc
 
 
-def cannot_persist(
-    exc: redis.exceptions.ResponseError, *, where: str | None = None
-) -> ServerCannotPersist | None:
+def cannot_persist(exc: BaseException, *, where: str | None = None) -> ServerCannotPersist | None:
     """``ServerCannotPersist`` for the server's ``MISCONF`` refusal, None for another error.
 
     ``where`` names the disk for the user ("the data directory /srv/crawls"); without it
