@@ -19,6 +19,7 @@ status a Unix tool killed by SIGPIPE has, so ``set -o pipefail`` sees an output 
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -28,7 +29,7 @@ from typing import IO, Any
 
 import click
 
-from crawler.cli._exit import EXIT_BROKEN_PIPE, EXIT_ERROR
+from crawler.cli._exit import EXIT_BROKEN_PIPE, EXIT_DISK_FULL, EXIT_ERROR
 from crawler.cli._logs import LOG_FORMATS, LogFormat, configure_logging
 from crawler.cli._settings import bind, export_redis_url, load_file
 from crawler.cli._unwritable import exit_status, said_by_the_crawl
@@ -117,12 +118,17 @@ class _CrawlogGroup(click.Group):
                 raise _reported(first, debug=bool(ctx.params.get("debug"))) from first
             if ctx.params.get("debug") or not isinstance(group, Exception):
                 raise
-            raise _internal_error(_first_leaf(group)) from group
+            leaf = _first_leaf(group)
+            if isinstance(leaf, OSError) and leaf.errno == errno.ENOSPC:
+                raise _disk_full(leaf) from group
+            raise _internal_error(leaf) from group
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
+            if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+                raise _disk_full(exc) from exc
             raise _internal_error(exc) from exc
 
 
@@ -131,6 +137,19 @@ def _reported(exc: BaseException, *, debug: bool) -> click.ClickException | clic
         # Every process of the crawl meets the same refusal: the crawl says it, once.
         return click.exceptions.Exit(exit_status(exc))
     return _ReportedError(str(exc), debug=debug)
+
+
+def _disk_full(exc: OSError) -> click.ClickException | click.exceptions.Exit:
+    if said_by_the_crawl():
+        # A process of a crawl (a projector started once the disk had filled): the crawl
+        # says it once, for all of them.
+        return click.exceptions.Exit(EXIT_DISK_FULL)
+    where = f" writing {exc.filename}" if exc.filename else ""
+    return _ReportedError(
+        f"no space left on the device{where}: free some space on that disk (see `df -h`), "
+        "then run the same command again to carry on",
+        debug=False,
+    )
 
 
 def _reader_gone() -> click.exceptions.Exit:

