@@ -46,7 +46,7 @@ from collections.abc import (
 )
 from pathlib import Path
 from types import ModuleType
-from typing import Any, ClassVar, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import msgspec
 from selectolax.lexbor import LexborHTMLParser
@@ -56,8 +56,13 @@ from crawler._links import parse_page
 from crawler._urls import clean_href, join_href
 from eventlog import ConfigError, CrawlogError, Cursor
 
+if TYPE_CHECKING:
+    from parsel import Selector, SelectorList
+
 T = TypeVar("T")
 HTML_TYPES: Final = ("text/html", "application/xhtml+xml")
+XML_TYPES: Final = ("application/xml", "text/xml")
+"""With any ``+xml`` type (Atom, RSS): what ``response.css``/``xpath`` read as XML."""
 DICT_KEY_FIELD: Final = "url"
 """The field of a yielded ``dict`` that keys the item it becomes (if it is a string)."""
 OUTPUT_SHOWN = 80
@@ -95,6 +100,7 @@ class Response:
     __slots__ = (
         "_base",
         "_once",
+        "_selector",
         "_text",
         "body",
         "content_type",
@@ -131,6 +137,7 @@ class Response:
         self._once = once
         self._text: str | None = None
         self._base: URL | None = None
+        self._selector: Selector | None = None
 
     @property
     def charset(self) -> str | None:
@@ -169,6 +176,30 @@ class Response:
                 if href and (based := join_href(clean_href(href), page)) is not None:
                     self._base = URL(based)
         return self._base
+
+    @property
+    def selector(self) -> Selector:
+        """The page as a parsel `Selector` (Scrapy's), built on first use: XML for an XML
+        media type (``application/xml``, ``text/xml``, ``*+xml``), else HTML."""
+        if self._selector is None:
+            # Imported here: a spider that never selects (the default one) loads no lxml.
+            from parsel import Selector
+
+            kind = self.content_type
+            xml = kind in XML_TYPES or (kind.endswith("+xml") and kind not in HTML_TYPES)
+            self._selector = Selector(
+                text=self.text, type="xml" if xml else "html", base_url=self.url
+            )
+        return self._selector
+
+    def css(self, query: str) -> SelectorList[Selector]:
+        """``response.selector.css(query)``, as in Scrapy: ``response.css("h1::text").get()``,
+        ``response.css("a::attr(href)").getall()``."""
+        return self.selector.css(query)
+
+    def xpath(self, query: str, **variables: Any) -> SelectorList[Selector]:
+        """``response.selector.xpath(query)``, as in Scrapy (``$name`` variables as keywords)."""
+        return self.selector.xpath(query, **variables)
 
     async def once(self, action_id: str, action: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``action`` exactly once for this task, whatever crashes and resumes happen.

@@ -14,6 +14,7 @@ from anyio.abc import Process
 
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
+from crawler._spider import Response
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite, serve_testsite
@@ -93,3 +94,25 @@ async def replay_verify(valkey_url: str, job: str, data_dir: Path) -> bytes:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
+
+
+@pytest.fixture
+def make_response() -> Callable[..., Response]:
+    """``make_response(body, content_type="text/html", url=..., **extra)``: a Response as a
+    worker builds it for a spider (no task behind it: ``once`` does nothing)."""
+
+    async def once(action_id: str, action: Any) -> Any:
+        return None
+
+    def make(
+        body: bytes,
+        content_type: str = "text/html",
+        url: str = "http://shop.test/list/a",
+        **extra: Any,
+    ) -> Response:
+        return Response(
+            url=url, status=200, headers={"content-type": content_type}, body=body,
+            elapsed_ms=1.0, task_id="t", depth=0, page=1, resume=None, once=once, **extra,
+        )  # fmt: skip
+
+    return make

@@ -38,6 +38,9 @@ OTHER_COMMANDS = (
 WORKER = ("crawler._worker",)
 HTTP_STACK = ("crawler._fetch", "aiohttp", "httpx")
 """What the worker's fetcher imports: in a thread, once the worker's event loop runs."""
+SELECTORS = ("parsel", "lxml", "cssselect", "defusedxml")
+"""What ``response.css``/``xpath`` and sitemaps need: only a spider that selects, or a crawl
+given sitemaps, imports them."""
 
 # Runs the command's body for real, up to where it would start its event loop.
 RUN_UNTIL_THE_EVENT_LOOP = """
@@ -68,13 +71,14 @@ def test_importing_the_command_line_imports_no_command_s_machinery(tmp_path: Pat
     code = "import crawler.cli, json, sys; print(json.dumps(sorted(sys.modules)))"
     modules = _modules_after(code, cwd=tmp_path)
     assert "crawler.cli" in modules
-    assert modules & {*ANALYTICS, *OTHER_COMMANDS, *WORKER, *HTTP_STACK, "rich"} == set()
+    machinery = {*ANALYTICS, *OTHER_COMMANDS, *WORKER, *HTTP_STACK, *SELECTORS, "rich"}
+    assert modules & machinery == set()
 
 
 def test_the_worker_command_imports_no_analytics_stack(tmp_path: Path) -> None:
     modules = _modules_after(RUN_UNTIL_THE_EVENT_LOOP, "worker", "--job", "w", cwd=tmp_path)
     assert set(WORKER) <= modules  # the command's body did run
-    assert modules & {*ANALYTICS, *OTHER_COMMANDS, *HTTP_STACK} == set()
+    assert modules & {*ANALYTICS, *OTHER_COMMANDS, *HTTP_STACK, *SELECTORS} == set()
 
 
 def test_a_worker_serving_metrics_imports_neither_arrow_nor_duckdb(tmp_path: Path) -> None:
@@ -97,4 +101,4 @@ def test_a_crawl_imports_no_analytics_or_table_before_it_starts_its_workers(
     modules = _modules_after(code, *args, cwd=tmp_path)
     assert "crawler.cli._processes" in modules  # the command's body did run
     progress = {"crawler.cli._progress_source", "crawler.cli._progress_view", "rich"}
-    assert modules & {*ANALYTICS, *progress, *HTTP_STACK} == set()
+    assert modules & {*ANALYTICS, *progress, *HTTP_STACK, *SELECTORS} == set()
