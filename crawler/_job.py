@@ -7,6 +7,7 @@ import redis.asyncio as aioredis
 
 from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN, CircuitBreaker
 from crawler._politeness import Politeness
+from crawler._rules import LinkRules, link_rules
 from crawler._scope import DEFAULT_SCOPE_MODE, Scope, ScopeMode
 from eventlog import (
     DEFAULT_LEASE_MS,
@@ -42,6 +43,10 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Consecutive failed fetches of a site that open its circuit."""
     circuit_cooldown_s: float = DEFAULT_COOLDOWN_S
     """Seconds an open circuit holds the site's tasks before one probe is let through."""
+    allow: tuple[str, ...] = ()
+    """Link rules (regular expressions, see :mod:`crawler._rules`): the default spider's
+    links and ``follow_all`` keep a URL matching one of ``allow`` (if any) and no ``deny``."""
+    deny: tuple[str, ...] = ()
     record_events: bool = True
     """False only to measure what the log costs (``tools/bench_vs_scrapy.py``): workers
     append no task events, so the job can be neither resumed nor reported."""
@@ -51,6 +56,10 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
         return CircuitBreaker(
             failures_to_open=self.circuit_failures, cooldown=self.circuit_cooldown_s
         )
+
+    def rules(self) -> LinkRules | None:
+        """The job's link rules (None without any); ``ConfigError`` for a bad pattern."""
+        return link_rules(self.allow, self.deny)
 
     def scope_rule(self) -> Scope:
         """The job's scope, built from its seeds."""
@@ -98,6 +107,8 @@ _OPTIONS: dict[str, str] = {
     "politeness.delay_s": "--delay",
     "lease_ms": "--lease",
     "obey_robots": "--ignore-robots",
+    "allow": "--allow",
+    "deny": "--deny",
     "record_events": "--no-events",
 }
 """Setting (dotted path into :class:`JobConfig`) -> the ``crawl`` option that sets it; a

@@ -53,6 +53,7 @@ from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
 from crawler._links import parse_page
+from crawler._rules import DENIED_BY_RULE, LinkRules
 from crawler._urls import clean_href, join_href
 from eventlog import ConfigError, CrawlogError, Cursor
 
@@ -105,8 +106,10 @@ class Response:
         "body",
         "content_type",
         "depth",
+        "dropped",
         "elapsed_ms",
         "headers",
+        "link_rules",
         "page",
         "resume",
         "status",
@@ -127,6 +130,7 @@ class Response:
         page: int,
         resume: Cursor | None,
         once: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]],
+        link_rules: LinkRules | None = None,
     ) -> None:
         self.url, self.status, self.headers, self.body = url, status, headers, body
         self.elapsed_ms, self.task_id, self.depth, self.page = elapsed_ms, task_id, depth, page
@@ -138,6 +142,11 @@ class Response:
         self._text: str | None = None
         self._base: URL | None = None
         self._selector: Selector | None = None
+        self.link_rules = link_rules
+        """The job's allow/deny rules (None without any): `follow_all` applies them."""
+        self.dropped: dict[str, int] = {}
+        """Links `follow_all` (or the default spider) left out by a rule, by reason: counted
+        in the page's ``dropped`` reasons with the worker's own."""
 
     @property
     def charset(self) -> str | None:
@@ -201,6 +210,49 @@ class Response:
         """``response.selector.xpath(query)``, as in Scrapy (``$name`` variables as keywords)."""
         return self.selector.xpath(query, **variables)
 
+    def follow(self, url: str | Selector, **follow: Any) -> Follow:
+        """A `Follow` of ``url`` resolved against the page (its ``<base href>`` first), as
+        Scrapy's ``response.follow``: ``url`` is an href, or a selector of an ``<a>`` or
+        ``<link>`` element (its href) or of an attribute or text (its value). Keywords go to
+        `Follow` as they are. An href that is not http(s) (``mailto:``) is kept as written:
+        the worker drops it and counts why."""
+        href = _href(url)
+        resolved = join_href(clean_href(href), self.base_url)
+        return Follow(href if resolved is None else resolved, **follow)
+
+    def follow_all(
+        self,
+        urls: Iterable[str | Selector] | None = None,
+        *,
+        css: str | None = None,
+        xpath: str | None = None,
+        **follow: Any,
+    ) -> list[Follow]:
+        """`follow` of each of ``urls``, or of what ``css`` or ``xpath`` selects (exactly one
+        of the three), the job's link rules applied: a link a rule leaves out is not in the
+        list but counted on the page. Selected elements without an href are skipped, as
+        Scrapy does."""
+        if sum(given is not None for given in (urls, css, xpath)) != 1:
+            raise SpiderOutputError(
+                f"follow_all on {self.url}: give exactly one of urls, css= or xpath="
+            )
+        lenient = css is not None or xpath is not None or _is_selector_list(urls)
+        if css is not None:
+            urls = self.css(css)
+        elif xpath is not None:
+            urls = self.xpath(xpath)
+        assert urls is not None
+        rules, follows = self.link_rules, []
+        for url in urls:
+            if lenient and _href_or_none(url) is None:
+                continue
+            link = self.follow(url, **follow)
+            if rules is not None and not rules.allows(link.url):
+                self.dropped[DENIED_BY_RULE] = self.dropped.get(DENIED_BY_RULE, 0) + 1
+                continue
+            follows.append(link)
+        return follows
+
     async def once(self, action_id: str, action: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``action`` exactly once for this task, whatever crashes and resumes happen.
 
@@ -211,17 +263,64 @@ class Response:
         return await self._once(action_id, action)  # type: ignore[no-any-return]
 
 
+_LINK_ELEMENTS: Final = ("a", "link")
+"""The elements `Response.follow` takes the href of, as Scrapy does."""
+
+
+def _is_selector_list(value: object) -> bool:
+    # Duck-typed, so that parsel is imported only where a spider uses it.
+    return isinstance(value, list) and type(value).__name__ == "SelectorList"
+
+
+def _href_or_none(url: object) -> str | None:
+    """The href a `follow` argument names; None for a selector that names none."""
+    if isinstance(url, str):
+        return url
+    root = getattr(url, "root", None)
+    if isinstance(root, str):  # a selected attribute (``::attr(href)``, ``@href``) or text
+        return root
+    if getattr(root, "tag", None) in _LINK_ELEMENTS:
+        href = url.attrib.get("href")  # type: ignore[attr-defined]
+        return href if isinstance(href, str) else None
+    return None
+
+
+def _href(url: object) -> str:
+    href = _href_or_none(url)
+    if href is not None:
+        return href
+    if _is_selector_list(url):
+        raise SpiderOutputError(
+            "response.follow takes one selector, not a SelectorList: use follow_all, or .get()"
+        )
+    root = getattr(url, "root", None)
+    if root is not None and hasattr(url, "attrib"):
+        tag = getattr(root, "tag", "?")
+        raise SpiderOutputError(
+            f"response.follow: only <a> and <link> elements with an href are followed, "
+            f"not <{tag}>: select its attribute (::attr(src)) instead"
+        )
+    raise SpiderOutputError(
+        f"response.follow takes an href or a selector, not {type(url).__name__}"
+    )
+
+
 class Spider:
     """Base class of spiders: override ``parse``.
 
     ``content_types``: the media types (``"application/json"``, or ``"text/*"`` for a
     whole type) whose responses reach ``parse``; None, the default here, for every
     response, whatever its type (or without a Content-Type).
+
+    ``allow`` and ``deny``: regular expressions for the job's link rules (see
+    :mod:`crawler._rules`), used when ``--allow``/``--deny`` (or ``crawlog.toml``) set none.
     """
 
     name: ClassVar[str] = "spider"
     start_urls: ClassVar[Sequence[str]] = ()
     content_types: ClassVar[Collection[str] | None] = None
+    allow: ClassVar[Sequence[str]] = ()
+    deny: ClassVar[Sequence[str]] = ()
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         """What the page yields: items, links to follow, the next page."""
@@ -256,7 +355,13 @@ class SiteSpider(Spider):
                 "content_hash": hashlib.blake2b(response.body, digest_size=16).hexdigest(),
             },
         )
-        for link in page.links if page else ():
+        links = page.links if page else ()
+        if (rules := response.link_rules) is not None:
+            kept = [link for link in links if rules.allows(link)]
+            if len(kept) < len(links):
+                response.dropped[DENIED_BY_RULE] = len(links) - len(kept)
+            links = kept
+        for link in links:
             yield Follow(link)
 
 

@@ -247,6 +247,7 @@ class Worker:
         self.keys = queue.keys
         self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
+        self._rules = config.rules()
         self._accepted = accepted_types(spider)
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
         self.circuits = SiteCircuits(config.breaker())
@@ -919,6 +920,7 @@ class Worker:
             page=page,
             resume=resume,
             once=self._once_for(lease),
+            link_rules=self._rules,
         )
         parsed = _Parsed()
         if result.error is not None or not parses(self._accepted, response.content_type):
@@ -960,6 +962,8 @@ class Worker:
                 priority=output.priority,
                 parent_task_id=task.task_id,
             )
+        for why, count in response.dropped.items():  # left out by the link rules
+            dropped[why] = dropped.get(why, 0) + count
         parsed.dropped = dropped
         return parsed
 
