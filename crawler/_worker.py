@@ -962,8 +962,8 @@ class Worker:
                 priority=output.priority,
                 parent_task_id=task.task_id,
             )
-        for why, count in response.dropped.items():  # left out by the link rules
-            dropped[why] = dropped.get(why, 0) + count
+        for reason, count in response.dropped.items():  # left out by the link rules
+            dropped[reason] = dropped.get(reason, 0) + count
         parsed.dropped = dropped
         return parsed
 
