@@ -51,7 +51,8 @@ class Setting:
     """Command paths ("crawl", "server start", "" for the group) whose ``param`` it fills;
     :data:`EVERY_COMMAND` for every command that has that parameter."""
     kind: type
-    """The TOML type: str, int, float (an integer is accepted too) or bool."""
+    """The TOML type: str, int, float (an integer is accepted too), bool, or list (of
+    strings, for a repeatable flag)."""
     help: str
 
     @property
@@ -169,6 +170,22 @@ SETTINGS: tuple[Setting, ...] = (
         "do not obey robots.txt",
     ),
     Setting(
+        "links.allow",
+        "CRAWLOG_ALLOW",
+        "allow",
+        ("crawl",),
+        list,
+        "follow only links matching one of these regexes (spider's allow if unset)",
+    ),
+    Setting(
+        "links.deny",
+        "CRAWLOG_DENY",
+        "deny",
+        ("crawl",),
+        list,
+        "follow no link matching one of these regexes (spider's deny if unset)",
+    ),
+    Setting(
         "metrics.host",
         "CRAWLOG_METRICS_HOST",
         "metrics_host",
@@ -269,7 +286,13 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, 
             yield f"{prefix}{key}", value
 
 
-_KIND_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+_KIND_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    list: "a list of strings",
+}
 
 
 def _checked(shown: str, setting: Setting, value: Any) -> Any:
@@ -277,7 +300,9 @@ def _checked(shown: str, setting: Setting, value: Any) -> Any:
     # TOML's types are strict and bool is an int in Python: check them before click's
     # conversion, which would happily take "3" for an integer or "yes" for a flag.
     ok = (
-        isinstance(value, bool)
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if kind is list
+        else isinstance(value, bool)
         if kind is bool
         else isinstance(value, (int, float)) and not isinstance(value, bool)
         if kind is float
@@ -334,7 +359,8 @@ def bind(root: click.Group, file: ConfigFile) -> dict[str, Any]:
                 continue
             value = file.values[setting.key]
             try:
-                param.type.convert(value, param, None)
+                for one in value if setting.kind is list else (value,):
+                    param.type.convert(one, param, None)
             except click.BadParameter as exc:
                 raise ConfigError(
                     f"{_shown(file.path)}: {setting.key} = {value!r}: {exc.message}"

@@ -115,6 +115,7 @@ def add_setting_options(command: click.Command, root: click.Group) -> None:
                 setting.param,
                 type=model.type,
                 is_flag=model.is_flag,
+                multiple=model.multiple,
                 default=None if model.required else model.default,
                 envvar=setting.env,
                 show_envvar=True,

@@ -103,6 +103,19 @@ log = logging.getLogger("crawlog.worker")
 )
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
 @click.option(
+    "--allow",
+    multiple=True,
+    metavar="REGEX",
+    help="Follow only found links matching one of these (repeatable) [default: the "
+    "spider's allow].",
+)
+@click.option(
+    "--deny",
+    multiple=True,
+    metavar="REGEX",
+    help="Follow no found link matching one of these (repeatable) [default: the spider's deny].",
+)
+@click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON_CHOICES),
     default=DEFAULT_FAIL_ON,
@@ -133,6 +146,8 @@ def crawl_command(
     spider: str | None,
     lease: float,
     ignore_robots: bool,
+    allow: tuple[str, ...],
+    deny: tuple[str, ...],
     fail_on: FailOn,  # click.Choice checked it
     no_events: bool,
     metrics_host: str,
@@ -166,9 +181,13 @@ def crawl_command(
         lease_ms=int(lease * 1000),
         recovery_limit=DEFAULT_RECOVERY_LIMIT,
         obey_robots=not ignore_robots,
+        # The spider's own rules unless the command line (or crawlog.toml) sets some.
+        allow=tuple(allow or loaded.allow),
+        deny=tuple(deny or loaded.deny),
         record_events=not no_events,
     )
     config.scope_rule()
+    config.rules()  # a bad pattern is one line here, not an error in every worker
     directory = resolve_data_dir(data_dir)
     # crawlog's own server is supervised by the crawl (restarted if it dies); a server of
     # the user's (REDIS_URL) is theirs to run.

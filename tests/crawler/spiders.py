@@ -173,3 +173,23 @@ class StartUrlsSpider(Spider):
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         yield Item(response.url)
+
+
+class SelectorSpider(Spider):
+    """Written the Scrapy way: ``response.css`` for what it records, ``follow_all(css=...)``
+    for a listing's rows, ``response.follow`` of the rel=next ``<a>`` selector (a new task,
+    resolved from ``?page=2``), and a ``deny`` attribute: items whose number ends in 5 are
+    never followed."""
+
+    name = "selectors"
+    deny = (r"/item/\d*5$",)
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        if "/list/" not in response.url:
+            yield {"url": response.url, "title": response.css("h1::text").get()}  # type: ignore[misc]
+            return
+        for follow in response.follow_all(css="li a", priority=1):
+            yield follow
+        nxt = response.css('a[rel="next"]')
+        if nxt:
+            yield response.follow(nxt[0])
