@@ -47,6 +47,10 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Link rules (regular expressions, see :mod:`crawler._rules`): the default spider's
     links and ``follow_all`` keep a URL matching one of ``allow`` (if any) and no ``deny``."""
     deny: tuple[str, ...] = ()
+    sitemaps: tuple[str, ...] = ()
+    """Sitemap (or index) URLs whose listed URLs are seeds too (see :mod:`crawler._sitemaps`)."""
+    sitemaps_from_robots: bool = False
+    """Seed from the sitemaps the robots.txt of each seed's site names, as well."""
     record_events: bool = True
     """False only to measure what the log costs (``tools/bench_vs_scrapy.py``): workers
     append no task events, so the job can be neither resumed nor reported."""
@@ -62,8 +66,10 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
         return link_rules(self.allow, self.deny)
 
     def scope_rule(self) -> Scope:
-        """The job's scope, built from its seeds."""
-        return Scope(self.seeds, self.scope, self.max_depth)
+        """The job's scope, built from its seeds (from its sitemaps' URLs, if it has no seeds:
+        a sitemap at ``/docs/sitemap.xml`` scopes the crawl to ``/docs/``, as the sitemap
+        protocol scopes what it may list)."""
+        return Scope(self.seeds or self.sitemaps, self.scope, self.max_depth)
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -109,6 +115,8 @@ _OPTIONS: dict[str, str] = {
     "obey_robots": "--ignore-robots",
     "allow": "--allow",
     "deny": "--deny",
+    "sitemaps": "--sitemap",
+    "sitemaps_from_robots": "--sitemaps-from-robots",
     "record_events": "--no-events",
 }
 """Setting (dotted path into :class:`JobConfig`) -> the ``crawl`` option that sets it; a

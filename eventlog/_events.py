@@ -85,6 +85,8 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     depth: int = 0
     priority: int = 0
     parent_task_id: str | None = None
+    lastmod: str | None = None
+    """The ``<lastmod>`` the sitemap that listed the URL gave it, if any."""
 
 
 class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):

@@ -31,6 +31,8 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     """Workers that held the task and lost it (the abort report's owner history)."""
     not_before: float = 0.0
     """Wall-clock time before which a retried task should not be fetched."""
+    lastmod: str | None = None
+    """The ``<lastmod>`` a sitemap gave the task's URL (W3C datetime, as written), if any."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):

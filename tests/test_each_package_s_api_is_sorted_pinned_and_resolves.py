@@ -258,6 +258,7 @@ API: dict[str, list[str]] = {
         "MOVED_PREFIX",
         "NO_FAULTS",
         "OTHER_TYPE_ITEMS",
+        "SITEMAP_PATH",
         "TEXT_PATH",
         "CrawlCheck",
         "Faults",
@@ -268,6 +269,8 @@ API: dict[str, list[str]] = {
         "read_request_log",
         "run_testsite",
         "serve_testsite",
+        "sitemap_children",
+        "sitemap_lastmod",
         "tasks_held",
     ],
 }

@@ -151,6 +151,10 @@ async def run_crawl(
         new = await enqueue_seeds(
             queue, list(config.seeds), actor="crawl", max_pages=config.max_pages
         )
+        if config.sitemaps or config.sitemaps_from_robots:
+            # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
+            # and its workers would find the job done.
+            await _seed_from_sitemaps(queue, config, echo)
         echo(
             f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
         )
@@ -256,6 +260,36 @@ async def run_crawl(
             projector.returncode if projector is not None else None,
             *(p.returncode for p in worker_processes),
         ),
+    )
+
+
+async def _seed_from_sitemaps(
+    queue: TaskQueue, config: JobConfig, echo: Callable[[str], None]
+) -> None:
+    """Enqueue what the job's sitemaps list (again on a re-run: nothing is queued twice)."""
+    # The HTTP stack and the XML parser, only for a crawl given sitemaps.
+    from crawler._fetch import Fetcher
+    from crawler._fetch_spec import FetchConfig
+    from crawler._sitemaps import seed_from_sitemaps
+    from crawler._urls import site_of
+
+    robots_sites = [site_of(seed) for seed in config.seeds] if config.sitemaps_from_robots else []
+    async with Fetcher(FetchConfig()) as fetcher:
+        seeds = await seed_from_sitemaps(
+            queue,
+            fetcher.fetch,
+            config.scope_rule(),
+            sitemaps=config.sitemaps,
+            robots_sites=robots_sites,
+            actor="crawl",
+            max_pages=config.max_pages,
+        )
+    for url, why in seeds.failed:
+        echo(f"sitemap {url} not read: {why}")
+    echo(
+        f"sitemaps: {seeds.sitemaps_read} read, {seeds.urls} URL(s) in scope "
+        f"({seeds.new} new), {seeds.out_of_scope} out of scope"
+        + (f", {seeds.malformed} malformed" if seeds.malformed else "")
     )
 
 

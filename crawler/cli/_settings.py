@@ -186,6 +186,22 @@ SETTINGS: tuple[Setting, ...] = (
         "follow no link matching one of these regexes (spider's deny if unset)",
     ),
     Setting(
+        "seeds.sitemaps",
+        "CRAWLOG_SITEMAP",
+        "sitemap",
+        ("crawl",),
+        list,
+        "sitemap URLs (or indexes) whose URLs are seeds",
+    ),
+    Setting(
+        "seeds.sitemaps_from_robots",
+        "CRAWLOG_SITEMAPS_FROM_ROBOTS",
+        "sitemaps_from_robots",
+        ("crawl",),
+        bool,
+        "seed from the sitemaps each seed site's robots.txt lists",
+    ),
+    Setting(
         "metrics.host",
         "CRAWLOG_METRICS_HOST",
         "metrics_host",

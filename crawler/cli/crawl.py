@@ -116,6 +116,17 @@ log = logging.getLogger("crawlog.worker")
     help="Follow no found link matching one of these (repeatable) [default: the spider's deny].",
 )
 @click.option(
+    "--sitemap",
+    multiple=True,
+    metavar="URL",
+    help="Seed from the URLs this sitemap (or index, gzipped or not) lists (repeatable).",
+)
+@click.option(
+    "--sitemaps-from-robots",
+    is_flag=True,
+    help="Seed from the sitemaps each seed site's robots.txt names, too.",
+)
+@click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON_CHOICES),
     default=DEFAULT_FAIL_ON,
@@ -148,6 +159,8 @@ def crawl_command(
     ignore_robots: bool,
     allow: tuple[str, ...],
     deny: tuple[str, ...],
+    sitemap: tuple[str, ...],
+    sitemaps_from_robots: bool,
     fail_on: FailOn,  # click.Choice checked it
     no_events: bool,
     metrics_host: str,
@@ -169,8 +182,16 @@ def crawl_command(
 
     spider = spider_path(spider)
     loaded = load_spider(spider)  # fail now, not in every worker
-    canonical = tuple(check_seed_url(s) for s in seeds or _start_urls(loaded, spider))
-    job = job or _job_name(canonical[0])
+    sitemaps = tuple(dict.fromkeys(check_seed_url(s) for s in sitemap))
+    # With sitemaps, no seed is needed: the URLs they list are the seeds.
+    canonical = tuple(
+        check_seed_url(s) for s in seeds or _start_urls(loaded, spider, required=not sitemaps)
+    )
+    if sitemaps_from_robots and not canonical:
+        raise ConfigError(
+            "--sitemaps-from-robots reads the robots.txt of the seeds' sites: give SEED URLs"
+        )
+    job = job or _job_name((canonical or sitemaps)[0])
     config = JobConfig(
         seeds=canonical,
         scope=scope,
@@ -184,6 +205,8 @@ def crawl_command(
         # The spider's own rules unless the command line (or crawlog.toml) sets some.
         allow=tuple(allow or loaded.allow),
         deny=tuple(deny or loaded.deny),
+        sitemaps=sitemaps,
+        sitemaps_from_robots=sitemaps_from_robots,
         record_events=not no_events,
     )
     config.scope_rule()
@@ -231,12 +254,12 @@ def crawl_command(
         ctx.exit(1)
 
 
-def _start_urls(spider: Spider, path: str | None) -> tuple[str, ...]:
+def _start_urls(spider: Spider, path: str | None, *, required: bool) -> tuple[str, ...]:
     urls = tuple(spider.start_urls)
-    if not urls:
+    if not urls and required:
         spider_has = f"--spider {path!r} has no start_urls" if path else "no --spider"
         raise ConfigError(
-            f"no seeds to crawl ({spider_has}): give SEED URLs, or a spider "
+            f"no seeds to crawl ({spider_has}): give SEED URLs, a --sitemap, or a spider "
             "whose start_urls lists them"
         )
     return urls

@@ -17,12 +17,15 @@ from crawler.testsite._site import (
     FLUSH_INTERVAL_S,
     JSON_PATH,
     OTHER_TYPE_ITEMS,
+    SITEMAP_PATH,
     TEXT_PATH,
     Request,
     RunningSite,
     read_request_log,
     run_testsite,
     serve_testsite,
+    sitemap_children,
+    sitemap_lastmod,
 )
 from crawler.testsite._sitegen import (
     DEFAULT_HUGE_PAGE_BYTES,
@@ -70,6 +73,7 @@ __all__ = [
     "MOVED_PREFIX",
     "NO_FAULTS",
     "OTHER_TYPE_ITEMS",
+    "SITEMAP_PATH",
     "TEXT_PATH",
     "CrawlCheck",
     "Faults",
@@ -80,6 +84,8 @@ __all__ = [
     "read_request_log",
     "run_testsite",
     "serve_testsite",
+    "sitemap_children",
+    "sitemap_lastmod",
     "tasks_held",
 ]
 

@@ -30,8 +30,11 @@ import asyncio
 import contextlib
 import errno
 import functools
+import gzip
+import html
 import signal
 import time
+import zlib
 from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
 from http import HTTPStatus
@@ -80,6 +83,16 @@ TEXT_PATH = "/notes.txt"
 """Not HTML either: one line per item of the same few, as text/plain."""
 OTHER_TYPE_ITEMS = 3
 JSON = "application/json"
+SITEMAP_PATH = "/sitemap.xml"
+"""A sitemap index (robots.txt names it) of `SITEMAP_CHILD` sitemaps, which list every
+page of `SiteMap.pages_ok` once, each with a ``lastmod``."""
+SITEMAP_CHILD = "/sitemaps/pages-{}.xml"
+"""Child k (from 1): gzipped, as ``.xml.gz`` (application/gzip) for an odd k, and as this
+``.xml`` sent with ``Content-Encoding: gzip`` for an even one."""
+SITEMAP_URLS = 100
+"""URLs per child sitemap."""
+XML = "application/xml"
+_SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
 _REQUEST_LINE_PARTS = 3
@@ -253,7 +266,45 @@ def _other_type(sitemap: SiteMap, path: str) -> Page:
     if path == TEXT_PATH:
         body = "".join(f"item {item}: /item/{item}\n" for item in items).encode()
         return Page(200, body, TEXT, header)
+    if path == SITEMAP_PATH or path.startswith(SITEMAP_CHILD.partition("{")[0]):
+        return _sitemap(sitemap, path) or _NOT_FOUND
     return _NOT_FOUND
+
+
+def sitemap_children(sitemap: SiteMap) -> list[str]:
+    """The paths of the child sitemaps `SITEMAP_PATH` lists."""
+    count = -(-len(sitemap.pages_ok) // SITEMAP_URLS)
+    return [SITEMAP_CHILD.format(k) + (".gz" if k % 2 else "") for k in range(1, count + 1)]
+
+
+def sitemap_lastmod(path: str) -> str:
+    """The ``lastmod`` the child sitemaps give a page's path (fixed by the path)."""
+    return f"2026-{zlib.crc32(path.encode()) % 12 + 1:02d}-01"
+
+
+@functools.lru_cache(maxsize=16)
+def _sitemap(sitemap: SiteMap, path: str) -> Page | None:
+    children = sitemap_children(sitemap)
+    if path == SITEMAP_PATH:
+        entries = "".join(
+            f"<sitemap><loc>{sitemap.origin}{child}</loc></sitemap>\n" for child in children
+        )
+        index = f'<sitemapindex xmlns="{_SITEMAP_NS}">\n{entries}</sitemapindex>\n'
+        return Page(200, f'<?xml version="1.0"?>\n{index}'.encode(), XML)
+    if path not in children:
+        return None
+    k = children.index(path)
+    pages = sorted(sitemap.pages_ok)[k * SITEMAP_URLS : (k + 1) * SITEMAP_URLS]
+    entries = "".join(
+        f"<url><loc>{html.escape(sitemap.origin + page)}</loc>"
+        f"<lastmod>{sitemap_lastmod(page)}</lastmod></url>\n"
+        for page in pages
+    )
+    xml = f'<?xml version="1.0"?>\n<urlset xmlns="{_SITEMAP_NS}">\n{entries}</urlset>\n'
+    body = gzip.compress(xml.encode(), mtime=0)
+    if path.endswith(".gz"):
+        return Page(200, body, "application/gzip")
+    return Page(200, body, XML, (("Content-Encoding", "gzip"),))
 
 
 @functools.lru_cache(maxsize=4)

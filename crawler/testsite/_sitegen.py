@@ -392,7 +392,8 @@ class SiteMap:
             return _html(self._home())
         if path == ROBOTS_PATH:
             disallow = self.faults.robots_disallow or ""
-            return Page(200, f"User-agent: *\nDisallow: {disallow}\n".encode(), TEXT)
+            named = f"Sitemap: {self.origin}/sitemap.xml\n"  # _site.py serves it
+            return Page(200, f"User-agent: *\nDisallow: {disallow}\n{named}".encode(), TEXT)
         if path.startswith(ITEM_PREFIX):
             item = self._item_number(path[len(ITEM_PREFIX) :])
             return None if item is None else _html(self._item(item))

@@ -255,7 +255,8 @@ async def test_serves_html_robots_and_404() -> None:
         assert home.content == body_of(site.sitemap, "/")
         robots = await client.get(site.url + "/robots.txt")
         assert robots.headers["content-type"] == "text/plain; charset=utf-8"
-        assert robots.text == "User-agent: *\nDisallow: \n"
+        sitemap = f"Sitemap: {site.url}/sitemap.xml\n"
+        assert robots.text == f"User-agent: *\nDisallow: \n{sitemap}"
         head = await client.head(site.url + "/item/3")
         assert head.content == b""
         assert int(head.headers["content-length"]) == len(body_of(site.sitemap, "/item/3"))
@@ -354,7 +355,8 @@ async def test_robots_disallows_a_linked_prefix() -> None:
     faults = Faults(robots_disallow="/private/")
     async with serve_testsite(pages=10, faults=faults) as site, httpx.AsyncClient() as client:
         robots = await client.get(site.url + "/robots.txt")
-        assert robots.text == "User-agent: *\nDisallow: /private/\n"
+        sitemap = f"Sitemap: {site.url}/sitemap.xml\n"
+        assert robots.text == f"User-agent: *\nDisallow: /private/\n{sitemap}"
         home = (await client.get(site.url + "/")).text
         secret = sorted(site.sitemap.disallowed)[0]
         assert secret.startswith("/private/") and f'href="{secret}"' in home
