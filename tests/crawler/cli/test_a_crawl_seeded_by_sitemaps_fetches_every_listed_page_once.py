@@ -20,6 +20,7 @@ from crawler.testsite import (
     sitemap_lastmod,
 )
 from eventlog import EventLog, TaskDone, TaskEnqueued
+from tests.crawler.cli_run import clean_env, crawlog
 from tests.crawler.conftest import ROOT
 
 pytestmark = pytest.mark.anyio
@@ -91,3 +92,23 @@ async def test_a_sitemap_that_cannot_be_read_is_said_and_the_crawl_goes_on(
     assert f"sitemap {site.url}/nope.xml not read: HTTP 404" in out
     assert f"sitemap {site.url}/robots.txt not read: not XML" in out
     assert "sitemaps: 0 read, 0 URL(s) in scope (0 new)" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--sitemaps-from-robots",), "no seeds to crawl"),
+        (
+            ("--sitemaps-from-robots", "--sitemap", "http://shop.test/s.xml"),
+            "--sitemaps-from-robots reads the robots.txt of the seeds' sites",
+        ),
+        (("--sitemap", "ftp://shop.test/sitemap.xml"), "ftp://shop.test/sitemap.xml"),
+    ],
+)
+def test_sitemaps_without_a_seed_site_or_not_http_are_one_line_and_exit_2(
+    tmp_path: Path, args: tuple[str, ...], said: str
+) -> None:
+    env = clean_env(REDIS_URL="redis://127.0.0.1:9")  # never reached: refused before
+    result = crawlog("crawl", *args, cwd=tmp_path, env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and said in result.stderr, result.stderr
