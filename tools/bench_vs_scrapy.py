@@ -18,6 +18,12 @@ request log), so the no-op run, which has no log to count from, is measured the 
 Needs Scrapy: ``pip install -e '.[bench]'``. Prints a table; the last line is one JSON object
 with ``scrapy_pages_per_s``, ``crawlog_pages_per_s``, ``vs_scrapy``, ``nolog_pages_per_s``
 and ``log_overhead`` (crawlog / no-op; 1.0 = the log costs nothing).
+
+``--spider-style scrapy`` crawls instead with a spider written the Scrapy way on both
+sides: an item of fields per page with ``response.css("title::text").get()``, and
+``response.follow_all(css="a")`` for the links (Scrapy's off-site filter, crawlog's scope);
+its JSON has ``scrapy_selectors_pages_per_s``, ``crawlog_selectors_pages_per_s`` and
+``vs_scrapy_selectors`` (the issue's target: >= 3).
 """
 
 from __future__ import annotations
@@ -85,6 +91,35 @@ SCRAPY_SPIDER = textwrap.dedent(
 )
 
 
+SCRAPY_SELECTOR_SPIDER = SCRAPY_SPIDER.replace(
+    "    links = LinkExtractor()\n",
+    "    allowed_domains = [urlsplit(START).hostname]\n",
+).replace(
+    """    for link in self.links.extract_links(response):
+            if urlsplit(link.url).netloc == HOST:
+                yield response.follow(link.url, self.parse)
+""",
+    "    yield from response.follow_all(css='a', callback=self.parse)\n",
+)
+assert SCRAPY_SELECTOR_SPIDER != SCRAPY_SPIDER
+CRAWLOG_SELECTOR_SPIDER = textwrap.dedent(
+    """
+    from crawler import Spider
+
+    class Site(Spider):
+        name = "site"
+        content_types = ("text/html",)
+
+        async def parse(self, response):
+            yield {"url": response.url, "status": response.status,
+                   "title": response.css("title::text").get(), "bytes": len(response.body)}
+            for follow in response.follow_all(css="a"):
+                yield follow
+    """
+)
+SPIDER_STYLES = ("default", "scrapy")
+
+
 def start_site(pages: int, request_log: Path) -> tuple[subprocess.Popen[str], str]:
     command = crawlog_command(
         "testsite", "--port", "0", "--pages", str(pages),
@@ -99,11 +134,11 @@ def start_site(pages: int, request_log: Path) -> tuple[subprocess.Popen[str], st
     return site, line.split()[1]
 
 
-def run_scrapy(url: str, concurrency: int) -> tuple[int, float]:
+def run_scrapy(url: str, concurrency: int, source: str = SCRAPY_SPIDER) -> tuple[int, float]:
     # A file, not ``python -c``: Scrapy reads its callbacks' source (inspect.getsource).
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
         spider = Path(tmp) / "site_spider.py"
-        spider.write_text(SCRAPY_SPIDER)
+        spider.write_text(source)
         started = time.monotonic()
         out = subprocess.run(
             [sys.executable, str(spider), url + "/", str(concurrency)],
@@ -123,14 +158,26 @@ def served(request_log: Path) -> int:
 
 
 def run_crawlog(
-    url: str, redis_url: str, workers: int, concurrency: int, request_log: Path, *, events: bool
+    url: str,
+    redis_url: str,
+    workers: int,
+    concurrency: int,
+    request_log: Path,
+    *,
+    events: bool,
+    spider: str | None = None,
 ) -> tuple[int, float]:
-    """Pages the site served to one ``crawlog crawl``, and its wall time."""
+    """Pages the site served to one ``crawlog crawl`` (of ``spider``'s source, else the
+    default spider), and its wall time."""
     before = served(request_log)
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as data:
         job = f"bench-{time.time_ns()}"
+        spider_args: tuple[str, ...] = ()
+        if spider is not None:
+            (Path(data) / "site_spider.py").write_text(spider)
+            spider_args = ("--spider", f"{Path(data) / 'site_spider.py'}:Site")
         command = crawlog_command(
-            "crawl", url + "/", "--job", job,
+            "crawl", url + "/", "--job", job, *spider_args,
             "--workers", str(workers), "--concurrency", str(concurrency),
             "--per-host", str(workers * concurrency), "--data-dir", data,
             # Without events nothing is seen done: the no-op run must not fail for it.
@@ -149,6 +196,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--spider-style", choices=SPIDER_STYLES, default="default")
     args = parser.parse_args()
     try:
         import scrapy  # noqa: F401
@@ -160,6 +208,13 @@ def main() -> int:
         site, url = start_site(args.pages, request_log)
         redis_url = ensure_server(Path(tmp) / "server").url
         crawl = (url, redis_url, args.workers, args.concurrency, request_log)
+        if args.spider_style == "scrapy":
+            try:
+                return _selectors(args.pages, args.rounds, total, crawl)
+            finally:
+                stop_server(Path(tmp) / "server")
+                site.terminate()
+                site.wait()
         try:
             scrapy_rates, crawlog_rates, nolog_rates = [], [], []
             for r in range(args.rounds):
@@ -193,6 +248,36 @@ def main() -> int:
     print(f"{'crawlog':<10} {result['crawlog_pages_per_s']:>10,.0f}   {ratio}")
     overhead = f"crawlog / no-op = {result['log_overhead']:.2f} (target >= 0.9)"
     print(f"{'no-op log':<10} {result['nolog_pages_per_s']:>10,.0f}   {overhead}")
+    print(json.dumps({k: round(v, 3) for k, v in result.items()}))
+    return 0
+
+
+def _selectors(pages: int, rounds: int, total: int, crawl: tuple[str, str, int, int, Path]) -> int:
+    """``--spider-style scrapy``: the same selector spider in Scrapy and in crawlog."""
+    scrapy_rates, crawlog_rates = [], []
+    url = crawl[0]
+    for r in range(rounds):
+        pages_s, seconds_s = run_scrapy(url, total, SCRAPY_SELECTOR_SPIDER)
+        scrapy_rates.append(pages_s / seconds_s)
+        pages_c, seconds_c = run_crawlog(*crawl, events=True, spider=CRAWLOG_SELECTOR_SPIDER)
+        crawlog_rates.append(pages_c / seconds_c)
+        print(
+            f"  round {r + 1}: scrapy {pages_s} pages in {seconds_s:.1f} s, "
+            f"crawlog {pages_c} pages in {seconds_c:.1f} s (css + follow_all)"
+        )
+    result = {
+        "pages": pages,
+        "total_concurrency": total,
+        "scrapy_selectors_pages_per_s": statistics.median(scrapy_rates),
+        "crawlog_selectors_pages_per_s": statistics.median(crawlog_rates),
+    }
+    result["vs_scrapy_selectors"] = (
+        result["crawlog_selectors_pages_per_s"] / result["scrapy_selectors_pages_per_s"]
+    )
+    print(f"\n{'crawler':<10} {'pages/s':>10}   (selector spiders, {total} in flight)")
+    print(f"{'scrapy':<10} {result['scrapy_selectors_pages_per_s']:>10,.0f}")
+    ratio = f"{result['vs_scrapy_selectors']:.2f} x scrapy (target >= 3)"
+    print(f"{'crawlog':<10} {result['crawlog_selectors_pages_per_s']:>10,.0f}   {ratio}")
     print(json.dumps({k: round(v, 3) for k, v in result.items()}))
     return 0
 
