@@ -123,6 +123,7 @@ from eventlog._queue import (
     TaskQueue,
     lane_for,
 )
+from eventlog._robots import ROBOTS_LOCK_MARGIN_S, RobotsFile, SharedRobots
 from eventlog._server import (
     DATA_DIR_ENV,
     FSYNC_POLICIES,
@@ -155,6 +156,7 @@ __all__ = [
     "LANE_NORMAL",
     "LANE_RECOVERY",
     "REDIS_URL_ENV",
+    "ROBOTS_LOCK_MARGIN_S",
     "SCHEMA_VERSION",
     "START",
     "TERMINAL_EVENT_TYPES",
@@ -198,6 +200,7 @@ __all__ = [
     "ReleaseReason",
     "Retry",
     "RetryScheduled",
+    "RobotsFile",
     "ServerCannotPersist",
     "ServerError",
     "ServerInfo",
@@ -205,6 +208,7 @@ __all__ = [
     "ServerStatus",
     "ServerUnreachable",
     "SettleMode",
+    "SharedRobots",
     "SiteEvent",
     "SitePaused",
     "SiteResumed",

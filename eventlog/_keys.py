@@ -257,3 +257,17 @@ class JobKeys:
             self.host_delay(host),
             self.slots_held(holder),
         ]
+
+    def robots(self, site: str) -> str:
+        """The robots.txt response of ``site`` (`eventlog.RobotsFile`, msgpack), kept for
+        its lifetime (PX): fetched once per job by one worker, read by every other."""
+        return self._key("robots", site)
+
+    def robots_fetch(self, site: str) -> str:
+        """Held (PX) by the worker fetching ``site``'s robots.txt: the others wait."""
+        return self._key("robots", site, "fetch")
+
+    def robots_ready(self, site: str) -> str:
+        """A one-element list pushed once ``site``'s robots.txt is stored: the workers
+        waiting for it block on it (BLMOVE onto itself, so each one sees the element)."""
+        return self._key("robots", site, "ready")

@@ -678,3 +678,17 @@ for i = 1, #ARGV do slots[ARGV[i]] = KEYS[i + 1] end
 release_held(KEYS[1], slots)
 """
 )
+
+ROBOTS_STORE = """
+-- Keep a site's robots.txt for its lifetime and wake the workers waiting for it.
+-- KEYS: robots (the stored response), fetch lock, ready list.
+-- ARGV: the encoded response, its lifetime ms, the fetcher's token, the ready list's ttl ms.
+-- The lock is released only if the token still holds it (one that expired meanwhile may
+-- be another worker's by now).
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+redis.call('DEL', KEYS[3])
+redis.call('RPUSH', KEYS[3], 1)
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1
+"""
