@@ -8,6 +8,8 @@ too: a change here is a change there.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,6 +37,32 @@ JOB_PAUSED = "job"
 SITE_PREFIX = "site|"
 TASK_PREFIX = "task|"
 CIRCUIT_PREFIX = "circuit|"
+
+SEEN_BUCKETS = 1 << 15
+"""Hashes the job's fingerprints are spread over (`seen_slot`): few enough that their own
+overhead stays small at a million URLs, many enough that each stays a compact listpack
+(at most the server's ``hash-max-listpack-entries``) at ten million."""
+SEEN_FIELD_BYTES = 6
+_SEEN_FP_HEX = 16
+
+
+def seen_slot(fingerprint: str) -> tuple[int, bytes]:
+    """Where ``fingerprint`` is marked seen: its bucket (`JobKeys.seen_bucket`) and its
+    field there, so that a URL costs its field's few bytes rather than a set member's
+    string, pointers and header.
+
+    A URL fingerprint (16 hex digits, 64 bits) gives its bucket from its first 15 bits and
+    its field from its last 48, so the slot is as exact as 63 bits of the fingerprint; any
+    other fingerprint (a Scrapy request's, a caller's own) is hashed to 64 bits first.
+    """
+    raw = None
+    if len(fingerprint) == _SEEN_FP_HEX:
+        with contextlib.suppress(ValueError):
+            raw = bytes.fromhex(fingerprint)
+    if raw is None:
+        raw = hashlib.blake2b(fingerprint.encode(), digest_size=8).digest()
+    return raw[0] << 7 | raw[1] >> 1, raw[2:]
+
 
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -161,8 +189,25 @@ class JobKeys:
 
     @cached_property
     def seen(self) -> str:
-        """Fingerprints of every task ever enqueued: a URL is enqueued once."""
+        """The set of fingerprints a job kept before they were bucketed (`seen_bucket`):
+        still read where it exists, so a job begun by an older crawlog enqueues nothing
+        twice; never written."""
         return self._key("seen")
+
+    def seen_bucket(self, bucket: int) -> str:
+        """Hash field -> "": the fingerprints marked seen in one bucket (`seen_slot`): a
+        URL is enqueued once."""
+        return self._seen_prefix + str(bucket)
+
+    @cached_property
+    def _seen_prefix(self) -> str:
+        # Built once: the enqueue of a page's links names a bucket for each of them.
+        return self._key("seen", "")
+
+    @cached_property
+    def seen_count(self) -> str:
+        """How many fingerprints the buckets hold (the ``--max-pages`` cap counts them)."""
+        return self._key("seen", "count")
 
     @cached_property
     def ckpt(self) -> str:

@@ -27,6 +27,14 @@ local function append(events, cur, prev, eid, payload)
   return redis.call('XADD', events, '*', 'e', payload)
 end
 
+-- Mark a fingerprint seen in its bucket (a hash: its field -> ''), unless it is already
+-- there, or in the set an older crawlog kept (``legacy``: KEYS[1] exists); true if new.
+-- Counted in the seen count (KEYS[8] of ENQUEUE) by the caller.
+local function mark_seen(legacy, bucket, field, fp)
+  if legacy and redis.call('SISMEMBER', KEYS[1], fp) == 1 then return false end
+  return redis.call('HSETNX', bucket, field, '') == 1
+end
+
 -- Free the politeness slots a holder's index (hash token -> host) lists on the hosts of
 -- ``slots`` (host -> that host's slots key), with their index entries. A slot on a host
 -- not passed in stays held until its ttl.
@@ -83,26 +91,34 @@ return ids
 ENQUEUE = (
     _PRELUDE
     + """
--- KEYS: seen, events, eids current, eids previous, lane 0 .. lane n
--- ARGV: dedup ttl (s), cap on tasks (0: none), then groups of: fingerprint, lane, task,
---       event_id, event
+-- KEYS: seen (the older set: only read), events, eids current, eids previous,
+--       lane 0 .. lane 2, seen count, then the seen bucket of each group's fingerprint
+-- ARGV: dedup ttl (s), cap on tasks (0: none), then groups of: fingerprint, its field in
+--       its bucket, lane, task, event_id, event
 -- The task entry and its TaskEnqueued event are written only for an unseen fingerprint,
 -- so fifty workers enqueueing one URL at once make exactly one task.
 local new = {}
 local cap = tonumber(ARGV[2])
-for i = 3, #ARGV, 5 do
-  if cap > 0 and redis.call('SCARD', KEYS[1]) >= cap then
+local legacy = redis.call('EXISTS', KEYS[1]) == 1
+local count = tonumber(redis.call('GET', KEYS[8]) or 0)
+if legacy then count = count + redis.call('SCARD', KEYS[1]) end
+local group, added = 0, 0
+for i = 3, #ARGV, 6 do
+  group = group + 1
+  if cap > 0 and count >= cap then
     new[#new + 1] = 0
-  elseif redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
-    redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 1])], '*', 't', ARGV[i + 2])
-    if ARGV[i + 3] ~= '' then  -- '': a queue that records no events (benchmarks only)
-      append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 3], ARGV[i + 4])
+  elseif mark_seen(legacy, KEYS[8 + group], ARGV[i + 1], ARGV[i]) then
+    count, added = count + 1, added + 1
+    redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 2])], '*', 't', ARGV[i + 3])
+    if ARGV[i + 4] ~= '' then  -- '': a queue that records no events (benchmarks only)
+      append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 4], ARGV[i + 5])
     end
     new[#new + 1] = 1
   else
     new[#new + 1] = 0
   end
 end
+redis.call('INCRBY', KEYS[8], added)
 redis.call('EXPIRE', KEYS[3], ARGV[1], 'NX')
 return new
 """
@@ -265,12 +281,16 @@ end
 return out
 """
 
-CLAIM_URL = """
+CLAIM_URL = (
+    _PRELUDE
+    + """
 -- May this task fetch the URL of this fingerprint through a redirect? Yes if nobody has it
 -- (it is then marked seen, so no task is ever enqueued for it) or this same task claimed
 -- it before (a retry, or a restart, following the same redirect).
--- KEYS: seen, redirected.  ARGV: fingerprint, task id.  Returns 1 or 0.
-if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
+-- KEYS: seen (the older set), redirected, the fingerprint's seen bucket, seen count.
+-- ARGV: fingerprint, task id, its field in its bucket.  Returns 1 or 0.
+if mark_seen(redis.call('EXISTS', KEYS[1]) == 1, KEYS[3], ARGV[3], ARGV[1]) then
+  redis.call('INCR', KEYS[4])
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
   return 1
 end
@@ -279,6 +299,7 @@ if redis.call('HGET', KEYS[2], ARGV[1]) == ARGV[2] then
 end
 return 0
 """
+)
 
 RETRY = (
     _PRELUDE
