@@ -809,9 +809,12 @@ class Worker:
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await self._hold(lease)
-            return await self._fetcher.fetch(
+            result = await self._fetcher.fetch(
                 url, redirect_allowed=self._in_scope, claim_target=self._claimer(lease.task.task_id)
             )
+        # After the slot is freed: the next request to the host need not wait for this.
+        await self.gate.observe(host, result.elapsed_ms, result.status)
+        return result
 
     async def _hold(self, lease: Lease) -> None:
         """Renew the lease if the server may have seen it idle long enough to let another

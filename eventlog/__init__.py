@@ -73,7 +73,7 @@ from eventlog._exceptions import (
     WorkerNameTaken,
 )
 from eventlog._files import flock_within, fsync_dir, write_atomic
-from eventlog._host_slots import HostSlots, SlotAnswer
+from eventlog._host_slots import HostDelays, HostSlots, SlotAnswer, read_host_delays
 from eventlog._ids import new_event_id
 from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
 from eventlog._keys import (
@@ -183,6 +183,7 @@ __all__ = [
     "EventDecodeError",
     "EventLog",
     "Fsync",
+    "HostDelays",
     "HostSlots",
     "InFlight",
     "ItemScraped",
@@ -255,6 +256,7 @@ __all__ = [
     "new_event_id",
     "publish_projector_position",
     "read_controls",
+    "read_host_delays",
     "read_leases",
     "read_projector_position",
     "read_workers",

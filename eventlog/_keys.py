@@ -288,6 +288,11 @@ class JobKeys:
         """A per-host delay (ms) set by a worker, e.g. from robots.txt's Crawl-delay."""
         return self._key("host", host, "delay")
 
+    def host_adapted_delay(self, host: str) -> str:
+        """The delay (ms) of ``host`` adapted to its latency (``--autothrottle``), every
+        worker's samples folded in by `POLITENESS_OBSERVE`."""
+        return self._key("host", host, "adapted")
+
     def slots_held(self, holder: str) -> str:
         """Hash slot token -> host of the politeness slots ``holder`` (a worker name)
         holds: what its take-back or the recovery of its tasks frees."""
@@ -295,12 +300,13 @@ class JobKeys:
 
     def host_slot_keys(self, host: str, holder: str) -> list[str]:
         """The keys of a slot on ``host`` taken by ``holder``, as `POLITENESS_ACQUIRE`
-        takes them (a release frees the slot in the first and the last)."""
+        takes them (a release frees the slot in the first and the fourth)."""
         return [
             self.host_slots(host),
             self.host_next(host),
             self.host_delay(host),
             self.slots_held(holder),
+            self.host_adapted_delay(host),
         ]
 
     def robots(self, site: str) -> str:

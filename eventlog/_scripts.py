@@ -654,7 +654,8 @@ return changed
 POLITENESS_ACQUIRE = """
 -- Take a slot on a host if it has a free one and its next start time has come.
 -- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms), and optionally
---       the holder's slot index (hash token -> host: see RELEASE_HELD)
+--       the holder's slot index (hash token -> host: see RELEASE_HELD) and, after it,
+--       the adapted delay (ms: see POLITENESS_OBSERVE)
 -- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
 --       with the index, the host
 -- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
@@ -681,10 +682,37 @@ if KEYS[4] then
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ttl)
 end
--- The site's own Crawl-delay and ours are both minimums: the longer one applies.
+-- The site's own Crawl-delay, ours and the one adapted to the host's latency (with
+-- --autothrottle: POLITENESS_OBSERVE) are all minimums: the longest one applies.
 local delay = math.max(tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[3]) or 0))
+if KEYS[5] then delay = math.max(delay, tonumber(redis.call('GET', KEYS[5]) or 0)) end
 if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay) end
 return {0, now}
+"""
+
+POLITENESS_OBSERVE = """
+-- Fold one fetch's latency into a host's adapted delay (--autothrottle), atomically, so
+-- that the samples of every worker combine. The algorithm is crawler._autothrottle's
+-- next_delay_ms, step for step on the same numbers (a test holds them to one answer).
+-- KEYS: the adapted delay (ms)
+-- ARGV: latency ms, the sample's kind ('ok', 'other' or 'throttled'), target concurrency,
+--       floor ms, max ms, ttl ms, throttled factor, throttled least delay ms
+-- Returns the new delay (ms).
+local floor, max = tonumber(ARGV[4]), tonumber(ARGV[5])
+local old = math.min(math.max(tonumber(redis.call('GET', KEYS[1]) or floor), floor), max)
+local wanted = tonumber(ARGV[1]) / tonumber(ARGV[3])
+local kind = ARGV[2]
+local new
+if kind == 'throttled' then
+  new = math.max(old * tonumber(ARGV[7]), wanted, tonumber(ARGV[8]))
+else
+  new = math.max(wanted, (old + wanted) / 2)
+end
+new = math.floor(math.min(math.max(new, floor), max) + 0.5)
+-- Error pages and redirects are small and fast: they may raise the delay, never lower it.
+if kind ~= 'ok' and new < old then new = old end
+redis.call('SET', KEYS[1], new, 'PX', ARGV[6])
+return new
 """
 
 RELEASE_HELD = (
