@@ -214,6 +214,7 @@ API: dict[str, list[str]] = {
     ],
     "crawler": [
         "AiohttpTransport",
+        "DropItem",
         "FetchConfig",
         "Fetcher",
         "Follow",
