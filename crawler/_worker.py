@@ -252,7 +252,8 @@ class Worker:
         self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
         self._accepted = accepted_types(spider)
-        self._pipeline = pipeline_of(spider)
+        # None without steps: the check per output is then one comparison.
+        self._pipeline = pipeline_of(spider) or None
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
@@ -940,7 +941,7 @@ class Worker:
             return response.base_url
 
         async for index, yielded in spider_outputs(self.spider, response):
-            if self._pipeline and is_item(yielded):
+            if self._pipeline is not None and is_item(yielded):
                 # Before the check: a step may make loggable what the spider yielded.
                 yielded = await self._pipeline.run(yielded, response)
                 if isinstance(yielded, DroppedItem):

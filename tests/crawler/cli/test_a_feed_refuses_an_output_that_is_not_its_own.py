@@ -45,6 +45,7 @@ def refused(*args: str | Path) -> str:
     return line
 
 
+@pytest.mark.timeout(150)  # several crawlog processes, on a loaded machine
 async def test_a_feed_refuses_stdout_a_stranger_s_file_and_another_feed_s(
     data_dir: Path, job: str, tmp_path: Path
 ) -> None:

@@ -59,6 +59,7 @@ def crawlog(*args: str | Path) -> str:
     return result.stdout
 
 
+@pytest.mark.timeout(150)  # several crawlog processes, on a loaded machine
 async def test_items_in_csv_have_a_column_per_field_in_first_seen_order(
     data_dir: Path, job: str, tmp_path: Path
 ) -> None:

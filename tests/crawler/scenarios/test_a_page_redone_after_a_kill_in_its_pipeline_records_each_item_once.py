@@ -23,6 +23,7 @@ CATEGORY = 0
 KILL_AT_PAGE = 2
 
 
+@pytest.mark.timeout(150)  # several crawlog processes, on a loaded machine
 async def test_a_page_killed_in_its_pipeline_is_redone_and_its_items_recorded_once(
     start_job: Callable[..., Any],
     worker_process: Callable[..., Any],
@@ -43,7 +44,7 @@ async def test_a_page_killed_in_its_pipeline_is_redone_and_its_items_recorded_on
             spider="tests.crawler.pipeline_spiders:PipelineListingSpider",
             max_depth=0,
         )
-        with anyio.fail_after(90):
+        with anyio.fail_after(140):
             first = await worker_process("w1", "--exit-when-done", env=env)
             assert await first.wait() == -signal.SIGKILL  # killed in a step on page 2
             again = await worker_process("w1", "--exit-when-done", env=env)
