@@ -1,6 +1,7 @@
 """A spider's pipelines run in order on every item it yields (an Item or a dict), before
 the item is recorded: a step may change the item, or drop it with a reason (``DropItem``)
-or by returning None; ``report`` and ``status`` say how many were dropped and why."""
+or by returning None; ``report``, ``status`` and ``history`` say how many were dropped and
+why."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ async def test_pipelines_tag_and_drop_items_and_the_drops_are_reported_by_reason
             report = await crawlog(valkey_url, data_dir, "report", "--job", job)
             status = await crawlog(valkey_url, data_dir, "status", "--job", job)
             as_json = await crawlog(valkey_url, data_dir, "status", "--job", job, "--json")
+            history = await crawlog(valkey_url, data_dir, "history", "--job", job, seed)
             await replay_verify(valkey_url, job, data_dir)
         origin = site.url
 
@@ -82,3 +84,6 @@ async def test_pipelines_tag_and_drop_items_and_the_drops_are_reported_by_reason
         DIVISIBLE_BY_THREE: threes,
         "dropped by drop_fives": fives,
     }
+    assert history.returncode == 0, history.stderr
+    assert "; items dropped by pipelines, " in history.stdout
+    assert f" {DIVISIBLE_BY_THREE}" in history.stdout
