@@ -12,6 +12,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from crawler.testsite._interactive import (
+    ECHO_PREFIX,
+    LOGIN_PASSWORD,
+    LOGIN_PATH,
+    LOGIN_USER,
+    MEMBER_PAGES,
+    MEMBERS_PREFIX,
+    SESSION_COOKIE,
+)
 from crawler.testsite._site import (
     DEFAULT_PAGES,
     FLUSH_INTERVAL_S,
@@ -58,21 +67,28 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "DEFAULT_HUGE_PAGE_BYTES",
     "DEFAULT_PAGES",
+    "ECHO_PREFIX",
     "FLUSH_INTERVAL_S",
     "GO_PREFIX",
     "HUGE_PATH",
     "ITEM_PREFIX",
     "JSON_PATH",
+    "LOGIN_PASSWORD",
+    "LOGIN_PATH",
+    "LOGIN_USER",
     "LOOP_PATHS",
     "MAX_LINKS",
     "MAX_PAGES",
     "MAX_PAGE_BYTES",
     "MAX_SEED",
+    "MEMBERS_PREFIX",
+    "MEMBER_PAGES",
     "MIN_LINKS",
     "MIN_PAGE_BYTES",
     "MOVED_PREFIX",
     "NO_FAULTS",
     "OTHER_TYPE_ITEMS",
+    "SESSION_COOKIE",
     "SITEMAP_PATH",
     "TEXT_PATH",
     "CrawlCheck",

@@ -12,7 +12,8 @@ and as a separate process (benchmarks, the demo)::
 which prints ``serving http://127.0.0.1:PORT (5000 pages)`` once it listens and serves until
 SIGINT or SIGTERM. What the pages are is :mod:`crawler.testsite._sitegen`; this module serves them.
 
-The server is a small HTTP/1.1 server on :class:`asyncio.Protocol` (GET and HEAD, keep-alive,
+The server is a small HTTP/1.1 server on :class:`asyncio.Protocol` (GET and HEAD, POST to the
+pages of :mod:`crawler.testsite._interactive`, keep-alive,
 pipelining, ``Connection: close``), not aiohttp: it must outrun the crawler it measures, and
 on one core it answers several times as many requests as aiohttp.web (measured with wrk on
 loopback, see docs/history.md). It listens on 127.0.0.1 only, and runs on asyncio (anyio's
@@ -42,6 +43,7 @@ from pathlib import Path
 
 import msgspec
 
+from crawler.testsite._interactive import IncomingRequest, accepts_body, answer
 from crawler.testsite._sitegen import (
     DEFAULT_HUGE_PAGE_BYTES,
     NO_FAULTS,
@@ -69,6 +71,8 @@ FLUSH_INTERVAL_S = 0.1
 """The request log reaches its file at most this long after a request was served."""
 MAX_HEAD_BYTES = 64 * 1024
 """A request head (request line and headers) larger than this is refused with 431."""
+MAX_BODY_BYTES = 1024 * 1024
+"""A request body larger than this is refused with 413 (only forms and echoes take one)."""
 SPLIT_WRITE_BYTES = 256 * 1024
 """Bodies larger than this are written apart from their head, not copied into one buffer."""
 LISTEN_BACKLOG = 4096
@@ -212,8 +216,10 @@ class RunningSite:
 
     # --- for the connections -------------------------------------------------------------
 
-    def _answer(self, path: str) -> tuple[Page, float]:
+    def _answer(self, path: str, request: IncomingRequest) -> tuple[Page, float]:
         """The page for a request of ``path`` and how long to wait before sending it."""
+        if (page := answer(request)) is not None:
+            return page, 0.0
         plan = self.sitemap.fault_plan(path)
         if plan.failures:
             seen = self._fault_counts.get(path, 0)
@@ -396,15 +402,25 @@ class _Connection(asyncio.Protocol):
                         HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request head too large"
                     )
                 break
+            length = _content_length(self._buffer, end)
+            if length is None:
+                self._refuse(HTTPStatus.BAD_REQUEST, "malformed Content-Length")
+                break
+            if length > MAX_BODY_BYTES:
+                self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request body too large")
+                break
+            if len(self._buffer) < end + 4 + length:
+                break  # the body is still on its way
             head = bytes(self._buffer[:end])
-            del self._buffer[: end + 4]
-            self._handle(head)
+            body = bytes(self._buffer[end + 4 : end + 4 + length])
+            del self._buffer[: end + 4 + length]
+            self._handle(head, body)
         if self._eof and not self._closing and self._delayed is None and not self._write_paused:
             self._closing = True
             assert self._transport is not None
             self._transport.close()
 
-    def _handle(self, head: bytes) -> None:
+    def _handle(self, head: bytes, body: bytes) -> None:
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != _REQUEST_LINE_PARTS:
@@ -415,37 +431,43 @@ class _Connection(asyncio.Protocol):
             self._refuse(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, "HTTP/1.1 only", method, target)
             return
         keep_alive = version == "HTTP/1.1"
+        headers: dict[str, str] = {}
         for line in lines[1:]:
             name, colon, value = line.partition(":")
             if not colon:
                 self._refuse(HTTPStatus.BAD_REQUEST, "malformed header", method, target)
                 return
-            name = name.lower()
+            name, value = name.lower(), value.strip()
+            if name in headers:
+                value = headers[name] + ("; " if name == "cookie" else ", ") + value
+            headers[name] = value
             if name == "connection":
                 tokens = {token.strip().lower() for token in value.split(",")}
                 if "close" in tokens:
                     keep_alive = False
                 elif "keep-alive" in tokens:
                     keep_alive = True
-            elif name == "transfer-encoding" or (name == "content-length" and value.strip() != "0"):
-                # GET and HEAD carry no body; reading one is more than this site needs.
-                self._refuse(HTTPStatus.BAD_REQUEST, "no request bodies here", method, target)
+            elif name == "transfer-encoding":
+                # A body is read by its Content-Length only: chunked uploads are more than
+                # this site needs.
+                self._refuse(HTTPStatus.BAD_REQUEST, "no chunked request bodies", method, target)
                 return
-        if method not in ("GET", "HEAD"):
-            self._send(
-                method,
-                target,
-                _simple_page(
-                    HTTPStatus.METHOD_NOT_ALLOWED, "GET and HEAD only", (("Allow", "GET, HEAD"),)
-                ),
-                keep_alive=keep_alive,
-            )
-            return
         path = _origin_form(target)
         if path is None:
             self._refuse(HTTPStatus.BAD_REQUEST, "bad request target", method, target)
             return
-        page, delay_s = self._site._answer(path)
+        takes_body = accepts_body(path)
+        if method not in ("GET", "HEAD") and not (method == "POST" and takes_body):
+            allowed = "GET, HEAD, POST" if takes_body else "GET, HEAD"
+            refusal = _simple_page(
+                HTTPStatus.METHOD_NOT_ALLOWED, f"{allowed} only", (("Allow", allowed),)
+            )
+            self._send(method, target, refusal, keep_alive=keep_alive)
+            return
+        if body and not takes_body:
+            self._refuse(HTTPStatus.BAD_REQUEST, "no request bodies here", method, target)
+            return
+        page, delay_s = self._site._answer(path, IncomingRequest(method, path, headers, body))
         if delay_s > 0:
             loop = asyncio.get_running_loop()
             self.delayed_path = path
@@ -489,6 +511,19 @@ class _Connection(asyncio.Protocol):
         if not keep_alive:
             self._closing = True
             transport.close()
+
+
+def _content_length(buffer: bytearray, end: int) -> int | None:
+    """The Content-Length of the request whose head ends at ``end`` (0 without one), or
+    None if it is not a number."""
+    at = buffer.find(b"\r\ncontent-length:", 0, end)
+    if at < 0:
+        at = bytes(buffer[:end]).lower().find(b"\r\ncontent-length:")
+        if at < 0:
+            return 0
+    stop = buffer.find(b"\r\n", at + 2, end + 2)
+    value = bytes(buffer[at + len(b"\r\ncontent-length:") : stop]).strip()
+    return int(value) if value.isdigit() else None
 
 
 def _origin_form(target: str) -> str | None:
