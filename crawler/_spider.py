@@ -231,7 +231,7 @@ class Response:
         """`follow` of each of ``urls``, or of what ``css`` or ``xpath`` selects (exactly one
         of the three), the job's link rules applied: a link a rule leaves out is not in the
         list but counted on the page. Selected elements without an href are skipped, as
-        Scrapy does."""
+        Scrapy does; a URL met again is left out (the crawl would skip it anyway)."""
         if sum(given is not None for given in (urls, css, xpath)) != 1:
             raise SpiderOutputError(
                 f"follow_all on {self.url}: give exactly one of urls, css= or xpath="
@@ -242,15 +242,30 @@ class Response:
         elif xpath is not None:
             urls = self.xpath(xpath)
         assert urls is not None
-        rules, follows = self.link_rules, []
+        rules, base = self.link_rules, self.base_url
+        # Pages repeat hrefs (navigation, anchors): each distinct one is resolved once.
+        hrefs: set[str] = set()
+        targets: set[str] = set()
+        follows: list[Follow] = []
         for url in urls:
-            if lenient and _href_or_none(url) is None:
+            href = _href_or_none(url)
+            if href is None:
+                if lenient:
+                    continue
+                _href(url)  # raises, saying what it cannot follow
                 continue
-            link = self.follow(url, **follow)
-            if rules is not None and not rules.allows(link.url):
+            if href in hrefs:
+                continue
+            hrefs.add(href)
+            resolved = join_href(clean_href(href), base)
+            target = href if resolved is None else resolved
+            if target in targets:
+                continue
+            targets.add(target)
+            if rules is not None and not rules.allows(target):
                 self.dropped[DENIED_BY_RULE] = self.dropped.get(DENIED_BY_RULE, 0) + 1
                 continue
-            follows.append(link)
+            follows.append(Follow(target, **follow))
         return follows
 
     async def once(self, action_id: str, action: Callable[[], Awaitable[T]]) -> T | None:

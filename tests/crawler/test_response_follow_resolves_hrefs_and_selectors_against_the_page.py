@@ -92,6 +92,12 @@ def test_follow_all_takes_css_xpath_or_urls_and_skips_elements_without_an_href(
     assert response.dropped == {}
 
 
+def test_follow_all_gives_each_url_once(make_response: Callable[..., Response]) -> None:
+    response = make_response(PAGE, url=URL)
+    again = ["/item/1", "/item/1", "http://shop.test/item/1#top", "../item/1"]
+    assert response.follow_all(again) == [Follow("http://shop.test/item/1")]
+
+
 def test_follow_all_leaves_out_and_counts_what_a_rule_denies(
     make_response: Callable[..., Response],
 ) -> None:
