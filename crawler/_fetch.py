@@ -24,11 +24,11 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from http.client import HTTPResponse
 from http.cookiejar import CookieJar
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 from urllib.request import Request as UrllibRequest
 
 import aiohttp
@@ -85,6 +85,7 @@ __all__ = [
     "KEPT_HEADERS",
     "REDIRECT_STATUSES",
     "AiohttpTransport",
+    "CookieHook",
     "FetchConfig",
     "FetchResult",
     "Fetcher",
@@ -98,6 +99,21 @@ _CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 _MAX_CAUSES = 8
 """How far down an exception's causes a connect error's reason is looked for."""
 _HEADER_NAMES = {name.encode(): name for name in KEPT_HEADERS}
+_SAME_METHOD_STATUSES = frozenset({307, 308})
+"""Redirects that repeat the request's method and body; the others are followed with GET."""
+_NOT_REPEATED = frozenset({"host", "cookie", "content-length"})
+"""Headers of a request not copied to the repeat a 307/308 asks for (they are the hop's)."""
+
+
+class CookieHook(Protocol):
+    """What the fetcher calls on each hop of a fetch when it keeps cookies (``--cookies``):
+    see `crawler._cookies.SharedCookies`."""
+
+    async def add_to(self, request: httpx.Request) -> None:
+        """Give ``request`` the cookies it may carry, just before it is sent."""
+
+    async def keep_from(self, response: httpx.Response) -> None:
+        """Keep the cookies ``response`` sets (its head is in, its body not yet read)."""
 
 
 class Fetcher:
@@ -110,12 +126,17 @@ class Fetcher:
 
     Redirects are followed here, not by httpx, so that each hop is checked: against
     ``redirect_allowed``, against the URLs already in the chain, and against
-    ``max_redirects``. No cookies are kept or sent: a page must not depend on what the
-    worker that fetched it had fetched before.
+    ``max_redirects``. No cookies are kept or sent unless ``cookies`` is given (a crawl's
+    ``--cookies``): by default a page must not depend on what the worker that fetched it
+    had fetched before. With ``cookies``, every hop's request goes through its ``add_to``
+    and every hop's response through its ``keep_from``.
     """
 
-    def __init__(self, config: FetchConfig | None = None) -> None:
+    def __init__(
+        self, config: FetchConfig | None = None, *, cookies: CookieHook | None = None
+    ) -> None:
         self.config = config or FetchConfig()
+        self.cookies = cookies
         self._client: httpx.AsyncClient | None = None
         self._headers = httpx.Headers()
         self._extensions: dict[str, Any] = {}
@@ -174,8 +195,12 @@ class Fetcher:
         *,
         redirect_allowed: Callable[[str], bool] | None = None,
         claim_target: Callable[[str], Awaitable[bool]] | None = None,
+        method: str = _GET,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> FetchResult:
-        """GET ``url``, following redirects that ``redirect_allowed`` (if given) accepts.
+        """GET ``url`` (or send ``method`` with ``body`` and ``headers`` beside the
+        defaults), following redirects that ``redirect_allowed`` (if given) accepts.
 
         ``claim_target`` is asked, for each redirect about to be followed, whether this
         fetch may have that URL; if not (another task fetches it), the redirect is the
@@ -186,7 +211,13 @@ class Fetcher:
             raise RuntimeError("Fetcher.fetch called outside `async with Fetcher(...)`")
         started = time.perf_counter()
         try:
-            request = httpx.Request(_GET, url, headers=self._headers, extensions=self._extensions)
+            sent = self._headers
+            if headers:
+                sent = httpx.Headers(self._headers)
+                sent.update(headers)
+            request = httpx.Request(
+                method, url, headers=sent, content=body, extensions=self._extensions
+            )
         except httpx.InvalidURL:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
         if request.url.scheme not in HTTP_SCHEMES or not request.url.host:
@@ -207,10 +238,15 @@ class Fetcher:
         """Send ``request`` and the redirects that follow it, until a response that is not
         a redirect, or a redirect that is not followed."""
         seen: set[str] | None = None
+        cookies = self.cookies
         while True:
             try:
+                if cookies is not None:
+                    await cookies.add_to(request)
                 response = await client.send(request, stream=True)
                 try:
+                    if cookies is not None:
+                        await cookies.keep_from(response)
                     status = response.status_code
                     headers = _kept_headers(response.headers)
                     # A redirect's body is read too, so that its connection can be reused.
@@ -244,9 +280,20 @@ class Fetcher:
                 return msgspec.structs.replace(stop, parseable=False, handed_over=True)
             seen.add(key)
             chain.redirects.append(target)
-            request = httpx.Request(
-                _GET, target, headers=self._headers, extensions=self._extensions
-            )
+            request = self._redirected(request, status, target)
+
+    def _redirected(self, request: httpx.Request, status: int, target: str) -> httpx.Request:
+        """The request a redirect of ``request`` with ``status`` asks for, to ``target``."""
+        if request.method == _GET or status not in _SAME_METHOD_STATUSES:
+            return httpx.Request(_GET, target, headers=self._headers, extensions=self._extensions)
+        repeated = [(k, v) for k, v in request.headers.multi_items() if k not in _NOT_REPEATED]
+        return httpx.Request(
+            request.method,
+            target,
+            headers=repeated,
+            content=request.content,
+            extensions=self._extensions,
+        )
 
     def _refusal(
         self,

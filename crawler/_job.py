@@ -38,6 +38,8 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     recovery_limit: int = DEFAULT_RECOVERY_LIMIT
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     obey_robots: bool = True
+    cookies: bool = False
+    """Keep and send cookies, one jar per site shared by every worker (``--cookies``)."""
     circuit_failures: int = DEFAULT_FAILURES_TO_OPEN
     """Consecutive failed fetches of a site that open its circuit."""
     circuit_cooldown_s: float = DEFAULT_COOLDOWN_S
@@ -98,12 +100,15 @@ _OPTIONS: dict[str, str] = {
     "politeness.delay_s": "--delay",
     "lease_ms": "--lease",
     "obey_robots": "--ignore-robots",
+    "cookies": "--cookies",
     "record_events": "--no-events",
 }
 """Setting (dotted path into :class:`JobConfig`) -> the ``crawl`` option that sets it; a
 setting with no option is named by its path."""
 _INVERTED_FLAGS = frozenset({"obey_robots", "record_events"})
 """Settings whose flag, when given, turns them off."""
+_FLAGS = frozenset({"cookies"})
+"""Settings whose flag, when given, turns them on."""
 
 
 def _differences(stored: JobConfig, wanted: JobConfig) -> str:
@@ -131,6 +136,8 @@ def _shown(setting: str, value: object) -> str:
     """A setting's value as the user would type it for its option."""
     if setting in _INVERTED_FLAGS:
         return "off" if value else "on"
+    if setting in _FLAGS:
+        return "on" if value else "off"
     if setting == "lease_ms" and isinstance(value, int):
         return f"{value / 1000:g}"
     if isinstance(value, tuple):

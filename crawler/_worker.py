@@ -71,6 +71,7 @@ from eventlog import (
     CircuitClosed,
     CircuitOpened,
     Controls,
+    CookieStore,
     Counts,
     CrawlogError,
     Cursor,
@@ -387,7 +388,9 @@ class Worker:
         # Importing aiohttp and httpx and reading the CA bundle are a large part of a
         # worker's start; in a thread, they overlap the take-back of a restart's pending list, which
         # mostly waits for the server (the CA bundle is read without the GIL).
-        fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config)
+        # Cookies only for a job that asked for them: by default nothing is kept or sent.
+        store = CookieStore(self.redis, self.keys) if self.config.cookies else None
+        fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config, store)
         self._fetcher = await closing.enter_async_context(fetcher)
         self._fetcher_open.set()
 
@@ -1025,11 +1028,16 @@ async def enqueue_seeds(
     return sum(await queue.enqueue(tasks, actor=actor, cap=max_pages))
 
 
-def _new_fetcher(config: FetchConfig) -> Fetcher:
-    """Run in a thread: import the HTTP stack, build a fetcher (its TLS context with it)."""
+def _new_fetcher(config: FetchConfig, cookies: CookieStore | None = None) -> Fetcher:
+    """Run in a thread: import the HTTP stack, build a fetcher (its TLS context with it),
+    keeping cookies in ``cookies`` if given."""
     from crawler._fetch import Fetcher
 
-    return Fetcher(config)
+    if cookies is None:
+        return Fetcher(config)
+    from crawler._cookies import SharedCookies
+
+    return Fetcher(config, cookies=SharedCookies(cookies))
 
 
 @contextmanager
