@@ -169,6 +169,14 @@ SETTINGS: tuple[Setting, ...] = (
         "do not obey robots.txt",
     ),
     Setting(
+        "cookies",
+        "CRAWLOG_COOKIES",
+        "cookies",
+        ("crawl",),
+        bool,
+        "keep and send cookies: one jar per site, shared by every worker",
+    ),
+    Setting(
         "metrics.host",
         "CRAWLOG_METRICS_HOST",
         "metrics_host",

@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import click
 import msgspec
+from click.core import ParameterSource
 
 from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES, FailOn
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
@@ -103,6 +104,12 @@ log = logging.getLogger("crawlog.worker")
 )
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
 @click.option(
+    "--cookies/--no-cookies",
+    default=None,
+    help="Keep and send cookies, one jar per site shared by every worker (a login serves "
+    "the whole crawl) [default: the spider's `cookies` attribute, else off].",
+)
+@click.option(
     "--fail-on",
     type=click.Choice(FAIL_ON_CHOICES),
     default=DEFAULT_FAIL_ON,
@@ -133,6 +140,7 @@ def crawl_command(
     spider: str | None,
     lease: float,
     ignore_robots: bool,
+    cookies: bool | None,
     fail_on: FailOn,  # click.Choice checked it
     no_events: bool,
     metrics_host: str,
@@ -166,6 +174,7 @@ def crawl_command(
         lease_ms=int(lease * 1000),
         recovery_limit=DEFAULT_RECOVERY_LIMIT,
         obey_robots=not ignore_robots,
+        cookies=_cookies_wanted(ctx, cookies, loaded),
         record_events=not no_events,
     )
     config.scope_rule()
@@ -210,6 +219,21 @@ def crawl_command(
     if reason is not None:
         click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
         ctx.exit(1)
+
+
+def _cookies_wanted(ctx: click.Context, cookies: bool | None, spider: Spider) -> bool:
+    """Whether the job keeps cookies: ``--cookies``/``--no-cookies`` (or its environment
+    variable), else the spider's ``cookies`` attribute, else crawlog.toml, else off — the
+    spider's word beats the project's, as Scrapy's ``custom_settings`` do."""
+    source = ctx.get_parameter_source("cookies")
+    if cookies is not None and source is not ParameterSource.DEFAULT_MAP:
+        return cookies
+    wanted = getattr(spider, "cookies", None)
+    if wanted is None:
+        return bool(cookies)
+    if not isinstance(wanted, bool):
+        raise ConfigError(f"spider {spider.name}: cookies = {wanted!r}: expected True or False")
+    return wanted
 
 
 def _start_urls(spider: Spider, path: str | None) -> tuple[str, ...]:
