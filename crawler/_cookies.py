@@ -25,7 +25,7 @@ from typing import cast
 import httpx
 
 from crawler._urls import site_of
-from eventlog import EMPTY_JAR_VERSION, NO_JAR_VERSION, CookieStore, StoredCookie
+from eventlog import EMPTY_JAR_VERSION, NO_JAR_VERSION, CookieStore, StoredCookie, cookie_field
 
 SET_COOKIE = "set-cookie"
 
@@ -78,24 +78,55 @@ def restored(cookie: StoredCookie) -> Cookie:
     )
 
 
+class _RecordingJar(CookieJar):
+    """A jar that, while ``changes`` is a dict, records there each cookie the library sets
+    (field -> cookie) or deletes (field -> None), whether or not this copy had it: a
+    response's changes are what it says, not a difference from a copy that may be stale."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changes: dict[str, Cookie | None] | None = None
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        super().set_cookie(cookie)
+        if self.changes is not None:
+            self.changes[cookie_field(cookie.domain, cookie.path, cookie.name)] = cookie
+
+    def clear(
+        self, domain: str | None = None, path: str | None = None, name: str | None = None
+    ) -> None:
+        # The library deletes a cookie a response expires with clear(domain, path, name),
+        # which raises KeyError when this copy has no such cookie: recorded first.
+        if self.changes is not None and None not in (domain, path, name):
+            self.changes[cookie_field(str(domain), str(path), str(name))] = None
+        super().clear(domain, path, name)
+
+
 class _Copy:
     """This worker's copy of one site's jar, and the version it is a copy of."""
 
     __slots__ = ("cookies", "jar", "version")
 
     def __init__(self) -> None:
-        self.jar = CookieJar()
+        self.jar = _RecordingJar()
         self.cookies = httpx.Cookies(self.jar)
         self.version = EMPTY_JAR_VERSION  # an empty copy is the jar nobody wrote to
 
     def load(self, version: int, cookies: list[StoredCookie]) -> None:
-        jar = CookieJar()
+        jar = _RecordingJar()
         for cookie in cookies:
             jar.set_cookie(restored(cookie))
         self.jar, self.cookies, self.version = jar, httpx.Cookies(jar), version
 
-    def snapshot(self) -> dict[str, StoredCookie]:
-        return {c.field: c for c in map(stored, self.jar)}
+    def extract(self, response: httpx.Response) -> dict[str, Cookie | None]:
+        """Apply the cookies ``response`` sets; what they set and delete, by field."""
+        jar = self.jar
+        jar.changes = {}
+        try:
+            self.cookies.extract_cookies(response)
+            return jar.changes
+        finally:
+            jar.changes = None
 
 
 class SharedCookies:
@@ -120,13 +151,11 @@ class SharedCookies:
         site = site_of(str(response.request.url))
         copy = self._copies.get(site) or await self._current(site)
         known = copy.version
-        before = copy.snapshot()
-        copy.cookies.extract_cookies(response)
-        after = copy.snapshot()
-        kept = [c for field, c in after.items() if before.get(field) != c]
-        dropped = [field for field in before if field not in after]
-        if not kept and not dropped:
-            return
+        changes = copy.extract(response)
+        if not changes:
+            return  # none the library accepts (e.g. a Domain the host is not in)
+        kept = [stored(c) for c in changes.values() if c is not None]
+        dropped = [field for field, c in changes.items() if c is None]
         written = await self.store.write(site, known, kept, dropped)
         if not written.current:
             # Another worker changed the jar meanwhile: ours lacks that, read it whole.

@@ -92,6 +92,7 @@ from eventlog._keys import (
     WORKERS_GROUP,
     JobKeys,
     check_job_name,
+    cookie_field,
 )
 from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_worker_name
 from eventlog._log import (
@@ -248,6 +249,7 @@ __all__ = [
     "check_job_name",
     "client_for",
     "connect",
+    "cookie_field",
     "decode",
     "did_you_mean",
     "encode",

@@ -118,6 +118,7 @@ API: dict[str, list[str]] = {
         "check_job_name",
         "client_for",
         "connect",
+        "cookie_field",
         "decode",
         "did_you_mean",
         "encode",
