@@ -98,6 +98,9 @@ _OPTIONS: dict[str, str] = {
     "spider": "--spider",
     "politeness.per_host": "--per-host",
     "politeness.delay_s": "--delay",
+    "politeness.autothrottle": "--autothrottle",
+    "politeness.autothrottle_target": "--autothrottle-target",
+    "politeness.autothrottle_max_delay_s": "--autothrottle-max-delay",
     "lease_ms": "--lease",
     "obey_robots": "--ignore-robots",
     "cookies": "--cookies",
@@ -107,8 +110,6 @@ _OPTIONS: dict[str, str] = {
 setting with no option is named by its path."""
 _INVERTED_FLAGS = frozenset({"obey_robots", "record_events"})
 """Settings whose flag, when given, turns them off."""
-_FLAGS = frozenset({"cookies"})
-"""Settings whose flag, when given, turns them on."""
 
 
 def _differences(stored: JobConfig, wanted: JobConfig) -> str:
@@ -136,7 +137,7 @@ def _shown(setting: str, value: object) -> str:
     """A setting's value as the user would type it for its option."""
     if setting in _INVERTED_FLAGS:
         return "off" if value else "on"
-    if setting in _FLAGS:
+    if isinstance(value, bool):
         return "on" if value else "off"
     if setting == "lease_ms" and isinstance(value, int):
         return f"{value / 1000:g}"

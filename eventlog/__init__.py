@@ -81,7 +81,7 @@ from eventlog._exceptions import (
     WorkerNameTaken,
 )
 from eventlog._files import flock_within, fsync_dir, write_atomic
-from eventlog._host_slots import HostSlots, SlotAnswer
+from eventlog._host_slots import HostDelays, HostSlots, SlotAnswer, read_host_delays
 from eventlog._ids import new_event_id
 from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
 from eventlog._keys import (
@@ -132,6 +132,7 @@ from eventlog._queue import (
     TaskQueue,
     lane_for,
 )
+from eventlog._robots import ROBOTS_LOCK_MARGIN_S, RobotsFile, SharedRobots
 from eventlog._server import (
     DATA_DIR_ENV,
     FSYNC_POLICIES,
@@ -166,6 +167,7 @@ __all__ = [
     "LANE_RECOVERY",
     "NO_JAR_VERSION",
     "REDIS_URL_ENV",
+    "ROBOTS_LOCK_MARGIN_S",
     "SCHEMA_VERSION",
     "START",
     "TERMINAL_EVENT_TYPES",
@@ -193,6 +195,7 @@ __all__ = [
     "EventDecodeError",
     "EventLog",
     "Fsync",
+    "HostDelays",
     "HostSlots",
     "InFlight",
     "ItemScraped",
@@ -212,6 +215,7 @@ __all__ = [
     "ReleaseReason",
     "Retry",
     "RetryScheduled",
+    "RobotsFile",
     "ServerCannotPersist",
     "ServerError",
     "ServerInfo",
@@ -219,6 +223,7 @@ __all__ = [
     "ServerStatus",
     "ServerUnreachable",
     "SettleMode",
+    "SharedRobots",
     "SiteEvent",
     "SitePaused",
     "SiteResumed",
@@ -267,6 +272,7 @@ __all__ = [
     "new_event_id",
     "publish_projector_position",
     "read_controls",
+    "read_host_delays",
     "read_leases",
     "read_projector_position",
     "read_workers",
