@@ -1,12 +1,12 @@
 """A session opened once (the login's cookie, in the job's shared jar) serves every worker
-of a ``--cookies`` crawl: a worker SIGKILLed mid-crawl, its tasks recovered by another,
-every members-only page is still fetched with the session — the test site's request log
-shows no 403 under /members/ and every member page answered 200.
+of a ``--cookies`` crawl: a worker SIGKILLed mid-crawl holding tasks, another worker started
+after the kill recovers them once their leases expire, and every members-only page is still
+fetched with the session — the test site's request log shows no 403 under /members/ and
+every member page answered 200.
 
-Real worker processes against the test site; a politeness delay paces the crawl so that
-the kill finds the first worker holding tasks, which the other takes over once their
-leases expire. The login itself is done here through a fetcher with the job's jar (as a
-worker's fetcher does it); the spider that logs in through the form is in
+Real worker processes against the test site; a politeness delay paces the crawl so that the
+kill comes mid-crawl. The login itself is done here through a fetcher with the job's jar (as
+a worker's fetcher does it); the spider that logs in through the form is in
 test_a_spider_logs_in_through_the_form_and_a_killed_worker_s_tasks_keep_the_session.py.
 """
 
@@ -73,14 +73,16 @@ async def test_a_worker_killed_after_the_login_leaves_the_session_to_the_other(
         )
         await log_in(site, CookieStore(redis_client, JobKeys(job)))
         logged_in_at = len(site.requests)
+        queue = TaskQueue(redis_client, job, "observer")
         with anyio.fail_after(90):
             first = await worker_process("w1")
-            second = await worker_process("w2", "--exit-when-done")
-            while len(member_requests(site)) < KILL_AFTER + 1:  # the login's own hop, and more
+            # Killed holding tasks, its crawl under way (the login's own hop counts too).
+            while len(member_requests(site)) < KILL_AFTER + 1 or not await queue.leases_of("w1"):
                 await anyio.sleep(0.01)
             first.send_signal(signal.SIGKILL)
             await first.wait()
-            held = await TaskQueue(redis_client, job, "observer").leases_of("w1")
+            held = await queue.leases_of("w1")
+            second = await worker_process("w2", "--exit-when-done")
             assert await second.wait() == 0
         after_login = site.requests[logged_in_at:]
 

@@ -1,7 +1,8 @@
 """End to end: a spider logs in through the test site's form (``Follow(url, method="POST",
-form=...)``) in a ``--cookies`` crawl, then crawls the members-only pages; a worker
-SIGKILLed mid-crawl, the other finishes with the session the login opened — the request
-log shows no 403 under /members/ after the login, and every member page answered 200.
+form=...)``) in a ``--cookies`` crawl, then crawls the members-only pages; that worker is
+SIGKILLed mid-crawl holding tasks, and another, started after the kill, finishes with the
+session the login opened — the request log shows no 403 under /members/ after the login,
+and every member page answered 200.
 
 Needs ``Follow``'s ``method`` and ``form`` fields (the requests part of issue 15): skipped
 where ``Follow`` has no ``method`` field yet.
@@ -20,7 +21,7 @@ import redis.asyncio as aioredis
 from crawler._politeness import Politeness
 from crawler._spider import Follow
 from crawler.testsite import LOGIN_PATH, MEMBER_PAGES, MEMBERS_PREFIX, serve_testsite
-from eventlog import EventLog, ItemScraped
+from eventlog import EventLog, ItemScraped, TaskQueue
 
 pytestmark = [
     pytest.mark.anyio,
@@ -51,16 +52,23 @@ async def test_a_login_through_the_form_serves_the_crawl_after_a_worker_is_kille
             lease_ms=SHORT_LEASE_MS,
             politeness=Politeness(per_host=2, delay_s=0.1),
         )
+        queue = TaskQueue(redis_client, job, "observer")
         with anyio.fail_after(120):
+            # The first worker logs in and is killed holding tasks, its crawl under way;
+            # the second, started after the kill, has only the session the jar kept.
             first = await worker_process("w1")
-            second = await worker_process("w2", "--exit-when-done")
-            while sum(r.path.startswith(MEMBERS_PREFIX) for r in site.requests) < KILL_AFTER:
+            while sum(
+                r.path.startswith(MEMBERS_PREFIX) for r in site.requests
+            ) < KILL_AFTER or not await queue.leases_of("w1"):
                 await anyio.sleep(0.01)
             first.send_signal(signal.SIGKILL)
             await first.wait()
+            held = await queue.leases_of("w1")
+            second = await worker_process("w2", "--exit-when-done")
             assert await second.wait() == 0
         requests = list(site.requests)
 
+    assert held, "the kill should find the first worker holding tasks"
     posts = [i for i, r in enumerate(requests) if r.method == "POST" and r.path == LOGIN_PATH]
     assert posts, "the spider logged in through the form"
     after = requests[posts[0] :]
