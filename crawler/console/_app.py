@@ -255,9 +255,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         back: Callable[[str, Any], str],
     ) -> Endpoint:
         async def handler(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
-            form = await _form(request)
-            if not same_token(_text(form.get("token")), settings.token):
-                return PlainTextResponse("an action needs the console's token", status_code=403)
+            form = await _form(request)  # the body is kept: read again, not received again
             form_id = _text(form.get("form_id"))
             if not form_id:
                 return PlainTextResponse("a form without its form_id", status_code=400)
@@ -273,7 +271,15 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             joiner = "&" if "?" in target else "?"
             return RedirectResponse(f"{target}{joiner}done={quote(form_id)}", status_code=303)
 
-        return about_a_job(handler)
+        acting = about_a_job(handler)
+
+        async def endpoint(request: Request) -> Response:
+            # Before anything else, the job looked up included: no token, nothing done.
+            if not same_token(_text((await _form(request)).get("token")), settings.token):
+                return PlainTextResponse("an action needs the console's token", status_code=403)
+            return await acting(request)
+
+        return endpoint
 
     def pause_or_resume(pause: bool) -> Endpoint:
         async def act(
