@@ -58,6 +58,7 @@ from projector import TaskState
 DEAD_SHOWN = 1_000
 SEARCH_FOUND_MAX = 1_000
 """Tasks a search collects at most (the page lists the first ``SHOWN_TASKS``)."""
+SCRIPT = resources.files("crawler.console").joinpath("static/console.js").read_text()
 GRACEFUL_SHUTDOWN_S = 1
 """Open event streams never end by themselves: a stop waits this long for them."""
 
@@ -266,7 +267,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
                 return failed(exc, job, 400)
             by = actor_of(settings.user)
             await console.ledger.once(form_id, lambda: act(form, job, opened, watch, reason, by))
-            await watch.refresh(fresh=True)
+            watch.invalidate()  # the page redirected to shows the action's event
             target = back(job, form)
             joiner = "&" if "?" in target else "?"
             return RedirectResponse(f"{target}{joiner}done={quote(form_id)}", status_code=303)
@@ -313,7 +314,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
 
     routes = [
         Route("/", home),
-        Route("/static/console.js", _script),
+        Route(pages.SCRIPT_PATH, _script),
         Route("/jobs/{job}", about_a_job(panel)),
         Route("/jobs/{job}/sites", about_a_job(sites)),
         Route("/jobs/{job}/sites/pause", pause_or_resume(True), methods=["POST"]),
@@ -387,8 +388,11 @@ def _search(watch: JobWatch, query: str) -> list[TaskState]:
 
 
 async def _script(request: Request) -> Response:
-    text = resources.files("crawler.console").joinpath("static/console.js").read_text()
-    return Response(text, media_type="text/javascript", headers={"Cache-Control": "no-cache"})
+    # Named by its version (``SCRIPT_URL``): a browser may keep it, and asks again only
+    # when another crawlog serves another one.
+    return Response(
+        SCRIPT, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"}
+    )
 
 
 async def _job_rows(settings: ConsoleSettings) -> list[JobRow]:

@@ -140,6 +140,10 @@ class JobWatch:
         """The folded state as of the last refresh (every task, ended ones included)."""
         return self._source.tracker.state
 
+    def invalidate(self) -> None:
+        """The next refresh reads the log again, however recent the last one is."""
+        self._last = None
+
     async def refresh(self, *, fresh: bool = False) -> Progress:
         """The progress now (at most ``FRESH_S`` old unless ``fresh``)."""
         async with self._lock:

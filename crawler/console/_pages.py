@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from html import escape
 from urllib.parse import quote, urlencode
@@ -24,6 +25,18 @@ from crawler.console._live import Observed
 from eventlog import DeadLetter, LogEntry, WorkerInfo, tag_of
 from projector import ABORTED, TERMINAL, State, TaskState
 
+
+def _version() -> str:
+    from importlib import metadata, resources
+
+    script = resources.files("crawler.console").joinpath("static/console.js").read_bytes()
+    try:
+        version = metadata.version("crawlog")
+    except metadata.PackageNotFoundError:
+        version = "0"
+    return f"{version}-{zlib.crc32(script):08x}"
+
+
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}
 nav{background:#223;color:#eee;padding:.5em 1em}nav a{color:#9cf;margin-right:1em}
@@ -36,6 +49,9 @@ th{background:#f4f4f4}.num{text-align:right;font-variant-numeric:tabular-nums}
 .swatch{display:inline-block;width:.8em;height:.8em;margin:0 .2em}
 form.inline{display:inline}input[type=text]{width:14em}
 """.strip()
+SCRIPT_PATH = "/static/console.js"
+SCRIPT_URL = f"{SCRIPT_PATH}?v={_version()}"
+"""The page script's URL names its version, so that a browser may cache it."""
 SHOWN_TASKS = 50
 """Tasks listed per search or group."""
 
@@ -71,7 +87,7 @@ def layout(
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>{escape(title)} · crawlog console</title><style>{STYLE}</style>"
-        '<script src="/static/console.js" defer></script></head>'
+        f'<script src="{SCRIPT_URL}" defer></script></head>'
         f"<body{stream}><nav>crawlog console · {' '.join(nav)}"
         '<span id="stream-state" style="float:right"></span></nav>'
         f"{said}<main><h1>{escape(title)}</h1>{body}</main></body></html>"

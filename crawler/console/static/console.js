@@ -45,4 +45,11 @@
     schedule();
   });
   source.addEventListener("reset", function () { source.close(); window.location.reload(); });
+  // A form sent: this page is about to be replaced, so its redraws would only compete
+  // with the action for the console's time.
+  document.addEventListener("submit", function () {
+    source.close();
+    if (pending !== null) clearTimeout(pending);
+    pending = -1;
+  });
 })();
