@@ -24,14 +24,16 @@ from crawler.cli.retry import RETRY_BATCH, _retry_of
 from eventlog import (
     ConfigError,
     CrawlogError,
+    Decision,
     OperatorRefused,
     SitePaused,
     SiteResumed,
     TaskQueue,
     apply_control,
     read_controls,
+    resolve_action,
 )
-from projector import ABORTED, FAILED, TERMINAL, TaskState
+from projector import ABORTED, FAILED, PAUSED, TERMINAL, TaskState
 
 FORMS_KEPT = 10_000
 """Outcomes of submitted forms remembered, so a late second submit still applies once."""
@@ -196,6 +198,34 @@ async def retry_group(
     return Outcome(
         ok=True,
         message=f"retried {len(retried)} task(s) of job {job.keys.job} by {by}: {reason}{extra}",
+    )
+
+
+def uncertain(tasks: Iterable[TaskState]) -> list[tuple[TaskState, str]]:
+    """Paused tasks with an action whose intent is logged and its completion not: (task,
+    action id), for a person to decide about, sorted by URL."""
+    found = [
+        (task, action_id)
+        for task in tasks
+        if task.status == PAUSED and task.actions
+        for action_id, phase in task.actions.items()
+        if phase == "intended"
+    ]
+    return sorted(found, key=lambda pair: (pair[0].url, pair[1]))
+
+
+async def resolve_task(job: OpenJob, task_id: str, decision: str, reason: str, by: str) -> Outcome:
+    """A person's decision about a task's uncertain action, as ``crawlog resolve`` records
+    it: ``done`` (it ran: skip it) or ``redo`` (run it again); the task resumes."""
+    if decision not in ("done", "redo"):
+        raise ConfigError(f"decide 'done' or 'redo', not {decision!r}")
+    chosen: Decision = "done" if decision == "done" else "redo"
+    resolved = await resolve_action(job.client, job.keys, task_id, chosen, actor=by, reason=reason)
+    what = "done: it will be skipped" if chosen == "done" else "to redo: it will run again"
+    return Outcome(
+        ok=True,
+        message=f"resolved action {resolved.action_id} of task {task_id} as {what} "
+        f"(by {by}: {reason})",
     )
 
 

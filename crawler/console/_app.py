@@ -46,8 +46,10 @@ from crawler.console._actions import (
     control_site,
     needing_a_person,
     require_reason,
+    resolve_task,
     retry_group,
     retry_task,
+    uncertain,
 )
 from crawler.console._guard import TOKEN_COOKIE, TOKEN_PARAM, access, same_token
 from crawler.console._live import JobWatch
@@ -226,8 +228,9 @@ def create_app(settings: ConsoleSettings) -> Starlette:
     async def attention(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
         report = await watch.refresh()
         groups = needing_a_person(watch.state.tasks.values())
-        form_ids = [console.ledger.new_form() for _ in groups]
-        body = pages.attention_page(job, groups, settings.token, form_ids)
+        waiting = uncertain(watch.state.tasks.values())
+        form_ids = [console.ledger.new_form() for _ in range(len(groups) + len(waiting))]
+        body = pages.attention_page(job, groups, waiting, settings.token, form_ids)
         return html(request, f"Needs a person in {job}", body, job, report.position)
 
     async def dead(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
@@ -312,6 +315,13 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             by,
         )
 
+    async def decide(
+        form: Any, job: str, opened: OpenJob, watch: JobWatch, reason: str, by: str
+    ) -> Outcome:
+        return await resolve_task(
+            opened, _task_id_from_form(form), _text(form.get("decision")), reason, by
+        )
+
     routes = [
         Route("/", home),
         Route(pages.SCRIPT_PATH, _script),
@@ -330,6 +340,11 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         Route(
             "/jobs/{job}/attention/retry",
             action(retry_bulk, lambda job, form: f"/jobs/{quote(job, safe='')}/attention"),
+            methods=["POST"],
+        ),
+        Route(
+            "/jobs/{job}/attention/resolve",
+            action(decide, lambda job, form: f"/jobs/{quote(job, safe='')}/attention"),
             methods=["POST"],
         ),
         Route("/jobs/{job}/dead", about_a_job(dead)),

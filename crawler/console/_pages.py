@@ -362,12 +362,15 @@ def task_page(
 def attention_page(
     job: str,
     groups: dict[tuple[str, str], list[TaskState]],
+    waiting: Sequence[tuple[TaskState, str]],
     token: str,
     form_ids: Sequence[str],
 ) -> str:
-    """Failed and aborted tasks by reason; "Retry all N" asks for the job name."""
-    if not groups:
+    """Uncertain actions to decide about; failed and aborted tasks by reason, where
+    "Retry all N" asks for the job name."""
+    if not groups and not waiting:
         return '<div id="attention" data-live><p>Nothing needs a person.</p></div>'
+    decisions = _uncertain_section(job, waiting, token, form_ids[len(groups) :])
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     parts = []
     for ((status, reason), tasks), form_id in zip(ordered, form_ids, strict=False):
@@ -387,7 +390,31 @@ def attention_page(
             f"{escape(reason or 'no reason')}</h2>"
             f"{form}{tasks_table(job, tasks)}</section>"
         )
-    return f'<div id="attention" data-live>{"".join(parts)}</div>'
+    return f'<div id="attention" data-live>{decisions}{"".join(parts)}</div>'
+
+
+def _uncertain_section(
+    job: str, waiting: Sequence[tuple[TaskState, str]], token: str, form_ids: Sequence[str]
+) -> str:
+    if not waiting:
+        return ""
+    rows = []
+    for (task, action_id), form_id in zip(waiting, form_ids, strict=False):
+        form = (
+            f'<form method="post" class="inline" action="/jobs/{quote(job, safe="")}'
+            '/attention/resolve">'
+            + hidden(token=token, form_id=form_id, task_id=task.task_id)
+            + '<input type="text" name="reason" required placeholder="what you found" '
+            f'aria-label="reason to decide about {escape(task.task_id)}">'
+            '<button type="submit" name="decision" value="done">Mark done</button>'
+            '<button type="submit" name="decision" value="redo">Run again</button></form>'
+        )
+        rows.append([task_link(job, task), escape(task.url), escape(action_id), form])
+    head = ("task", "url", "action (intended, not known done)", "")
+    return (
+        '<section class="uncertain"><h2>Uncertain actions: did they happen?</h2>'
+        f"{table(head, rows, id_='uncertain')}</section>"
+    )
 
 
 # --- dead letters ------------------------------------------------------------------------------
