@@ -12,6 +12,7 @@ first outcome instead of acting again.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -25,16 +26,20 @@ from eventlog import (
     ConfigError,
     CrawlogError,
     Decision,
+    EventLog,
     OperatorRefused,
     SitePaused,
     SiteResumed,
     TaskQueue,
     apply_control,
+    find_dead_letter,
     read_controls,
+    replay_dead_letter,
     resolve_action,
 )
 from projector import ABORTED, FAILED, PAUSED, TERMINAL, TaskState
 
+_log = logging.getLogger(__name__)
 FORMS_KEPT = 10_000
 """Outcomes of submitted forms remembered, so a late second submit still applies once."""
 ACTOR_SUFFIX = "@console"
@@ -226,6 +231,19 @@ async def resolve_task(job: OpenJob, task_id: str, decision: str, reason: str, b
         ok=True,
         message=f"resolved action {resolved.action_id} of task {task_id} as {what} "
         f"(by {by}: {reason})",
+    )
+
+
+async def replay_dead(job: OpenJob, dead_id: str, reason: str, by: str) -> Outcome:
+    """Put a dead letter back on its stream, as ``crawlog dead replay`` does: only if it
+    decodes now, and once. That library call writes no event of its own; the console's
+    log says who asked and why."""
+    log = EventLog(job.client, job.keys)
+    letter = await find_dead_letter(log, dead_id)
+    new_id = await replay_dead_letter(log, letter)
+    _log.info("dead letter %s replayed by %s: %s", dead_id, by, reason)
+    return Outcome(
+        ok=True, message=f"replayed {dead_id} to {letter.stream} as {new_id} (by {by}: {reason})"
     )
 
 

@@ -45,6 +45,7 @@ from crawler.console._actions import (
     actor_of,
     control_site,
     needing_a_person,
+    replay_dead,
     require_reason,
     resolve_task,
     retry_group,
@@ -236,9 +237,9 @@ def create_app(settings: ConsoleSettings) -> Starlette:
     async def dead(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
         report = await watch.refresh()
         letters = await EventLog(opened.client, opened.keys).dead_letters(DEAD_SHOWN)
-        return html(
-            request, f"Dead letters of {job}", pages.dead_page(letters), job, report.position
-        )
+        form_ids = [console.ledger.new_form() for _ in letters]
+        body = pages.dead_page(job, letters, settings.token, form_ids)
+        return html(request, f"Dead letters of {job}", body, job, report.position)
 
     async def events(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
         log = EventLog(opened.client, opened.keys)
@@ -322,6 +323,11 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             opened, _task_id_from_form(form), _text(form.get("decision")), reason, by
         )
 
+    async def replay(
+        form: Any, job: str, opened: OpenJob, watch: JobWatch, reason: str, by: str
+    ) -> Outcome:
+        return await replay_dead(opened, _text(form.get("dead_id")), reason, by)
+
     routes = [
         Route("/", home),
         Route(pages.SCRIPT_PATH, _script),
@@ -348,6 +354,11 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             methods=["POST"],
         ),
         Route("/jobs/{job}/dead", about_a_job(dead)),
+        Route(
+            "/jobs/{job}/dead/replay",
+            action(replay, lambda job, form: f"/jobs/{quote(job, safe='')}/dead"),
+            methods=["POST"],
+        ),
         Route("/jobs/{job}/events", about_a_job(events)),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)

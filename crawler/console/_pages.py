@@ -420,8 +420,8 @@ def _uncertain_section(
 # --- dead letters ------------------------------------------------------------------------------
 
 
-def dead_page(letters: Sequence[DeadLetter]) -> str:
-    """Entries nobody could decode, moved aside."""
+def dead_page(job: str, letters: Sequence[DeadLetter], token: str, form_ids: Sequence[str]) -> str:
+    """Entries nobody could decode, moved aside; each can be put back (if it decodes now)."""
     if not letters:
         return '<div id="dead" data-live><p>No dead letters.</p></div>'
     rows = [
@@ -432,8 +432,13 @@ def dead_page(letters: Sequence[DeadLetter]) -> str:
             _n(d.deliveries),
             f"{sum(len(v) for v in d.fields.values()):,} B",
             escape(d.reason),
+            f'<form method="post" class="inline" action="/jobs/{quote(job, safe="")}/dead/replay">'
+            + hidden(token=token, form_id=form_id, dead_id=d.dead_id)
+            + '<input type="text" name="reason" required placeholder="why put it back" '
+            f'aria-label="reason to replay {escape(d.dead_id)}">'
+            '<button type="submit">Replay</button></form>',
         ]
-        for d in letters
+        for d, form_id in zip(letters, form_ids, strict=False)
     ]
-    head = ("dead id", "from", "entry", "deliveries", "size", "reason")
+    head = ("dead id", "from", "entry", "deliveries", "size", "reason", "")
     return f'<div id="dead" data-live>{table(head, rows)}</div>'
