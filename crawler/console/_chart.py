@@ -31,14 +31,19 @@ def bars_per_minute(
         totals.update(by_reason)
     reasons = [r for r, _ in totals.most_common()]
     colour = {r: PALETTE[min(i, len(PALETTE) - 1)] for i, r in enumerate(reasons)}
-    peak = max((sum(c.values()) for c in split.values()), default=0) or 1
+    highest = max((sum(c.values()) for c in split.values()), default=0)
+    peak = highest or 1
+    said = (
+        f"peak {highest} {escape(unit)}/min"
+        if highest
+        else f"no {escape(unit)} in {MINUTES_SHOWN} min"
+    )
     bar_w = WIDTH / MINUTES_SHOWN
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
         f'viewBox="0 0 {WIDTH} {HEIGHT + 20}" width="{WIDTH}" height="{HEIGHT + 20}">',
         f"<title>{escape(title)}</title>",
-        f'<text x="0" y="12" font-size="11">{escape(title)} (peak {peak} {escape(unit)}'
-        "/min)</text>",
+        f'<text x="0" y="12" font-size="11">{escape(title)} ({said})</text>',
     ]
     for n, minute in enumerate(minutes):
         y = float(HEIGHT + 18)
