@@ -49,13 +49,14 @@ class RunningConsole:
 async def console(
     valkey_url: str, job: str, data_dir: Path
 ) -> AsyncIterator[Callable[..., Awaitable[RunningConsole]]]:
-    """``await console()``: ``crawlog console --job JOB --port 0`` running; killed at the end."""
+    """``await console()``: ``crawlog console --job JOB --port 0`` running (``--job`` left
+    out with ``of_job=False``); killed at the end."""
     started: list[Process] = []
 
-    async def start(*extra: str) -> RunningConsole:
+    async def start(*extra: str, of_job: bool = True) -> RunningConsole:
         command = crawlog_command(
-            "console", "--job", job, "--port", "0", "--user", CONSOLE_USER,
-            "--data-dir", str(data_dir), *extra,
+            "console", *(("--job", job) if of_job else ()), "--port", "0",
+            "--user", CONSOLE_USER, "--data-dir", str(data_dir), *extra,
         )  # fmt: skip
         env = {**os.environ, "REDIS_URL": valkey_url}
         process = await anyio.open_process(command, env=env, cwd=ROOT, stderr=None)
