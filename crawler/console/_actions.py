@@ -164,12 +164,16 @@ async def retry_task(
     )
 
 
-def needing_a_person(tasks: Iterable[TaskState]) -> dict[tuple[str, str], list[TaskState]]:
-    """Failed and aborted tasks grouped by (status, reason), each group sorted by URL."""
+def needing_a_person(
+    tasks: Iterable[TaskState], *, by_site: bool = False
+) -> dict[tuple[str, str], list[TaskState]]:
+    """Failed and aborted tasks grouped by (status, reason), or by (status, site) with
+    ``by_site``; each group sorted by URL."""
     groups: dict[tuple[str, str], list[TaskState]] = {}
     for task in tasks:
         if task.status in (FAILED, ABORTED):
-            groups.setdefault((task.status, task.last_reason), []).append(task)
+            key = task.site if by_site else task.last_reason
+            groups.setdefault((task.status, key), []).append(task)
     for members in groups.values():
         members.sort(key=lambda t: (t.site, t.url))
     return groups
@@ -178,24 +182,28 @@ def needing_a_person(tasks: Iterable[TaskState]) -> dict[tuple[str, str], list[T
 async def retry_group(
     job: OpenJob,
     status: str,
-    group_reason: str,
+    group: str,
     shown: int,
     typed_job: str,
     reason: str,
     by: str,
+    *,
+    by_site: bool = False,
 ) -> Outcome:
-    """Retry every task of one group of "needs a person", once the operator typed the job
-    name and while the group still has the count the page showed."""
+    """Retry every task of one group of "needs a person" (tasks of a status with one
+    reason, or of one site with ``by_site``), once the operator typed the job name and
+    while the group still has the count the page showed."""
     if typed_job.strip() != job.keys.job:
         raise OperatorRefused(
             f"not confirmed: type the job name ({job.keys.job}) to retry {shown} task(s); "
             "nothing retried"
         )
-    groups = needing_a_person((await job.state()).tasks.values())
-    chosen = groups.get((status, group_reason), [])
+    groups = needing_a_person((await job.state()).tasks.values(), by_site=by_site)
+    chosen = groups.get((status, group), [])
     if len(chosen) != shown:
+        which = f"of site {group}" if by_site else "have this reason"
         raise OperatorRefused(
-            f"{len(chosen)} {status} task(s) now have this reason, not the {shown} shown "
+            f"{len(chosen)} {status} task(s) now {which}, not the {shown} shown "
             "(some were retried or ended meanwhile): look again; nothing retried"
         )
     retried, refused = await _retry_all(job, chosen, reason, by)

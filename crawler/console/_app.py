@@ -228,10 +228,13 @@ def create_app(settings: ConsoleSettings) -> Starlette:
 
     async def attention(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
         report = await watch.refresh()
-        groups = needing_a_person(watch.state.tasks.values())
-        waiting = uncertain(watch.state.tasks.values())
-        form_ids = [console.ledger.new_form() for _ in range(len(groups) + len(waiting))]
-        body = pages.attention_page(job, groups, waiting, settings.token, form_ids)
+        tasks = watch.state.tasks.values()
+        groups = needing_a_person(tasks)
+        sites = needing_a_person(tasks, by_site=True)
+        waiting = uncertain(tasks)
+        count = len(groups) + len(sites) + len(waiting)
+        form_ids = [console.ledger.new_form() for _ in range(count)]
+        body = pages.attention_page(job, groups, sites, waiting, settings.token, form_ids)
         return html(request, f"Needs a person in {job}", body, job, report.position)
 
     async def dead(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
@@ -306,14 +309,16 @@ def create_app(settings: ConsoleSettings) -> Starlette:
     async def retry_bulk(
         form: Any, job: str, opened: OpenJob, watch: JobWatch, reason: str, by: str
     ) -> Outcome:
+        site = _text(form.get("site"))
         return await retry_group(
             opened,
             _text(form.get("status")),
-            _text(form.get("group")),
+            site or _text(form.get("group")),
             _int(form.get("count")),
             _text(form.get("confirm")),
             reason,
             by,
+            by_site=bool(site),
         )
 
     async def decide(

@@ -362,6 +362,7 @@ def task_page(
 def attention_page(
     job: str,
     groups: dict[tuple[str, str], list[TaskState]],
+    sites: dict[tuple[str, str], list[TaskState]],
     waiting: Sequence[tuple[TaskState, str]],
     token: str,
     form_ids: Sequence[str],
@@ -370,27 +371,52 @@ def attention_page(
     "Retry all N" asks for the job name."""
     if not groups and not waiting:
         return '<div id="attention" data-live><p>Nothing needs a person.</p></div>'
-    decisions = _uncertain_section(job, waiting, token, form_ids[len(groups) :])
+    decisions = _uncertain_section(job, waiting, token, form_ids[len(groups) + len(sites) :])
+    per_site = _site_section(job, sites, token, form_ids[len(groups) : len(groups) + len(sites)])
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     parts = []
     for ((status, reason), tasks), form_id in zip(ordered, form_ids, strict=False):
         n = len(tasks)
-        form = (
-            f'<form method="post" class="bulk" '
-            f'action="/jobs/{quote(job, safe="")}/attention/retry">'
-            + hidden(token=token, form_id=form_id, status=status, group=reason, count=str(n))
-            + f'<input type="text" name="reason" required placeholder="why run them again" '
-            f'aria-label="reason to retry {n}">'
-            f'<input type="text" name="confirm" required placeholder="type {escape(job)}" '
-            'aria-label="type the job name to confirm" autocomplete="off">'
-            f'<button type="submit">Retry all {n}</button></form>'
-        )
+        form = _bulk_form(job, token, form_id, n, status=status, group=reason)
         parts.append(
             f'<section class="group"><h2>{n:,} {escape(status)}: '
             f"{escape(reason or 'no reason')}</h2>"
             f"{form}{tasks_table(job, tasks)}</section>"
         )
-    return f'<div id="attention" data-live>{decisions}{"".join(parts)}</div>'
+    return f'<div id="attention" data-live>{decisions}{"".join(parts)}{per_site}</div>'
+
+
+def _bulk_form(job: str, token: str, form_id: str, n: int, **fields: str) -> str:
+    return (
+        f'<form method="post" class="bulk" '
+        f'action="/jobs/{quote(job, safe="")}/attention/retry">'
+        + hidden(token=token, form_id=form_id, count=str(n), **fields)
+        + '<input type="text" name="reason" required placeholder="why run them again" '
+        f'aria-label="reason to retry {n}">'
+        f'<input type="text" name="confirm" required placeholder="type {escape(job)}" '
+        'aria-label="type the job name to confirm" autocomplete="off">'
+        f'<button type="submit">Retry all {n}</button></form>'
+    )
+
+
+def _site_section(
+    job: str, sites: dict[tuple[str, str], list[TaskState]], token: str, form_ids: Sequence[str]
+) -> str:
+    if not sites:
+        return ""
+    rows = [
+        [
+            escape(site),
+            escape(status),
+            _n(len(tasks)),
+            _bulk_form(job, token, form_id, len(tasks), status=status, site=site),
+        ]
+        for ((status, site), tasks), form_id in zip(sorted(sites.items()), form_ids, strict=False)
+    ]
+    return (
+        '<section class="by-site"><h2>By site</h2>'
+        f"{table(('site', 'status', 'tasks', ''), rows, id_='by-site')}</section>"
+    )
 
 
 def _uncertain_section(

@@ -55,8 +55,10 @@ async def test_the_panel_counts_are_the_status_counts_and_a_stale_count_is_refus
                 assert total["failed"] == 2
 
                 attention = (await http.get(f"/jobs/{job}/attention")).text
+                by_reason = attention[attention.index('<section class="group">') :]
+                by_reason = by_reason[: by_reason.index("</form>")]
                 fields = dict(
-                    re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', attention)
+                    re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', by_reason)
                 )
                 assert fields["count"] == "2"
                 stale = {**fields, "count": "3", "reason": "r", "confirm": job}
