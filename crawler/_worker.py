@@ -55,11 +55,19 @@ from crawler._spider import (
     Spider,
     SpiderOutputError,
     accepted_types,
+    check_callback,
     check_output,
     parses,
     spider_outputs,
 )
-from crawler._urls import Dropped, fingerprint, fingerprint_canonical, resolve_yielded, site_of
+from crawler._urls import (
+    Dropped,
+    fingerprint,
+    fingerprint_canonical,
+    request_fingerprint,
+    resolve_yielded,
+    site_of,
+)
 from eventlog import (
     CONTROL_POLL_S,
     DEFAULT_NAME_TTL_MS,
@@ -248,6 +256,8 @@ class Worker:
         self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
         self._accepted = accepted_types(spider)
+        self._callbacks: set[str] = set()
+        """Callback names a Follow named that `check_callback` found good on this spider."""
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
@@ -621,7 +631,8 @@ class Worker:
                 return
             if await self._held_back(lease, pending):
                 return
-            result = await self._fetch(url, lease)
+            # Only the task's own request has its method and body: a next page is a GET.
+            result = await self._fetch(url, lease, first=page == 1)
             if result is None:  # robots.txt says no
                 await self._end(lease, self._task_failed(task, "disallowed by robots.txt"), pending)
                 return
@@ -776,9 +787,10 @@ class Worker:
             return True
         return False
 
-    async def _fetch(self, url: str, lease: Lease) -> FetchResult | None:
+    async def _fetch(self, url: str, lease: Lease, *, first: bool) -> FetchResult | None:
         """The page at ``url`` (None if robots.txt disallows it), fetched politely, while
-        the lease is still ours (LeaseLost if not)."""
+        the lease is still ours (LeaseLost if not): with the task's headers, and for its
+        ``first`` page its method and body."""
         assert self._fetcher is not None
         site = site_of(url)
         if self.config.obey_robots:
@@ -799,8 +811,20 @@ class Worker:
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await self._hold(lease)
+            spec = lease.task.spec
+            if spec is None:
+                return await self._fetcher.fetch(
+                    url,
+                    redirect_allowed=self._in_scope,
+                    claim_target=self._claimer(lease.task.task_id),
+                )
             return await self._fetcher.fetch(
-                url, redirect_allowed=self._in_scope, claim_target=self._claimer(lease.task.task_id)
+                url,
+                redirect_allowed=self._in_scope,
+                claim_target=self._claimer(lease.task.task_id),
+                method=spec.method if first else "GET",
+                body=spec.body if first else None,
+                headers=spec.headers,
             )
 
     async def _hold(self, lease: Lease) -> None:
@@ -908,6 +932,7 @@ class Worker:
         Raises whatever the spider raises, and SpiderOutputError for an output crawlog
         cannot take: either fails the task, never the worker."""
         task = lease.task
+        spec = task.spec
         response = Response(
             url=result.final_url or task.url,
             status=result.status,
@@ -918,6 +943,7 @@ class Worker:
             depth=task.depth,
             page=page,
             resume=resume,
+            data=None if spec is None else spec.data,
             once=self._once_for(lease),
         )
         parsed = _Parsed()
@@ -930,7 +956,8 @@ class Worker:
         def base() -> URL:
             return response.base_url
 
-        async for index, yielded in spider_outputs(self.spider, response):
+        callback = None if spec is None else spec.callback
+        async for index, yielded in spider_outputs(self.spider, response, callback):
             output = check_output(yielded, spider=name, url=page_url, index=index)
             if isinstance(output, Item):
                 parsed.items.append(output)
@@ -946,7 +973,22 @@ class Worker:
                 else:
                     parsed.next_page = NextPage(resolved, output.cursor)
                 continue
-            fp = fingerprint_canonical(resolved)
+            follow_spec = (
+                None  # a plain GET for ``parse`` (a checked Follow has no form left)
+                if output.callback is None
+                and output.method is None
+                and output.data is None
+                and output.body is None
+                and output.headers is None
+                else output.spec()
+            )
+            if follow_spec is None:
+                fp = fingerprint_canonical(resolved)
+            else:
+                if (named := follow_spec.callback) is not None and named not in self._callbacks:
+                    check_callback(self.spider, named)
+                    self._callbacks.add(named)
+                fp = request_fingerprint(resolved, follow_spec.method, follow_spec.body)
             if fp in self._seen or fp in fresh:
                 continue  # enqueued already: not a drop, the crawl has it
             if (why := self.scope.refusal(resolved, depth)) is not None:
@@ -959,6 +1001,7 @@ class Worker:
                 depth=depth,
                 priority=output.priority,
                 parent_task_id=task.task_id,
+                spec=follow_spec,
             )
         parsed.dropped = dropped
         return parsed

@@ -74,6 +74,7 @@ API: dict[str, list[str]] = {
         "PoisonEntry",
         "QueueObserver",
         "ReleaseReason",
+        "RequestSpec",
         "Retry",
         "RetryScheduled",
         "ServerCannotPersist",
