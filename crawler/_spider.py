@@ -427,7 +427,7 @@ def _checked_follow(output: Follow, where: str) -> Follow:
     data = output.data
     if data is not None:
         if not isinstance(data, Mapping):
-            raise refused(f"data is a {type(data).__name__}, expected a dict")
+            raise refused(f"data must be a dict, not {type(data).__name__}")
         try:
             data = _data_decoder.decode(_msgpack.encode(dict(data)))
             _json.encode(data)
@@ -435,7 +435,7 @@ def _checked_follow(output: Follow, where: str) -> Follow:
             raise refused(f"data cannot be carried by its task: {exc}") from None
     body = output.body
     if body is not None and not isinstance(body, bytes | str):
-        raise refused(f"body is a {type(body).__name__}, expected bytes or str")
+        raise refused(f"body must be bytes or str, not {type(body).__name__}")
     headers = _checked_headers(output.headers, refused)
     if output.form is not None:
         if body is not None:
@@ -465,7 +465,7 @@ def _checked_headers(
     if headers is None:
         return None
     if not isinstance(headers, Mapping):
-        raise refused(f"headers is a {type(headers).__name__}, expected a dict of str to str")
+        raise refused(f"headers must be a dict of str to str, not {type(headers).__name__}")
     checked: dict[str, str] = {}
     for name, value in headers.items():
         if not isinstance(name, str) or not isinstance(value, str):
@@ -480,7 +480,7 @@ def _checked_headers(
 
 def _encoded_form(form: object, refused: Callable[[str], SpiderOutputError]) -> str:
     if not isinstance(form, Mapping):
-        raise refused(f"form is a {type(form).__name__}, expected a dict of str to str")
+        raise refused(f"form must be a dict of str to str, not {type(form).__name__}")
     pairs: list[tuple[str, str]] = []
     for name, value in form.items():
         values = [value] if isinstance(value, str) else value
