@@ -15,6 +15,9 @@ from crawler._spider import Follow, Item, NextPage, Output, Response, Spider
 KILL_IN_ENV = "CRAWLOG_TEST_KILL_IN"
 """``CALLBACK:MARKER_FILE``: SIGKILL this worker the first time that callback runs (once:
 the marker file says it happened)."""
+FAIL_IN_ENV = "CRAWLOG_TEST_FAIL_IN"
+"""``CALLBACK:MARKER_FILE``: raise in that callback the first time it runs (a spider bug
+fixed since, as far as a retry can tell)."""
 SEARCH_PATH = "/echo/search"
 HEADER = "X-Crawl-Test"
 
@@ -24,6 +27,10 @@ def _maybe_die(callback: str) -> None:
     if target == callback and not Path(marker).exists():
         Path(marker).touch()
         os.kill(os.getpid(), signal.SIGKILL)
+    target, _, marker = os.environ.get(FAIL_IN_ENV, "").partition(":")
+    if target == callback and not Path(marker).exists():
+        Path(marker).touch()
+        raise ValueError(f"{callback} failed once")
 
 
 class CategorySpider(Spider):
