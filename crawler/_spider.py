@@ -87,7 +87,8 @@ class Follow(msgspec.Struct, frozen=True):
     By default a GET of ``url`` whose response goes to the spider's ``parse``. Else:
 
     * ``callback``: the name of the spider method that parses it instead (an ``async def``
-      generator, or a plain generator), called with the response;
+      generator, or a plain generator), called with the response (``self.parse_item``
+      is taken as its name);
     * ``data``: a dict the callback gets as ``response.data`` (msgpack- and JSON-encodable);
     * ``method`` (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS), ``body`` (bytes, or text
       sent as UTF-8) and ``headers`` (sent over the job's default headers);
@@ -101,7 +102,8 @@ class Follow(msgspec.Struct, frozen=True):
 
     url: str
     priority: int = 0
-    callback: str | None = None
+    callback: str | Callable[..., Any] | None = None
+    """A method's name, or (a Scrapy habit) the bound method itself: its name is kept."""
     data: dict[str, Any] | None = None
     method: Method | None = None
     """None: GET, or POST for a ``form``."""
@@ -113,8 +115,11 @@ class Follow(msgspec.Struct, frozen=True):
         """The task's `RequestSpec` of a checked Follow (`check_output`); None for a plain
         GET parsed by ``parse``."""
         body = self.body.encode() if isinstance(self.body, str) else self.body
+        callback = self.callback
+        if callback is not None and not isinstance(callback, str):
+            raise TypeError("Follow.spec() of an unchecked Follow (see check_output)")
         spec = RequestSpec(
-            callback=None if self.callback == DEFAULT_CALLBACK else self.callback,
+            callback=None if callback == DEFAULT_CALLBACK else callback,
             data=self.data or None,
             method=self.method or "GET",
             body=body or None,
@@ -420,6 +425,8 @@ def _checked_follow(output: Follow, where: str) -> Follow:
     except Exception as exc:
         raise SpiderOutputError(f"{where}, {shown}, cannot be logged: {exc}") from None
     url, callback, method = core.url, output.callback, output.method
+    if callable(callback) and isinstance(getattr(callback, "__self__", None), Spider):
+        callback = getattr(callback, "__name__", None)  # self.parse_item, as Scrapy has it
     if callback is not None and (not isinstance(callback, str) or not callback.isidentifier()):
         raise refused(f"callback {callback!r} is not a method name (a str such as 'parse_item')")
     if method is not None and method not in METHODS:

@@ -35,7 +35,7 @@ def _maybe_die(callback: str) -> None:
 
 class CategorySpider(Spider):
     """Walks a category's listing (``parse``, its pages as NextPage): every row's item page
-    followed with ``callback="parse_item"`` and the category as data, and on the first page
+    followed with ``callback=self.parse_item`` and the category as data, and on the first page
     one search POSTed as a form to the site's echo page (``parse_search``), with a header.
     Items carry what the callbacks got, so the log shows it."""
 
@@ -47,7 +47,7 @@ class CategorySpider(Spider):
         for link in tree.css("li a"):
             yield Follow(
                 str(link.attributes.get("href")),
-                callback="parse_item",
+                callback=self.parse_item,  # the Scrapy way: kept as its name
                 data={"category": category, "listing_page": response.page},
             )
         if response.page == 1:
