@@ -135,11 +135,13 @@ class NextPage(msgspec.Struct, frozen=True):
     """The next page of this same task; ``cursor`` comes back in ``response.resume.state``.
 
     Always a GET, whatever the task's first request was (the next page of a search posted
-    as a form is a link), with the task's headers, parsed by the task's callback with the
-    task's data."""
+    as a form is a link), with the task's headers, parsed by the task's callback. Its
+    ``response.data`` is ``data`` if given (kept in the checkpoint, so a resume has it),
+    else the task's."""
 
     url: str
     cursor: str | None = None
+    data: dict[str, Any] | None = None
 
 
 Output = Item | Follow | NextPage
@@ -361,7 +363,9 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
 
     ``Item``, ``Follow`` and ``NextPage`` are checked against their field types as an
     event decoder will read them (an item's data must be msgpack and JSON, the archive's
-    form); a ``dict`` becomes ``Item(its "url" or "<page url>#<index>", the dict)``.
+    form); a ``dict`` becomes ``Item(its "url" or "<page url>#<index>", the dict)``. A
+    plain ``Follow`` (a GET for ``parse``) is returned as it is, the very object; any other
+    ``Follow`` as a new one in the form its task carries (`Follow.spec`).
     """
     if (
         isinstance(output, Follow)  # the common case (hundreds a page): checked in full here
@@ -398,6 +402,8 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
         checked: Output = _decoders[kind].decode(_msgpack.encode(output))
         if isinstance(checked, Item):
             _json.encode(checked.data)
+        elif checked.data is not None:
+            _json.encode(checked.data)  # the checkpoint's, archived as JSON too
     except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
         raise SpiderOutputError(f"{where}, {_shown(output)}, cannot be logged: {exc}") from None
     return checked

@@ -691,6 +691,7 @@ class Worker:
                     url=nxt.url,
                     last_item_key=items[-1].key if items else None,
                     state=nxt.cursor,
+                    data=nxt.data,
                 )
                 saved = CheckpointSaved(
                     actor=self.name,
@@ -933,6 +934,9 @@ class Worker:
         cannot take: either fails the task, never the worker."""
         task = lease.task
         spec = task.spec
+        data = None if spec is None else spec.data
+        if resume is not None and resume.data is not None:
+            data = resume.data  # a NextPage's own, from the checkpoint it left
         response = Response(
             url=result.final_url or task.url,
             status=result.status,
@@ -943,7 +947,7 @@ class Worker:
             depth=task.depth,
             page=page,
             resume=resume,
-            data=None if spec is None else spec.data,
+            data=data,
             once=self._once_for(lease),
         )
         parsed = _Parsed()
@@ -971,17 +975,11 @@ class Worker:
                 if (why := self.scope.refusal(resolved, task.depth)) is not None:
                     dropped[why] = dropped.get(why, 0) + 1
                 else:
-                    parsed.next_page = NextPage(resolved, output.cursor)
+                    parsed.next_page = NextPage(resolved, output.cursor, output.data)
                 continue
-            follow_spec = (
-                None  # a plain GET for ``parse`` (a checked Follow has no form left)
-                if output.callback is None
-                and output.method is None
-                and output.data is None
-                and output.body is None
-                and output.headers is None
-                else output.spec()
-            )
+            # A plain GET for ``parse`` is passed through as yielded; any other Follow
+            # comes back from the check as a new one, in the form its task carries.
+            follow_spec = None if output is yielded else output.spec()
             if follow_spec is None:
                 fp = fingerprint_canonical(resolved)
             else:

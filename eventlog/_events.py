@@ -64,6 +64,8 @@ class Cursor(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     last_item_key: str | None = None
     state: str | None = None
     """Whatever the spider asked to get back on resume (``NextPage.cursor``)."""
+    data: dict[str, Any] | None = None
+    """The next page's ``response.data`` (``NextPage.data``; None: the task's own)."""
 
 
 class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -118,3 +118,18 @@ class WrongRequestSpider(Spider):
 
     async def parse_other(self, response: Response) -> AsyncIterator[Output]:
         yield Item(response.url)
+
+
+class PagedSpider(Spider):
+    """Walks one paginated listing, each NextPage carrying data for the next page: an item
+    per page holding the ``response.data`` it got. Dies (``KILL_IN_ENV``) in ``parse page
+    N`` if told to."""
+
+    name = "paged"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        _maybe_die(f"parse page {response.page}")
+        yield Item(f"page {response.page}", {"data": response.data})
+        nxt = LexborHTMLParser(response.body).css_first('a[rel="next"]')
+        if nxt is not None:
+            yield NextPage(str(nxt.attributes.get("href")), data={"from_page": response.page})
