@@ -188,7 +188,8 @@ class Response:
         self.resume = resume
         """The checkpoint this task resumed from (None on its first run)."""
         self.data: dict[str, Any] = {} if data is None else data
-        """The ``data`` of the `Follow` that made this task (``{}`` without any)."""
+        """The ``data`` of the `Follow` that made this task, or of the `NextPage` that led
+        to this page (``{}`` without any)."""
         self.content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         """The media type, lowercase, without parameters ("" without a Content-Type)."""
         self._once = once
