@@ -514,7 +514,7 @@ def check_callback(spider: Spider, callback: str) -> None:
     where = f"spider {spider.name}: callback {callback!r}"
     if method is None:
         raise SpiderOutputError(f"{where} is not a method of {type(spider).__name__}")
-    function = getattr(method, "__func__", method)
+    function = inspect.unwrap(getattr(method, "__func__", method))  # through decorators
     if not callable(method) or not (
         inspect.isasyncgenfunction(function)
         or inspect.iscoroutinefunction(function)
