@@ -47,7 +47,14 @@ from crawler._fetch_spec import (
 )
 from crawler._job import JobConfig
 from crawler._politeness import PolitenessGate
-from crawler._robots import RobotsCache, RobotsRules, RobotsVerdict, parse_robots
+from crawler._robots import (
+    MAX_ROBOTS_BYTES,
+    RobotsCache,
+    RobotsRules,
+    RobotsVerdict,
+    parse_robots,
+    robots_lifetime,
+)
 from crawler._spider import (
     Item,
     NextPage,
@@ -88,7 +95,9 @@ from eventlog import (
     PageFetched,
     QueueObserver,
     RetryScheduled,
+    RobotsFile,
     ServerCannotPersist,
+    SharedRobots,
     Task,
     TaskAborted,
     TaskClaimed,
@@ -261,6 +270,7 @@ class Worker:
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
+        self.shared_robots = SharedRobots(redis, self.keys, name)
         self.controls = Controls()
         self.stats = WorkerStats()
         self.stopping = anyio.Event()
@@ -813,20 +823,17 @@ class Worker:
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await self._hold(lease)
             spec = lease.task.spec
-            if spec is None:
-                return await self._fetcher.fetch(
-                    url,
-                    redirect_allowed=self._in_scope,
-                    claim_target=self._claimer(lease.task.task_id),
-                )
-            return await self._fetcher.fetch(
+            result = await self._fetcher.fetch(
                 url,
                 redirect_allowed=self._in_scope,
                 claim_target=self._claimer(lease.task.task_id),
-                method=spec.method if first else "GET",
-                body=spec.body if first else None,
-                headers=spec.headers,
+                method=spec.method if spec is not None and first else "GET",
+                body=spec.body if spec is not None and first else None,
+                headers=None if spec is None else spec.headers,
             )
+        # After the slot is freed: the next request to the host need not wait for this.
+        await self.gate.observe(host, result.elapsed_ms, result.status)
+        return result
 
     async def _hold(self, lease: Lease) -> None:
         """Renew the lease if the server may have seen it idle long enough to let another
@@ -867,14 +874,28 @@ class Worker:
         async with lock:
             if (rules := self.robots.get(site, time.time())) is not None:
                 return rules
-            assert self._fetcher is not None
-            result = await self._fetcher.fetch(site + ROBOTS_PATH)
-            body = result.body if not result.error else None
-            rules = parse_robots(body, result.status, error=result.error)
-            self.robots.put(site, rules, time.time())
+            stored = await self.shared_robots.fetch_once(
+                site,
+                lambda: self._fetch_robots(site),
+                fetch_s=self._fetch_config.total_timeout_s,
+            )
+            body = stored.body if not stored.error else None
+            rules = parse_robots(body, stored.status, error=stored.error)
+            self.robots.put(site, rules, time.time(), expires=stored.expires_at)
             if (delay := rules.crawl_delay()) is not None:
                 await self.gate.set_delay(site.split("://", 1)[1], delay)
             return rules
+
+    async def _fetch_robots(self, site: str) -> RobotsFile:
+        """``site``'s robots.txt as the job keeps it: fetched by this worker for all of them."""
+        assert self._fetcher is not None
+        result = await self._fetcher.fetch(site + ROBOTS_PATH)
+        body = result.body[:MAX_ROBOTS_BYTES] if not result.error else b""
+        rules = parse_robots(body, result.status, error=result.error)
+        lifetime = robots_lifetime(rules, result.headers, unreachable_s=self.robots.unreachable_ttl)
+        return RobotsFile(
+            status=result.status, body=body, error=result.error, expires_at=time.time() + lifetime
+        )
 
     async def _retry_or_fail(self, lease: Lease, result: FetchResult, pending: StepEvents) -> bool:
         """Handle a failed fetch: retry later, or fail the task. False if the page is good."""

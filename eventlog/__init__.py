@@ -74,7 +74,7 @@ from eventlog._exceptions import (
     WorkerNameTaken,
 )
 from eventlog._files import flock_within, fsync_dir, write_atomic
-from eventlog._host_slots import HostSlots, SlotAnswer
+from eventlog._host_slots import HostDelays, HostSlots, SlotAnswer, read_host_delays
 from eventlog._ids import new_event_id
 from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
 from eventlog._keys import (
@@ -124,6 +124,7 @@ from eventlog._queue import (
     TaskQueue,
     lane_for,
 )
+from eventlog._robots import ROBOTS_LOCK_MARGIN_S, RobotsFile, SharedRobots
 from eventlog._server import (
     DATA_DIR_ENV,
     FSYNC_POLICIES,
@@ -156,6 +157,7 @@ __all__ = [
     "LANE_NORMAL",
     "LANE_RECOVERY",
     "REDIS_URL_ENV",
+    "ROBOTS_LOCK_MARGIN_S",
     "SCHEMA_VERSION",
     "START",
     "TERMINAL_EVENT_TYPES",
@@ -182,6 +184,7 @@ __all__ = [
     "EventDecodeError",
     "EventLog",
     "Fsync",
+    "HostDelays",
     "HostSlots",
     "InFlight",
     "ItemScraped",
@@ -200,6 +203,7 @@ __all__ = [
     "RequestSpec",
     "Retry",
     "RetryScheduled",
+    "RobotsFile",
     "ServerCannotPersist",
     "ServerError",
     "ServerInfo",
@@ -207,6 +211,7 @@ __all__ = [
     "ServerStatus",
     "ServerUnreachable",
     "SettleMode",
+    "SharedRobots",
     "SiteEvent",
     "SitePaused",
     "SiteResumed",
@@ -253,6 +258,7 @@ __all__ = [
     "new_event_id",
     "publish_projector_position",
     "read_controls",
+    "read_host_delays",
     "read_leases",
     "read_projector_position",
     "read_workers",

@@ -85,6 +85,16 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     ETA is no figure but "paused"."""
 
 
+class HostDelay(msgspec.Struct, frozen=True, kw_only=True):
+    """The delay between request starts to one host, as every worker applies it now."""
+
+    host: str
+    delay_ms: int
+    """The longest of the job's ``--delay``, robots.txt's Crawl-delay and the adapted one."""
+    adapted_ms: int | None = None
+    """Adapted to the host's latency (``--autothrottle``); None before its first sample."""
+
+
 class Progress(msgspec.Struct, frozen=True, kw_only=True):
     """What a progress display shows: rows per site and in total, and the workers."""
 
@@ -102,6 +112,8 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     job_paused_reason: str = ""
     dead_letters: int = 0
     """Entries in the job's dead stream: nobody could decode them, no count includes them."""
+    host_delays: tuple[HostDelay, ...] = ()
+    """Per host, the delay applied now (with ``--autothrottle``; empty without)."""
 
     @property
     def complete(self) -> bool:

@@ -42,6 +42,7 @@ def as_dict(report: Progress) -> dict[str, Any]:
         "total": _row_dict(report.total),
         "sites": [_row_dict(r) for r in report.sites],
         "workers": [msgspec.to_builtins(w) for w in report.workers],
+        "host_delays": [msgspec.to_builtins(d) for d in report.host_delays],
     }
 
 
@@ -157,7 +158,20 @@ def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
     if detail:
         lines.append(f"  {workers_line(report)}")
         lines.append(f"  {projector_line(report)}")
+        if delays := host_delays_line(report):
+            lines.append(f"  {delays}")
     return lines
+
+
+def host_delays_line(report: Progress) -> str:
+    """``autothrottle: HOST delay S, ...`` (the delay each host has now), or nothing
+    without ``--autothrottle``."""
+    if not report.host_delays:
+        return ""
+    shown = [f"{d.host} delay {d.delay_ms / 1000:.2f} s" for d in report.host_delays]
+    more = len(shown) - SITE_LINES_MAX
+    listed = ", ".join(shown[:SITE_LINES_MAX]) + (f", ... and {more} more" if more > 0 else "")
+    return f"autothrottle: {listed}"
 
 
 def job_paused_text(report: Progress) -> str:
@@ -237,6 +251,8 @@ def progress_renderable(report: Progress) -> Group:
     if report.dead_letters:
         parts.append(Text(dead_letters_text(report), style="red"))
     parts.append(Text(projector_line(report)))
+    if delays := host_delays_line(report):
+        parts.append(Text(delays))
     return Group(*parts)
 
 
