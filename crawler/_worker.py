@@ -46,6 +46,8 @@ from crawler._fetch_spec import (
     FetchResult,
 )
 from crawler._job import JobConfig
+from crawler._pipelines import Dropped as DroppedItem
+from crawler._pipelines import is_item, pipeline_of
 from crawler._politeness import PolitenessGate
 from crawler._robots import (
     MAX_ROBOTS_BYTES,
@@ -180,6 +182,8 @@ class _Parsed(msgspec.Struct, kw_only=True):
     """New tasks by fingerprint: in scope and depth, and not in this worker's seen cache."""
     next_page: NextPage | None = None
     dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """Items the spider's pipelines dropped, by reason."""
 
 
 class WorkerStats(msgspec.Struct, kw_only=True):
@@ -267,6 +271,8 @@ class Worker:
         self._accepted = accepted_types(spider)
         self._callbacks: set[str] = set()
         """Callback names a Follow named that `check_callback` found good on this spider."""
+        # None without steps: the check per output is then one comparison.
+        self._pipeline = pipeline_of(spider) or None
         self.policy = RetryPolicy(max_attempts=config.max_attempts)
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
@@ -684,6 +690,10 @@ class Worker:
                 return
             if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
+            if parsed.items_dropped and fetched is not None:
+                pending[fetched_at] = msgspec.structs.replace(
+                    pending[fetched_at], items_dropped=parsed.items_dropped
+                )
             await self._enqueue(parsed.fresh)
             items = parsed.items
             pending += [
@@ -983,6 +993,13 @@ class Worker:
 
         callback = None if spec is None else spec.callback
         async for index, yielded in spider_outputs(self.spider, response, callback):
+            if self._pipeline is not None and is_item(yielded):
+                # Before the check: a step may make loggable what the spider yielded.
+                yielded = await self._pipeline.run(yielded, response)
+                if isinstance(yielded, DroppedItem):
+                    drop = yielded.reason
+                    parsed.items_dropped[drop] = parsed.items_dropped.get(drop, 0) + 1
+                    continue
             output = check_output(yielded, spider=name, url=page_url, index=index)
             if isinstance(output, Item):
                 parsed.items.append(output)

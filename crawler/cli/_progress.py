@@ -66,6 +66,8 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     job_paused_reason: str = ""
     events: int = 0
     """Events folded into the state this snapshot counts (the fold's own counter)."""
+    items_dropped: dict[str, int] = {}
+    """Items the spiders' pipelines dropped, by reason."""
 
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,6 +116,8 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     """Entries in the job's dead stream: nobody could decode them, no count includes them."""
     host_delays: tuple[HostDelay, ...] = ()
     """Per host, the delay applied now (with ``--autothrottle``; empty without)."""
+    items_dropped: dict[str, int] = {}
+    """Items the spiders' pipelines dropped, by reason."""
 
     @property
     def complete(self) -> bool:
@@ -190,6 +194,7 @@ class Tracker:
             job_paused=job.paused,
             job_paused_reason=job.paused_reason,
             events=job.events,
+            items_dropped=dict(sorted(job.items_dropped.items())),
         )
 
 
@@ -276,6 +281,7 @@ def progress(
         job_paused=newer.job_paused,
         job_paused_reason=newer.job_paused_reason,
         dead_letters=dead_letters,
+        items_dropped=newer.items_dropped,
     )
 
 
