@@ -1,4 +1,4 @@
-"""The worker's fetcher: one GET, its redirects checked hop by hop, as a result — never raised.
+"""The worker's fetcher: one request, its redirects checked hop by hop, as a result — never raised.
 
 httpx is the interface, sending through :class:`AiohttpTransport`, an httpx transport backed
 by an aiohttp session. The transport was chosen by measurement (``python
@@ -24,7 +24,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from http.client import HTTPResponse
 from http.cookiejar import CookieJar
 from types import TracebackType
@@ -93,6 +93,13 @@ __all__ = [
 
 
 _GET = "GET"
+_POST = "POST"
+_HEAD = "HEAD"
+_SEE_OTHER = 303
+_POST_BECOMES_GET = frozenset({301, 302})
+"""Redirects after which a POST continues as a GET, as browsers do (and the Fetch
+standard says); a 307 or 308 repeats the method and its body."""
+_BODY_HEADERS = ("content-type", "content-length", "content-encoding", "transfer-encoding")
 _CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 """Where httpx looks for CA certificates instead of certifi's bundle, if set."""
 _MAX_CAUSES = 8
@@ -174,24 +181,38 @@ class Fetcher:
         *,
         redirect_allowed: Callable[[str], bool] | None = None,
         claim_target: Callable[[str], Awaitable[bool]] | None = None,
+        method: str = _GET,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> FetchResult:
-        """GET ``url``, following redirects that ``redirect_allowed`` (if given) accepts.
+        """GET ``url`` (or send ``method`` with ``body``), following redirects that
+        ``redirect_allowed`` (if given) accepts.
 
-        ``claim_target`` is asked, for each redirect about to be followed, whether this
-        fetch may have that URL; if not (another task fetches it), the redirect is the
+        ``headers`` are sent over the fetcher's own (a name given here replaces its value
+        there). A 301, 302 or 303 after a POST (a 303 after anything but HEAD) continues as
+        a GET without the body, as browsers do; a 307 or 308 repeats the method and body.
+
+        ``claim_target`` is asked, for each redirect about to be followed as a GET, whether
+        this fetch may have that URL; if not (another task fetches it), the redirect is the
         result, ``handed_over``.
         """
         client = self._client
         if client is None:
             raise RuntimeError("Fetcher.fetch called outside `async with Fetcher(...)`")
         started = time.perf_counter()
+        sent = self._headers
+        if headers:
+            sent = httpx.Headers(self._headers)
+            sent.update(headers)
         try:
-            request = httpx.Request(_GET, url, headers=self._headers, extensions=self._extensions)
+            request = httpx.Request(
+                method, url, headers=sent, content=body or None, extensions=self._extensions
+            )
         except httpx.InvalidURL:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
         if request.url.scheme not in HTTP_SCHEMES or not request.url.host:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
-        chain = _Chain(url, started)
+        chain = _Chain(url, started, sent)
         with anyio.move_on_after(self.config.total_timeout_s):
             return await self._follow(client, chain, request, redirect_allowed, claim_target)
         return self._result(chain, NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
@@ -239,14 +260,17 @@ class Fetcher:
             error = self._refusal(key in seen, len(chain.redirects), target, redirect_allowed)
             if error is not None:
                 return self._result(chain, status, headers, b"", error)
-            if claim_target is not None and not await claim_target(target):
+            request = _redirected(chain, request, status, target)
+            # A task's own URL is a GET's: a redirect that repeats a POST is this fetch's.
+            if (
+                claim_target is not None
+                and request.method == _GET
+                and not await claim_target(target)
+            ):
                 stop = self._result(chain, status, headers, b"", None)
                 return msgspec.structs.replace(stop, parseable=False, handed_over=True)
             seen.add(key)
             chain.redirects.append(target)
-            request = httpx.Request(
-                _GET, target, headers=self._headers, extensions=self._extensions
-            )
 
     def _refusal(
         self,
@@ -302,6 +326,38 @@ class Fetcher:
         )
 
 
+def _redirected(chain: _Chain, request: httpx.Request, status: int, target: str) -> httpx.Request:
+    """The request a redirect (``status`` to ``target``) of ``request`` leads to; the
+    chain's headers become the ones it sends."""
+    method = request.method
+    if (status == _SEE_OTHER and method != _HEAD) or (
+        status in _POST_BECOMES_GET and method == _POST
+    ):
+        method = _GET
+    content = request.content if method == request.method else b""
+    cross_origin = _origin(request.url) != _origin(httpx.URL(target))
+    if method != request.method or cross_origin:
+        headers = httpx.Headers(chain.headers)
+        if not content:
+            # The body is not sent again: neither is what described it.
+            for name in _BODY_HEADERS:
+                headers.pop(name, None)
+        if cross_origin:
+            headers.pop("authorization", None)  # credentials stay with their origin
+        chain.headers = headers
+    return httpx.Request(
+        method,
+        target,
+        headers=chain.headers,
+        content=content or None,
+        extensions=request.extensions,
+    )
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
 def _tls_context() -> ssl.SSLContext:
     """httpx's TLS context (certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR if set)."""
     try:
@@ -318,12 +374,14 @@ def _tls_context() -> ssl.SSLContext:
 class _Chain:
     """One fetch under way: the URL asked for, the redirects followed, when it started."""
 
-    __slots__ = ("redirects", "started", "url")
+    __slots__ = ("headers", "redirects", "started", "url")
 
-    def __init__(self, url: str, started: float) -> None:
+    def __init__(self, url: str, started: float, headers: httpx.Headers) -> None:
         self.url = url
         self.started = started
         self.redirects: list[str] = []
+        self.headers = headers
+        """The headers its requests send (httpx adds Host and Content-Length to each)."""
 
 
 class _NoCookieJar(CookieJar):

@@ -76,6 +76,7 @@ API: dict[str, list[str]] = {
         "PoisonEntry",
         "QueueObserver",
         "ReleaseReason",
+        "RequestSpec",
         "Retry",
         "RetryScheduled",
         "RobotsFile",
