@@ -191,6 +191,10 @@ class Spider:
     name: ClassVar[str] = "spider"
     start_urls: ClassVar[Sequence[str]] = ()
     content_types: ClassVar[Collection[str] | None] = None
+    user_agent: ClassVar[str | None] = None
+    """The User-Agent of the crawl's requests; ``--user-agent`` (or crawlog.toml) beats it."""
+    headers: ClassVar[Mapping[str, str]] = {}
+    """Default headers of the crawl's requests; a ``--header`` of the same name beats one."""
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         """What the page yields: items, links to follow, the next page."""

@@ -10,6 +10,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from crawler._identity import format_statuses
 from crawler.cli._options import json_option
 from crawler.cli._settings import (
     CONFIG_COMMAND,
@@ -48,7 +49,11 @@ def config_command(ctx: click.Context, /, as_json: bool, **values: Any) -> None:
     click.echo(f"config file: {file.path if file.exists else f'{file.path} (none)'}")
     width = max(len(r["key"]) for r in rows)
     for r in rows:
-        value = "-" if r["value"] is None else r["value"]
+        value = r["value"]
+        if isinstance(value, list):
+            value = "; ".join(value) if value else "-"
+        elif value is None:
+            value = "-"
         click.echo(f"{r['key']:<{width}}  {value!s:<24}  {r['source']}")
 
 
@@ -67,7 +72,7 @@ def _row(
         owner = ctx if setting.param in values else ctx.find_root()
         value = owner.params.get(setting.param)
         source = _source(owner.get_parameter_source(setting.param), setting, file)
-        shown = value
+        shown = _shown_value(setting, value)
         if setting.param == "data_dir":
             shown = str(resolve_data_dir(value))
     return {
@@ -78,6 +83,18 @@ def _row(
         "flag": setting.flag,
         "help": setting.help,
     }
+
+
+def _shown_value(setting: Setting, value: Any) -> Any:
+    """A value as it is typed: a header ``Name: value``, codes ``429,500-504``, a proxy
+    without its password; a repeatable option's values as a list."""
+    if setting.param == "retry_on" and isinstance(value, tuple):
+        return format_statuses(value)
+    if not isinstance(value, tuple):
+        return value
+    if setting.param == "proxy":
+        return [redacted(url) for url in value]
+    return [f"{item[0]}: {item[1]}" if isinstance(item, tuple) else item for item in value]
 
 
 def _source(found: ParameterSource | None, setting: Setting, file: ConfigFile) -> str:
@@ -115,6 +132,7 @@ def add_setting_options(command: click.Command, root: click.Group) -> None:
                 setting.param,
                 type=model.type,
                 is_flag=model.is_flag,
+                multiple=model.multiple,
                 default=None if model.required else model.default,
                 envvar=setting.env,
                 show_envvar=True,
