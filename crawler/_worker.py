@@ -845,7 +845,9 @@ class Worker:
             assert self._fetcher is not None
             result = await self._fetcher.fetch(site + ROBOTS_PATH)
             body = result.body if not result.error else None
-            rules = parse_robots(body, result.status, error=result.error)
+            # Matched against the job's own user agent: the group for what the crawl says it is.
+            agent = self._fetch_config.user_agent
+            rules = parse_robots(body, result.status, user_agent=agent, error=result.error)
             self.robots.put(site, rules, time.time())
             if (delay := rules.crawl_delay()) is not None:
                 await self.gate.set_delay(site.split("://", 1)[1], delay)
