@@ -60,3 +60,23 @@ def test_every_identity_setting_says_where_its_value_came_from(tmp_path: Path) -
     assert "X-A: 1; X-B: b c" in lines["http.headers"]
     assert lines["http.headers"].endswith("env CRAWLOG_HEADERS")
     assert "secret" not in text.stdout
+
+
+def test_the_spider_s_user_agent_and_headers_show_where_no_option_beats_them(
+    tmp_path: Path,
+) -> None:
+    spider = "tests.crawler.identity_spiders:EchoSpider"
+    result = crawlog(
+        "config", "--json", "--spider", spider, "--header", "Accept-Language: en",
+        cwd=tmp_path, env=clean_env(),
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    found = {
+        row["key"]: (row["value"], row["source"]) for row in json.loads(result.stdout)["settings"]
+    }
+    assert found["http.user_agent"] == ("spider-agent/1.0", f"spider {spider}")
+    assert found["http.headers"] == (
+        ["X-From-Spider: spider", "Accept-Language: en"],
+        f"flag --header over spider {spider}",
+    )
