@@ -30,6 +30,25 @@ def test_a_header_is_split_at_its_first_colon_and_stripped() -> None:
     assert parse_header("X-Empty:") == ("X-Empty", "")
 
 
+TOKENS = st.text(
+    alphabet="!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    min_size=1,
+    max_size=20,
+).filter(
+    lambda name: (
+        name.lower()
+        not in {"user-agent", "host", "connection", "content-length", "transfer-encoding"}
+    )
+)
+VALUES = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=40)
+
+
+@given(TOKENS, VALUES)
+def test_any_token_and_printable_value_read_back_as_written(name: str, value: str) -> None:
+    assert parse_header(f"{name}:{value}") == (name, value.strip())
+    assert parse_header(f"  {name} : {value}") == (name, value.strip())
+
+
 @pytest.mark.parametrize(
     "text",
     ["no colon", ": value", "Two Words: x", "X-Nl: a\nb", "X-Uni: é", "user-agent: x", "Host: h"],
