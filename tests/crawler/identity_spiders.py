@@ -24,7 +24,7 @@ class EchoSpider(Spider):
 
     name = "echo"
     content_types = None
-    user_agent = "spider-agent/1.0"
+    user_agent: ClassVar[str | None] = "spider-agent/1.0"
     headers: ClassVar[dict[str, str]] = {"X-From-Spider": "spider", "Accept-Language": "fr"}
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
