@@ -222,6 +222,12 @@ def identity_settings(spider: Spider, values: Mapping[str, Any]) -> dict[str, An
     user_agent = values["user_agent"]
     if user_agent is None:
         user_agent = spider.user_agent
+    if user_agent is not None and not isinstance(user_agent, str):
+        raise ConfigError(f"spider {spider.name}: user_agent {user_agent!r} is not a string")
+    if not isinstance(spider.headers, Mapping):
+        raise ConfigError(
+            f"spider {spider.name}: headers {spider.headers!r} is not a dict of name: value"
+        )
     flag_headers: tuple[Header, ...] = values["header"]
     return {
         "user_agent": user_agent,

@@ -49,3 +49,15 @@ def _maybe_die(path: str) -> None:
     if target and path == f"/echo/{target}" and not Path(marker).exists():
         Path(marker).touch()
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class UserAgentAsHeaderSpider(PlainEchoSpider):
+    """A Scrapy habit crawlog refuses: the user agent among the default headers."""
+
+    headers: ClassVar[dict[str, str]] = {"User-Agent": "habit/1.0"}
+
+
+class NumberUserAgentSpider(PlainEchoSpider):
+    """A user agent that is not a string."""
+
+    user_agent = 7  # type: ignore[assignment]

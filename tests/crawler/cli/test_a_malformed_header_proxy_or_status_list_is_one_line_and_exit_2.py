@@ -63,3 +63,19 @@ def test_a_malformed_value_in_crawlog_toml_names_the_file_and_key(
     (tmp_path / "crawlog.toml").write_text(toml)
     result = crawlog("config", cwd=tmp_path, env=clean_env())
     one_line(result, "crawlog.toml", needle)
+
+
+@pytest.mark.parametrize(
+    ("spider", "needle"),
+    [
+        ("UserAgentAsHeaderSpider", "the User-Agent header is set by --user-agent"),
+        ("NumberUserAgentSpider", "user_agent 7 is not a string"),
+    ],
+)
+def test_a_spider_s_malformed_identity_is_one_line(
+    tmp_path: Path, spider: str, needle: str
+) -> None:
+    env = clean_env(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    path = f"tests.crawler.identity_spiders:{spider}"
+    result = crawlog("crawl", SEED, "--job", "j", "--spider", path, cwd=tmp_path, env=env)
+    one_line(result, needle)
