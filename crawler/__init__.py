@@ -1,6 +1,7 @@
 """The crawler: spiders, fetching, workers, and the `crawlog` command line.
 
-What a spider needs is re-exported here: ``from crawler import Spider, Item, Follow, NextPage``.
+What a spider needs is re-exported here: ``from crawler import Spider, Item, Follow, NextPage``
+(and ``DropItem`` for its pipelines).
 The spider API and the URL helpers load with the package; the fetcher, the worker, the job
 settings and politeness load on first use (a module-level ``__getattr__``, as in
 :mod:`projector`), so that a spider module or the command line importing ``crawler`` does not
@@ -13,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from crawler._links import extract_links
+from crawler._pipelines import DropItem
 from crawler._spider import (
     Follow,
     Item,
@@ -46,6 +48,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "AiohttpTransport",
+    "DropItem",
     "FetchConfig",
     "Fetcher",
     "Follow",

@@ -149,6 +149,9 @@ _OPTIONS: dict[str, str] = {
     "spider": "--spider",
     "politeness.per_host": "--per-host",
     "politeness.delay_s": "--delay",
+    "politeness.autothrottle": "--autothrottle",
+    "politeness.autothrottle_target": "--autothrottle-target",
+    "politeness.autothrottle_max_delay_s": "--autothrottle-max-delay",
     "lease_ms": "--lease",
     "obey_robots": "--ignore-robots",
     "record_events": "--no-events",
@@ -195,6 +198,8 @@ def _shown(setting: str, value: object) -> str:
     """A setting's value as the user would type it for its option."""
     if setting in _INVERTED_FLAGS:
         return "off" if value else "on"
+    if isinstance(value, bool):
+        return "on" if value else "off"
     if setting == "lease_ms" and isinstance(value, int):
         return f"{value / 1000:g}"
     if setting == "max_attempts" and isinstance(value, int):

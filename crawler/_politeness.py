@@ -7,13 +7,16 @@ the next start by the delay) or says how long to wait. Freeing it is one ``MULTI
 ``ZREM`` and its holder's ``HDEL``). So the limits hold across all workers, and a worker's
 clock never matters.
 
-Per host, three keys (`JobKeys.host_slot_keys`), each expiring when idle:
+Per host, up to four keys (`JobKeys.host_slot_keys`), each expiring when idle:
 
 - ``slots``: zset of slot tokens scored by their expiry; a slot whose holder is never
   heard of again expires after ``slot_ttl_s``, so no host is blocked forever.
 - ``next``: server time (ms) before which no request may start; lives as long as the delay.
 - ``delay``: a per-host delay set with `PolitenessGate.set_delay` (robots.txt Crawl-delay),
   seen by every worker until it expires; the longer of it and ``delay_s`` applies.
+- ``adapted`` (with ``autothrottle``): the delay adapted to the host's latency, every
+  worker's samples folded in on the server (`PolitenessGate.observe`,
+  ``crawler._autothrottle``); the longest of the three applies.
 
 Each slot is also listed under its holder (the worker's name, `JobKeys.slots_held`),
 so that a worker killed mid-request does not hold its hosts for the whole ttl: its slots
@@ -38,6 +41,14 @@ import anyio
 import msgspec
 import redis.asyncio as aioredis
 
+from crawler._autothrottle import (
+    DEFAULT_MAX_DELAY_S,
+    DEFAULT_TARGET_CONCURRENCY,
+    MAX_TARGET_CONCURRENCY,
+    THROTTLED_FACTOR,
+    THROTTLED_MIN_MS,
+    sample_kind,
+)
 from crawler._robots import DEFAULT_ROBOTS_TTL_S
 from eventlog import ConfigError, HostSlots, JobKeys, ServerError, SlotAnswer
 
@@ -95,6 +106,13 @@ class Politeness(msgspec.Struct, frozen=True, kw_only=True):
     """How long a delay set with `PolitenessGate.set_delay` lasts (as a robots.txt does)."""
     max_poll_s: float = DEFAULT_MAX_POLL_S
     """Longest sleep before asking again for a host whose slots are all held."""
+    autothrottle: bool = False
+    """Adapt each host's delay to its latency (``crawler._autothrottle``), for every worker;
+    ``delay_s`` is then its floor."""
+    autothrottle_target: float = DEFAULT_TARGET_CONCURRENCY
+    """With ``autothrottle``: requests a host should have in flight on average."""
+    autothrottle_max_delay_s: float = DEFAULT_MAX_DELAY_S
+    """With ``autothrottle``: the adapted delay never grows past this."""
 
     def __post_init__(self) -> None:
         if isinstance(self.per_host, bool) or not isinstance(self.per_host, int):
@@ -105,6 +123,16 @@ class Politeness(msgspec.Struct, frozen=True, kw_only=True):
         _check_seconds("slot ttl", self.slot_ttl_s, low=MIN_S, high=MAX_TTL_S)
         _check_seconds("delay ttl", self.delay_ttl_s, low=MIN_S, high=MAX_TTL_S)
         _check_seconds("max poll", self.max_poll_s, low=MIN_S, high=MAX_DELAY_S)
+        target = self.autothrottle_target
+        if not (math.isfinite(target) and 0 < target <= MAX_TARGET_CONCURRENCY):
+            raise ConfigError(
+                f"autothrottle target concurrency {target!r} is not above 0 and at most "
+                f"{MAX_TARGET_CONCURRENCY:g}"
+            )
+        low = self.delay_s if self.autothrottle else 0.0
+        _check_seconds(
+            "autothrottle max delay", self.autothrottle_max_delay_s, low=low, high=MAX_DELAY_S
+        )
 
 
 class HostSlot(msgspec.Struct, frozen=True):
@@ -193,6 +221,25 @@ class PolitenessGate:
         check_host(host)
         _check_seconds("per-host delay", seconds, low=0.0, high=MAX_DELAY_S)
         await self._slots.set_delay(host, _ms(seconds), ttl_ms=_ms(self.politeness.delay_ttl_s))
+
+    async def observe(self, host: str, latency_ms: float, status: int) -> int | None:
+        """Fold a fetch's latency and status (0: no response) into ``host``'s adapted delay,
+        for every worker; the new delay (ms), or None without ``autothrottle``."""
+        p = self.politeness
+        if not p.autothrottle:
+            return None
+        check_host(host)
+        return await self._slots.observe(
+            host,
+            latency_ms,
+            sample_kind(status),
+            target=p.autothrottle_target,
+            floor_ms=_ms(p.delay_s),
+            max_ms=_ms(p.autothrottle_max_delay_s),
+            ttl_ms=_ms(p.delay_ttl_s),
+            throttled_factor=THROTTLED_FACTOR,
+            throttled_min_ms=THROTTLED_MIN_MS,
+        )
 
     def release_by(self, deadline: float) -> None:
         """Slot releases, running or to come, stop trying at ``deadline`` (anyio time).

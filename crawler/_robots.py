@@ -16,13 +16,16 @@ RFC 9309 (section 2.3.1.4) and Google read a 5xx as a complete disallow for a wh
 Scrapy instead parses whatever body a 5xx had (an error page: allow all), and allows all
 when the download fails. crawlog follows the RFC: a site in trouble is not crawled harder.
 
-Fetching robots.txt is the worker's job; everything here is pure.
+Fetching robots.txt is the worker's job, once per site and job for all the job's workers
+(``eventlog.SharedRobots``); everything here is pure.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from enum import Enum
 from typing import Final
 
@@ -43,6 +46,9 @@ DEFAULT_ROBOTS_TTL_S = 86_400.0
 DEFAULT_UNREACHABLE_TTL_S = 10.0
 """Below the retry policy's longest wait: a task held back by unreachable rules is retried
 after this long, and must find the verdict expired (robots.txt asked again)."""
+MIN_ROBOTS_TTL_S = 60.0
+"""The shortest a fetched robots.txt is kept, whatever its Cache-Control says (``no-cache``,
+``max-age=0``): asking a site for it before each page would be no politeness at all."""
 DEFAULT_ROBOTS_CACHE_SITES = 10_000
 
 
@@ -121,6 +127,30 @@ def parse_robots(
     return RobotsRules(RobotsVerdict.UNREACHABLE, user_agent=user_agent, reason=reason)
 
 
+_MAX_AGE = re.compile(r"(?:^|[,\s])(?:s-)?max-age\s*=\s*\"?(\d+)", re.IGNORECASE)
+_NO_CACHE = re.compile(r"(?:^|[,\s])(?:no-cache|no-store)(?:$|[,\s=])", re.IGNORECASE)
+
+
+def robots_lifetime(
+    rules: RobotsRules,
+    headers: Mapping[str, str],
+    *,
+    unreachable_s: float = DEFAULT_UNREACHABLE_TTL_S,
+) -> float:
+    """How long a robots.txt response is kept, in seconds: an unreachable verdict briefly
+    (``unreachable_s``); otherwise RFC 9309's 24 hours, or less if the response's
+    ``Cache-Control`` says less (``max-age``; ``no-cache`` or ``no-store``: the shortest),
+    never under `MIN_ROBOTS_TTL_S`. ``headers``: the response's, names lowercase."""
+    if rules.verdict is RobotsVerdict.UNREACHABLE:
+        return unreachable_s
+    control = headers.get("cache-control", "")
+    if _NO_CACHE.search(control):
+        return MIN_ROBOTS_TTL_S
+    ages = [int(age) for age in _MAX_AGE.findall(control)]
+    lifetime = min([DEFAULT_ROBOTS_TTL_S, *ages])
+    return max(MIN_ROBOTS_TTL_S, float(lifetime))
+
+
 class RobotsCache:
     """Rules per site until they expire; the least recently used site goes when full.
 
@@ -158,10 +188,14 @@ class RobotsCache:
         self._entries.move_to_end(site)
         return rules
 
-    def put(self, site: str, rules: RobotsRules, now: float) -> None:
-        """Keep ``rules`` for ``site`` from ``now``; unreachable ones for a shorter time."""
+    def put(
+        self, site: str, rules: RobotsRules, now: float, *, expires: float | None = None
+    ) -> None:
+        """Keep ``rules`` for ``site`` from ``now`` until ``expires`` (the lifetime the job
+        keeps them for), but no longer than this cache's ttl (unreachable ones': shorter)."""
         ttl = self.unreachable_ttl if rules.verdict is RobotsVerdict.UNREACHABLE else self.ttl
-        self._entries[site] = (now + ttl, rules)
+        until = now + ttl if expires is None else min(expires, now + ttl)
+        self._entries[site] = (until, rules)
         self._entries.move_to_end(site)
         while len(self._entries) > self.max_sites:
             self._entries.popitem(last=False)

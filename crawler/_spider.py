@@ -191,6 +191,8 @@ class Spider:
     name: ClassVar[str] = "spider"
     start_urls: ClassVar[Sequence[str]] = ()
     content_types: ClassVar[Collection[str] | None] = None
+    pipelines: ClassVar[Sequence[Any]] = ()
+    """Steps every item goes through before it is recorded (`crawler._pipelines`)."""
     user_agent: ClassVar[str | None] = None
     """The User-Agent of the crawl's requests; ``--user-agent`` (or crawlog.toml) beats it."""
     headers: ClassVar[Mapping[str, str]] = {}
@@ -363,6 +365,9 @@ def load_spider(path: str | None) -> Spider:
     except Exception as exc:
         raise ConfigError(f"--spider {path!r}: {class_name}() failed ({exc})") from None
     accepted_types(spider)  # a bad content_types is refused here too, like a bad class
+    from crawler._pipelines import pipeline_of  # it imports this module
+
+    pipeline_of(spider)  # and so is a bad pipeline
     return spider  # type: ignore[no-any-return]
 
 

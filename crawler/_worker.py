@@ -45,8 +45,17 @@ from crawler._fetch_spec import (
     FetchResult,
 )
 from crawler._job import JobConfig
+from crawler._pipelines import Dropped as DroppedItem
+from crawler._pipelines import is_item, pipeline_of
 from crawler._politeness import PolitenessGate
-from crawler._robots import RobotsCache, RobotsRules, RobotsVerdict, parse_robots
+from crawler._robots import (
+    MAX_ROBOTS_BYTES,
+    RobotsCache,
+    RobotsRules,
+    RobotsVerdict,
+    parse_robots,
+    robots_lifetime,
+)
 from crawler._spider import (
     Item,
     NextPage,
@@ -79,7 +88,9 @@ from eventlog import (
     PageFetched,
     QueueObserver,
     RetryScheduled,
+    RobotsFile,
     ServerCannotPersist,
+    SharedRobots,
     Task,
     TaskAborted,
     TaskClaimed,
@@ -162,6 +173,8 @@ class _Parsed(msgspec.Struct, kw_only=True):
     """New tasks by fingerprint: in scope and depth, and not in this worker's seen cache."""
     next_page: NextPage | None = None
     dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """Items the spider's pipelines dropped, by reason."""
 
 
 class WorkerStats(msgspec.Struct, kw_only=True):
@@ -248,9 +261,12 @@ class Worker:
         self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
         self.scope = config.scope_rule()
         self._accepted = accepted_types(spider)
+        # None without steps: the check per output is then one comparison.
+        self._pipeline = pipeline_of(spider) or None
         self.policy = config.retry_policy()
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
+        self.shared_robots = SharedRobots(redis, self.keys, name)
         self.controls = Controls()
         self.stats = WorkerStats()
         self.stopping = anyio.Event()
@@ -663,6 +679,10 @@ class Worker:
                 return
             if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
+            if parsed.items_dropped and fetched is not None:
+                pending[fetched_at] = msgspec.structs.replace(
+                    pending[fetched_at], items_dropped=parsed.items_dropped
+                )
             await self._enqueue(parsed.fresh)
             items = parsed.items
             pending += [
@@ -799,9 +819,12 @@ class Worker:
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await self._hold(lease)
-            return await self._fetcher.fetch(
+            result = await self._fetcher.fetch(
                 url, redirect_allowed=self._in_scope, claim_target=self._claimer(lease.task.task_id)
             )
+        # After the slot is freed: the next request to the host need not wait for this.
+        await self.gate.observe(host, result.elapsed_ms, result.status)
+        return result
 
     async def _hold(self, lease: Lease) -> None:
         """Renew the lease if the server may have seen it idle long enough to let another
@@ -842,16 +865,30 @@ class Worker:
         async with lock:
             if (rules := self.robots.get(site, time.time())) is not None:
                 return rules
-            assert self._fetcher is not None
-            result = await self._fetcher.fetch(site + ROBOTS_PATH)
-            body = result.body if not result.error else None
+            stored = await self.shared_robots.fetch_once(
+                site,
+                lambda: self._fetch_robots(site),
+                fetch_s=self._fetch_config.total_timeout_s,
+            )
+            body = stored.body if not stored.error else None
             # Matched against the job's own user agent: the group for what the crawl says it is.
             agent = self._fetch_config.user_agent
-            rules = parse_robots(body, result.status, user_agent=agent, error=result.error)
-            self.robots.put(site, rules, time.time())
+            rules = parse_robots(body, stored.status, user_agent=agent, error=stored.error)
+            self.robots.put(site, rules, time.time(), expires=stored.expires_at)
             if (delay := rules.crawl_delay()) is not None:
                 await self.gate.set_delay(site.split("://", 1)[1], delay)
             return rules
+
+    async def _fetch_robots(self, site: str) -> RobotsFile:
+        """``site``'s robots.txt as the job keeps it: fetched by this worker for all of them."""
+        assert self._fetcher is not None
+        result = await self._fetcher.fetch(site + ROBOTS_PATH)
+        body = result.body[:MAX_ROBOTS_BYTES] if not result.error else b""
+        rules = parse_robots(body, result.status, error=result.error)
+        lifetime = robots_lifetime(rules, result.headers, unreachable_s=self.robots.unreachable_ttl)
+        return RobotsFile(
+            status=result.status, body=body, error=result.error, expires_at=time.time() + lifetime
+        )
 
     async def _retry_or_fail(self, lease: Lease, result: FetchResult, pending: StepEvents) -> bool:
         """Handle a failed fetch: retry later, or fail the task. False if the page is good."""
@@ -933,6 +970,13 @@ class Worker:
             return response.base_url
 
         async for index, yielded in spider_outputs(self.spider, response):
+            if self._pipeline is not None and is_item(yielded):
+                # Before the check: a step may make loggable what the spider yielded.
+                yielded = await self._pipeline.run(yielded, response)
+                if isinstance(yielded, DroppedItem):
+                    drop = yielded.reason
+                    parsed.items_dropped[drop] = parsed.items_dropped.get(drop, 0) + 1
+                    continue
             output = check_output(yielded, spider=name, url=page_url, index=index)
             if isinstance(output, Item):
                 parsed.items.append(output)

@@ -73,7 +73,7 @@ from eventlog._exceptions import (
     WorkerNameTaken,
 )
 from eventlog._files import flock_within, fsync_dir, write_atomic
-from eventlog._host_slots import HostSlots, SlotAnswer
+from eventlog._host_slots import HostDelays, HostSlots, SlotAnswer, read_host_delays
 from eventlog._ids import new_event_id
 from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
 from eventlog._keys import (
@@ -123,6 +123,7 @@ from eventlog._queue import (
     TaskQueue,
     lane_for,
 )
+from eventlog._robots import ROBOTS_LOCK_MARGIN_S, RobotsFile, SharedRobots
 from eventlog._server import (
     DATA_DIR_ENV,
     FSYNC_POLICIES,
@@ -155,6 +156,7 @@ __all__ = [
     "LANE_NORMAL",
     "LANE_RECOVERY",
     "REDIS_URL_ENV",
+    "ROBOTS_LOCK_MARGIN_S",
     "SCHEMA_VERSION",
     "START",
     "TERMINAL_EVENT_TYPES",
@@ -181,6 +183,7 @@ __all__ = [
     "EventDecodeError",
     "EventLog",
     "Fsync",
+    "HostDelays",
     "HostSlots",
     "InFlight",
     "ItemScraped",
@@ -198,6 +201,7 @@ __all__ = [
     "ReleaseReason",
     "Retry",
     "RetryScheduled",
+    "RobotsFile",
     "ServerCannotPersist",
     "ServerError",
     "ServerInfo",
@@ -205,6 +209,7 @@ __all__ = [
     "ServerStatus",
     "ServerUnreachable",
     "SettleMode",
+    "SharedRobots",
     "SiteEvent",
     "SitePaused",
     "SiteResumed",
@@ -251,6 +256,7 @@ __all__ = [
     "new_event_id",
     "publish_projector_position",
     "read_controls",
+    "read_host_delays",
     "read_leases",
     "read_projector_position",
     "read_workers",

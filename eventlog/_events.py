@@ -124,6 +124,9 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """URLs the spider yielded for this page that are not crawled, counted by reason
     ("not http(s)", "malformed", "out of scope", "too deep")."""
+    items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """Items the spider yielded for this page that its pipelines dropped, counted by
+    reason (a ``DropItem``'s message, or "dropped by STEP" for a step returning None)."""
 
 
 class ItemScraped(TaskEvent, frozen=True, kw_only=True, tag="task.item"):

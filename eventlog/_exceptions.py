@@ -22,6 +22,8 @@ this tree and the classes in step::
     │   └── UnknownTask ........ a task id or URL the job's log has no task for
     ├── SpiderOutputError ...... [crawler] a spider yielded what the log cannot carry: its
     │                            task fails with it, the worker goes on
+    ├── DropItem ............... [crawler] raised by an item pipeline step: the item is not
+    │                            recorded, its drop counted by reason; not a failure
     ├── UncertainAction ........ [crawler] a task's once-only action was intended but not
     │                            logged as done (its worker died mid-way): the task is
     │                            paused for an operator to resolve

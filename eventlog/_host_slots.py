@@ -1,4 +1,4 @@
-"""The per-host politeness keys of a job: slots on a host, its next start time, its delay.
+"""The per-host politeness keys of a job: slots on a host, its next start time, its delays.
 
 ``crawler``'s politeness gate decides when to ask and how long to wait; what it asks
 the server, and the layout of what the server keeps, live here (the keys in ``_keys``,
@@ -7,13 +7,14 @@ the script in ``_scripts``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import redis.asyncio as aioredis
 
 from eventlog._connection import redis_errors
 from eventlog._keys import JobKeys
-from eventlog._scripts import POLITENESS_ACQUIRE
+from eventlog._scripts import POLITENESS_ACQUIRE, POLITENESS_OBSERVE
 
 
 class SlotAnswer(NamedTuple):
@@ -33,6 +34,7 @@ class HostSlots:
         self.keys = keys
         self.holder = holder
         self._acquire = redis.register_script(POLITENESS_ACQUIRE)
+        self._observe = redis.register_script(POLITENESS_OBSERVE)
 
     async def acquire(
         self,
@@ -64,3 +66,55 @@ class HostSlots:
         """Space request starts to ``host`` by at least ``delay_ms``, for ``ttl_ms``."""
         with redis_errors("setting a host's delay"):
             await self.redis.set(self.keys.host_delay(host), delay_ms, px=ttl_ms)
+
+    async def observe(
+        self,
+        host: str,
+        latency_ms: float,
+        kind: str,
+        *,
+        target: float,
+        floor_ms: int,
+        max_ms: int,
+        ttl_ms: int,
+        throttled_factor: float,
+        throttled_min_ms: int,
+    ) -> int:
+        """Fold one fetch's ``latency_ms`` (a sample of ``kind``: see `POLITENESS_OBSERVE`)
+        into ``host``'s adapted delay, kept ``ttl_ms``; the new delay (ms)."""
+        args: list[str | int | float] = [
+            repr(float(latency_ms)),
+            kind,
+            repr(float(target)),
+            floor_ms,
+            max_ms,
+            ttl_ms,
+            repr(float(throttled_factor)),
+            throttled_min_ms,
+        ]
+        with redis_errors("adapting a host's delay"):
+            delay = await self._observe(keys=[self.keys.host_adapted_delay(host)], args=args)
+        return int(delay)
+
+
+class HostDelays(NamedTuple):
+    """The delays (ms) the server keeps for one host; None where it keeps none."""
+
+    host: str
+    crawl_delay_ms: int | None
+    """Set by a worker (robots.txt Crawl-delay)."""
+    adapted_ms: int | None
+    """Adapted to the host's latency (``--autothrottle``)."""
+
+
+async def read_host_delays(
+    redis: aioredis.Redis, keys: JobKeys, hosts: Sequence[str]
+) -> list[HostDelays]:
+    """The delays the server keeps for each of ``hosts``, in their order (one round trip)."""
+    if not hosts:
+        return []
+    names = [k for h in hosts for k in (keys.host_delay(h), keys.host_adapted_delay(h))]
+    with redis_errors("reading the hosts' delays"):
+        values = await redis.mget(names)
+    found = [None if v is None else int(v) for v in values]
+    return [HostDelays(h, found[2 * i], found[2 * i + 1]) for i, h in enumerate(hosts)]

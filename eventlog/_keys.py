@@ -8,6 +8,8 @@ too: a change here is a change there.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,6 +37,32 @@ JOB_PAUSED = "job"
 SITE_PREFIX = "site|"
 TASK_PREFIX = "task|"
 CIRCUIT_PREFIX = "circuit|"
+
+SEEN_BUCKETS = 1 << 15
+"""Hashes the job's fingerprints are spread over (`seen_slot`): few enough that their own
+overhead stays small at a million URLs, many enough that each stays a compact listpack
+(at most the server's ``hash-max-listpack-entries``) at ten million."""
+SEEN_FIELD_BYTES = 6
+_SEEN_FP_HEX = 16
+
+
+def seen_slot(fingerprint: str) -> tuple[int, bytes]:
+    """Where ``fingerprint`` is marked seen: its bucket (`JobKeys.seen_bucket`) and its
+    field there, so that a URL costs its field's few bytes rather than a set member's
+    string, pointers and header.
+
+    A URL fingerprint (16 hex digits, 64 bits) gives its bucket from its first 15 bits and
+    its field from its last 48, so the slot is as exact as 63 bits of the fingerprint; any
+    other fingerprint (a Scrapy request's, a caller's own) is hashed to 64 bits first.
+    """
+    raw = None
+    if len(fingerprint) == _SEEN_FP_HEX:
+        with contextlib.suppress(ValueError):
+            raw = bytes.fromhex(fingerprint)
+    if raw is None:
+        raw = hashlib.blake2b(fingerprint.encode(), digest_size=8).digest()
+    return raw[0] << 7 | raw[1] >> 1, raw[2:]
+
 
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -161,8 +189,25 @@ class JobKeys:
 
     @cached_property
     def seen(self) -> str:
-        """Fingerprints of every task ever enqueued: a URL is enqueued once."""
+        """The set of fingerprints a job kept before they were bucketed (`seen_bucket`):
+        still read where it exists, so a job begun by an older crawlog enqueues nothing
+        twice; never written."""
         return self._key("seen")
+
+    def seen_bucket(self, bucket: int) -> str:
+        """Hash field -> "": the fingerprints marked seen in one bucket (`seen_slot`): a
+        URL is enqueued once."""
+        return self._seen_prefix + str(bucket)
+
+    @cached_property
+    def _seen_prefix(self) -> str:
+        # Built once: the enqueue of a page's links names a bucket for each of them.
+        return self._key("seen", "")
+
+    @cached_property
+    def seen_count(self) -> str:
+        """How many fingerprints the buckets hold (the ``--max-pages`` cap counts them)."""
+        return self._key("seen", "count")
 
     @cached_property
     def ckpt(self) -> str:
@@ -243,6 +288,11 @@ class JobKeys:
         """A per-host delay (ms) set by a worker, e.g. from robots.txt's Crawl-delay."""
         return self._key("host", host, "delay")
 
+    def host_adapted_delay(self, host: str) -> str:
+        """The delay (ms) of ``host`` adapted to its latency (``--autothrottle``), every
+        worker's samples folded in by `POLITENESS_OBSERVE`."""
+        return self._key("host", host, "adapted")
+
     def slots_held(self, holder: str) -> str:
         """Hash slot token -> host of the politeness slots ``holder`` (a worker name)
         holds: what its take-back or the recovery of its tasks frees."""
@@ -250,10 +300,25 @@ class JobKeys:
 
     def host_slot_keys(self, host: str, holder: str) -> list[str]:
         """The keys of a slot on ``host`` taken by ``holder``, as `POLITENESS_ACQUIRE`
-        takes them (a release frees the slot in the first and the last)."""
+        takes them (a release frees the slot in the first and the fourth)."""
         return [
             self.host_slots(host),
             self.host_next(host),
             self.host_delay(host),
             self.slots_held(holder),
+            self.host_adapted_delay(host),
         ]
+
+    def robots(self, site: str) -> str:
+        """The robots.txt response of ``site`` (`eventlog.RobotsFile`, msgpack), kept for
+        its lifetime (PX): fetched once per job by one worker, read by every other."""
+        return self._key("robots", site)
+
+    def robots_fetch(self, site: str) -> str:
+        """Held (PX) by the worker fetching ``site``'s robots.txt: the others wait."""
+        return self._key("robots", site, "fetch")
+
+    def robots_ready(self, site: str) -> str:
+        """A one-element list pushed once ``site``'s robots.txt is stored: the workers
+        waiting for it block on it (BLMOVE onto itself, so each one sees the element)."""
+        return self._key("robots", site, "ready")

@@ -28,6 +28,7 @@ from eventlog._keys import (
     action_field,
     awaiting_action,
     parked_prefix,
+    seen_slot,
     task_pause_flag,
 )
 from eventlog._lock import is_gone
@@ -219,9 +220,14 @@ async def tasks_at(
 
 async def is_seen(redis: aioredis.Redis, keys: JobKeys, fingerprint: str) -> bool:
     """Whether a task was ever enqueued for this URL fingerprint (or a task fetched it
-    through a redirect): the job's ``seen`` set."""
-    with redis_errors("reading the seen set"):
-        return bool(await redis.sismember(keys.seen, fingerprint))
+    through a redirect): the job's seen buckets (or the set an older crawlog kept)."""
+    bucket, field = seen_slot(fingerprint)
+    with redis_errors("reading the seen fingerprints"):
+        async with redis.pipeline(transaction=False) as pipe:
+            pipe.hexists(keys.seen_bucket(bucket), field)
+            pipe.sismember(keys.seen, fingerprint)
+            in_bucket, in_set = await pipe.execute()
+    return bool(in_bucket or in_set)
 
 
 async def rebuild_checkpoints(

@@ -43,6 +43,7 @@ from eventlog._keys import (
     awaiting_value,
     delayed_member,
     parked_member,
+    seen_slot,
     site_pause_flag,
     task_pause_flag,
 )
@@ -204,9 +205,11 @@ class TaskQueue:
         await self.ensure_groups()
         fps = fingerprints if fingerprints is not None else [t.task_id for t in tasks]
         dedup, ttl = self.log.dedup_args()
-        keys = [self.keys.seen, self.keys.events, *dedup, *self.keys.lanes]
+        keys = [self.keys.seen, self.keys.events, *dedup, *self.keys.lanes, self.keys.seen_count]
         args: list[str | bytes | int] = [ttl, cap]
         for task, fp in zip(tasks, fps, strict=True):
+            bucket, field = seen_slot(fp)
+            keys.append(self.keys.seen_bucket(bucket))
             event = TaskEnqueued(
                 actor=actor,
                 task_id=task.task_id,
@@ -217,10 +220,10 @@ class TaskQueue:
                 parent_task_id=task.parent_task_id,
             )
             if self.record_events:
-                args += (fp, lane_for(task), task_encoder.encode(task), event.event_id)
+                args += (fp, field, lane_for(task), task_encoder.encode(task), event.event_id)
                 args.append(encode(event))
             else:
-                args += (fp, lane_for(task), task_encoder.encode(task), "", "")
+                args += (fp, field, lane_for(task), task_encoder.encode(task), "", "")
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
         new = [bool(flag) for flag in reply]
@@ -239,10 +242,15 @@ class TaskQueue:
     async def claim_url(self, fingerprint: str, task_id: str) -> bool:
         """Whether task ``task_id`` may fetch the URL of ``fingerprint`` (a redirect
         target): True if no task has it yet (it is then seen) or this one claimed it."""
+        bucket, field = seen_slot(fingerprint)
+        keys = [
+            self.keys.seen,
+            self.keys.redirected,
+            self.keys.seen_bucket(bucket),
+            self.keys.seen_count,
+        ]
         with redis_errors("claiming a redirect target"):
-            found = await self._claim_url(
-                keys=[self.keys.seen, self.keys.redirected], args=[fingerprint, task_id]
-            )
+            found = await self._claim_url(keys=keys, args=[fingerprint, task_id, field])
         return bool(found)
 
     async def retry(self, retries: Sequence[Retry]) -> list[bool]:

@@ -27,6 +27,14 @@ local function append(events, cur, prev, eid, payload)
   return redis.call('XADD', events, '*', 'e', payload)
 end
 
+-- Mark a fingerprint seen in its bucket (a hash: its field -> ''), unless it is already
+-- there, or in the set an older crawlog kept (``legacy``: KEYS[1] exists); true if new.
+-- Counted in the seen count (KEYS[8] of ENQUEUE) by the caller.
+local function mark_seen(legacy, bucket, field, fp)
+  if legacy and redis.call('SISMEMBER', KEYS[1], fp) == 1 then return false end
+  return redis.call('HSETNX', bucket, field, '') == 1
+end
+
 -- Free the politeness slots a holder's index (hash token -> host) lists on the hosts of
 -- ``slots`` (host -> that host's slots key), with their index entries. A slot on a host
 -- not passed in stays held until its ttl.
@@ -83,26 +91,34 @@ return ids
 ENQUEUE = (
     _PRELUDE
     + """
--- KEYS: seen, events, eids current, eids previous, lane 0 .. lane n
--- ARGV: dedup ttl (s), cap on tasks (0: none), then groups of: fingerprint, lane, task,
---       event_id, event
+-- KEYS: seen (the older set: only read), events, eids current, eids previous,
+--       lane 0 .. lane 2, seen count, then the seen bucket of each group's fingerprint
+-- ARGV: dedup ttl (s), cap on tasks (0: none), then groups of: fingerprint, its field in
+--       its bucket, lane, task, event_id, event
 -- The task entry and its TaskEnqueued event are written only for an unseen fingerprint,
 -- so fifty workers enqueueing one URL at once make exactly one task.
 local new = {}
 local cap = tonumber(ARGV[2])
-for i = 3, #ARGV, 5 do
-  if cap > 0 and redis.call('SCARD', KEYS[1]) >= cap then
+local legacy = redis.call('EXISTS', KEYS[1]) == 1
+local count = tonumber(redis.call('GET', KEYS[8]) or 0)
+if legacy then count = count + redis.call('SCARD', KEYS[1]) end
+local group, added = 0, 0
+for i = 3, #ARGV, 6 do
+  group = group + 1
+  if cap > 0 and count >= cap then
     new[#new + 1] = 0
-  elseif redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
-    redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 1])], '*', 't', ARGV[i + 2])
-    if ARGV[i + 3] ~= '' then  -- '': a queue that records no events (benchmarks only)
-      append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 3], ARGV[i + 4])
+  elseif mark_seen(legacy, KEYS[8 + group], ARGV[i + 1], ARGV[i]) then
+    count, added = count + 1, added + 1
+    redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 2])], '*', 't', ARGV[i + 3])
+    if ARGV[i + 4] ~= '' then  -- '': a queue that records no events (benchmarks only)
+      append(KEYS[2], KEYS[3], KEYS[4], ARGV[i + 4], ARGV[i + 5])
     end
     new[#new + 1] = 1
   else
     new[#new + 1] = 0
   end
 end
+redis.call('INCRBY', KEYS[8], added)
 redis.call('EXPIRE', KEYS[3], ARGV[1], 'NX')
 return new
 """
@@ -265,12 +281,16 @@ end
 return out
 """
 
-CLAIM_URL = """
+CLAIM_URL = (
+    _PRELUDE
+    + """
 -- May this task fetch the URL of this fingerprint through a redirect? Yes if nobody has it
 -- (it is then marked seen, so no task is ever enqueued for it) or this same task claimed
 -- it before (a retry, or a restart, following the same redirect).
--- KEYS: seen, redirected.  ARGV: fingerprint, task id.  Returns 1 or 0.
-if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
+-- KEYS: seen (the older set), redirected, the fingerprint's seen bucket, seen count.
+-- ARGV: fingerprint, task id, its field in its bucket.  Returns 1 or 0.
+if mark_seen(redis.call('EXISTS', KEYS[1]) == 1, KEYS[3], ARGV[3], ARGV[1]) then
+  redis.call('INCR', KEYS[4])
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
   return 1
 end
@@ -279,6 +299,7 @@ if redis.call('HGET', KEYS[2], ARGV[1]) == ARGV[2] then
 end
 return 0
 """
+)
 
 RETRY = (
     _PRELUDE
@@ -633,7 +654,8 @@ return changed
 POLITENESS_ACQUIRE = """
 -- Take a slot on a host if it has a free one and its next start time has come.
 -- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms), and optionally
---       the holder's slot index (hash token -> host: see RELEASE_HELD)
+--       the holder's slot index (hash token -> host: see RELEASE_HELD) and, after it,
+--       the adapted delay (ms: see POLITENESS_OBSERVE)
 -- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
 --       with the index, the host
 -- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
@@ -660,10 +682,37 @@ if KEYS[4] then
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ttl)
 end
--- The site's own Crawl-delay and ours are both minimums: the longer one applies.
+-- The site's own Crawl-delay, ours and the one adapted to the host's latency (with
+-- --autothrottle: POLITENESS_OBSERVE) are all minimums: the longest one applies.
 local delay = math.max(tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[3]) or 0))
+if KEYS[5] then delay = math.max(delay, tonumber(redis.call('GET', KEYS[5]) or 0)) end
 if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay) end
 return {0, now}
+"""
+
+POLITENESS_OBSERVE = """
+-- Fold one fetch's latency into a host's adapted delay (--autothrottle), atomically, so
+-- that the samples of every worker combine. The algorithm is crawler._autothrottle's
+-- next_delay_ms, step for step on the same numbers (a test holds them to one answer).
+-- KEYS: the adapted delay (ms)
+-- ARGV: latency ms, the sample's kind ('ok', 'other' or 'throttled'), target concurrency,
+--       floor ms, max ms, ttl ms, throttled factor, throttled least delay ms
+-- Returns the new delay (ms).
+local floor, max = tonumber(ARGV[4]), tonumber(ARGV[5])
+local old = math.min(math.max(tonumber(redis.call('GET', KEYS[1]) or floor), floor), max)
+local wanted = tonumber(ARGV[1]) / tonumber(ARGV[3])
+local kind = ARGV[2]
+local new
+if kind == 'throttled' then
+  new = math.max(old * tonumber(ARGV[7]), wanted, tonumber(ARGV[8]))
+else
+  new = math.max(wanted, (old + wanted) / 2)
+end
+new = math.floor(math.min(math.max(new, floor), max) + 0.5)
+-- Error pages and redirects are small and fast: they may raise the delay, never lower it.
+if kind ~= 'ok' and new < old then new = old end
+redis.call('SET', KEYS[1], new, 'PX', ARGV[6])
+return new
 """
 
 RELEASE_HELD = (
@@ -678,3 +727,17 @@ for i = 1, #ARGV do slots[ARGV[i]] = KEYS[i + 1] end
 release_held(KEYS[1], slots)
 """
 )
+
+ROBOTS_STORE = """
+-- Keep a site's robots.txt for its lifetime and wake the workers waiting for it.
+-- KEYS: robots (the stored response), fetch lock, ready list.
+-- ARGV: the encoded response, its lifetime ms, the fetcher's token, the ready list's ttl ms.
+-- The lock is released only if the token still holds it (one that expired meanwhile may
+-- be another worker's by now).
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+redis.call('DEL', KEYS[3])
+redis.call('RPUSH', KEYS[3], 1)
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1
+"""

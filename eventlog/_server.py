@@ -587,6 +587,11 @@ def _quote_config(value: str) -> str:
     return f'"{escaped}"'
 
 
+HASH_LISTPACK_ENTRIES = 1024
+"""Fields a hash holds before the server converts it from a listpack (about ten bytes a
+small field) to a hash table (several times that): Valkey's default is 128."""
+
+
 def _config_text(directory: Path, socket_path: str, fsync: Fsync) -> str:
     def path(name: str) -> str:
         return _quote_config(str(directory / name))
@@ -606,6 +611,9 @@ def _config_text(directory: Path, socket_path: str, fsync: Fsync) -> str:
         'save ""',
         "appendonly yes",
         f"appendfsync {fsync}",
+        # The seen buckets (`JobKeys.seen_bucket`) stay compact listpacks up to this many
+        # fingerprints each: ten million URLs and more over `SEEN_BUCKETS`.
+        f"hash-max-listpack-entries {HASH_LISTPACK_ENTRIES}",
     ]
     return "\n".join(lines) + "\n"
 

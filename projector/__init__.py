@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ExportWhat,
     )
     from projector._export import export
+    from projector._feed import Feed, FeedPosition, position_path
     from projector._fold import apply, fold
     from projector._history import current_state, fetch_attempts, task_history
     from projector._projector import (
@@ -83,6 +84,8 @@ _LAZY: dict[str, str] = {
     "ExportFormat": "projector._defaults",
     "ExportWhat": "projector._defaults",
     "FAILED": "projector._state",
+    "Feed": "projector._feed",
+    "FeedPosition": "projector._feed",
     "JobState": "projector._state",
     "LISTED": "projector._summary",
     "MANIFEST": "projector._store",
@@ -113,6 +116,7 @@ _LAZY: dict[str, str] = {
     "find_archived": "projector._replay",
     "fold": "projector._fold",
     "job_dir": "projector._store",
+    "position_path": "projector._feed",
     "projected_jobs": "projector._store",
     "query": "projector._query",
     "read_committed": "projector._projector",
@@ -151,6 +155,8 @@ __all__ = [
     "ArchiveCorrupt",
     "ExportFormat",
     "ExportWhat",
+    "Feed",
+    "FeedPosition",
     "JobState",
     "Manifest",
     "NoProjectedData",
@@ -174,6 +180,7 @@ __all__ = [
     "find_archived",
     "fold",
     "job_dir",
+    "position_path",
     "projected_jobs",
     "query",
     "read_committed",

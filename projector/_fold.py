@@ -290,6 +290,8 @@ def _page(state: State, event: PageFetched) -> None:
             task.dropped += count
             site.dropped[reason] = site.dropped.get(reason, 0) + count
             job.dropped[reason] = job.dropped.get(reason, 0) + count
+    for reason, count in event.items_dropped.items():
+        job.items_dropped[reason] = job.items_dropped.get(reason, 0) + count
     task.last_actor, task.updated_at = event.actor, event.at
 
 

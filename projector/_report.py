@@ -49,6 +49,8 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
     duplicate_items: int
     dropped: dict[str, int] = {}
     """URLs spiders yielded that are not crawled, by reason."""
+    items_dropped: dict[str, int] = {}
+    """Items spiders yielded that their pipelines dropped, by reason."""
 
 
 class SiteProgress(msgspec.Struct, frozen=True, kw_only=True):
@@ -282,6 +284,7 @@ def _totals(job: JobState) -> Totals:
         items=job.items,
         duplicate_items=job.duplicate_items,
         dropped=dict(sorted(job.dropped.items())),
+        items_dropped=dict(sorted(job.items_dropped.items())),
     )
 
 

@@ -123,6 +123,9 @@ class JobState(msgspec.Struct, kw_only=True, gc=False):
     dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """URLs spiders yielded that are not crawled, by reason ("not http(s)", "out of
     scope", ...): counted per fetched page that yielded them."""
+    items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
+    """Items spiders yielded that their pipelines dropped, by reason: counted per fetched
+    page, as URLs dropped are."""
 
 
 class State(msgspec.Struct, kw_only=True, gc=False):

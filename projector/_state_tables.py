@@ -132,6 +132,7 @@ def job_table(manifest: Manifest, state: State) -> pa.Table:
         "bytes": (job.bytes, pa.int64()),
         "items": (job.items, pa.int64()),
         "duplicate_items": (job.duplicate_items, pa.int64()),
+        "items_dropped": (sum(job.items_dropped.values()), pa.int64()),
         "anomalies": (sum(job.anomalies.values()), pa.int64()),
         "paused": (job.paused, pa.bool_()),
         "paused_reason": (job.paused_reason, pa.string()),

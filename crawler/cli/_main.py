@@ -50,6 +50,7 @@ from crawler.cli.reports import register_report_commands
 from crawler.cli.resolve import resolve_command
 from crawler.cli.retry import retry_command
 from crawler.cli.server import server
+from crawler.cli.shell import shell_command
 from crawler.cli.status import status_command
 from crawler.cli.testsite import testsite_command
 from crawler.cli.workers import workers_command
@@ -220,6 +221,7 @@ cli.add_command(project_command)
 cli.add_command(replay_command)
 cli.add_command(status_command)
 cli.add_command(jobs_command)
+cli.add_command(shell_command)
 register_report_commands(cli)
 # The operator commands (``_operator`` is what they share).
 for _command in (

@@ -66,6 +66,8 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     job_paused_reason: str = ""
     events: int = 0
     """Events folded into the state this snapshot counts (the fold's own counter)."""
+    items_dropped: dict[str, int] = {}
+    """Items the spiders' pipelines dropped, by reason."""
 
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):
@@ -85,6 +87,16 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     ETA is no figure but "paused"."""
 
 
+class HostDelay(msgspec.Struct, frozen=True, kw_only=True):
+    """The delay between request starts to one host, as every worker applies it now."""
+
+    host: str
+    delay_ms: int
+    """The longest of the job's ``--delay``, robots.txt's Crawl-delay and the adapted one."""
+    adapted_ms: int | None = None
+    """Adapted to the host's latency (``--autothrottle``); None before its first sample."""
+
+
 class Progress(msgspec.Struct, frozen=True, kw_only=True):
     """What a progress display shows: rows per site and in total, and the workers."""
 
@@ -102,6 +114,10 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     job_paused_reason: str = ""
     dead_letters: int = 0
     """Entries in the job's dead stream: nobody could decode them, no count includes them."""
+    host_delays: tuple[HostDelay, ...] = ()
+    """Per host, the delay applied now (with ``--autothrottle``; empty without)."""
+    items_dropped: dict[str, int] = {}
+    """Items the spiders' pipelines dropped, by reason."""
 
     @property
     def complete(self) -> bool:
@@ -178,6 +194,7 @@ class Tracker:
             job_paused=job.paused,
             job_paused_reason=job.paused_reason,
             events=job.events,
+            items_dropped=dict(sorted(job.items_dropped.items())),
         )
 
 
@@ -264,6 +281,7 @@ def progress(
         job_paused=newer.job_paused,
         job_paused_reason=newer.job_paused_reason,
         dead_letters=dead_letters,
+        items_dropped=newer.items_dropped,
     )
 
 

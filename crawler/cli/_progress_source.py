@@ -25,10 +25,13 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+import msgspec
 import redis.asyncio as aioredis
 
 from crawler.cli._progress import (
     RATE_WINDOW_S,
+    TOTAL,
+    HostDelay,
     Progress,
     RateWindow,
     Tracker,
@@ -39,6 +42,7 @@ from eventlog import (
     EventLog,
     JobKeys,
     PoisonEntry,
+    read_host_delays,
     read_workers,
     stream_id_key,
 )
@@ -61,8 +65,12 @@ class LiveProgress:
         *,
         lease_ms: int | None = None,
         window_s: float = RATE_WINDOW_S,
+        delay_floor_ms: int | None = None,
     ) -> None:
         self.redis = redis
+        self.delay_floor_ms = delay_floor_ms
+        """The job's ``--delay`` when it adapts its delays (``--autothrottle``): each
+        refresh then reads every host's delay; None: it does not."""
         self.job = job
         self.keys = JobKeys(job)
         self.log = EventLog(redis, self.keys)
@@ -105,7 +113,7 @@ class LiveProgress:
         older = self.window.add(snapshot)
         workers = await read_workers(self.redis, self.keys)
         behind, behind_s = await self._projector_behind(snapshot.events)
-        return progress(
+        report = progress(
             self.job,
             older,
             snapshot,
@@ -114,6 +122,24 @@ class LiveProgress:
             tail_events=behind,
             behind_s=behind_s,
             dead_letters=await self.log.dead_letter_count(),
+        )
+        if self.delay_floor_ms is None:
+            return report
+        return msgspec.structs.replace(report, host_delays=await self._host_delays(report))
+
+    async def _host_delays(self, report: Progress) -> tuple[HostDelay, ...]:
+        """The delay each site's host has now: politeness is per host, not per scheme."""
+        assert self.delay_floor_ms is not None
+        sites = (r.counts.site for r in report.sites if r.counts.site != TOTAL)
+        hosts = sorted({site.split("://", 1)[-1] for site in sites})
+        found = await read_host_delays(self.redis, self.keys, hosts)
+        return tuple(
+            HostDelay(
+                host=d.host,
+                delay_ms=max(self.delay_floor_ms, d.crawl_delay_ms or 0, d.adapted_ms or 0),
+                adapted_ms=d.adapted_ms,
+            )
+            for d in found
         )
 
     async def _projector_behind(self, folded: int) -> tuple[int, float | None]:

@@ -38,10 +38,12 @@ def as_dict(report: Progress) -> dict[str, Any]:
         "job_paused": report.job_paused,
         "job_paused_reason": report.job_paused_reason,
         "dead_letters": report.dead_letters,
+        "items_dropped": report.items_dropped,
         "lease_ms": report.lease_ms,
         "total": _row_dict(report.total),
         "sites": [_row_dict(r) for r in report.sites],
         "workers": [msgspec.to_builtins(w) for w in report.workers],
+        "host_delays": [msgspec.to_builtins(d) for d in report.host_delays],
     }
 
 
@@ -157,7 +159,31 @@ def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
     if detail:
         lines.append(f"  {workers_line(report)}")
         lines.append(f"  {projector_line(report)}")
+        if delays := host_delays_line(report):
+            lines.append(f"  {delays}")
+        if report.items_dropped:
+            lines.append(f"  {items_dropped_text(report)}")
     return lines
+
+
+def host_delays_line(report: Progress) -> str:
+    """``autothrottle: HOST delay S, ...`` (the delay each host has now), or nothing
+    without ``--autothrottle``."""
+    if not report.host_delays:
+        return ""
+    shown = [f"{d.host} delay {d.delay_ms / 1000:.2f} s" for d in report.host_delays]
+    more = len(shown) - SITE_LINES_MAX
+    listed = ", ".join(shown[:SITE_LINES_MAX]) + (f", ... and {more} more" if more > 0 else "")
+    return f"autothrottle: {listed}"
+
+
+def items_dropped_text(report: Progress) -> str:
+    """``items dropped by pipelines: N (reason n, ...)``; nothing when none were."""
+    dropped = report.items_dropped
+    if not dropped:
+        return ""
+    reasons = ", ".join(f"{reason} {n}" for reason, n in dropped.items())
+    return f"items dropped by pipelines: {sum(dropped.values())} ({reasons})"
 
 
 def job_paused_text(report: Progress) -> str:
@@ -236,7 +262,11 @@ def progress_renderable(report: Progress) -> Group:
     parts += [sites, workers if report.workers else Text("no workers")]
     if report.dead_letters:
         parts.append(Text(dead_letters_text(report), style="red"))
+    if report.items_dropped:
+        parts.append(Text(items_dropped_text(report)))
     parts.append(Text(projector_line(report)))
+    if delays := host_delays_line(report):
+        parts.append(Text(delays))
     return Group(*parts)
 
 

@@ -81,7 +81,16 @@ def _text_totals(report: Report) -> list[str]:
         f"Items: {_n(t.items)} ({_count(t.duplicate_items, 'duplicate')} ignored)",
         f"URLs dropped: {_n(sum(t.dropped.values()))}"
         + "".join(f", {reason} {_n(n)}" for reason, n in t.dropped.items()),
+        *_items_dropped(t.items_dropped),
     ]
+
+
+def _items_dropped(dropped: dict[str, int]) -> list[str]:
+    """``Items dropped by pipelines: N, reason n, ...``; no line for a job without drops."""
+    if not dropped:
+        return []
+    by_reason = "".join(f", {reason} {_n(n)}" for reason, n in dropped.items())
+    return [f"Items dropped by pipelines: {_n(sum(dropped.values()))}{by_reason}"]
 
 
 def _text_sites(report: Report) -> list[str]:

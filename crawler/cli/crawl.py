@@ -14,6 +14,11 @@ import anyio
 import click
 import msgspec
 
+from crawler._autothrottle import (
+    DEFAULT_MAX_DELAY_S,
+    DEFAULT_TARGET_CONCURRENCY,
+    MAX_TARGET_CONCURRENCY,
+)
 from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES, FailOn
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
 from crawler._politeness import Politeness
@@ -78,6 +83,27 @@ log = logging.getLogger("crawlog.worker")
     show_default=True,
     help="Seconds between request starts per host, across workers.",
 )
+@click.option(
+    "--autothrottle",
+    is_flag=True,
+    help="Adapt each host's delay to its latency, for every worker (--delay is its floor).",
+)
+@click.option(
+    "--autothrottle-target",
+    type=click.FloatRange(0, MAX_TARGET_CONCURRENCY, min_open=True),
+    default=DEFAULT_TARGET_CONCURRENCY,
+    show_default=True,
+    metavar="N",
+    help="With --autothrottle: requests a host should have in flight on average.",
+)
+@click.option(
+    "--autothrottle-max-delay",
+    type=click.FloatRange(0, 3600),
+    default=DEFAULT_MAX_DELAY_S,
+    show_default=True,
+    metavar="S",
+    help="With --autothrottle: the adapted delay never grows past this many seconds.",
+)
 @click.option("--depth", type=click.IntRange(0), default=None, help="Follow links this deep.")
 @click.option(
     "--max-pages", type=click.IntRange(0), default=0, help="Enqueue at most N tasks (0: no limit)."
@@ -131,6 +157,9 @@ def crawl_command(
     concurrency: int,
     per_host: int,
     delay: float,
+    autothrottle: bool,
+    autothrottle_target: float,
+    autothrottle_max_delay: float,
     depth: int | None,
     max_pages: int,
     scope: ScopeMode,  # click.Choice(SCOPE_MODES) checked it
@@ -167,7 +196,13 @@ def crawl_command(
         max_depth=depth,
         max_pages=max_pages,
         spider=spider,
-        politeness=Politeness(per_host=per_host, delay_s=delay),
+        politeness=Politeness(
+            per_host=per_host,
+            delay_s=delay,
+            autothrottle=autothrottle,
+            autothrottle_target=autothrottle_target,
+            autothrottle_max_delay_s=autothrottle_max_delay,
+        ),
         lease_ms=int(lease * 1000),
         recovery_limit=DEFAULT_RECOVERY_LIMIT,
         obey_robots=not ignore_robots,

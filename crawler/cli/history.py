@@ -170,8 +170,11 @@ def _detail(event: AnyEvent) -> str:
         case PageFetched():
             outcome = event.error or f"HTTP {event.status}"
             dropped = "".join(f", {n} {why}" for why, n in sorted(event.dropped.items()))
-            return f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms" + (
-                f"; URLs dropped{dropped}" if dropped else ""
+            items = "".join(f", {n} {why}" for why, n in sorted(event.items_dropped.items()))
+            return (
+                f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms"
+                + (f"; URLs dropped{dropped}" if dropped else "")
+                + (f"; items dropped by pipelines{items}" if items else "")
             )
         case CheckpointSaved():
             counts = event.counts

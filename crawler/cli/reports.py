@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import csv
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from numbers import Number
 from pathlib import Path
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from projector import QueryResult, Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
+FOLLOW_EVERY_S = 1.0
+"""How often a feed looks for more: the projector commits about once a second."""
 STDOUT = "-"
 NULL = "NULL"
 SqlFormat = Literal["table", "csv", "json"]
@@ -136,7 +140,8 @@ def _cell(value: Any) -> str:
 
 @click.command(
     "export",
-    epilog="Example:  crawlog export --job books --what pages --format csv pages.csv",
+    epilog="Example:  crawlog export --job books --what pages --format csv pages.csv\n\n"
+    "A feed:   crawlog export --job books --what items --format jsonl --follow items.jsonl",
 )
 @job_option
 @data_dir_option
@@ -150,17 +155,53 @@ def _cell(value: Any) -> str:
     required=True,
     help="JSON lines, Parquet or CSV with a header.",
 )
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Keep going: append what the projector commits, each row once, resuming after a "
+    "kill from OUT.position (Ctrl-C or SIGTERM stops it).",
+)
+@click.option(
+    "--until-done",
+    is_flag=True,
+    help="With --follow: stop once every task of the job has ended and all is written.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.05, 3600),
+    default=FOLLOW_EVERY_S,
+    show_default=True,
+    metavar="S",
+    help="With --follow: seconds between looks at what the projector committed.",
+)
 @click.argument("out", metavar="OUT")
 def export_command(
-    job: str, data_dir: Path | None, what: ExportWhat, fmt: ExportFormat, out: str
+    job: str,
+    data_dir: Path | None,
+    what: ExportWhat,
+    fmt: ExportFormat,
+    follow: bool,
+    until_done: bool,
+    interval: float,
+    out: str,
 ) -> None:
     """Export every page fetch (duplicates included) or every item (one per key) to OUT.
 
-    Rows are in log order. OUT "-" writes JSON lines or CSV to stdout.
+    Rows are in log order. OUT "-" writes JSON lines or CSV to stdout. Items in CSV have a
+    column per item field. With --follow, OUT is a feed (docs/reports.md): rows are
+    appended as the projector commits them, and the command run again after a kill goes
+    on where it stopped (Parquet: OUT is a directory of part files).
     """
     from projector import export
 
+    if until_done and not follow:
+        raise ConfigError("--until-done goes with --follow")
     store = _store(data_dir, job)
+    if follow:
+        if out == STDOUT:
+            raise ConfigError("--follow writes a file and its position beside it: give OUT, not -")
+        _follow(store, what=what, fmt=fmt, out=Path(out), until_done=until_done, every=interval)
+        return
     if out != STDOUT:
         rows = export(store, what=what, fmt=fmt, out=Path(out))
         click.echo(f"exported {rows:,} {what} to {out}")
@@ -174,6 +215,47 @@ def export_command(
         with path.open("rb") as source:
             shutil.copyfileobj(source, sys.stdout.buffer)
         sys.stdout.buffer.flush()
+
+
+def _follow(
+    store: Store, *, what: ExportWhat, fmt: ExportFormat, out: Path, until_done: bool, every: float
+) -> None:
+    """Feed ``out`` until Ctrl-C or SIGTERM (or, ``until_done``, the job's end), a line on
+    stderr per batch of rows written and one when it stops."""
+    from projector import Feed, position_path
+
+    feed = Feed(store, what=what, fmt=fmt, out=out)
+    position = feed.open()
+    stop = threading.Event()
+
+    def stopping(signum: int, frame: object) -> None:
+        stop.set()
+
+    # Between batches only: a batch is written and recorded whole, or not at all.
+    previous = {sig: signal.signal(sig, stopping) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if position.rows:
+            click.echo(f"feed {out}: resuming after {position.rows:,} {what}", err=True)
+        while not stop.is_set():
+            ended = until_done and feed.job_ended()
+            if written := feed.poll(stop.is_set):
+                click.echo(
+                    f"feed {out}: {feed.position.rows:,} {what} (+{written:,}), "
+                    f"log position {feed.position.stream_id}",
+                    err=True,
+                )
+            if ended and not stop.is_set():
+                break
+            stop.wait(every)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    why = "the job ended" if not stop.is_set() else "stopped"
+    click.echo(
+        f"feed {out}: {why}; {feed.position.rows:,} {what} written, position in "
+        f"{position_path(out)}",
+        err=True,
+    )
 
 
 def register_report_commands(group: click.Group) -> None:

@@ -61,7 +61,8 @@ def status_command(
     until_done: bool,
 ) -> None:
     """Show a job's progress per site (ended/discovered, rate, ETA, failures, retries) and
-    its workers with their lease ages, as of the last event in the log.
+    its workers with their lease ages, as of the last event in the log. A job crawled
+    with --autothrottle shows each host's delay as it is now.
 
     Works for a job run elsewhere: it reads the job's Redis and the projector's committed
     files in --data-dir (without the projector's lock), and folds the events the projector
@@ -81,7 +82,11 @@ def status_command(
     async def run() -> None:
         async with connect(url) as client:
             config = await load_config(client, JobKeys(job))  # an unknown job fails here
-            source = LiveProgress(client, job, directory, lease_ms=config.lease_ms)
+            politeness = config.politeness
+            floor_ms = round(politeness.delay_s * 1000) if politeness.autothrottle else None
+            source = LiveProgress(
+                client, job, directory, lease_ms=config.lease_ms, delay_floor_ms=floor_ms
+            )
             if not watch:
                 report = await source.refresh()
                 if as_json:

@@ -28,6 +28,7 @@ def all_keys(keys: JobKeys) -> list[str]:
         keys.host_slots("h:1"),
         keys.host_next("h:1"),
         keys.host_delay("h:1"),
+        keys.host_adapted_delay("h:1"),
     ]
 
 
