@@ -20,6 +20,7 @@ decides what to retry. Only misuse raises (fetching outside ``async with``, a
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import socket
 import ssl
@@ -48,6 +49,7 @@ from crawler._fetch_spec import (
     ERROR_DNS,
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
+    ERROR_PROXY_PREFIX,
     ERROR_READ_TIMEOUT,
     ERROR_REDIRECT_LOOP,
     ERROR_REDIRECT_OUT_OF_SCOPE,
@@ -61,7 +63,8 @@ from crawler._fetch_spec import (
     FetchResult,
     too_large,
 )
-from crawler._urls import HTTP_SCHEMES, canonical_url
+from crawler._identity import ProxyRotation, proxy_for_site
+from crawler._urls import HTTP_SCHEMES, canonical_url, site_of
 from eventlog import ConfigError
 
 __all__ = [
@@ -76,6 +79,7 @@ __all__ = [
     "ERROR_DNS",
     "ERROR_INVALID_REDIRECT",
     "ERROR_INVALID_URL",
+    "ERROR_PROXY_PREFIX",
     "ERROR_READ_TIMEOUT",
     "ERROR_REDIRECT_LOOP",
     "ERROR_REDIRECT_OUT_OF_SCOPE",
@@ -105,6 +109,8 @@ _CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 _MAX_CAUSES = 8
 """How far down an exception's causes a connect error's reason is looked for."""
 _HEADER_NAMES = {name.encode(): name for name in KEPT_HEADERS}
+_MAX_SITES_REMEMBERED = 65_536
+"""Sites whose proxy the transport keeps at hand (past that it starts afresh)."""
 
 
 class Fetcher:
@@ -149,8 +155,11 @@ class Fetcher:
         # Waiting for a free connection (pool) is bounded by the total timeout alone.
         timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s, pool=None)
         self._client = httpx.AsyncClient(
-            transport=AiohttpTransport(session),
-            headers={"user-agent": config.user_agent},
+            transport=AiohttpTransport(
+                session, proxies=config.proxies, rotation=config.proxy_rotation
+            ),
+            # The defaults replace httpx's own of the same name (Accept, ...), by name.
+            headers=[("user-agent", config.user_agent), *config.headers],
             timeout=timeout,
             follow_redirects=False,
             cookies=_NoCookieJar(),
@@ -435,6 +444,8 @@ def _reason(exc: Exception) -> str:
         return ERROR_TIMEOUT
     if isinstance(exc, httpx.ConnectError):
         return _connect_reason(exc)
+    if isinstance(exc, httpx.ProxyError):
+        return ERROR_PROXY_PREFIX + (str(exc) if exc.__cause__ is None else _proxy_reason(exc))
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return ERROR_INVALID_URL
     if isinstance(exc, httpx.DecodingError):
@@ -442,6 +453,13 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, httpx.ProtocolError):
         return ERROR_BAD_RESPONSE
     return ERROR_CONNECTION_CLOSED
+
+
+def _proxy_reason(exc: httpx.ProxyError) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, aiohttp.ClientHttpProxyError):
+        return f"answered HTTP {cause.status}"
+    return _connect_reason(exc)
 
 
 def _connect_reason(exc: BaseException) -> str:
@@ -469,13 +487,27 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     Redirects are never followed here; the request's ``timeout`` extension maps to the
     session's socket timeouts (``pool`` to aiohttp's ``connect``, which also covers the
     connect itself). aiohttp's errors are raised as the httpx errors httpx's own transport
-    raises for the same failure, with the OS or TLS error kept as a cause.
+    raises for the same failure, with the OS or TLS error kept as a cause (a proxy's as
+    ``httpx.ProxyError``).
+
+    ``proxies``: every request goes through one of them, chosen by ``rotation``: by the
+    request's site (`crawler._identity.proxy_for_site`), or in turn.
     """
 
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        proxies: tuple[str, ...] = (),
+        rotation: ProxyRotation = "site",
+    ) -> None:
         self._session = session
         self._timeouts_seen: object = None
         self._timeout = session.timeout
+        self._proxies = proxies
+        self._by_site = rotation == "site"
+        self._turns = itertools.cycle(proxies)
+        self._site_proxies: dict[tuple[str, bytes], str] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; the response's body is streamed from the connection."""
@@ -485,14 +517,16 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._timeouts_seen = timeouts
             self._timeout = _client_timeout(timeouts) if timeouts else self._session.timeout
         content = await request.aread()
+        url = str(request.url)
         try:
             response = await self._session.request(
                 request.method,
-                str(request.url),
+                url,
                 headers=request.headers.multi_items(),
                 data=content or None,
                 allow_redirects=False,
                 timeout=self._timeout,
+                proxy=self._proxy(request.url, url) if self._proxies else None,
             )
         except (aiohttp.ClientError, OSError) as exc:
             raise _httpx_error(exc, request) from exc
@@ -502,6 +536,18 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             stream=_AiohttpStream(response, request),
             request=request,
         )
+
+    def _proxy(self, parsed: httpx.URL, url: str) -> str:
+        if not self._by_site:
+            return next(self._turns)
+        key = (parsed.scheme, parsed.netloc)
+        proxy = self._site_proxies.get(key)
+        if proxy is None:
+            if len(self._site_proxies) >= _MAX_SITES_REMEMBERED:
+                self._site_proxies.clear()
+            proxy = proxy_for_site(self._proxies, site_of(url))
+            self._site_proxies[key] = proxy
+        return proxy
 
     async def aclose(self) -> None:
         """Close the session and its connections."""
@@ -547,6 +593,8 @@ def _httpx_error(exc: BaseException, request: httpx.Request) -> httpx.TransportE
         error = httpx.ConnectTimeout
     elif isinstance(exc, TimeoutError):
         error = httpx.ReadTimeout
+    elif isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+        error = httpx.ProxyError
     elif isinstance(exc, aiohttp.ClientConnectorError):
         error = httpx.ConnectError
     elif isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):

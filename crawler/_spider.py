@@ -257,6 +257,10 @@ class Spider:
     content_types: ClassVar[Collection[str] | None] = None
     pipelines: ClassVar[Sequence[Any]] = ()
     """Steps every item goes through before it is recorded (`crawler._pipelines`)."""
+    user_agent: ClassVar[str | None] = None
+    """The User-Agent of the crawl's requests; ``--user-agent`` (or crawlog.toml) beats it."""
+    headers: ClassVar[Mapping[str, str]] = {}
+    """Default headers of the crawl's requests; a ``--header`` of the same name beats one."""
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         """What the page yields: items, links to follow, the next page."""

@@ -32,7 +32,6 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 from yarl import URL
 
-from crawler._backoff import RetryPolicy
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
 from crawler._fetch_spec import (
@@ -229,10 +228,11 @@ class Worker:
 
     ``data_dir``: where the projector archives the log (a trimmed checkpoint is read from
     there); ``concurrency``: tasks run at once; ``fetch_config``: the HTTP client's settings
-    (default `FetchConfig()`); ``exit_when_done``: return once every task of the job has
-    ended, rather than waiting for more; ``grace_s``: how long a graceful stop (`stop`)
-    may take in all; ``queue``: the queue to work through, for ``name`` and ``config``
-    (`worker_queue`, e.g. with an observer); by default one without an observer.
+    (default: the job's, `JobConfig.fetch_config`); ``exit_when_done``: return once every
+    task of the job has ended, rather than waiting for more; ``grace_s``: how long a
+    graceful stop (`stop`) may take in all; ``queue``: the queue to work through, for
+    ``name`` and ``config`` (`worker_queue`, e.g. with an observer); by default one
+    without an observer.
     """
 
     def __init__(
@@ -273,14 +273,14 @@ class Worker:
         """Callback names a Follow named that `check_callback` found good on this spider."""
         # None without steps: the check per output is then one comparison.
         self._pipeline = pipeline_of(spider) or None
-        self.policy = RetryPolicy(max_attempts=config.max_attempts)
+        self.policy = config.retry_policy()
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
         self.shared_robots = SharedRobots(redis, self.keys, name)
         self.controls = Controls()
         self.stats = WorkerStats()
         self.stopping = anyio.Event()
-        self._fetch_config = fetch_config or FetchConfig()
+        self._fetch_config = fetch_config or config.fetch_config()
         self._fresh_for_s = self._share_s(FRESH_SHARE)
         """How long a lease is taken to be safe from takeover since its idle time was reset."""
         self._fetcher: Fetcher | None = None
@@ -890,7 +890,9 @@ class Worker:
                 fetch_s=self._fetch_config.total_timeout_s,
             )
             body = stored.body if not stored.error else None
-            rules = parse_robots(body, stored.status, error=stored.error)
+            # Matched against the job's own user agent: the group for what the crawl says it is.
+            agent = self._fetch_config.user_agent
+            rules = parse_robots(body, stored.status, user_agent=agent, error=stored.error)
             self.robots.put(site, rules, time.time(), expires=stored.expires_at)
             if (delay := rules.crawl_delay()) is not None:
                 await self.gate.set_delay(site.split("://", 1)[1], delay)

@@ -149,8 +149,7 @@ async def _open_fetcher(config: JobConfig | None) -> Fetcher:
 
     # A worker's fetcher is built from the job's settings by the same rules: what the job
     # adds to its fetches (identity, cookies, proxies) reaches the shell through here.
-    del config  # today every job fetches with the default FetchConfig
-    fetcher = Fetcher(FetchConfig())
+    fetcher = Fetcher(config.fetch_config() if config is not None else FetchConfig())
     await fetcher.__aenter__()
     return fetcher
 
