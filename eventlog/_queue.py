@@ -218,6 +218,7 @@ class TaskQueue:
                 depth=task.depth,
                 priority=task.priority,
                 parent_task_id=task.parent_task_id,
+                spec=task.spec,
             )
             if self.record_events:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), event.event_id)

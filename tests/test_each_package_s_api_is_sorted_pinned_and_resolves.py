@@ -81,6 +81,7 @@ API: dict[str, list[str]] = {
         "PoisonEntry",
         "QueueObserver",
         "ReleaseReason",
+        "RequestSpec",
         "Retry",
         "RetryScheduled",
         "RobotsFile",

@@ -8,6 +8,7 @@ import signal
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import click
@@ -26,6 +27,7 @@ from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES, ScopeMode
 from crawler._spider import Spider, load_spider, spider_path
 from crawler._urls import check_seed_url
 from crawler.cli._exit import EXIT_ERROR
+from crawler.cli._identity_options import identity_options, identity_settings
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._logs import set_log_level
 from crawler.cli._options import (
@@ -149,10 +151,12 @@ log = logging.getLogger("crawlog.worker")
     hidden=True,
     help="Benchmarks only: workers append no task events (nothing to resume or report).",
 )
+@identity_options
 @metrics_options
 @click.pass_context
 def crawl_command(
     ctx: click.Context,
+    /,
     seeds: tuple[str, ...],
     job: str | None,
     data_dir: Path | None,
@@ -174,6 +178,7 @@ def crawl_command(
     no_events: bool,
     metrics_host: str,
     metrics_port: int | None,
+    **identity: Any,  # identity_options: user agent, headers, proxies, timeouts, retries
 ) -> None:
     """Crawl from SEEDS until every task is done; run it again after a crash to resume.
 
@@ -211,8 +216,11 @@ def crawl_command(
         obey_robots=not ignore_robots,
         cookies=_cookies_wanted(ctx, cookies, loaded),
         record_events=not no_events,
+        **identity_settings(loaded, identity),
     )
     config.scope_rule()
+    config.fetch_config()
+    config.retry_policy()
     directory = resolve_data_dir(data_dir)
     # crawlog's own server is supervised by the crawl (restarted if it dies); a server of
     # the user's (REDIS_URL) is theirs to run.

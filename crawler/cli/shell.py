@@ -166,7 +166,8 @@ async def _open_fetcher(
         # what the page sets, as one more worker would.
         client = client_for(resolve_url(data_dir, create=False))
         cookies = SharedCookies(CookieStore(client, JobKeys(job)))
-    fetcher = Fetcher(FetchConfig(), cookies=cookies)
+    fetch_config = config.fetch_config() if config is not None else FetchConfig()
+    fetcher = Fetcher(fetch_config, cookies=cookies)
     await fetcher.__aenter__()
     return fetcher, client
 
