@@ -13,7 +13,6 @@ from typing import Any
 import anyio
 import click
 import msgspec
-from click.core import ParameterSource
 
 from crawler._autothrottle import (
     DEFAULT_MAX_DELAY_S,
@@ -214,7 +213,7 @@ def crawl_command(
         lease_ms=int(lease * 1000),
         recovery_limit=DEFAULT_RECOVERY_LIMIT,
         obey_robots=not ignore_robots,
-        cookies=_cookies_wanted(ctx, cookies, loaded),
+        cookies=_cookies_wanted(cookies, loaded),
         record_events=not no_events,
         **identity_settings(loaded, identity),
     )
@@ -264,16 +263,15 @@ def crawl_command(
         ctx.exit(1)
 
 
-def _cookies_wanted(ctx: click.Context, cookies: bool | None, spider: Spider) -> bool:
-    """Whether the job keeps cookies: ``--cookies``/``--no-cookies`` (or its environment
-    variable), else the spider's ``cookies`` attribute, else crawlog.toml, else off — the
-    spider's word beats the project's, as Scrapy's ``custom_settings`` do."""
-    source = ctx.get_parameter_source("cookies")
-    if cookies is not None and source is not ParameterSource.DEFAULT_MAP:
+def _cookies_wanted(cookies: bool | None, spider: Spider) -> bool:
+    """Whether the job keeps cookies: ``--cookies``/``--no-cookies``, its environment
+    variable or crawlog.toml, else the spider's ``cookies`` attribute, else off (an option
+    beats the spider, as for the user agent and headers)."""
+    if cookies is not None:
         return cookies
     wanted = getattr(spider, "cookies", None)
     if wanted is None:
-        return bool(cookies)
+        return False
     if not isinstance(wanted, bool):
         raise ConfigError(f"spider {spider.name}: cookies = {wanted!r}: expected True or False")
     return wanted

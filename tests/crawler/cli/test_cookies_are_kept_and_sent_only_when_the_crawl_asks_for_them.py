@@ -1,7 +1,7 @@
 """``crawlog crawl --cookies`` keeps the cookies a site sets and sends them on the next
 requests (of any task, any worker); without it nothing is kept or sent. The spider's
-``cookies`` attribute and crawlog.toml's ``cookies`` ask for them too; the flag beats both,
-and the spider beats the file."""
+``cookies`` attribute and crawlog.toml's ``cookies`` ask for them too; an option (flag or
+file) beats the spider's attribute."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ async def test_the_spider_asks_for_cookies_and_the_flag_overrules_it(
     assert refused is None
 
 
-async def test_crawlog_toml_asks_for_cookies_unless_the_spider_says_no(
+async def test_crawlog_toml_asks_for_cookies_whatever_the_spider_says(
     redis_client: aioredis.Redis, valkey_url: str, tmp_path: Path, job: str
 ) -> None:
     (tmp_path / "crawlog.toml").write_text("cookies = true\n")
@@ -84,4 +84,4 @@ async def test_crawlog_toml_asks_for_cookies_unless_the_spider_says_no(
     spider_says_no = await crawled_cookie(
         redis_client, valkey_url, tmp_path, job + "-no", "--spider", refuses
     )
-    assert spider_says_no is None
+    assert spider_says_no == SENT
