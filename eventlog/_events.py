@@ -85,6 +85,8 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     depth: int = 0
     priority: int = 0
     parent_task_id: str | None = None
+    request: bytes | None = None
+    """The request the task carries (`Task.request`), so the log alone can rebuild it."""
 
 
 class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):

@@ -215,6 +215,7 @@ class TaskQueue:
                 depth=task.depth,
                 priority=task.priority,
                 parent_task_id=task.parent_task_id,
+                request=task.request,
             )
             if self.record_events:
                 args += (fp, lane_for(task), task_encoder.encode(task), event.event_id)

@@ -31,6 +31,9 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     """Workers that held the task and lost it (the abort report's owner history)."""
     not_before: float = 0.0
     """Wall-clock time before which a retried task should not be fetched."""
+    request: bytes | None = None
+    """A request the task carries in full (the Scrapy plug-in's ``Request.to_dict`` as
+    msgpack); None for a task that is only its URL."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):
