@@ -243,10 +243,12 @@ class Scheduler(BaseScheduler):
             self._count(REFUSED_STAT)
             return False
         key = fp.hex()
+        # Scrapy's fingerprint leaves the fragment out, and so does the task: the page.
+        url = request.url.partition("#")[0]
         task = Task(
             task_id=key if once else f"{key}-{new_event_id()}",
-            url=request.url,
-            site=_site(request.url),
+            url=url,
+            site=_site(url),
             depth=int(request.meta.get("depth", 0) or 0),
             priority=request.priority,
             request=payload,
