@@ -32,7 +32,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -194,10 +194,8 @@ class Bridge:
         if self._poked or self._loop is None:
             return
         self._poked = True
-        try:
+        with suppress(RuntimeError):  # the loop is closed: nothing runs any more
             self._loop.call_soon_threadsafe(self._wake)
-        except RuntimeError:  # the loop is closed: nothing runs any more
-            pass
 
     def pending(self) -> bool:
         """Whether work may still come: queued writes, leases ahead, or unfinished tasks."""
@@ -209,10 +207,8 @@ class Bridge:
         """Write what is queued, hand back the leases not started, stop; blocks until done."""
         if self._loop is None or self._thread is None:
             return
-        try:
+        with suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._close_soon)
-        except RuntimeError:
-            pass
         self._thread.join(timeout=CLOSE_TIMEOUT_S)
         if self._thread.is_alive():
             log.error("crawlog: the queue did not close in %.0f s", CLOSE_TIMEOUT_S)
@@ -306,8 +302,7 @@ class Bridge:
                 actor=self.name,
                 task_id=task.task_id,
                 attempt=task.attempt,
-                reason=f"recovered {lease.recoveries} times "
-                f"(limit {self.settings.recovery_limit})",
+                reason=f"recovered {lease.recoveries} times (limit {self.settings.recovery_limit})",
                 deliveries=lease.deliveries,
                 owners=(*task.owners, self.name),
             )
@@ -444,8 +439,7 @@ class Bridge:
                 actor=self.name,
                 task_id=task.task_id,
                 attempt=task.attempt,
-                reason=f"recovered {lease.recoveries} times "
-                f"(limit {self.settings.recovery_limit})",
+                reason=f"recovered {lease.recoveries} times (limit {self.settings.recovery_limit})",
                 deliveries=lease.deliveries,
                 owners=owners,
             )

@@ -39,7 +39,9 @@ class DupeFilter(BaseDupeFilter):
     def from_crawler(cls, crawler: Crawler) -> Self:
         """The filter Scrapy builds from ``DUPEFILTER_CLASS``."""
         assert crawler.request_fingerprinter is not None
-        return cls(crawler.request_fingerprinter, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"))
+        return cls(
+            crawler.request_fingerprinter, debug=crawler.settings.getbool("DUPEFILTER_DEBUG")
+        )
 
     def request_seen(self, request: Request) -> bool:
         """Whether this process already enqueued a request with this fingerprint."""

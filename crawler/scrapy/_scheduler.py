@@ -119,7 +119,9 @@ def carried(request: Request, spider: Spider | None) -> bytes:
     except (TypeError, ValueError, OverflowError) as exc:
         raise RequestRefused(f"its meta or cb_kwargs cannot be encoded: {exc}") from None
     for part in ("meta", "cb_kwargs"):
-        if not _same(_decoder.decode(_encoder.encode(fields.get(part) or {})), fields.get(part) or {}):
+        if not _same(
+            _decoder.decode(_encoder.encode(fields.get(part) or {})), fields.get(part) or {}
+        ):
             raise RequestRefused(
                 f"its {part} would not come back as it is (a set, or a type msgpack lacks)"
             )
@@ -129,12 +131,16 @@ def carried(request: Request, spider: Spider | None) -> bytes:
 def _same(back: Any, sent: Any) -> bool:
     """Whether a decoded value is what was encoded (a tuple comes back as a list)."""
     if isinstance(sent, tuple | list):
-        return isinstance(back, list) and len(back) == len(sent) and all(
-            _same(b, s) for b, s in zip(back, sent, strict=True)
+        return (
+            isinstance(back, list)
+            and len(back) == len(sent)
+            and all(_same(b, s) for b, s in zip(back, sent, strict=True))
         )
     if isinstance(sent, dict):
-        return isinstance(back, dict) and back.keys() == sent.keys() and all(
-            _same(back[k], v) for k, v in sent.items()
+        return (
+            isinstance(back, dict)
+            and back.keys() == sent.keys()
+            and all(_same(back[k], v) for k, v in sent.items())
         )
     return type(back) is type(sent) and back == sent
 
@@ -344,8 +350,8 @@ class Scheduler(BaseScheduler):
                 self._replacing = None
 
         engine._handle_downloader_output = handle_downloader_output  # type: ignore[method-assign]
-        slot.remove_request = remove_request  # type: ignore[method-assign]
-        scraper.enqueue_scrape = enqueue_scrape  # type: ignore[method-assign]
+        slot.remove_request = remove_request
+        scraper.enqueue_scrape = enqueue_scrape
         self._slot = slot
         connect = self.crawler.signals.connect
         connect(self._downloaded, signal=signals.response_downloaded)
@@ -356,7 +362,7 @@ class Scheduler(BaseScheduler):
     def _wake_from_thread(self) -> None:
         from twisted.internet import reactor
 
-        reactor.callFromThread(self._wake)  # type: ignore[attr-defined]
+        reactor.callFromThread(self._wake)
 
     def _wake(self) -> None:
         slot = getattr(self.crawler.engine, "_slot", None)
@@ -505,7 +511,9 @@ class Scheduler(BaseScheduler):
 
     # --- items (called by crawler.scrapy.ItemPipeline) -------------------------------------
 
-    def item_scraped(self, item: Any, response: Response | Failure | None, key_field: str | None) -> None:
+    def item_scraped(
+        self, item: Any, response: Response | Failure | None, key_field: str | None
+    ) -> None:
         """Record an item that went through every pipeline, as its task's ``ItemScraped``."""
         from itemadapter import ItemAdapter
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import scrapy
@@ -29,7 +29,7 @@ RAISE_ON = os.environ.get("RAISE_ON")
 
 class Site(scrapy.Spider):
     name = "site"
-    start_urls = [START]
+    start_urls: ClassVar[list[str]] = [START]
     links = LinkExtractor()
 
     def parse(self, response: Any) -> Iterator[Any]:
