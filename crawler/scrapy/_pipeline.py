@@ -18,7 +18,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from crawler.scrapy._scheduler import Scheduler
-from crawler.scrapy._settings import ITEM_KEY_SETTING
+from crawler.scrapy._settings import ITEM_KEY_SETTING, setting
 from eventlog import ConfigError
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class ItemPipeline:
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.key_field: str | None = crawler.settings.get(ITEM_KEY_SETTING) or None
+        self.key_field = setting(crawler.settings, ITEM_KEY_SETTING)
         crawler.signals.connect(self._scraped, signal=signals.item_scraped)
 
     @classmethod

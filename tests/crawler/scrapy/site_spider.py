@@ -56,8 +56,6 @@ if MODE == "plugin":
         "DUPEFILTER_CLASS": "crawler.scrapy.DupeFilter",
         "ITEM_PIPELINES": {"crawler.scrapy.ItemPipeline": 900},
     }
-    if os.environ.get("CRAWLOG_LEASE"):
-        SETTINGS["CRAWLOG_LEASE"] = float(os.environ["CRAWLOG_LEASE"])
 elif MODE == "jobdir":
     SETTINGS["JOBDIR"] = os.environ["SCRAPY_JOBDIR"]
 
