@@ -168,6 +168,7 @@ class Bridge:
         self._writer_wake: anyio.Event | None = None
         self._claim_wake: anyio.Event | None = None
         self._closing: anyio.Event | None = None
+        self._drain_lock: anyio.Lock | None = None
         self._held: dict[str, Lease] = {}
         self._writing = 0
         self._left = 1
@@ -240,6 +241,7 @@ class Bridge:
         self._loop = asyncio.get_running_loop()
         self._writer_wake, self._claim_wake = anyio.Event(), anyio.Event()
         self._closing = anyio.Event()
+        self._drain_lock = anyio.Lock()
         url = self.settings.url or ensure_server(self.settings.data_dir).url
         keys = JobKeys(self.settings.job)
         async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client, AsyncExitStack() as names:
@@ -348,7 +350,13 @@ class Bridge:
 
     async def _drain(self, queue: TaskQueue) -> None:
         """Write the outbox in order: a run of enqueues in one call, then a run of finishes
-        side by side (finishes do not depend on each other, only on what came before)."""
+        side by side (finishes do not depend on each other, only on what came before).
+        One drain at a time: the one at close would otherwise overtake the writer's."""
+        assert self._drain_lock is not None
+        async with self._drain_lock:
+            await self._drain_in_order(queue)
+
+    async def _drain_in_order(self, queue: TaskQueue) -> None:
         while self.outbox:
             self._writing += 1
             try:

@@ -301,7 +301,10 @@ class Scheduler(BaseScheduler):
     # --- following the engine -------------------------------------------------------------
 
     def _follow_the_engine(self) -> None:
-        engine = self.crawler.engine
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19: not set yet (no crawl started)
+            engine = None
         slot = getattr(engine, "_slot", None)
         scraper = getattr(engine, "scraper", None)
         missing = [name for name in SIGNALS_NEEDED if not hasattr(signals, name)]
@@ -323,7 +326,7 @@ class Scheduler(BaseScheduler):
                 f"request: it lacks {', '.join(missing)} (the plug-in is tested with Scrapy "
                 "2.19); use that version, or another SCHEDULER"
             )
-        assert slot is not None and scraper is not None
+        assert engine is not None and slot is not None and scraper is not None
         removing: Callable[[Request], None] = slot.remove_request
         scraping: Callable[..., Any] = scraper.enqueue_scrape
 
