@@ -473,7 +473,10 @@ class Bridge:
             changes = self._changes
             left, waiting = await queue.left()
             if changes == self._changes:
-                self._left = left - len(waiting)
+                was, self._left = self._left, left - len(waiting)
+                if was > 0 and self._left <= 0:
+                    # Scrapy asks whether to close only when woken (or on its heartbeat).
+                    self.wake_scrapy()
             await anyio.sleep(LEFT_POLL_S)
 
     async def _hand_back(self, queue: TaskQueue) -> None:
