@@ -106,6 +106,8 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     parent_task_id: str | None = None
     spec: RequestSpec | None = None
     """Its method, body, headers, callback and data, if not a plain GET for ``parse``."""
+    request: bytes | None = None
+    """The request the task carries (`Task.request`), so the log alone can rebuild it."""
 
 
 class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):

@@ -219,6 +219,7 @@ class TaskQueue:
                 priority=task.priority,
                 parent_task_id=task.parent_task_id,
                 spec=task.spec,
+                request=task.request,
             )
             if self.record_events:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), event.event_id)

@@ -36,6 +36,9 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     spec: RequestSpec | None = None
     """Method, body, headers, callback and data: None (omitted) for a plain GET for
     ``parse``, the default spider's every task."""
+    request: bytes | None = None
+    """A request the task carries in full (the Scrapy plug-in's ``Request.to_dict`` as
+    msgpack); None for a task that is only its URL."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -257,6 +257,11 @@ API: dict[str, list[str]] = {
         "main",
         "stop_processes",
     ],
+    "crawler.scrapy": [
+        "DupeFilter",
+        "ItemPipeline",
+        "Scheduler",
+    ],
     "crawler.testsite": [
         "DEFAULT_HUGE_PAGE_BYTES",
         "DEFAULT_PAGES",
