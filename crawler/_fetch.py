@@ -1,4 +1,4 @@
-"""The worker's fetcher: one GET, its redirects checked hop by hop, as a result — never raised.
+"""The worker's fetcher: one request, its redirects checked hop by hop, as a result — never raised.
 
 httpx is the interface, sending through :class:`AiohttpTransport`, an httpx transport backed
 by an aiohttp session. The transport was chosen by measurement (``python
@@ -20,15 +20,16 @@ decides what to retry. Only misuse raises (fetching outside ``async with``, a
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from http.client import HTTPResponse
 from http.cookiejar import CookieJar
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 from urllib.request import Request as UrllibRequest
 
 import aiohttp
@@ -48,6 +49,7 @@ from crawler._fetch_spec import (
     ERROR_DNS,
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
+    ERROR_PROXY_PREFIX,
     ERROR_READ_TIMEOUT,
     ERROR_REDIRECT_LOOP,
     ERROR_REDIRECT_OUT_OF_SCOPE,
@@ -61,7 +63,8 @@ from crawler._fetch_spec import (
     FetchResult,
     too_large,
 )
-from crawler._urls import HTTP_SCHEMES, canonical_url
+from crawler._identity import ProxyRotation, proxy_for_site
+from crawler._urls import HTTP_SCHEMES, canonical_url, site_of
 from eventlog import ConfigError
 
 __all__ = [
@@ -76,6 +79,7 @@ __all__ = [
     "ERROR_DNS",
     "ERROR_INVALID_REDIRECT",
     "ERROR_INVALID_URL",
+    "ERROR_PROXY_PREFIX",
     "ERROR_READ_TIMEOUT",
     "ERROR_REDIRECT_LOOP",
     "ERROR_REDIRECT_OUT_OF_SCOPE",
@@ -85,6 +89,7 @@ __all__ = [
     "KEPT_HEADERS",
     "REDIRECT_STATUSES",
     "AiohttpTransport",
+    "CookieHook",
     "FetchConfig",
     "FetchResult",
     "Fetcher",
@@ -93,11 +98,31 @@ __all__ = [
 
 
 _GET = "GET"
+_POST = "POST"
+_HEAD = "HEAD"
+_SEE_OTHER = 303
+_POST_BECOMES_GET = frozenset({301, 302})
+"""Redirects after which a POST continues as a GET, as browsers do (and the Fetch
+standard says); a 307 or 308 repeats the method and its body."""
+_BODY_HEADERS = ("content-type", "content-length", "content-encoding", "transfer-encoding")
 _CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 """Where httpx looks for CA certificates instead of certifi's bundle, if set."""
 _MAX_CAUSES = 8
 """How far down an exception's causes a connect error's reason is looked for."""
 _HEADER_NAMES = {name.encode(): name for name in KEPT_HEADERS}
+_MAX_SITES_REMEMBERED = 65_536
+"""Sites whose proxy the transport keeps at hand (past that it starts afresh)."""
+
+
+class CookieHook(Protocol):
+    """What the fetcher calls on each hop of a fetch when it keeps cookies (``--cookies``):
+    see `crawler._cookies.SharedCookies`."""
+
+    async def add_to(self, request: httpx.Request) -> None:
+        """Give ``request`` the cookies it may carry, just before it is sent."""
+
+    async def keep_from(self, response: httpx.Response) -> None:
+        """Keep the cookies ``response`` sets (its head is in, its body not yet read)."""
 
 
 class Fetcher:
@@ -110,12 +135,17 @@ class Fetcher:
 
     Redirects are followed here, not by httpx, so that each hop is checked: against
     ``redirect_allowed``, against the URLs already in the chain, and against
-    ``max_redirects``. No cookies are kept or sent: a page must not depend on what the
-    worker that fetched it had fetched before.
+    ``max_redirects``. No cookies are kept or sent unless ``cookies`` is given (a crawl's
+    ``--cookies``): by default a page must not depend on what the worker that fetched it
+    had fetched before. With ``cookies``, every hop's request goes through its ``add_to``
+    and every hop's response through its ``keep_from``.
     """
 
-    def __init__(self, config: FetchConfig | None = None) -> None:
+    def __init__(
+        self, config: FetchConfig | None = None, *, cookies: CookieHook | None = None
+    ) -> None:
         self.config = config or FetchConfig()
+        self.cookies = cookies
         self._client: httpx.AsyncClient | None = None
         self._headers = httpx.Headers()
         self._extensions: dict[str, Any] = {}
@@ -142,8 +172,11 @@ class Fetcher:
         # Waiting for a free connection (pool) is bounded by the total timeout alone.
         timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s, pool=None)
         self._client = httpx.AsyncClient(
-            transport=AiohttpTransport(session),
-            headers={"user-agent": config.user_agent},
+            transport=AiohttpTransport(
+                session, proxies=config.proxies, rotation=config.proxy_rotation
+            ),
+            # The defaults replace httpx's own of the same name (Accept, ...), by name.
+            headers=[("user-agent", config.user_agent), *config.headers],
             timeout=timeout,
             follow_redirects=False,
             cookies=_NoCookieJar(),
@@ -174,24 +207,38 @@ class Fetcher:
         *,
         redirect_allowed: Callable[[str], bool] | None = None,
         claim_target: Callable[[str], Awaitable[bool]] | None = None,
+        method: str = _GET,
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> FetchResult:
-        """GET ``url``, following redirects that ``redirect_allowed`` (if given) accepts.
+        """GET ``url`` (or send ``method`` with ``body``), following redirects that
+        ``redirect_allowed`` (if given) accepts.
 
-        ``claim_target`` is asked, for each redirect about to be followed, whether this
-        fetch may have that URL; if not (another task fetches it), the redirect is the
+        ``headers`` are sent over the fetcher's own (a name given here replaces its value
+        there). A 301, 302 or 303 after a POST (a 303 after anything but HEAD) continues as
+        a GET without the body, as browsers do; a 307 or 308 repeats the method and body.
+
+        ``claim_target`` is asked, for each redirect about to be followed as a GET, whether
+        this fetch may have that URL; if not (another task fetches it), the redirect is the
         result, ``handed_over``.
         """
         client = self._client
         if client is None:
             raise RuntimeError("Fetcher.fetch called outside `async with Fetcher(...)`")
         started = time.perf_counter()
+        sent = self._headers
+        if headers:
+            sent = httpx.Headers(self._headers)
+            sent.update(headers)
         try:
-            request = httpx.Request(_GET, url, headers=self._headers, extensions=self._extensions)
+            request = httpx.Request(
+                method, url, headers=sent, content=body or None, extensions=self._extensions
+            )
         except httpx.InvalidURL:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
         if request.url.scheme not in HTTP_SCHEMES or not request.url.host:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
-        chain = _Chain(url, started)
+        chain = _Chain(url, started, sent)
         with anyio.move_on_after(self.config.total_timeout_s):
             return await self._follow(client, chain, request, redirect_allowed, claim_target)
         return self._result(chain, NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
@@ -207,10 +254,15 @@ class Fetcher:
         """Send ``request`` and the redirects that follow it, until a response that is not
         a redirect, or a redirect that is not followed."""
         seen: set[str] | None = None
+        cookies = self.cookies
         while True:
             try:
+                if cookies is not None:
+                    await cookies.add_to(request)
                 response = await client.send(request, stream=True)
                 try:
+                    if cookies is not None:
+                        await cookies.keep_from(response)
                     status = response.status_code
                     headers = _kept_headers(response.headers)
                     # A redirect's body is read too, so that its connection can be reused.
@@ -239,14 +291,17 @@ class Fetcher:
             error = self._refusal(key in seen, len(chain.redirects), target, redirect_allowed)
             if error is not None:
                 return self._result(chain, status, headers, b"", error)
-            if claim_target is not None and not await claim_target(target):
+            request = _redirected(chain, request, status, target)
+            # A task's own URL is a GET's: a redirect that repeats a POST is this fetch's.
+            if (
+                claim_target is not None
+                and request.method == _GET
+                and not await claim_target(target)
+            ):
                 stop = self._result(chain, status, headers, b"", None)
                 return msgspec.structs.replace(stop, parseable=False, handed_over=True)
             seen.add(key)
             chain.redirects.append(target)
-            request = httpx.Request(
-                _GET, target, headers=self._headers, extensions=self._extensions
-            )
 
     def _refusal(
         self,
@@ -302,6 +357,38 @@ class Fetcher:
         )
 
 
+def _redirected(chain: _Chain, request: httpx.Request, status: int, target: str) -> httpx.Request:
+    """The request a redirect (``status`` to ``target``) of ``request`` leads to; the
+    chain's headers become the ones it sends."""
+    method = request.method
+    if (status == _SEE_OTHER and method != _HEAD) or (
+        status in _POST_BECOMES_GET and method == _POST
+    ):
+        method = _GET
+    content = request.content if method == request.method else b""
+    cross_origin = _origin(request.url) != _origin(httpx.URL(target))
+    if method != request.method or cross_origin:
+        headers = httpx.Headers(chain.headers)
+        if not content:
+            # The body is not sent again: neither is what described it.
+            for name in _BODY_HEADERS:
+                headers.pop(name, None)
+        if cross_origin:
+            headers.pop("authorization", None)  # credentials stay with their origin
+        chain.headers = headers
+    return httpx.Request(
+        method,
+        target,
+        headers=chain.headers,
+        content=content or None,
+        extensions=request.extensions,
+    )
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
+
+
 def _tls_context() -> ssl.SSLContext:
     """httpx's TLS context (certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR if set)."""
     try:
@@ -318,12 +405,14 @@ def _tls_context() -> ssl.SSLContext:
 class _Chain:
     """One fetch under way: the URL asked for, the redirects followed, when it started."""
 
-    __slots__ = ("redirects", "started", "url")
+    __slots__ = ("headers", "redirects", "started", "url")
 
-    def __init__(self, url: str, started: float) -> None:
+    def __init__(self, url: str, started: float, headers: httpx.Headers) -> None:
         self.url = url
         self.started = started
         self.redirects: list[str] = []
+        self.headers = headers
+        """The headers its requests send (httpx adds Host and Content-Length to each)."""
 
 
 class _NoCookieJar(CookieJar):
@@ -377,6 +466,8 @@ def _reason(exc: Exception) -> str:
         return ERROR_TIMEOUT
     if isinstance(exc, httpx.ConnectError):
         return _connect_reason(exc)
+    if isinstance(exc, httpx.ProxyError):
+        return ERROR_PROXY_PREFIX + (str(exc) if exc.__cause__ is None else _proxy_reason(exc))
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return ERROR_INVALID_URL
     if isinstance(exc, httpx.DecodingError):
@@ -384,6 +475,13 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, httpx.ProtocolError):
         return ERROR_BAD_RESPONSE
     return ERROR_CONNECTION_CLOSED
+
+
+def _proxy_reason(exc: httpx.ProxyError) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, aiohttp.ClientHttpProxyError):
+        return f"answered HTTP {cause.status}"
+    return _connect_reason(exc)
 
 
 def _connect_reason(exc: BaseException) -> str:
@@ -411,13 +509,27 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     Redirects are never followed here; the request's ``timeout`` extension maps to the
     session's socket timeouts (``pool`` to aiohttp's ``connect``, which also covers the
     connect itself). aiohttp's errors are raised as the httpx errors httpx's own transport
-    raises for the same failure, with the OS or TLS error kept as a cause.
+    raises for the same failure, with the OS or TLS error kept as a cause (a proxy's as
+    ``httpx.ProxyError``).
+
+    ``proxies``: every request goes through one of them, chosen by ``rotation``: by the
+    request's site (`crawler._identity.proxy_for_site`), or in turn.
     """
 
-    def __init__(self, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        proxies: tuple[str, ...] = (),
+        rotation: ProxyRotation = "site",
+    ) -> None:
         self._session = session
         self._timeouts_seen: object = None
         self._timeout = session.timeout
+        self._proxies = proxies
+        self._by_site = rotation == "site"
+        self._turns = itertools.cycle(proxies)
+        self._site_proxies: dict[tuple[str, bytes], str] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; the response's body is streamed from the connection."""
@@ -427,14 +539,16 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._timeouts_seen = timeouts
             self._timeout = _client_timeout(timeouts) if timeouts else self._session.timeout
         content = await request.aread()
+        url = str(request.url)
         try:
             response = await self._session.request(
                 request.method,
-                str(request.url),
+                url,
                 headers=request.headers.multi_items(),
                 data=content or None,
                 allow_redirects=False,
                 timeout=self._timeout,
+                proxy=self._proxy(request.url, url) if self._proxies else None,
             )
         except (aiohttp.ClientError, OSError) as exc:
             raise _httpx_error(exc, request) from exc
@@ -444,6 +558,18 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             stream=_AiohttpStream(response, request),
             request=request,
         )
+
+    def _proxy(self, parsed: httpx.URL, url: str) -> str:
+        if not self._by_site:
+            return next(self._turns)
+        key = (parsed.scheme, parsed.netloc)
+        proxy = self._site_proxies.get(key)
+        if proxy is None:
+            if len(self._site_proxies) >= _MAX_SITES_REMEMBERED:
+                self._site_proxies.clear()
+            proxy = proxy_for_site(self._proxies, site_of(url))
+            self._site_proxies[key] = proxy
+        return proxy
 
     async def aclose(self) -> None:
         """Close the session and its connections."""
@@ -489,6 +615,8 @@ def _httpx_error(exc: BaseException, request: httpx.Request) -> httpx.TransportE
         error = httpx.ConnectTimeout
     elif isinstance(exc, TimeoutError):
         error = httpx.ReadTimeout
+    elif isinstance(exc, aiohttp.ClientProxyConnectionError | aiohttp.ClientHttpProxyError):
+        error = httpx.ProxyError
     elif isinstance(exc, aiohttp.ClientConnectorError):
         error = httpx.ConnectError
     elif isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):

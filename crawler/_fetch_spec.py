@@ -14,6 +14,15 @@ from typing import Final
 
 import msgspec
 
+from crawler._identity import (
+    DEFAULT_PROXY_ROTATION,
+    PROXY_ROTATIONS,
+    Header,
+    ProxyRotation,
+    check_header,
+    check_header_value,
+    check_proxy,
+)
 from eventlog import ConfigError
 
 
@@ -56,6 +65,9 @@ ERROR_BAD_RESPONSE = "bad response"
 """The server's answer is not valid HTTP (malformed head, truncated body)."""
 ERROR_BAD_ENCODING = "bad content encoding"
 ERROR_INVALID_URL = "invalid URL"
+ERROR_PROXY_PREFIX = "proxy "
+"""The start of the ``error`` of a fetch its proxy failed: ``proxy connect refused``, ``proxy
+answered HTTP 407``, … (retried as a connect error is)."""
 ERROR_INVALID_REDIRECT = "invalid redirect"
 """A redirect's Location is not an http(s) URL."""
 ERROR_REDIRECT_LOOP = "redirect loop"
@@ -91,6 +103,13 @@ class FetchConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_connections_per_host: int | None = None
     """None: no cap per host here (per-host politeness is the worker's gate's job)."""
+    headers: tuple[Header, ...] = ()
+    """Default headers of every request, over httpx's own (Accept, …); a request's own
+    headers replace them by name."""
+    proxies: tuple[str, ...] = ()
+    """http(s) proxy URLs every request goes through; none: requests go direct."""
+    proxy_rotation: ProxyRotation = DEFAULT_PROXY_ROTATION
+    """How a request's proxy is chosen among ``proxies`` (see `ProxyRotation`)."""
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
@@ -106,8 +125,17 @@ class FetchConfig(msgspec.Struct, frozen=True, kw_only=True):
         per_host = self.max_connections_per_host
         if per_host is not None and per_host < 1:
             raise ConfigError(f"max connections per host {per_host} is not 1 or more")
-        if not self.user_agent.strip() or any(c in self.user_agent for c in "\r\n\0"):
-            raise ConfigError(f"user agent {self.user_agent!r} is not a one-line header value")
+        if not self.user_agent.strip():
+            raise ConfigError("user agent is empty")
+        check_header_value("user agent", self.user_agent)
+        for name, value in self.headers:
+            check_header(name, value)
+        for proxy in self.proxies:
+            check_proxy(proxy)
+        if self.proxy_rotation not in PROXY_ROTATIONS:
+            raise ConfigError(
+                f"proxy rotation {self.proxy_rotation!r} is not one of {', '.join(PROXY_ROTATIONS)}"
+            )
         for media_type in self.parse_content_types:
             if media_type != media_type.strip().lower() or media_type.count("/") != 1:
                 raise ConfigError(

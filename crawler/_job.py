@@ -5,7 +5,21 @@ from __future__ import annotations
 import msgspec
 import redis.asyncio as aioredis
 
+from crawler._backoff import (
+    DEFAULT_BASE_DELAY_S,
+    DEFAULT_MAX_DELAY_S,
+    RETRYABLE_STATUSES,
+    RetryPolicy,
+)
 from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN, CircuitBreaker
+from crawler._fetch_spec import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_READ_TIMEOUT_S,
+    DEFAULT_TOTAL_TIMEOUT_S,
+    DEFAULT_USER_AGENT,
+    FetchConfig,
+)
+from crawler._identity import DEFAULT_PROXY_ROTATION, Header, ProxyRotation, format_statuses
 from crawler._politeness import Politeness
 from crawler._rules import LinkRules, link_rules
 from crawler._scope import DEFAULT_SCOPE_MODE, Scope, ScopeMode
@@ -16,12 +30,15 @@ from eventlog import (
     did_you_mean,
     job_config,
     job_names,
+    redacted,
     store_job_config,
 )
 
 DEFAULT_RECOVERY_LIMIT = 3
 """Recoveries (lease expiries, restarts mid-task) before a task is aborted, not retried."""
 DEFAULT_MAX_ATTEMPTS = 4
+"""Fetches of a page in all, the first included (``--retries`` is this less one)."""
+DEFAULT_RETRY_ON: tuple[int, ...] = tuple(sorted(RETRYABLE_STATUSES))
 
 
 class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,6 +56,8 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     recovery_limit: int = DEFAULT_RECOVERY_LIMIT
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     obey_robots: bool = True
+    cookies: bool = False
+    """Keep and send cookies, one jar per site shared by every worker (``--cookies``)."""
     circuit_failures: int = DEFAULT_FAILURES_TO_OPEN
     """Consecutive failed fetches of a site that open its circuit."""
     circuit_cooldown_s: float = DEFAULT_COOLDOWN_S
@@ -54,11 +73,47 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     record_events: bool = True
     """False only to measure what the log costs (``tools/bench_vs_scrapy.py``): workers
     append no task events, so the job can be neither resumed nor reported."""
+    # The job's HTTP identity and retries: here, not in each worker's flags, so that every
+    # worker, and one restarted or resuming the job, sends the same requests.
+    user_agent: str | None = None
+    """None: crawlog's own (`DEFAULT_USER_AGENT`, which names its version)."""
+    headers: tuple[Header, ...] = ()
+    """Default request headers (the spider's merged under the command line's)."""
+    proxies: tuple[str, ...] = ()
+    proxy_rotation: ProxyRotation = DEFAULT_PROXY_ROTATION
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+    total_timeout_s: float = DEFAULT_TOTAL_TIMEOUT_S
+    retry_on: tuple[int, ...] = DEFAULT_RETRY_ON
+    """HTTP statuses a fetch is retried on (sorted); network errors and timeouts always are."""
+    backoff_base_s: float = DEFAULT_BASE_DELAY_S
+    backoff_cap_s: float = DEFAULT_MAX_DELAY_S
 
     def breaker(self) -> CircuitBreaker:
         """The job's circuit breaker settings."""
         return CircuitBreaker(
             failures_to_open=self.circuit_failures, cooldown=self.circuit_cooldown_s
+        )
+
+    def fetch_config(self) -> FetchConfig:
+        """How the job's workers fetch (ConfigError for a setting that is not valid)."""
+        return FetchConfig(
+            user_agent=self.user_agent or DEFAULT_USER_AGENT,
+            headers=self.headers,
+            proxies=self.proxies,
+            proxy_rotation=self.proxy_rotation,
+            connect_timeout_s=self.connect_timeout_s,
+            read_timeout_s=self.read_timeout_s,
+            total_timeout_s=self.total_timeout_s,
+        )
+
+    def retry_policy(self) -> RetryPolicy:
+        """When the job's workers retry a failed fetch (ConfigError if not valid)."""
+        return RetryPolicy(
+            max_attempts=self.max_attempts,
+            base_delay=self.backoff_base_s,
+            max_delay=self.backoff_cap_s,
+            retryable_statuses=frozenset(self.retry_on),
         )
 
     def rules(self) -> LinkRules | None:
@@ -116,11 +171,23 @@ _OPTIONS: dict[str, str] = {
     "politeness.autothrottle_max_delay_s": "--autothrottle-max-delay",
     "lease_ms": "--lease",
     "obey_robots": "--ignore-robots",
+    "cookies": "--cookies",
     "allow": "--allow",
     "deny": "--deny",
     "sitemaps": "--sitemap",
     "sitemaps_from_robots": "--sitemaps-from-robots",
     "record_events": "--no-events",
+    "user_agent": "--user-agent",
+    "headers": "--header",
+    "proxies": "--proxy",
+    "proxy_rotation": "--proxy-rotation",
+    "connect_timeout_s": "--connect-timeout",
+    "read_timeout_s": "--read-timeout",
+    "total_timeout_s": "--timeout",
+    "max_attempts": "--retries",
+    "retry_on": "--retry-on",
+    "backoff_base_s": "--backoff-base",
+    "backoff_cap_s": "--backoff-cap",
 }
 """Setting (dotted path into :class:`JobConfig`) -> the ``crawl`` option that sets it; a
 setting with no option is named by its path."""
@@ -157,6 +224,16 @@ def _shown(setting: str, value: object) -> str:
         return "on" if value else "off"
     if setting == "lease_ms" and isinstance(value, int):
         return f"{value / 1000:g}"
+    if setting == "max_attempts" and isinstance(value, int):
+        return str(value - 1)  # --retries counts the fetches after the first
+    if setting == "retry_on" and isinstance(value, tuple):
+        return format_statuses(value)
+    if setting == "user_agent" and value is None:
+        return DEFAULT_USER_AGENT
+    if setting == "headers" and isinstance(value, tuple):
+        return "; ".join(f"{name}: {text}" for name, text in value) or "none"
+    if setting == "proxies" and isinstance(value, tuple):
+        return " ".join(redacted(url) for url in value) or "none"
     if isinstance(value, tuple):
         return " ".join(map(str, value))
     if isinstance(value, float):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import (
@@ -46,7 +47,8 @@ from collections.abc import (
 )
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar, get_args
+from urllib.parse import urlencode
 
 import msgspec
 from selectolax.lexbor import LexborHTMLParser
@@ -55,7 +57,7 @@ from yarl import URL
 from crawler._links import parse_page
 from crawler._rules import DENIED_BY_RULE, LinkRules
 from crawler._urls import clean_href, join_href
-from eventlog import ConfigError, CrawlogError, Cursor
+from eventlog import ConfigError, CrawlogError, Cursor, RequestSpec
 
 if TYPE_CHECKING:
     from parsel import Selector, SelectorList
@@ -77,18 +79,75 @@ class Item(msgspec.Struct, frozen=True):
     data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+"""The HTTP methods a `Follow` may use."""
+METHODS: Final[frozenset[str]] = frozenset(get_args(Method))
+FORM_TYPE: Final = "application/x-www-form-urlencoded"
+"""The Content-Type of a ``form=`` body (an HTML form's, as Scrapy's ``FormRequest``)."""
+DEFAULT_CALLBACK: Final = "parse"
+
+
 class Follow(msgspec.Struct, frozen=True):
-    """A link to crawl as a new task (kept only if in scope and within depth)."""
+    """A request to crawl as a new task (kept only if in scope and within depth).
+
+    By default a GET of ``url`` whose response goes to the spider's ``parse``. Else:
+
+    * ``callback``: the name of the spider method that parses it instead (an ``async def``
+      generator, or a plain generator), called with the response (``self.parse_item``
+      is taken as its name);
+    * ``data``: a dict the callback gets as ``response.data`` (msgpack- and JSON-encodable);
+    * ``method`` (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS), ``body`` (bytes, or text
+      sent as UTF-8) and ``headers`` (sent over the job's default headers);
+    * ``form``: fields sent URL-encoded as the body, with that Content-Type, as a POST
+      unless ``method`` says otherwise (a GET puts them in the query string).
+
+    All of it travels with the task, so that a task redone after a kill is the same
+    request parsed by the same callback with the same data. A request other than a plain
+    GET is deduplicated by its method, URL and body together.
+    """
 
     url: str
     priority: int = 0
+    callback: str | Callable[..., Any] | None = None
+    """A method's name, or (a Scrapy habit) the bound method itself: its name is kept."""
+    data: dict[str, Any] | None = None
+    method: Method | None = None
+    """None: GET, or POST for a ``form``."""
+    body: bytes | str | None = None
+    form: Mapping[str, str | Sequence[str]] | None = None
+    headers: Mapping[str, str] | None = None
+
+    def spec(self) -> RequestSpec | None:
+        """The task's `RequestSpec` of a checked Follow (`check_output`); None for a plain
+        GET parsed by ``parse``."""
+        body = self.body.encode() if isinstance(self.body, str) else self.body
+        callback = self.callback
+        if callback is not None and not isinstance(callback, str):
+            raise TypeError("Follow.spec() of an unchecked Follow (see check_output)")
+        spec = RequestSpec(
+            callback=None if callback == DEFAULT_CALLBACK else callback,
+            data=self.data or None,
+            method=self.method or "GET",
+            body=body or None,
+            headers=dict(self.headers) if self.headers else None,
+        )
+        return None if spec == _PLAIN else spec
+
+
+_PLAIN: Final = RequestSpec()
 
 
 class NextPage(msgspec.Struct, frozen=True):
-    """The next page of this same task; ``cursor`` comes back in ``response.resume.state``."""
+    """The next page of this same task; ``cursor`` comes back in ``response.resume.state``.
+
+    Always a GET, whatever the task's first request was (the next page of a search posted
+    as a form is a link), with the task's headers, parsed by the task's callback. Its
+    ``response.data`` is ``data`` if given (kept in the checkpoint, so a resume has it),
+    else the task's."""
 
     url: str
     cursor: str | None = None
+    data: dict[str, Any] | None = None
 
 
 Output = Item | Follow | NextPage
@@ -105,6 +164,7 @@ class Response:
         "_text",
         "body",
         "content_type",
+        "data",
         "depth",
         "dropped",
         "elapsed_ms",
@@ -129,6 +189,7 @@ class Response:
         depth: int,
         page: int,
         resume: Cursor | None,
+        data: dict[str, Any] | None = None,
         once: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]],
         link_rules: LinkRules | None = None,
     ) -> None:
@@ -136,6 +197,9 @@ class Response:
         self.elapsed_ms, self.task_id, self.depth, self.page = elapsed_ms, task_id, depth, page
         self.resume = resume
         """The checkpoint this task resumed from (None on its first run)."""
+        self.data: dict[str, Any] = {} if data is None else data
+        """The ``data`` of the `Follow` that made this task, or of the `NextPage` that led
+        to this page (``{}`` without any)."""
         self.content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         """The media type, lowercase, without parameters ("" without a Content-Type)."""
         self._once = once
@@ -336,6 +400,10 @@ class Spider:
     content_types: ClassVar[Collection[str] | None] = None
     pipelines: ClassVar[Sequence[Any]] = ()
     """Steps every item goes through before it is recorded (`crawler._pipelines`)."""
+    user_agent: ClassVar[str | None] = None
+    """The User-Agent of the crawl's requests; ``--user-agent`` (or crawlog.toml) beats it."""
+    headers: ClassVar[Mapping[str, str]] = {}
+    """Default headers of the crawl's requests; a ``--header`` of the same name beats one."""
     allow: ClassVar[Sequence[str]] = ()
     deny: ClassVar[Sequence[str]] = ()
 
@@ -412,10 +480,14 @@ def parses(accepted: frozenset[str] | None, media_type: str) -> bool:
     return media_type in accepted or f"{media_type.partition('/')[0]}/*" in accepted
 
 
-async def spider_outputs(spider: Spider, response: Response) -> AsyncIterator[tuple[int, Any]]:
-    """What ``spider.parse(response)`` yields, numbered from 0: from an async generator
-    (the API) or, as a Scrapy habit, a plain generator or list."""
-    produced: Any = spider.parse(response)
+async def spider_outputs(
+    spider: Spider, response: Response, callback: str | None = None
+) -> AsyncIterator[tuple[int, Any]]:
+    """What ``spider.parse(response)`` (or the method named ``callback``) yields, numbered
+    from 0: from an async generator (the API) or, as a Scrapy habit, a plain generator or
+    list."""
+    method = spider.parse if callback is None else getattr(spider, callback)
+    produced: Any = method(response)
     if hasattr(produced, "__aiter__"):
         index = 0
         async for output in produced:
@@ -428,7 +500,7 @@ async def spider_outputs(spider: Spider, response: Response) -> AsyncIterator[tu
         return
     if not isinstance(produced, Iterable) or isinstance(produced, str | bytes | Mapping):
         raise SpiderOutputError(
-            f"spider {spider.name} on {response.url}: parse returned "
+            f"spider {spider.name} on {response.url}: {callback or DEFAULT_CALLBACK} returned "
             f"{type(produced).__name__}, expected an async generator of outputs"
         )
     for index, output in enumerate(produced):
@@ -436,7 +508,7 @@ async def spider_outputs(spider: Spider, response: Response) -> AsyncIterator[tu
 
 
 _decoders: Final[dict[type, msgspec.msgpack.Decoder[Any]]] = {
-    cls: msgspec.msgpack.Decoder(cls) for cls in (Item, Follow, NextPage)
+    cls: msgspec.msgpack.Decoder(cls) for cls in (Item, NextPage)
 }
 _msgpack: Final = msgspec.msgpack.Encoder()
 _MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
@@ -449,13 +521,22 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
 
     ``Item``, ``Follow`` and ``NextPage`` are checked against their field types as an
     event decoder will read them (an item's data must be msgpack and JSON, the archive's
-    form); a ``dict`` becomes ``Item(its "url" or "<page url>#<index>", the dict)``.
+    form); a ``dict`` becomes ``Item(its "url" or "<page url>#<index>", the dict)``. A
+    plain ``Follow`` (a GET for ``parse``) is returned as it is, the very object; any other
+    ``Follow`` as a new one in the form its task carries (`Follow.spec`).
     """
     if (
         isinstance(output, Follow)  # the common case (hundreds a page): checked in full here
         and type(output.url) is str
         and type(output.priority) is int
         and _MIN_INT <= output.priority <= _MAX_INT
+        # A plain GET for ``parse``: identity tests only, as cheap as they come.
+        and output.callback is None
+        and output.data is None
+        and output.method is None
+        and output.body is None
+        and output.form is None
+        and output.headers is None
     ):
         return output
     where = f"spider {spider} on {url}: output {index}"
@@ -472,14 +553,142 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
         raise SpiderOutputError(
             f"{where}, {_shown(output)}: its key is a {type(output.key).__name__}, expected a str"
         )
+    if isinstance(output, Follow):
+        return _checked_follow(output, where)
     try:
         kind = next(cls for cls in _decoders if isinstance(output, cls))
         checked: Output = _decoders[kind].decode(_msgpack.encode(output))
         if isinstance(checked, Item):
             _json.encode(checked.data)
+        elif checked.data is not None:
+            _json.encode(checked.data)  # the checkpoint's, archived as JSON too
     except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
         raise SpiderOutputError(f"{where}, {_shown(output)}, cannot be logged: {exc}") from None
     return checked
+
+
+class _FollowCore(msgspec.Struct, frozen=True):
+    """A `Follow`'s URL and priority, as a decoder checks them (its other fields are
+    checked by `_checked_follow`: a body may be bytes or text, which no decoder takes)."""
+
+    url: str
+    priority: int = 0
+
+
+def _checked_follow(output: Follow, where: str) -> Follow:
+    """A Follow other than a plain GET for ``parse``, checked and in the form its task
+    carries: a form encoded as its body (or query), the body bytes, the method named.
+    SpiderOutputError saying which field is wrong."""
+    shown = _shown(output)
+
+    def refused(why: str) -> SpiderOutputError:
+        return SpiderOutputError(f"{where}, {shown}: {why}")
+
+    try:
+        core = _follow_core.decode(_msgpack.encode(_FollowCore(output.url, output.priority)))
+    except Exception as exc:
+        raise SpiderOutputError(f"{where}, {shown}, cannot be logged: {exc}") from None
+    url, callback, method = core.url, output.callback, output.method
+    if callable(callback) and isinstance(getattr(callback, "__self__", None), Spider):
+        callback = getattr(callback, "__name__", None)  # self.parse_item, as Scrapy has it
+    if callback is not None and (not isinstance(callback, str) or not callback.isidentifier()):
+        raise refused(f"callback {callback!r} is not a method name (a str such as 'parse_item')")
+    if method is not None and method not in METHODS:
+        raise refused(f"method {method!r} is not one of {', '.join(sorted(METHODS))}")
+    data = output.data
+    if data is not None:
+        if not isinstance(data, Mapping):
+            raise refused(f"data must be a dict, not {type(data).__name__}")
+        try:
+            data = _data_decoder.decode(_msgpack.encode(dict(data)))
+            _json.encode(data)
+        except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
+            raise refused(f"data cannot be carried by its task: {exc}") from None
+    body = output.body
+    if body is not None and not isinstance(body, bytes | str):
+        raise refused(f"body must be bytes or str, not {type(body).__name__}")
+    headers = _checked_headers(output.headers, refused)
+    if output.form is not None:
+        if body is not None:
+            raise refused("give a body or a form, not both")
+        encoded = _encoded_form(output.form, refused)
+        if method in ("GET", "HEAD"):
+            # As Scrapy's FormRequest: the fields of a GET form are its query.
+            url = f"{url}{'&' if '?' in url else '?'}{encoded}" if encoded else url
+        else:
+            method, body = method or "POST", encoded.encode()
+            if not any(name.lower() == "content-type" for name in headers or ()):
+                headers = {**(headers or {}), "Content-Type": FORM_TYPE}
+    return Follow(
+        url,
+        core.priority,
+        callback=callback,
+        data=data,
+        method=method,
+        body=body.encode() if isinstance(body, str) else body,
+        headers=headers,
+    )
+
+
+def _checked_headers(
+    headers: object, refused: Callable[[str], SpiderOutputError]
+) -> dict[str, str] | None:
+    if headers is None:
+        return None
+    if not isinstance(headers, Mapping):
+        raise refused(f"headers must be a dict of str to str, not {type(headers).__name__}")
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise refused(f"header {name!r}: {value!r}: names and values must be str")
+        if not name or not _HEADER_NAME.issuperset(name):
+            raise refused(f"header name {name!r} is not an HTTP header name")
+        if not _HEADER_VALUE_FORBIDDEN.isdisjoint(value):
+            raise refused(f"header {name!r}: its value contains a line break or NUL")
+        checked[name] = value
+    return checked
+
+
+def _encoded_form(form: object, refused: Callable[[str], SpiderOutputError]) -> str:
+    if not isinstance(form, Mapping):
+        raise refused(f"form must be a dict of str to str, not {type(form).__name__}")
+    pairs: list[tuple[str, str]] = []
+    for name, value in form.items():
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(name, str) or not isinstance(values, Sequence):
+            raise refused(f"form field {name!r}: expected a str name and a str (or list) value")
+        for one in values:
+            if not isinstance(one, str):
+                raise refused(f"form field {name!r}: value {one!r} is not a str")
+            pairs.append((name, one))
+    return urlencode(pairs)
+
+
+def check_callback(spider: Spider, callback: str) -> None:
+    """SpiderOutputError unless ``callback`` names a method of ``spider`` that can parse a
+    page: an ``async def`` (a generator, or returning a list) or a plain generator."""
+    method = getattr(spider, callback, None)
+    where = f"spider {spider.name}: callback {callback!r}"
+    if method is None:
+        raise SpiderOutputError(f"{where} is not a method of {type(spider).__name__}")
+    function = inspect.unwrap(getattr(method, "__func__", method))  # through decorators
+    if not callable(method) or not (
+        inspect.isasyncgenfunction(function)
+        or inspect.iscoroutinefunction(function)
+        or inspect.isgeneratorfunction(function)
+    ):
+        raise SpiderOutputError(
+            f"{where} is not an async method or a generator of {type(spider).__name__}"
+        )
+
+
+_follow_core: Final = msgspec.msgpack.Decoder(_FollowCore)
+_data_decoder: Final = msgspec.msgpack.Decoder(dict[str, Any])
+_HEADER_NAME: Final = frozenset(
+    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+"""The characters of an HTTP header name (RFC 9110's token)."""
+_HEADER_VALUE_FORBIDDEN: Final = frozenset("\r\n\x00")
 
 
 def _shown(output: object) -> str:

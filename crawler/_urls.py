@@ -165,6 +165,22 @@ def fingerprint_canonical(url: str) -> str:
     return blake2b(url.encode(), digest_size=FINGERPRINT_BYTES).hexdigest()
 
 
+def request_fingerprint(url: str, method: str = "GET", body: bytes | None = None) -> str:
+    """The dedup key (and task id) of a request of a URL already in canonical form.
+
+    A GET without a body is keyed by its URL alone, as every task was before requests had
+    methods (the ``seen`` set of an existing job stays valid). Any other request is keyed by
+    its method, URL and body: two POSTs of one form with different fields are two tasks,
+    the same POST twice is one. The method ends at a space and the URL at a newline, which
+    neither contains, so no two requests share the text that is hashed; a canonical URL
+    starts with its scheme, never with a method and a space, so neither does a GET.
+    """
+    if method == "GET" and not body:
+        return fingerprint_canonical(url)
+    keyed = f"{method} {url}\n".encode() + (body or b"")
+    return blake2b(keyed, digest_size=FINGERPRINT_BYTES).hexdigest()
+
+
 def site_of(url: str) -> str:
     """``scheme://host[:port]`` (port only when not the default): what politeness keys on."""
     parsed = _http_url(URL(url))

@@ -32,7 +32,6 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 from yarl import URL
 
-from crawler._backoff import RetryPolicy
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
 from crawler._fetch_spec import (
@@ -64,11 +63,19 @@ from crawler._spider import (
     Spider,
     SpiderOutputError,
     accepted_types,
+    check_callback,
     check_output,
     parses,
     spider_outputs,
 )
-from crawler._urls import Dropped, fingerprint, fingerprint_canonical, resolve_yielded, site_of
+from crawler._urls import (
+    Dropped,
+    fingerprint,
+    fingerprint_canonical,
+    request_fingerprint,
+    resolve_yielded,
+    site_of,
+)
 from eventlog import (
     CONTROL_POLL_S,
     DEFAULT_NAME_TTL_MS,
@@ -80,6 +87,7 @@ from eventlog import (
     CircuitClosed,
     CircuitOpened,
     Controls,
+    CookieStore,
     Counts,
     CrawlogError,
     Cursor,
@@ -221,10 +229,11 @@ class Worker:
 
     ``data_dir``: where the projector archives the log (a trimmed checkpoint is read from
     there); ``concurrency``: tasks run at once; ``fetch_config``: the HTTP client's settings
-    (default `FetchConfig()`); ``exit_when_done``: return once every task of the job has
-    ended, rather than waiting for more; ``grace_s``: how long a graceful stop (`stop`)
-    may take in all; ``queue``: the queue to work through, for ``name`` and ``config``
-    (`worker_queue`, e.g. with an observer); by default one without an observer.
+    (default: the job's, `JobConfig.fetch_config`); ``exit_when_done``: return once every
+    task of the job has ended, rather than waiting for more; ``grace_s``: how long a
+    graceful stop (`stop`) may take in all; ``queue``: the queue to work through, for
+    ``name`` and ``config`` (`worker_queue`, e.g. with an observer); by default one
+    without an observer.
     """
 
     def __init__(
@@ -262,16 +271,18 @@ class Worker:
         self.scope = config.scope_rule()
         self._rules = config.rules()
         self._accepted = accepted_types(spider)
+        self._callbacks: set[str] = set()
+        """Callback names a Follow named that `check_callback` found good on this spider."""
         # None without steps: the check per output is then one comparison.
         self._pipeline = pipeline_of(spider) or None
-        self.policy = RetryPolicy(max_attempts=config.max_attempts)
+        self.policy = config.retry_policy()
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
         self.shared_robots = SharedRobots(redis, self.keys, name)
         self.controls = Controls()
         self.stats = WorkerStats()
         self.stopping = anyio.Event()
-        self._fetch_config = fetch_config or FetchConfig()
+        self._fetch_config = fetch_config or config.fetch_config()
         self._fresh_for_s = self._share_s(FRESH_SHARE)
         """How long a lease is taken to be safe from takeover since its idle time was reset."""
         self._fetcher: Fetcher | None = None
@@ -404,7 +415,9 @@ class Worker:
         # Importing aiohttp and httpx and reading the CA bundle are a large part of a
         # worker's start; in a thread, they overlap the take-back of a restart's pending list, which
         # mostly waits for the server (the CA bundle is read without the GIL).
-        fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config)
+        # Cookies only for a job that asked for them: by default nothing is kept or sent.
+        store = CookieStore(self.redis, self.keys) if self.config.cookies else None
+        fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config, store)
         self._fetcher = await closing.enter_async_context(fetcher)
         self._fetcher_open.set()
 
@@ -638,7 +651,8 @@ class Worker:
                 return
             if await self._held_back(lease, pending):
                 return
-            result = await self._fetch(url, lease)
+            # Only the task's own request has its method and body: a next page is a GET.
+            result = await self._fetch(url, lease, first=page == 1)
             if result is None:  # robots.txt says no
                 await self._end(lease, self._task_failed(task, "disallowed by robots.txt"), pending)
                 return
@@ -701,6 +715,7 @@ class Worker:
                     url=nxt.url,
                     last_item_key=items[-1].key if items else None,
                     state=nxt.cursor,
+                    data=nxt.data,
                 )
                 saved = CheckpointSaved(
                     actor=self.name,
@@ -797,9 +812,10 @@ class Worker:
             return True
         return False
 
-    async def _fetch(self, url: str, lease: Lease) -> FetchResult | None:
+    async def _fetch(self, url: str, lease: Lease, *, first: bool) -> FetchResult | None:
         """The page at ``url`` (None if robots.txt disallows it), fetched politely, while
-        the lease is still ours (LeaseLost if not)."""
+        the lease is still ours (LeaseLost if not): with the task's headers, and for its
+        ``first`` page its method and body."""
         assert self._fetcher is not None
         site = site_of(url)
         if self.config.obey_robots:
@@ -820,8 +836,14 @@ class Worker:
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await self._hold(lease)
+            spec = lease.task.spec
             result = await self._fetcher.fetch(
-                url, redirect_allowed=self._in_scope, claim_target=self._claimer(lease.task.task_id)
+                url,
+                redirect_allowed=self._in_scope,
+                claim_target=self._claimer(lease.task.task_id),
+                method=spec.method if spec is not None and first else "GET",
+                body=spec.body if spec is not None and first else None,
+                headers=None if spec is None else spec.headers,
             )
         # After the slot is freed: the next request to the host need not wait for this.
         await self.gate.observe(host, result.elapsed_ms, result.status)
@@ -872,7 +894,9 @@ class Worker:
                 fetch_s=self._fetch_config.total_timeout_s,
             )
             body = stored.body if not stored.error else None
-            rules = parse_robots(body, stored.status, error=stored.error)
+            # Matched against the job's own user agent: the group for what the crawl says it is.
+            agent = self._fetch_config.user_agent
+            rules = parse_robots(body, stored.status, user_agent=agent, error=stored.error)
             self.robots.put(site, rules, time.time(), expires=stored.expires_at)
             if (delay := rules.crawl_delay()) is not None:
                 await self.gate.set_delay(site.split("://", 1)[1], delay)
@@ -946,6 +970,10 @@ class Worker:
         Raises whatever the spider raises, and SpiderOutputError for an output crawlog
         cannot take: either fails the task, never the worker."""
         task = lease.task
+        spec = task.spec
+        data = None if spec is None else spec.data
+        if resume is not None and resume.data is not None:
+            data = resume.data  # a NextPage's own, from the checkpoint it left
         response = Response(
             url=result.final_url or task.url,
             status=result.status,
@@ -956,6 +984,7 @@ class Worker:
             depth=task.depth,
             page=page,
             resume=resume,
+            data=data,
             once=self._once_for(lease),
             link_rules=self._rules,
         )
@@ -969,7 +998,8 @@ class Worker:
         def base() -> URL:
             return response.base_url
 
-        async for index, yielded in spider_outputs(self.spider, response):
+        callback = None if spec is None else spec.callback
+        async for index, yielded in spider_outputs(self.spider, response, callback):
             if self._pipeline is not None and is_item(yielded):
                 # Before the check: a step may make loggable what the spider yielded.
                 yielded = await self._pipeline.run(yielded, response)
@@ -990,9 +1020,18 @@ class Worker:
                 if (why := self.scope.refusal(resolved, task.depth)) is not None:
                     dropped[why] = dropped.get(why, 0) + 1
                 else:
-                    parsed.next_page = NextPage(resolved, output.cursor)
+                    parsed.next_page = NextPage(resolved, output.cursor, output.data)
                 continue
-            fp = fingerprint_canonical(resolved)
+            # A plain GET for ``parse`` is passed through as yielded; any other Follow
+            # comes back from the check as a new one, in the form its task carries.
+            follow_spec = None if output is yielded else output.spec()
+            if follow_spec is None:
+                fp = fingerprint_canonical(resolved)
+            else:
+                if (named := follow_spec.callback) is not None and named not in self._callbacks:
+                    check_callback(self.spider, named)
+                    self._callbacks.add(named)
+                fp = request_fingerprint(resolved, follow_spec.method, follow_spec.body)
             if fp in self._seen or fp in fresh:
                 continue  # enqueued already: not a drop, the crawl has it
             if (why := self.scope.refusal(resolved, depth)) is not None:
@@ -1005,6 +1044,7 @@ class Worker:
                 depth=depth,
                 priority=output.priority,
                 parent_task_id=task.task_id,
+                spec=follow_spec,
             )
         for reason, count in response.dropped.items():  # left out by the link rules
             dropped[reason] = dropped.get(reason, 0) + count
@@ -1073,11 +1113,16 @@ async def enqueue_seeds(
     return sum(await queue.enqueue(tasks, actor=actor, cap=max_pages))
 
 
-def _new_fetcher(config: FetchConfig) -> Fetcher:
-    """Run in a thread: import the HTTP stack, build a fetcher (its TLS context with it)."""
+def _new_fetcher(config: FetchConfig, cookies: CookieStore | None = None) -> Fetcher:
+    """Run in a thread: import the HTTP stack, build a fetcher (its TLS context with it),
+    keeping cookies in ``cookies`` if given."""
     from crawler._fetch import Fetcher
 
-    return Fetcher(config)
+    if cookies is None:
+        return Fetcher(config)
+    from crawler._cookies import SharedCookies
+
+    return Fetcher(config, cookies=SharedCookies(cookies))
 
 
 @contextmanager

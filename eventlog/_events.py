@@ -64,6 +64,25 @@ class Cursor(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     last_item_key: str | None = None
     state: str | None = None
     """Whatever the spider asked to get back on resume (``NextPage.cursor``)."""
+    data: dict[str, Any] | None = None
+    """The next page's ``response.data`` (``NextPage.data``; None: the task's own)."""
+
+
+class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """How a task's first page is asked for and which spider method parses its pages,
+    when that is not a plain GET parsed by ``parse`` (a task without one has None).
+
+    Carried by the task's lane entry and its ``TaskEnqueued`` event, so that another worker
+    redoes a task exactly after a kill, and an operator's retry keeps it."""
+
+    callback: str | None = None
+    """The spider method that parses the task's pages (None: ``parse``)."""
+    data: dict[str, Any] | None = None
+    """What the callback gets as ``response.data`` (None: ``{}``)."""
+    method: str = "GET"
+    body: bytes | None = None
+    headers: dict[str, str] | None = None
+    """Sent with the task's requests, over the fetcher's default headers."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -85,6 +104,10 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     depth: int = 0
     priority: int = 0
     parent_task_id: str | None = None
+    spec: RequestSpec | None = None
+    """Its method, body, headers, callback and data, if not a plain GET for ``parse``."""
+    request: bytes | None = None
+    """The request the task carries (`Task.request`), so the log alone can rebuild it."""
     lastmod: str | None = None
     """The ``<lastmod>`` the sitemap that listed the URL gave it, if any."""
 

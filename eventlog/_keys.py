@@ -135,6 +135,13 @@ def parked_member(site: str, task_id: str, lane: int, task: bytes) -> bytes:
     return f"{parked_prefix(site, task_id)}{lane}|".encode() + task
 
 
+def cookie_field(domain: str, path: str, name: str) -> str:
+    """The field of a cookie in `JobKeys.cookie_jar`: ``<domain>;<path>;<name>``, one per
+    cookie as a cookie library keys them (a Set-Cookie's parts are split at ``;``, so
+    none of the three holds one)."""
+    return f"{domain};{path};{name}"
+
+
 def delayed_member(lane: int, task: bytes) -> bytes:
     """A delayed task's member of `JobKeys.delayed`: ``<lane>|<task>``."""
     return f"{lane}|".encode() + task
@@ -257,6 +264,22 @@ class JobKeys:
     def control(self) -> str:
         """Hash of pause flags and open circuits, polled by every worker."""
         return self._key("control")
+
+    @cached_property
+    def cookie_sites(self) -> str:
+        """Set of the sites that have a cookie jar (``--cookies``): what `cookie_jar` and
+        `cookie_version` are kept for."""
+        return self._key("cookies")
+
+    def cookie_jar(self, site: str) -> str:
+        """Hash `cookie_field` -> the cookie (a msgpack ``StoredCookie``) of ``site``'s
+        jar, shared by every worker of the job."""
+        return self._key("cookies", site)
+
+    def cookie_version(self, site: str) -> str:
+        """Counter bumped by every change of ``site``'s jar (never deleted, not even by a
+        clear): a worker whose copy has the same number has the whole jar."""
+        return self._key("cookies", site, "version")
 
     @cached_property
     def config(self) -> str:

@@ -218,6 +218,8 @@ class TaskQueue:
                 depth=task.depth,
                 priority=task.priority,
                 parent_task_id=task.parent_task_id,
+                spec=task.spec,
+                request=task.request,
                 lastmod=task.lastmod,
             )
             if self.record_events:

@@ -728,6 +728,51 @@ release_held(KEYS[1], slots)
 """
 )
 
+COOKIES_READ = """
+-- A site's cookie jar, unless the caller's copy is current.
+-- KEYS: the jar's version (counter), the jar (hash field -> cookie).
+-- ARGV: the version of the caller's copy.
+-- Returns {version} when that is the caller's, else {version, field, cookie, ...}.
+local version = redis.call('GET', KEYS[1]) or '0'
+if version == ARGV[1] then return {version} end
+local jar = redis.call('HGETALL', KEYS[2])
+table.insert(jar, 1, version)
+return jar
+"""
+
+COOKIES_WRITE = """
+-- Change a site's cookie jar and bump its version, in one step.
+-- KEYS: the sites with a jar (set), the jar (hash field -> cookie), its version (counter).
+-- ARGV: the site, the version of the caller's copy, then field, cookie pairs ('' as the
+--       cookie: delete that field).
+-- Returns {new version, 1 if the caller's copy was current before this change else 0}.
+local before = redis.call('GET', KEYS[3]) or '0'
+for i = 3, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', KEYS[2], ARGV[i])
+  else
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  end
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+local after = redis.call('INCR', KEYS[3])
+if before == ARGV[2] then return {after, 1} end
+return {after, 0}
+"""
+
+COOKIES_CLEAR = """
+-- Empty a site's cookie jar; its version is bumped (never reset), so that every worker's
+-- copy is found stale.
+-- KEYS: the sites with a jar (set), the jar (hash), its version (counter).
+-- ARGV: the site.
+-- Returns how many cookies were dropped.
+local dropped = redis.call('HLEN', KEYS[2])
+redis.call('DEL', KEYS[2])
+redis.call('SREM', KEYS[1], ARGV[1])
+redis.call('INCR', KEYS[3])
+return dropped
+"""
+
 ROBOTS_STORE = """
 -- Keep a site's robots.txt for its lifetime and wake the workers waiting for it.
 -- KEYS: robots (the stored response), fetch lock, ready list.

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import msgspec
 
+from eventlog._events import RequestSpec
 from eventlog._keys import TASK_FIELD
 
 
-# Task and Lease hold only strings, numbers and tuples of strings, so they cannot be part of
-# a reference cycle: untracked by the garbage collector (gc=False), the 100,000 leases a
-# restarted worker holds at once cost its collections nothing.
+# Task and Lease hold only strings, numbers, tuples of strings and a spec of decoded values,
+# so they cannot be part of a reference cycle: untracked by the garbage collector
+# (gc=False), the 100,000 leases a restarted worker holds at once cost its collections
+# nothing.
 class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """What a worker needs to run a task; the payload of a lane entry."""
 
@@ -31,6 +33,12 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     """Workers that held the task and lost it (the abort report's owner history)."""
     not_before: float = 0.0
     """Wall-clock time before which a retried task should not be fetched."""
+    spec: RequestSpec | None = None
+    """Method, body, headers, callback and data: None (omitted) for a plain GET for
+    ``parse``, the default spider's every task."""
+    request: bytes | None = None
+    """A request the task carries in full (the Scrapy plug-in's ``Request.to_dict`` as
+    msgpack); None for a task that is only its URL."""
     lastmod: str | None = None
     """The ``<lastmod>`` a sitemap gave the task's URL (W3C datetime, as written), if any."""
 

@@ -229,6 +229,7 @@ def _enqueued(state: State, event: TaskEnqueued) -> None:
         depth=event.depth,
         parent_task_id=event.parent_task_id,
         enqueued_at=event.at,
+        spec=event.spec,
         updated_at=event.at,
         last_actor=event.actor,
     )

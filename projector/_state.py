@@ -12,7 +12,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from eventlog import Counts, Cursor
+from eventlog import Counts, Cursor, RequestSpec
 
 TaskStatus: TypeAlias = Literal["pending", "running", "paused", "done", "failed", "aborted"]
 """Where a task is in its life, as the log tells it."""
@@ -76,6 +76,8 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     parked: bool = False
     """Paused because its site or the job is (``TaskParked``), not by a pause of its own:
     pending again once that pause is lifted."""
+    spec: RequestSpec | None = None
+    """Its method, body, headers, callback and data (``TaskEnqueued``): a retry keeps them."""
 
 
 class SiteState(msgspec.Struct, kw_only=True, gc=False):

@@ -39,6 +39,8 @@ from crawler.cli.config import (
     add_setting_options,
     config_command,
 )
+from crawler.cli.console import console_command
+from crawler.cli.cookies import cookies_command
 from crawler.cli.crawl import crawl_command, enqueue_command, worker_command
 from crawler.cli.dead import dead_group
 from crawler.cli.demo import demo_command
@@ -226,7 +228,7 @@ register_report_commands(cli)
 # The operator commands (``_operator`` is what they share).
 for _command in (
     pause_command, resume_command, retry_command, resolve_command, dead_group,
-    history_command, workers_command,
+    history_command, workers_command, cookies_command, console_command,
 ):  # fmt: skip
     cli.add_command(_command)
 

@@ -269,12 +269,12 @@ async def _seed_from_sitemaps(
     """Enqueue what the job's sitemaps list (again on a re-run: nothing is queued twice)."""
     # The HTTP stack and the XML parser, only for a crawl given sitemaps.
     from crawler._fetch import Fetcher
-    from crawler._fetch_spec import FetchConfig
     from crawler._sitemaps import seed_from_sitemaps
     from crawler._urls import site_of
 
     robots_sites = [site_of(seed) for seed in config.seeds] if config.sitemaps_from_robots else []
-    async with Fetcher(FetchConfig()) as fetcher:
+    # The job's identity (user agent, headers, proxies, timeouts), as its workers fetch.
+    async with Fetcher(config.fetch_config()) as fetcher:
         seeds = await seed_from_sitemaps(
             queue,
             fetcher.fetch,

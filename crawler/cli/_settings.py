@@ -51,8 +51,9 @@ class Setting:
     """Command paths ("crawl", "server start", "" for the group) whose ``param`` it fills;
     :data:`EVERY_COMMAND` for every command that has that parameter."""
     kind: type
-    """The TOML type: str, int, float (an integer is accepted too), bool, or list (of
-    strings, for a repeatable flag)."""
+    """The TOML type: str, int, float (an integer is accepted too), bool, list (of strings;
+    one string is a list of one) or dict (a table of strings, given to a ``Name: value``
+    option such as ``--header`` as one such string per entry)."""
     help: str
 
     @property
@@ -194,6 +195,102 @@ SETTINGS: tuple[Setting, ...] = (
         "do not obey robots.txt",
     ),
     Setting(
+        "cookies",
+        "CRAWLOG_COOKIES",
+        "cookies",
+        ("crawl",),
+        bool,
+        "keep and send cookies: one jar per site, shared by every worker",
+    ),
+    Setting(
+        "http.user_agent",
+        "CRAWLOG_USER_AGENT",
+        "user_agent",
+        ("crawl",),
+        str,
+        "User-Agent of every request (beats the spider's user_agent)",
+    ),
+    Setting(
+        "http.headers",
+        "CRAWLOG_HEADERS",
+        "header",
+        ("crawl",),
+        dict,
+        "default request headers, a table Name = value (env: one Name: value a line)",
+    ),
+    Setting(
+        "http.proxy",
+        "CRAWLOG_PROXY",
+        "proxy",
+        ("crawl",),
+        list,
+        "http(s) proxy URL, or a list of them to rotate through",
+    ),
+    Setting(
+        "http.proxy_rotation",
+        "CRAWLOG_PROXY_ROTATION",
+        "proxy_rotation",
+        ("crawl",),
+        str,
+        "site (a site always through the same proxy) or request (in turn)",
+    ),
+    Setting(
+        "http.timeout",
+        "CRAWLOG_TIMEOUT",
+        "timeout",
+        ("crawl",),
+        float,
+        "seconds a whole fetch may take",
+    ),
+    Setting(
+        "http.connect_timeout",
+        "CRAWLOG_CONNECT_TIMEOUT",
+        "connect_timeout",
+        ("crawl",),
+        float,
+        "seconds to open a connection",
+    ),
+    Setting(
+        "http.read_timeout",
+        "CRAWLOG_READ_TIMEOUT",
+        "read_timeout",
+        ("crawl",),
+        float,
+        "seconds to wait for the next bytes of a response",
+    ),
+    Setting(
+        "retry.retries",
+        "CRAWLOG_RETRIES",
+        "retries",
+        ("crawl",),
+        int,
+        "retries of a failed fetch after the first attempt",
+    ),
+    Setting(
+        "retry.retry_on",
+        "CRAWLOG_RETRY_ON",
+        "retry_on",
+        ("crawl",),
+        str,
+        "HTTP statuses retried, e.g. 429,500-504, or none",
+    ),
+    Setting(
+        "retry.backoff_base",
+        "CRAWLOG_BACKOFF_BASE",
+        "backoff_base",
+        ("crawl",),
+        float,
+        "seconds: retry N waits up to base * 2^(N-1)",
+    ),
+    Setting(
+        "retry.backoff_cap",
+        "CRAWLOG_BACKOFF_CAP",
+        "backoff_cap",
+        ("crawl",),
+        float,
+        "the most seconds a retry's backoff waits",
+    ),
+    Setting(
         "links.allow",
         "CRAWLOG_ALLOW",
         "allow",
@@ -331,18 +428,19 @@ _KIND_NAMES = {
     int: "an integer",
     float: "a number",
     bool: "true or false",
-    list: "a list of strings",
+    list: "a string or a list of strings",
+    dict: "a table of strings",
 }
 
 
 def _checked(shown: str, setting: Setting, value: Any) -> Any:
     kind = setting.kind
+    if kind is list or kind is dict:
+        return _checked_collection(shown, setting, value)
     # TOML's types are strict and bool is an int in Python: check them before click's
     # conversion, which would happily take "3" for an integer or "yes" for a flag.
     ok = (
-        isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if kind is list
-        else isinstance(value, bool)
+        isinstance(value, bool)
         if kind is bool
         else isinstance(value, (int, float)) and not isinstance(value, bool)
         if kind is float
@@ -353,6 +451,19 @@ def _checked(shown: str, setting: Setting, value: Any) -> Any:
             f"{shown}: {setting.key} = {value!r}: expected {_KIND_NAMES[kind]} ({setting.help})"
         )
     return float(value) if kind is float else value
+
+
+def _checked_collection(shown: str, setting: Setting, value: Any) -> list[str]:
+    if setting.kind is list and isinstance(value, str):
+        value = [value]
+    if setting.kind is list and isinstance(value, list):
+        if all(isinstance(item, str) for item in value):
+            return value
+    elif isinstance(value, dict) and all(isinstance(item, str) for item in value.values()):
+        return [f"{name}: {item}" for name, item in value.items()]
+    raise ConfigError(
+        f"{shown}: {setting.key} = {value!r}: expected {_KIND_NAMES[setting.kind]} ({setting.help})"
+    )
 
 
 # --- binding the settings to the command tree -------------------------------------------------
@@ -399,11 +510,16 @@ def bind(root: click.Group, file: ConfigFile) -> dict[str, Any]:
                 continue
             value = file.values[setting.key]
             try:
-                for one in value if setting.kind is list else (value,):
-                    param.type.convert(one, param, None)
+                for item in value if isinstance(value, list) else [value]:
+                    param.type.convert(item, param, None)
             except click.BadParameter as exc:
                 raise ConfigError(
                     f"{_shown(file.path)}: {setting.key} = {value!r}: {exc.message}"
+                ) from None
+            except ConfigError as exc:  # the identity options' own checks
+                message = str(exc).removeprefix(f"{param.opts[0]}: ") if param.opts else exc
+                raise ConfigError(
+                    f"{_shown(file.path)}: {setting.key} = {value!r}: {message}"
                 ) from None
             node = default_map
             for part in path.split():

@@ -10,6 +10,9 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from crawler._fetch_spec import DEFAULT_USER_AGENT
+from crawler._identity import format_statuses, merged_headers, parse_header
+from crawler._spider import load_spider, spider_path
 from crawler.cli._options import json_option
 from crawler.cli._settings import (
     CONFIG_COMMAND,
@@ -19,7 +22,7 @@ from crawler.cli._settings import (
     config_path,
     targets,
 )
-from eventlog import REDIS_URL_ENV, redacted, resolve_data_dir
+from eventlog import REDIS_URL_ENV, ConfigError, redacted, resolve_data_dir
 
 CONFIG_META = "crawlog.config"
 """``ctx.meta`` key of the loaded :class:`ConfigFile` (set by the top-level group)."""
@@ -41,6 +44,7 @@ def config_command(ctx: click.Context, /, as_json: bool, **values: Any) -> None:
     """
     file: ConfigFile = ctx.meta.get(CONFIG_META) or ConfigFile(config_path(), {}, exists=False)
     rows = [_row(ctx, file, setting, values) for setting in SETTINGS]
+    _spider_identity(rows)
     if as_json:
         out = {"file": str(file.path) if file.exists else None, "settings": rows}
         click.echo(json.dumps(out, indent=2, default=str))
@@ -48,7 +52,11 @@ def config_command(ctx: click.Context, /, as_json: bool, **values: Any) -> None:
     click.echo(f"config file: {file.path if file.exists else f'{file.path} (none)'}")
     width = max(len(r["key"]) for r in rows)
     for r in rows:
-        value = "-" if r["value"] is None else r["value"]
+        value = r["value"]
+        if isinstance(value, list):
+            value = "; ".join(value) if value else "-"
+        elif value is None:
+            value = "-"
         click.echo(f"{r['key']:<{width}}  {value!s:<24}  {r['source']}")
 
 
@@ -67,7 +75,7 @@ def _row(
         owner = ctx if setting.param in values else ctx.find_root()
         value = owner.params.get(setting.param)
         source = _source(owner.get_parameter_source(setting.param), setting, file)
-        shown = value
+        shown = _shown_value(setting, value)
         if setting.param == "data_dir":
             shown = str(resolve_data_dir(value))
     return {
@@ -78,6 +86,42 @@ def _row(
         "flag": setting.flag,
         "help": setting.help,
     }
+
+
+def _spider_identity(rows: list[dict[str, Any]]) -> None:
+    """The spider's ``user_agent`` and ``headers`` where no option beats them, with the
+    spider as their source: what ``crawl`` would store (`identity_settings`)."""
+    by_key = {row["key"]: row for row in rows}
+    path = by_key["job.spider"]["value"]
+    try:
+        spider = load_spider(spider_path(path)) if path else None
+    except ConfigError:
+        spider = None  # `crawl` says why; here the other settings are still worth showing
+    source = f"spider {path}"
+    agent = by_key["http.user_agent"]
+    if agent["value"] is None:
+        if spider is not None and spider.user_agent is not None:
+            agent["value"], agent["source"] = spider.user_agent, source
+        else:
+            agent["value"] = DEFAULT_USER_AGENT
+    headers = by_key["http.headers"]
+    if spider is not None and spider.headers:
+        given = [parse_header(text) for text in headers["value"]]
+        merged = merged_headers(spider.headers, given)
+        headers["value"] = [f"{name}: {value}" for name, value in merged]
+        headers["source"] = source if not given else f"{headers['source']} over {source}"
+
+
+def _shown_value(setting: Setting, value: Any) -> Any:
+    """A value as it is typed: a header ``Name: value``, codes ``429,500-504``, a proxy
+    without its password; a repeatable option's values as a list."""
+    if setting.param == "retry_on" and isinstance(value, tuple):
+        return format_statuses(value)
+    if not isinstance(value, tuple):
+        return value
+    if setting.param == "proxy":
+        return [redacted(url) for url in value]
+    return [f"{item[0]}: {item[1]}" if isinstance(item, tuple) else item for item in value]
 
 
 def _source(found: ParameterSource | None, setting: Setting, file: ConfigFile) -> str:

@@ -8,6 +8,7 @@ import signal
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import click
@@ -25,6 +26,7 @@ from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES, ScopeMode
 from crawler._spider import Spider, load_spider, spider_path
 from crawler._urls import check_seed_url
 from crawler.cli._exit import EXIT_ERROR
+from crawler.cli._identity_options import identity_options, identity_settings
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._logs import set_log_level
 from crawler.cli._options import (
@@ -129,6 +131,12 @@ log = logging.getLogger("crawlog.worker")
 )
 @click.option("--ignore-robots", is_flag=True, help="Do not obey robots.txt.")
 @click.option(
+    "--cookies/--no-cookies",
+    default=None,
+    help="Keep and send cookies, one jar per site shared by every worker (a login serves "
+    "the whole crawl) [default: the spider's `cookies` attribute, else off].",
+)
+@click.option(
     "--allow",
     multiple=True,
     metavar="REGEX",
@@ -166,10 +174,12 @@ log = logging.getLogger("crawlog.worker")
     hidden=True,
     help="Benchmarks only: workers append no task events (nothing to resume or report).",
 )
+@identity_options
 @metrics_options
 @click.pass_context
 def crawl_command(
     ctx: click.Context,
+    /,
     seeds: tuple[str, ...],
     job: str | None,
     data_dir: Path | None,
@@ -186,6 +196,7 @@ def crawl_command(
     spider: str | None,
     lease: float,
     ignore_robots: bool,
+    cookies: bool | None,
     allow: tuple[str, ...],
     deny: tuple[str, ...],
     sitemap: tuple[str, ...],
@@ -194,6 +205,7 @@ def crawl_command(
     no_events: bool,
     metrics_host: str,
     metrics_port: int | None,
+    **identity: Any,  # identity_options: user agent, headers, proxies, timeouts, retries
 ) -> None:
     """Crawl from SEEDS until every task is done; run it again after a crash to resume.
 
@@ -237,14 +249,18 @@ def crawl_command(
         lease_ms=int(lease * 1000),
         recovery_limit=DEFAULT_RECOVERY_LIMIT,
         obey_robots=not ignore_robots,
+        cookies=_cookies_wanted(cookies, loaded),
         # The spider's own rules unless the command line (or crawlog.toml) sets some.
         allow=tuple(allow or loaded.allow),
         deny=tuple(deny or loaded.deny),
         sitemaps=sitemaps,
         sitemaps_from_robots=sitemaps_from_robots,
         record_events=not no_events,
+        **identity_settings(loaded, identity),
     )
     config.scope_rule()
+    config.fetch_config()
+    config.retry_policy()
     config.rules()  # a bad pattern is one line here, not an error in every worker
     directory = resolve_data_dir(data_dir)
     # crawlog's own server is supervised by the crawl (restarted if it dies); a server of
@@ -287,6 +303,20 @@ def crawl_command(
     if reason is not None:
         click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
         ctx.exit(1)
+
+
+def _cookies_wanted(cookies: bool | None, spider: Spider) -> bool:
+    """Whether the job keeps cookies: ``--cookies``/``--no-cookies``, its environment
+    variable or crawlog.toml, else the spider's ``cookies`` attribute, else off (an option
+    beats the spider, as for the user agent and headers)."""
+    if cookies is not None:
+        return cookies
+    wanted = getattr(spider, "cookies", None)
+    if wanted is None:
+        return False
+    if not isinstance(wanted, bool):
+        raise ConfigError(f"spider {spider.name}: cookies = {wanted!r}: expected True or False")
+    return wanted
 
 
 def _start_urls(spider: Spider, path: str | None, *, required: bool) -> tuple[str, ...]:

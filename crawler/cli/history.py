@@ -19,6 +19,7 @@ from eventlog import (
     ItemScraped,
     LogEntry,
     PageFetched,
+    RequestSpec,
     RetryScheduled,
     TaskAborted,
     TaskClaimed,
@@ -28,6 +29,9 @@ from eventlog import (
     tag_of,
 )
 from projector import TaskState, fold
+
+DATA_SHOWN = 80
+"""Characters of a task's data (as JSON) its history shows."""
 
 
 @click.command(
@@ -112,7 +116,10 @@ def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[Lo
     fetched = [e.event for e in entries if isinstance(e.event, PageFetched)]
     lines = [f"job {job} has no {what}: {why}"]
     if fetched:
-        lines.append(f"it was fetched {len(fetched)} time(s) by other tasks, after a redirect:")
+        lines.append(
+            f"it was fetched {len(fetched)} time(s) by other tasks (after a redirect, or as a "
+            "request with another method or body: give that task's id):"
+        )
         lines += [f"  {_when(f.at)}  {f.actor}  task {f.task_id}" for f in fetched]
     return "\n".join(lines)
 
@@ -137,6 +144,7 @@ def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
         f"task {task.task_id}  {task.url}",
         f"site {task.site}, depth {task.depth}"
         + (f", parent task {task.parent_task_id}" if task.parent_task_id else ""),
+        *([f"request {_request(task.spec)}"] if task.spec is not None else []),
         f"now {task.status} at attempt {task.attempt}; {len(attempts)} fetch attempt(s)"
         + (f": {by_attempt}" if attempts else "")
         + (f"; {task.recoveries} lease(s) lost" if task.recoveries else ""),
@@ -155,11 +163,27 @@ def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
     return lines
 
 
+def _request(spec: RequestSpec) -> str:
+    """What a task asks for when it is not a plain GET parsed by ``parse``."""
+    parts = [spec.method]
+    if spec.body:
+        parts[0] += f" with a {len(spec.body)} B body"
+    if spec.headers:
+        parts.append(f"headers {', '.join(sorted(spec.headers))}")
+    parts.append(f"callback {spec.callback or 'parse'}")
+    if spec.data:
+        shown = msgspec.json.encode(spec.data).decode()
+        parts.append(f"data {shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 1] + '…'}")
+    return ", ".join(parts)
+
+
 def _detail(event: AnyEvent) -> str:
     match event:
         case TaskEnqueued():
-            return f"depth {event.depth}" + (
-                f", linked from task {event.parent_task_id}" if event.parent_task_id else ""
+            return (
+                f"depth {event.depth}"
+                + (f", linked from task {event.parent_task_id}" if event.parent_task_id else "")
+                + (f"; {_request(event.spec)}" if event.spec is not None else "")
             )
         case TaskClaimed():
             again = f", delivery {event.deliveries}" if event.deliveries > 1 else ""

@@ -166,6 +166,7 @@ def _retry_of(task: TaskState, reason: str, by: str) -> Retry:
         depth=task.depth,
         parent_task_id=task.parent_task_id,
         attempt=task.attempt + 1,
+        spec=task.spec,  # the same request and callback, as a redo after a kill has
     )
     return Retry(
         task=again,

@@ -26,6 +26,8 @@ from crawler.cli._options import data_dir_option
 from eventlog import ConfigError, CrawlogError
 
 if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+
     from crawler._fetch import Fetcher
     from crawler._job import JobConfig
     from crawler._spider import Response
@@ -76,7 +78,7 @@ def shell_command(url: str, job: str | None, data_dir: Path | None, command: str
     target = check_seed_url(url)
     config = _job_config(job, data_dir)
     with anyio.from_thread.start_blocking_portal() as portal:
-        fetcher = portal.call(_open_fetcher, config)
+        fetcher, client = portal.call(_open_fetcher, config, job, data_dir)
         try:
             session = _Session(lambda u: portal.call(_fetch, fetcher, u))
             session.fetch(target)
@@ -90,6 +92,8 @@ def shell_command(url: str, job: str | None, data_dir: Path | None, command: str
                 ok = True
         finally:
             portal.call(fetcher.aclose)
+            if client is not None:
+                portal.call(client.aclose)
     if not ok:
         sys.exit(EXIT_RAISED)
 
@@ -143,16 +147,29 @@ def _job_config(job: str | None, data_dir: Path | None) -> JobConfig | None:
         return None
 
 
-async def _open_fetcher(config: JobConfig | None) -> Fetcher:
-    """A fetcher with the settings a worker of the job has (the defaults without one)."""
+async def _open_fetcher(
+    config: JobConfig | None, job: str | None, data_dir: Path | None
+) -> tuple[Fetcher, aioredis.Redis | None]:
+    """A fetcher with the settings a worker of the job has (the defaults without one), and
+    the client of the job's server it uses (for a job's cookie jars), if any."""
     from crawler._fetch import FetchConfig, Fetcher
 
     # A worker's fetcher is built from the job's settings by the same rules: what the job
     # adds to its fetches (identity, cookies, proxies) reaches the shell through here.
-    del config  # today every job fetches with the default FetchConfig
-    fetcher = Fetcher(FetchConfig())
+    client = None
+    cookies = None
+    if config is not None and config.cookies and job is not None:
+        from crawler._cookies import SharedCookies
+        from eventlog import CookieStore, JobKeys, client_for, resolve_url
+
+        # The job's shared jars: the shell sends a session the crawl opened, and keeps
+        # what the page sets, as one more worker would.
+        client = client_for(resolve_url(data_dir, create=False))
+        cookies = SharedCookies(CookieStore(client, JobKeys(job)))
+    fetch_config = config.fetch_config() if config is not None else FetchConfig()
+    fetcher = Fetcher(fetch_config, cookies=cookies)
     await fetcher.__aenter__()
-    return fetcher
+    return fetcher, client
 
 
 async def _fetch(fetcher: Fetcher, url: str) -> Response:

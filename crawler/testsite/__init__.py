@@ -20,6 +20,7 @@ from crawler.testsite._interactive import (
     MEMBER_PAGES,
     MEMBERS_PREFIX,
     SESSION_COOKIE,
+    SET_COOKIE_PARAM,
 )
 from crawler.testsite._site import (
     DEFAULT_PAGES,
@@ -89,6 +90,7 @@ __all__ = [
     "NO_FAULTS",
     "OTHER_TYPE_ITEMS",
     "SESSION_COOKIE",
+    "SET_COOKIE_PARAM",
     "SITEMAP_PATH",
     "TEXT_PATH",
     "CrawlCheck",

@@ -5,7 +5,9 @@ Linked from no generated page (a crawl of the site is unchanged); a spider asks 
 
 * ``/echo`` (any method, any path below it): the request as JSON — method, path, headers
   (names lowercase), body as text, and the fields of a form body. For tests of user agents,
-  default and per-request headers, POST and forms.
+  default and per-request headers, POST and forms. Each ``set-cookie`` query parameter is
+  answered as a ``Set-Cookie`` header (``/echo?set-cookie=a%3D1%3B%20Path%3D%2F``), for
+  tests of cookies with any attributes.
 * ``/login``: a form (GET) and its handler (POST ``user`` and ``password``). The right pair
   (`LOGIN_USER`, `LOGIN_PASSWORD`) is answered with a 303 to `MEMBERS_PREFIX` and a
   ``Set-Cookie`` session; a wrong one with 403 and the form again.
@@ -34,6 +36,8 @@ LOGIN_PASSWORD: Final = "open sesame"
 SESSION_COOKIE: Final = "session"
 MEMBER_PAGES: Final = 20
 """Member pages behind the login: ``/members/1`` … ``/members/20``."""
+SET_COOKIE_PARAM: Final = "set-cookie"
+"""The query parameter of ``/echo`` whose values the answer sets as cookies."""
 FORM_TYPE: Final = "application/x-www-form-urlencoded"
 JSON: Final = "application/json"
 SESSION_TOKEN: Final = hashlib.blake2b(LOGIN_USER.encode(), digest_size=8).hexdigest()
@@ -92,7 +96,13 @@ def _echo(request: IncomingRequest) -> Page:
         "body": request.body.decode("utf-8", "replace"),
         "form": _form(request),
     }
-    return Page(200, msgspec.json.encode(echoed), JSON)
+    query = request.path.partition("?")[2]
+    cookies = tuple(
+        ("Set-Cookie", value)
+        for name, value in parse_qsl(query, keep_blank_values=True)
+        if name == SET_COOKIE_PARAM
+    )
+    return Page(200, msgspec.json.encode(echoed), JSON, cookies)
 
 
 _LOGIN_FORM: Final = (

@@ -16,6 +16,7 @@ _scalars: dict[Any, st.SearchStrategy[Any]] = {
     int: st.integers(min_value=-(2**63), max_value=2**64 - 1),
     float: st.floats(allow_nan=False),
     bool: st.booleans(),
+    bytes: st.binary(max_size=40),
 }
 _json_values = st.one_of(st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text())
 

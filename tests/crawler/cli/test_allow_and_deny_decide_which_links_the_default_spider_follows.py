@@ -87,7 +87,7 @@ def test_the_rules_come_from_crawlog_toml_and_config_says_so(tmp_path: Path) -> 
             "",
         ),
         ((), '[links]\nallow = ["("]\n'),
-        ((), '[links]\ndeny = "x"\n'),
+        ((), "[links]\ndeny = 3\n"),
     ],
 )
 def test_a_bad_pattern_is_one_line_and_exit_2(

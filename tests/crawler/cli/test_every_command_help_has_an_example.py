@@ -5,11 +5,16 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from crawler.cli import cli
 from crawler.cli._settings import CONFIG_COMMAND, SETTINGS, commands, targets
 from tests.crawler.cli_run import crawlog
 
 
+# One process a command, and the commands keep coming: a minute is not enough on a loaded
+# machine, whatever pyproject's default says.
+@pytest.mark.timeout(300)
 def test_every_command_help_shows_an_example() -> None:
     paths = [path.split() for path, _ in commands(cli)]
     with ThreadPoolExecutor(4) as pool:

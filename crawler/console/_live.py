@@ -1,0 +1,155 @@
+"""What the console's pages show of one job, kept folded between requests.
+
+One :class:`JobWatch` per job: the CLI's ``LiveProgress`` (committed state + the stream's
+tail, the same numbers ``crawlog status`` prints), refreshed at most every
+:data:`FRESH_S` however many pages and browsers ask, plus what the fold does not keep and
+the panel shows: response times, fetches and failures per minute, the peak retries of a
+task, who paused a site. Those are observed on the events this process folds, so they
+cover the stream's tail after the projector's last commit when the console started, and
+everything since.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import redis.asyncio as aioredis
+
+from crawler.cli._progress import Progress, Tracker
+from crawler.cli._progress_source import LiveProgress
+from eventlog import (
+    LogEntry,
+    PageFetched,
+    RetryScheduled,
+    SitePaused,
+    SiteResumed,
+    TaskAborted,
+    TaskFailed,
+)
+from projector import State, read_committed
+
+FRESH_S = 0.2
+"""A refresh this recent is served as it is: many pages open cost one fold."""
+RESPONSE_TIMES_KEPT = 10_000
+"""Fetches the average and p95 response time are taken over (the most recent)."""
+MINUTES_KEPT = 60
+"""Minutes of fetches and failures the charts can draw."""
+
+
+class Observed:
+    """What the panel shows that the fold does not keep, fed event by event."""
+
+    def __init__(self) -> None:
+        self.response_ms: deque[float] = deque(maxlen=RESPONSE_TIMES_KEPT)
+        self.pages_per_minute: Counter[int] = Counter()
+        self.failures_per_minute: dict[int, Counter[str]] = {}
+        self.site_paused_by: dict[str, str] = {}
+        self.peak_retries = 0
+
+    def observe(self, entry: LogEntry, state: State) -> None:
+        """Note what ``entry`` (already folded into ``state``) says for the panel."""
+        event = entry.event
+        minute = int(event.at // 60)
+        match event:
+            case PageFetched():
+                if event.error is None:
+                    self.response_ms.append(event.elapsed_ms)
+                self.pages_per_minute[minute] += 1
+            case TaskFailed() | TaskAborted():
+                reasons = self.failures_per_minute.setdefault(minute, Counter())
+                reasons[event.reason] += 1
+            case RetryScheduled():
+                task = state.tasks.get(event.task_id)
+                if task is not None:
+                    self.peak_retries = max(self.peak_retries, task.retries)
+            case SitePaused():
+                self.site_paused_by[event.site] = event.actor
+            case SiteResumed():
+                self.site_paused_by.pop(event.site, None)
+            case _:
+                return
+        self._forget_before(minute - MINUTES_KEPT)
+
+    def _forget_before(self, minute: int) -> None:
+        for old in [m for m in self.pages_per_minute if m < minute]:
+            del self.pages_per_minute[old]
+        for old in [m for m in self.failures_per_minute if m < minute]:
+            del self.failures_per_minute[old]
+
+    def response_times(self) -> tuple[float | None, float | None]:
+        """(average, p95) in ms of the fetches kept; None before the first."""
+        if not self.response_ms:
+            return None, None
+        ordered = sorted(self.response_ms)
+        p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+        return sum(ordered) / len(ordered), p95
+
+
+class _ObservingTracker(Tracker):
+    def __init__(self, state: State, observed: Observed) -> None:
+        super().__init__(state)
+        self.observed = observed
+        if self.state.tasks:
+            observed.peak_retries = max(
+                observed.peak_retries, max(t.retries for t in self.state.tasks.values())
+            )
+
+    def apply(self, entry: LogEntry) -> None:
+        super().apply(entry)
+        self.observed.observe(entry, self.state)
+
+
+class _ObservedProgress(LiveProgress):
+    """``LiveProgress`` whose tracker also feeds an :class:`Observed`."""
+
+    def __init__(
+        self, redis: aioredis.Redis, job: str, data_dir: Path, *, lease_ms: int | None
+    ) -> None:
+        super().__init__(redis, job, data_dir, lease_ms=lease_ms)
+        self.observed = Observed()
+
+    async def load(self) -> None:
+        manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
+        self.tracker = _ObservingTracker(state, self.observed)
+        self.committed = manifest.position
+        self._committed_events = state.job.events
+        self._loaded = True
+
+
+class JobWatch:
+    """One job's live progress and observations, shared by every request about it."""
+
+    def __init__(
+        self, redis: aioredis.Redis, job: str, data_dir: Path, *, lease_ms: int | None
+    ) -> None:
+        self.job = job
+        self._source = _ObservedProgress(redis, job, data_dir, lease_ms=lease_ms)
+        self._lock = anyio.Lock()
+        self._last: tuple[float, Progress] | None = None
+
+    @property
+    def observed(self) -> Observed:
+        return self._source.observed
+
+    @property
+    def state(self) -> State:
+        """The folded state as of the last refresh (every task, ended ones included)."""
+        return self._source.tracker.state
+
+    def invalidate(self) -> None:
+        """The next refresh reads the log again, however recent the last one is."""
+        self._last = None
+
+    async def refresh(self, *, fresh: bool = False) -> Progress:
+        """The progress now (at most ``FRESH_S`` old unless ``fresh``)."""
+        async with self._lock:
+            now = time.monotonic()
+            if not fresh and self._last is not None and now - self._last[0] < FRESH_S:
+                return self._last[1]
+            report = await self._source.refresh(now=now)
+            self._last = (now, report)
+            return report
