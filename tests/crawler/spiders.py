@@ -177,19 +177,20 @@ class StartUrlsSpider(Spider):
 
 class SelectorSpider(Spider):
     """Written the Scrapy way: ``response.css`` for what it records, ``follow_all(css=...)``
-    for a listing's rows, ``response.follow`` of the rel=next ``<a>`` selector (a new task,
-    resolved from ``?page=2``), and a ``deny`` attribute: items whose number ends in 5 are
-    never followed."""
+    of a listing's rows with a callback (keywords passed through to ``Follow``),
+    ``response.follow`` of the rel=next ``<a>`` selector (a new task, resolved from
+    ``?page=2``), and a ``deny`` attribute: items whose number ends in 5 are never
+    followed."""
 
     name = "selectors"
     deny = (r"/item/\d*5$",)
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
-        if "/list/" not in response.url:
-            yield {"url": response.url, "title": response.css("h1::text").get()}  # type: ignore[misc]
-            return
-        for follow in response.follow_all(css="li a", priority=1):
+        for follow in response.follow_all(css="li a", callback="parse_item", priority=1):
             yield follow
         nxt = response.css('a[rel="next"]')
         if nxt:
             yield response.follow(nxt[0])
+
+    async def parse_item(self, response: Response) -> AsyncIterator[Output]:
+        yield {"url": response.url, "title": response.css("h1::text").get()}  # type: ignore[misc]

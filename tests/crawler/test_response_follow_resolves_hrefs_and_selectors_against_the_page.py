@@ -41,6 +41,13 @@ def test_keywords_go_to_follow_as_they_are(make_response: Callable[..., Response
     )
     follows = make_response(PAGE).follow_all(["/item/1"], priority=2)
     assert follows == [Follow("http://shop.test/item/1", priority=2)]
+    asked = {"callback": "parse_item", "data": {"n": 1}, "method": "POST", "body": b"x"}
+    assert make_response(PAGE).follow("/item/1", **asked) == Follow(
+        "http://shop.test/item/1", **asked
+    )
+    assert make_response(PAGE).follow_all(css="a", **asked)[0] == Follow(
+        "http://shop.test/item/1", **asked
+    )
 
 
 def test_a_link_element_or_an_attribute_selector_is_followed(

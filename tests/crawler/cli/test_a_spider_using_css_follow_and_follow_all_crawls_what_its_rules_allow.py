@@ -1,7 +1,8 @@
 """A spider written the Scrapy way (``response.css``, ``response.follow`` of a selector,
-``follow_all(css=...)``, a ``deny`` attribute) crawls the test site through the real
-``crawlog crawl``: every listing page and every item its rule allows is requested once, no
-denied one at all, and what the rule left out is counted as "denied by rule"."""
+``follow_all(css=..., callback="parse_item")``, a ``deny`` attribute) crawls the test site
+through the real ``crawlog crawl``: every listing page and every item its rule allows is
+requested once (items parsed by the callback), no denied one at all, and what the rule
+left out is counted as "denied by rule"."""
 
 from __future__ import annotations
 
