@@ -888,11 +888,7 @@ class Worker:
         async with lock:
             if (rules := self.robots.get(site, time.time())) is not None:
                 return rules
-            stored = await self.shared_robots.fetch_once(
-                site,
-                lambda: self._fetch_robots(site),
-                fetch_s=self._fetch_config.total_timeout_s,
-            )
+            stored = await self.shared_robots.fetch_once(site, lambda: self._fetch_robots(site))
             body = stored.body if not stored.error else None
             # Matched against the job's own user agent: the group for what the crawl says it is.
             agent = self._fetch_config.user_agent

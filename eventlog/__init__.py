@@ -133,7 +133,7 @@ from eventlog._queue import (
     TaskQueue,
     lane_for,
 )
-from eventlog._robots import ROBOTS_LOCK_MARGIN_S, RobotsFile, SharedRobots
+from eventlog._robots import ROBOTS_LOCK_MS, RobotsFile, SharedRobots
 from eventlog._server import (
     DATA_DIR_ENV,
     FSYNC_POLICIES,
@@ -168,7 +168,7 @@ __all__ = [
     "LANE_RECOVERY",
     "NO_JAR_VERSION",
     "REDIS_URL_ENV",
-    "ROBOTS_LOCK_MARGIN_S",
+    "ROBOTS_LOCK_MS",
     "SCHEMA_VERSION",
     "START",
     "TERMINAL_EVENT_TYPES",

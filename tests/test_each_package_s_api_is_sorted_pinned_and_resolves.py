@@ -35,7 +35,7 @@ API: dict[str, list[str]] = {
         "LANE_RECOVERY",
         "NO_JAR_VERSION",
         "REDIS_URL_ENV",
-        "ROBOTS_LOCK_MARGIN_S",
+        "ROBOTS_LOCK_MS",
         "SCHEMA_VERSION",
         "START",
         "TERMINAL_EVENT_TYPES",

@@ -31,9 +31,10 @@ SLOW_S = 0.5
 """Every page is answered this late: what the request log times is the response."""
 FIRST_REQUEST_S = 2.0
 """The target: a restarted crawl's first page request within this long of its start;
-counted here from the restarted worker's first request (its robots.txt, asked without a
-slot), so that a loaded machine's slow process start does not count (the name it takes
-over at once: tests/eventlog/test_worker_name_lock.py)."""
+counted here from the moment the restarted worker holds its name (its first write, before
+any task: robots.txt is the job's, read from Redis, not asked again), so that a loaded
+machine's slow process start does not count (the name it takes over at once:
+tests/eventlog/test_worker_name_lock.py)."""
 LONG_LEASE_MS = 120_000
 """Longer than the test: the restart must take its own tasks back, not wait for expiry."""
 SHORT_LEASE_MS = 2_000
@@ -59,16 +60,23 @@ async def every_slot_taken_lately(redis: aioredis.Redis, keys: JobKeys, host: st
     return len(taken) == DEFAULT_PER_HOST and now_ms - min(taken) < SLOW_S * 1000 / 2
 
 
-async def first_after(site: RunningSite, moment: float, *, page: bool = True) -> float:
-    """When the first page (or, ``page=False``, robots.txt) answered after ``moment`` was
-    written."""
+async def first_after(site: RunningSite, moment: float) -> float:
+    """When the first page (robots.txt aside) answered after ``moment`` was written."""
     while True:
-        times = [
-            r.time for r in site.requests if r.time > moment and (r.path != ROBOTS_PATH) == page
-        ]
+        times = [r.time for r in site.requests if r.time > moment and r.path != ROBOTS_PATH]
         if times:
             return min(times)
         await anyio.sleep(0.01)
+
+
+async def holds_its_name(
+    redis: aioredis.Redis, keys: JobKeys, name: str, old: bytes | None
+) -> float:
+    """When a worker process started as ``name`` holds the name (its lock no longer ``old``,
+    the value the killed process left): the moment it is up."""
+    while await redis.get(keys.worker_lock(name)) in (old, None):
+        await anyio.sleep(0.005)
+    return time.time()
 
 
 async def kill_with_pages_in_flight(
@@ -111,13 +119,14 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
             # its tasks taken back and, with them, its slots freed.
             assert await held_slots(redis_client, keys, site.url.removeprefix("http://")) > 0
             restarted = time.time()
+            dead_name = await redis_client.get(keys.worker_lock("w1"))
             await worker_process("w1")
+            up = await holds_its_name(redis_client, keys, "w1", dead_name)
             answered = await first_after(site, restarted)
-            robots = await first_after(site, restarted, page=False)
     asked = answered - SLOW_S
-    assert asked - robots < FIRST_REQUEST_S, (
+    assert asked - up < FIRST_REQUEST_S, (
         f"first page asked {asked - restarted:.1f} s after the restart, "
-        f"{asked - robots:.1f} s after its robots.txt"
+        f"{asked - up:.1f} s after it held its name"
     )
 
 
@@ -132,14 +141,14 @@ async def test_a_worker_recovering_a_dead_ones_tasks_is_not_held_up_by_its_slots
         with anyio.fail_after(DEADLINE_S):
             killed = await kill_with_pages_in_flight(site, worker_process, redis_client, keys)
             await worker_process("w2")  # another name: it must wait for w1's leases to expire
+            up = await holds_its_name(redis_client, keys, "w2", None)
             answered = await first_after(site, killed + LATE_S)
-            robots = await first_after(site, killed, page=False)
     asked = answered - SLOW_S
     # w1's leases expire SHORT_LEASE_MS after its last renewal; w2 recovers them and, with
-    # them, w1's slots: its first page comes then (or once w2 is up: its robots.txt, asked
-    # without a slot, says when), not when the slots' ttl runs out.
-    ready = max(killed + SHORT_LEASE_MS / 1000, robots)
+    # them, w1's slots: its first page comes then (or once w2 is up), not when the slots'
+    # ttl runs out.
+    ready = max(killed + SHORT_LEASE_MS / 1000, up)
     assert asked - ready < FIRST_REQUEST_S, (
         f"first page asked {asked - killed:.1f} s after the kill, "
-        f"{asked - robots:.1f} s after w2's robots.txt"
+        f"{asked - up:.1f} s after w2 was up"
     )
