@@ -30,6 +30,7 @@ fails the task with a `SpiderOutputError` naming the spider, the page and the ou
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -301,10 +302,8 @@ class Response:
                 f"follow_all on {self.url}: give exactly one of urls, css= or xpath="
             )
         lenient = css is not None or xpath is not None or _is_selector_list(urls)
-        if css is not None:
-            urls = self.css(css)
-        elif xpath is not None:
-            urls = self.xpath(xpath)
+        if css is not None or xpath is not None:
+            urls = self._link_values(css, xpath)
         assert urls is not None
         rules, base = self.link_rules, self.base_url
         # Pages repeat hrefs (navigation, anchors): each distinct one is resolved once.
@@ -332,6 +331,31 @@ class Response:
             follows.append(Follow(target, **follow))
         return follows
 
+    def _link_values(self, css: str | None, xpath: str | None) -> list[str]:
+        """The hrefs (or selected values) ``css`` or ``xpath`` picks, as `follow_all` reads
+        them: straight from lxml, since a page's hundreds of links wrapped one by one in a
+        parsel `Selector` cost more than finding them."""
+        selector = self.selector
+        try:
+            if xpath is None:
+                assert css is not None
+                xpath = _css_to_xpath(css, selector.type == "html")
+            found = selector.root.xpath(
+                xpath, namespaces=dict(selector.namespaces), smart_strings=False
+            )
+        except Exception as exc:  # lxml's XPathError, or cssselect's for a bad css query
+            query = css if xpath is None else xpath
+            raise SpiderOutputError(f"follow_all on {self.url}: {exc} in {query}") from None
+        values: list[str] = []
+        for value in found if isinstance(found, list) else [found]:
+            if isinstance(value, str):  # an attribute or text selected
+                values.append(value)
+            elif getattr(value, "tag", None) in _LINK_ELEMENTS:
+                href = value.get("href")
+                if isinstance(href, str):
+                    values.append(href)
+        return values
+
     async def once(self, action_id: str, action: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``action`` exactly once for this task, whatever crashes and resumes happen.
 
@@ -340,6 +364,15 @@ class Response:
         ("uncertain action") for a person to decide, since it may or may not have run.
         """
         return await self._once(action_id, action)  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=256)
+def _css_to_xpath(css: str, html: bool) -> str:
+    # Cached here: a spider asks the same few queries of every page, and translating one
+    # costs as much as running it.
+    from parsel.csstranslator import GenericTranslator, HTMLTranslator
+
+    return (HTMLTranslator() if html else GenericTranslator()).css_to_xpath(css)
 
 
 _LINK_ELEMENTS: Final = ("a", "link")
