@@ -8,7 +8,6 @@ too: a change here is a change there.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from dataclasses import dataclass
@@ -55,10 +54,11 @@ def seen_slot(fingerprint: str) -> tuple[int, bytes]:
     its field from its last 48, so the slot is as exact as 63 bits of the fingerprint; any
     other fingerprint (a Scrapy request's, a caller's own) is hashed to 64 bits first.
     """
-    raw = None
-    if len(fingerprint) == _SEEN_FP_HEX:
-        with contextlib.suppress(ValueError):
-            raw = bytes.fromhex(fingerprint)
+    # Per link enqueued: a plain try is cheaper here than contextlib.suppress.
+    try:
+        raw = bytes.fromhex(fingerprint) if len(fingerprint) == _SEEN_FP_HEX else None
+    except ValueError:
+        raw = None
     if raw is None:
         raw = hashlib.blake2b(fingerprint.encode(), digest_size=8).digest()
     return raw[0] << 7 | raw[1] >> 1, raw[2:]
