@@ -285,6 +285,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             raise ConfigError(f"job {job!r} has no task {task_id} in its log")
         entries = await task_history(opened.client, opened.store, [task_id], page_url=state.url)
         body = pages.task_page(job, state, entries, settings.token, console.ledger.new_form())
+        body += pages.task_evidence_section(job, state, entries)
         return html(request, f"Task {task_id}", body, job, report.position)
 
     async def attention(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:

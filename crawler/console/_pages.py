@@ -582,6 +582,17 @@ def evidence_section(job: str, shown: Sequence[GroupEvidence]) -> str:
     return "".join(parts)
 
 
+def task_evidence_section(job: str, task: TaskState, entries: list[LogEntry]) -> str:
+    """A failed or aborted task's evidence on its own page (nothing for any other task)."""
+    if last_failure(task.task_id, entries) is None:
+        return ""
+    own = [e for e in entries if getattr(e.event, "task_id", None) == task.task_id]
+    group = GroupEvidence(
+        status=task.status, reason=task.last_reason, count=1, task=task, entries=own
+    )
+    return f'<div id="evidence"><h2>Evidence</h2>{_group_evidence(job, group)}</div>'
+
+
 def _group_evidence(job: str, group: GroupEvidence) -> str:
     task = group.task
     found = last_failure(task.task_id, group.entries)

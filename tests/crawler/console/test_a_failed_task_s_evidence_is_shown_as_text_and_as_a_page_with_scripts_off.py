@@ -77,6 +77,14 @@ async def test_the_evidence_of_a_failed_page_is_shown_and_its_script_never_runs(
             await screenshot(page, "evidence")
             src = await frame_element.get_attribute("src")
 
+            # The task's own page shows the same evidence.
+            await page.goto(f"{running.base}/jobs/{job}/tasks/{task_id}")
+            await page.wait_for_selector("#evidence section.evidence")
+            assert "HTTP 503" in await page.inner_text("#evidence")
+            own_frame = page.locator("#evidence iframe")
+            assert await own_frame.get_attribute("sandbox") == ""
+            assert await own_frame.get_attribute("src") == src
+
             async with httpx.AsyncClient(base_url=running.base) as http:
                 served = await http.get(src, headers={"Authorization": f"Bearer {running.token}"})
     assert served.status_code == 200 and served.content == HOSTILE
