@@ -10,8 +10,6 @@ person" page show of it (`last_failure`, `evidence_summary`).
 from __future__ import annotations
 
 import datetime as dt
-import http
-import mimetypes
 from pathlib import Path
 from typing import TypeAlias
 
@@ -54,12 +52,16 @@ def export_command_line(job: str, task_id: str) -> str:
 
 def body_extension(evidence: Evidence) -> str:
     """The body file's extension, from the content type (``.html``, ``.json``...)."""
+    import mimetypes  # here: its import is a share of every command's start
+
     media = (evidence.content_type or "").partition(";")[0].strip().lower()
     return (mimetypes.guess_extension(media) if media else None) or UNKNOWN_EXTENSION
 
 
 def response_text(evidence: Evidence) -> str:
     """The response's status line and headers, as they came (repeated ones each on a line)."""
+    import http
+
     try:
         phrase = http.HTTPStatus(evidence.status).phrase
     except ValueError:

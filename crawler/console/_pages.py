@@ -623,7 +623,8 @@ def _group_evidence(job: str, group: GroupEvidence) -> str:
         f"<p>last response: <b>{summary}</b>; <code>{command}</code></p>"
         f'<pre class="evidence-headers">{escape(head)}</pre>'
         '<details class="evidence-text"><summary>the body as text</summary>'
-        f'<pre class="evidence-body">{escape(body_as_text(evidence))}</pre></details>'
+        f'<pre class="evidence-body" style="white-space:pre-wrap;max-height:30em;overflow:auto">'
+        f"{escape(body_as_text(evidence))}</pre></details>"
         '<details class="evidence-view" open><summary>view as page (scripts off)</summary>'
         f'<iframe sandbox="" src="{escape(source)}" referrerpolicy="no-referrer" '
         f'loading="lazy" title="the body of task {escape(task.task_id)}" '
