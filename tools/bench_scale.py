@@ -33,7 +33,8 @@ bounded (a 10M-task log untrimmed would be ~50M entries): the appender stays at 
 **Redis bytes per URL.** ``--redis-urls`` URLs (default 1,000,000) are enqueued through
 the real enqueue script (`TaskQueue.enqueue`, 1,000 a call), claimed (`TaskQueue.claim`)
 and finished (`TaskQueue.finish` with the page's events before ``TaskDone``), while a
-``crawlog project --keep-tail 0`` trims the stream; once it has committed the end and
+``crawlog project --keep-tail 0`` trims the stream (its periodic snapshots, which change
+nothing in Redis, are left to its final commit: here it only trims); once it has committed the end and
 stopped (SIGTERM: its final commit trims too), every key of the job is weighed with
 ``MEMORY USAGE`` (SCAN by the job's pattern, grouped by key shape) and ``INFO memory``.
 ``redis_bytes_per_url`` counts the keys that stay (the event-id sets of the dedup window
@@ -44,7 +45,7 @@ the seen buckets and their count, weighed as ``tools/bench_dedup.py`` weighs the
 ``/usr/bin/time crawlog crawl URL --depth 0`` against ``crawlog testsite``, each with a
 fresh data directory (its own server started) and job.
 
-``--quick`` runs sizes up to 1M. Prints a table, then as its last line one JSON object;
+``--quick`` runs sizes up to 1M; ``--sizes none`` and ``--tiny-runs 0`` skip those parts. Prints a table, then as its last line one JSON object;
 figures of sizes not run (the 10M ones with ``--quick``) are null.
 """
 
@@ -198,11 +199,11 @@ def proc_cpu_s(pid: int) -> float:
 class ProjectorProcess:
     """``crawlog project --job J --keep-tail 0`` as a subprocess."""
 
-    def __init__(self, data_dir: Path, job: str) -> None:
+    def __init__(self, data_dir: Path, job: str, *options: str) -> None:
         self.data_dir, self.job = data_dir, job
         self.proc = subprocess.Popen(
             [crawlog_exe(), "project", "--job", job, "--data-dir", str(data_dir),
-             "--keep-tail", "0", "--log-level", "warning"],
+             "--keep-tail", "0", "--log-level", "warning", *options],
             stdout=subprocess.DEVNULL,
         )  # fmt: skip
         self.start_rss = self._settled_rss()
@@ -423,7 +424,9 @@ def measure_redis(url: str, data_dir: Path, urls: int) -> RedisFootprint:
 
     before = anyio.run(used_memory)
     anyio.run(first_batch)
-    projector = ProjectorProcess(data_dir, job)
+    # Here the projector only trims (what it keeps is measured by the sizes above): its
+    # snapshots, which change nothing in Redis, are left to its final commit.
+    projector = ProjectorProcess(data_dir, job, "--snapshot-interval", str(WAIT_TIMEOUT_S))
     try:
 
         async def crawl() -> int:
@@ -516,11 +519,16 @@ def fmt(value: object, spec: str = ",.1f") -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes up to {QUICK_MAX:,}")
-    parser.add_argument("--sizes", help="comma-separated task counts (default: all four)")
+    parser.add_argument(
+        "--sizes", help="comma-separated task counts (default: all four; 'none': no sizes)"
+    )
     parser.add_argument("--redis-urls", type=int, default=REDIS_URLS)
-    parser.add_argument("--tiny-runs", type=int, default=TINY_RUNS)
+    parser.add_argument("--tiny-runs", type=int, default=TINY_RUNS, help="0: no one-page crawl")
     args = parser.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(SIZES)
+    if args.sizes == "none":
+        sizes = []
+    else:
+        sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(SIZES)
     if args.quick:
         sizes = [s for s in sizes if s <= QUICK_MAX]
     results: dict[int, dict[str, float]] = {}
@@ -531,12 +539,13 @@ def main() -> int:
             for size in sizes:
                 print(f"size {size:,}: appending and projecting", file=sys.stderr)
                 results[size] = measure_size(url, data_dir, size)
+                print(f"size {size:,}: {json.dumps(results[size])}", file=sys.stderr)
             print(f"redis: {args.redis_urls:,} URLs enqueued and finished", file=sys.stderr)
             redis = measure_redis(url, data_dir, args.redis_urls)
         finally:
             stop_server(data_dir)
     print(f"one-page crawl: {args.tiny_runs} runs", file=sys.stderr)
-    tiny = measure_tiny(args.tiny_runs)
+    tiny = measure_tiny(args.tiny_runs) if args.tiny_runs > 0 else []
 
     print(f"{'tasks':>11} {'events':>11} {'rss B/task':>10} {'commit us/ev':>12} "
           f"{'wall us/ev':>10} {'state MB':>9} {'B/task':>7} {'stop s':>7} {'replay s':>8} "
@@ -572,8 +581,8 @@ def main() -> int:
         "report_10m_tasks_s": at(10_000_000, "report_s"),
         "redis_bytes_per_url_1m": round(redis.bytes_per_url, 2) if one_m else None,
         "seen_bytes_per_url_1m": round(redis.seen_bytes_per_url, 2) if one_m else None,
-        "tiny_crawl_s": round(statistics.median(tiny), 3),
-        "tiny_crawl_spread_s": [round(min(tiny), 3), round(max(tiny), 3)],
+        "tiny_crawl_s": round(statistics.median(tiny), 3) if tiny else None,
+        "tiny_crawl_spread_s": [round(min(tiny), 3), round(max(tiny), 3)] if tiny else None,
         "redis_urls": urls,
         "redis_bytes_per_url": round(redis.bytes_per_url, 2),
         "redis_bytes_per_url_with_expiring": round(redis.with_expiring_per_url, 2),
