@@ -157,6 +157,7 @@ async def run_crawl(
         worker_processes: list[Process] = []
         projector: Process | None = None
         server_lost = False
+        projector_told = False  # sent its SIGTERM once the workers had exited
 
         async def supervise(own: ServerInfo) -> None:
             nonlocal server_lost
@@ -210,8 +211,19 @@ async def run_crawl(
 
                 return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
 
+            async def stop_projector_after_the_workers() -> None:
+                # Their last events are in the log once they have exited: the projector's
+                # last commit starts now, beside the last progress refresh, not after it.
+                nonlocal projector_told
+                for process in worker_processes:
+                    await process.wait()
+                if projector is not None and projector.returncode is None and not server_lost:
+                    projector.send_signal(signal.SIGTERM)
+                    projector_told = True
+
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, worker_processes, echo)
+                tg.start_soon(stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(supervise, server)
                 await _watch(progress, worker_processes, echo, url)
@@ -230,7 +242,8 @@ async def run_crawl(
                 # commits before it exits, and the summary below reads that commit.
                 await stop_processes(worker_processes)
                 if projector is not None:
-                    await stop_processes([projector])
+                    # Told once only: a second SIGTERM would end it in its last commit.
+                    await stop_processes([projector], told=projector_told)
                 if projector is None and not server_lost:
                     # Never started (all over before the workers wrote): once, to the end.
                     await (await start_projector(once=True)).wait()
@@ -383,10 +396,13 @@ async def _forward_signals(workers: list[Process], echo: Callable[[str], None]) 
                     process.send_signal(signal.SIGTERM)
 
 
-async def stop_processes(processes: list[Process]) -> None:
-    """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace."""
+async def stop_processes(processes: list[Process], *, told: bool = False) -> None:
+    """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace.
+
+    ``told``: they were sent their SIGTERM already; only the grace and the SIGKILL are left.
+    """
     for process in processes:
-        if process.returncode is None:
+        if process.returncode is None and not told:
             process.send_signal(signal.SIGTERM)
     with anyio.move_on_after(STOP_GRACE_S):
         for process in processes:
