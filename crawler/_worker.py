@@ -405,12 +405,42 @@ class Worker:
                     self._start(tasks, self._backlog.popleft())
                 continue
             sent = time.monotonic()
-            leases = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+            leases = await self._claim_unless_done(free)
+            if leases is None:
+                return
             for lease in leases:
                 self._fresh[lease.entry_id] = sent
                 self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
+
+    async def _claim_unless_done(self, free: int) -> list[Lease] | None:
+        """New tasks (the claim waits up to ``IDLE_BLOCK_MS`` for some), or None if, with
+        ``exit_when_done``, this worker's last task in flight ended meanwhile and left the
+        job done: it exits then, not when the blocking read gives up (every crawl waits for
+        its workers to exit before its summary)."""
+        if not (self.exit_when_done and self._in_flight):
+            return await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+        claimed: list[Lease] | None = None
+        async with anyio.create_task_group() as racing:
+
+            async def claim() -> None:
+                nonlocal claimed
+                claimed = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+                racing.cancel_scope.cancel()
+
+            async def until_done() -> None:
+                while self._in_flight:
+                    await self._capacity.wait()
+                # A done job has nothing left to claim: the read cut short could not have
+                # been handed an entry (one added meanwhile stays in this worker's pending
+                # list, taken back as any lease of a worker that stopped).
+                if await self._done():
+                    racing.cancel_scope.cancel()
+
+            racing.start_soon(claim)
+            racing.start_soon(until_done)
+        return claimed
 
     async def _open_fetcher(self, closing: AsyncExitStack) -> None:
         """Open the fetcher, its HTTP stack imported and its TLS context built in a thread."""

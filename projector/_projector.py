@@ -209,8 +209,9 @@ class Projector:
             await self.commit()
         return len(entries)
 
-    async def run(self, *, until: str | None = None) -> None:
-        """Project until cancelled, or until everything up to ``until`` is committed."""
+    async def run(self, *, until: str | None = None, snapshot: bool = False) -> None:
+        """Project until cancelled, or until everything up to ``until`` is committed (with
+        a snapshot of the state, if ``snapshot``)."""
         goal = stream_id_key(until) if until is not None else None
         while goal is None or stream_id_key(self.position) < goal:
             read = await self.step(block_ms=self._block_ms())
@@ -222,13 +223,15 @@ class Projector:
                 # than twice the CPU of folding them (the crawl's own CPU). Nobody sees the
                 # difference: what was read is published only at the next commit.
                 await anyio.sleep(min(TRICKLE_PAUSE_S, self._block_ms() / 1000))
-        await self.commit(wait=True)
+        await self.commit(snapshot=snapshot, wait=True)
 
-    async def catch_up(self) -> None:
-        """Project everything in the stream now, and commit it."""
+    async def catch_up(self, *, snapshot: bool = False) -> None:
+        """Project everything in the stream now, and commit it (with a snapshot of the
+        state, if ``snapshot``: a stop's last commit, which leaves nothing to commit
+        on exit)."""
         last = await self.log.last_id()
         if last is not None:
-            await self.run(until=last)
+            await self.run(until=last, snapshot=snapshot)
 
     async def commit(self, *, snapshot: bool = False, wait: bool = False) -> None:
         """Start committing what was read: a segment, maybe a snapshot, the manifest.

@@ -2,17 +2,16 @@
 
 The crawl process itself crawls nothing: it stores the job's configuration, enqueues the
 seeds (idempotently: running the same command again after a crash enqueues nothing new),
-starts N worker processes and then the projector, prints progress, and when every task is
-terminal stops the projector (which commits) and prints a summary from the log. The
-workers come first, and before anything heavy is imported (the progress table, the
-projector's archive): a restart after a crash is timed to its first request
-(``tools/bench_restart.py``), and those imports would take the CPU the workers need. For
-the same reason the projector (Arrow, DuckDB) starts only once a worker has written to the
-log, or after :data:`PROJECTOR_WAITS_S`: nothing waits for it before then, since progress
-reads the stream's tail past the last commit. A crawl that ends or stops before the
-projector started runs it once (``project --once``), so the summary is still read from a
-commit of the whole log; one that stops it while it is still starting finds the stop
-waiting for it (it is started with SIGTERM blocked, and unblocks it once it listens).
+starts N worker processes and the projector side by side, prints progress, and when every
+task is terminal stops the projector (which commits at once) and prints a summary from that
+commit. Nothing heavy is imported before the children are started (the progress table,
+the projector's archive): a restart after a crash is timed to its first request
+(``tools/bench_restart.py``), and a 1-page crawl to its summary
+(``tools/bench_tiny_crawl.py``), so the children's start-ups overlap each other and the
+crawl's own work. A crawl that stops before the projector started runs it once
+(``project --once``), so the summary is still read from a commit of the whole log; one
+that stops it while it is still starting finds the stop waiting for it (it is started
+with SIGTERM blocked, and unblocks it once it listens).
 
 A stop (Ctrl-C, SIGTERM) goes in the same order: the workers first, until each has
 exited (its last events are in the log), then the projector, which reads to the log's
@@ -25,7 +24,6 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
@@ -45,8 +43,6 @@ from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
-    CrawlogError,
-    EventLog,
     JobKeys,
     ServerError,
     ServerInfo,
@@ -62,8 +58,6 @@ if TYPE_CHECKING:
     from crawler.cli._progress_source import LiveProgress
 
 PROGRESS_EVERY_S = 1.0
-PROJECTOR_WAITS_S = 5.0
-"""The longest the projector's start waits for the workers' first event."""
 _STOPS = {signal.SIGTERM, signal.SIGINT}
 STOP_GRACE_S = 15.0
 WAITING_SHOWN = 10
@@ -151,6 +145,8 @@ async def run_crawl(
         new = await enqueue_seeds(
             queue, list(config.seeds), actor="crawl", max_pages=config.max_pages
         )
+        most = _most_tasks(config)
+        workers = workers if most is None else min(workers, most)
         if config.sitemaps or config.sitemaps_from_robots:
             # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
             # and its workers would find the job done.
@@ -160,8 +156,8 @@ async def run_crawl(
         )
         worker_processes: list[Process] = []
         projector: Process | None = None
-        log_end = await EventLog(client, job).last_id()
         server_lost = False
+        projector_told = False  # sent its SIGTERM once the workers had exited
 
         async def supervise(own: ServerInfo) -> None:
             nonlocal server_lost
@@ -201,14 +197,13 @@ async def run_crawl(
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
                 return projector
 
-            async def start_projector_after_the_workers() -> None:
-                # A server that stops answering meanwhile is the projector's to ride out.
-                with anyio.move_on_after(PROJECTOR_WAITS_S), contextlib.suppress(CrawlogError):
-                    await EventLog(client, job).wait_for_entry_after(log_end)
-                await start_projector()
-                # Every child has its copy of the pipe's write end now (a projector started
-                # later, with --once, is started before the pipe is closed, in the finally).
-                output.started()
+            # Beside the workers, not after their first event: a small job ends as soon as
+            # the projector has read its last events and committed, so its start (Arrow,
+            # its store) is on the way to the summary of every crawl.
+            await start_projector()
+            # Every child has its copy of the pipe's write end now (a projector started
+            # later, with --once, is started before the pipe is closed, in the finally).
+            output.started()
 
             def progress() -> LiveProgress:
                 # Imported once the workers are under way (it reads the projector's archive).
@@ -216,9 +211,19 @@ async def run_crawl(
 
                 return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
 
+            async def stop_projector_after_the_workers() -> None:
+                # Their last events are in the log once they have exited: the projector's
+                # last commit starts now, beside the last progress refresh, not after it.
+                nonlocal projector_told
+                for process in worker_processes:
+                    await process.wait()
+                if projector is not None and projector.returncode is None and not server_lost:
+                    projector.send_signal(signal.SIGTERM)
+                    projector_told = True
+
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, worker_processes, echo)
-                tg.start_soon(start_projector_after_the_workers)
+                tg.start_soon(stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(supervise, server)
                 await _watch(progress, worker_processes, echo, url)
@@ -237,7 +242,8 @@ async def run_crawl(
                 # commits before it exits, and the summary below reads that commit.
                 await stop_processes(worker_processes)
                 if projector is not None:
-                    await stop_processes([projector])
+                    # Told once only: a second SIGTERM would end it in its last commit.
+                    await stop_processes([projector], told=projector_told)
                 if projector is None and not server_lost:
                     # Never started (all over before the workers wrote): once, to the end.
                     await (await start_projector(once=True)).wait()
@@ -261,6 +267,20 @@ async def run_crawl(
             *(p.returncode for p in worker_processes),
         ),
     )
+
+
+def _most_tasks(config: JobConfig) -> int | None:
+    """How many tasks the job can have, as far as its configuration says: its seeds, for
+    the default spider at ``--depth 0`` (it follows no link), with no sitemap to seed from.
+
+    A worker with nothing to do costs a core its start-up, and its blocking claim delays the
+    crawl's end: a job of one page gets one worker. The same command gets the same workers
+    again, so a re-run after a crash resumes each one's pending tasks at once as ever.
+    """
+    sitemaps = config.sitemaps or config.sitemaps_from_robots
+    if config.max_depth == 0 and config.spider is None and not sitemaps:
+        return max(1, len(config.seeds))
+    return None
 
 
 async def _seed_from_sitemaps(
@@ -376,10 +396,13 @@ async def _forward_signals(workers: list[Process], echo: Callable[[str], None]) 
                     process.send_signal(signal.SIGTERM)
 
 
-async def stop_processes(processes: list[Process]) -> None:
-    """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace."""
+async def stop_processes(processes: list[Process], *, told: bool = False) -> None:
+    """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace.
+
+    ``told``: they were sent their SIGTERM already; only the grace and the SIGKILL are left.
+    """
     for process in processes:
-        if process.returncode is None:
+        if process.returncode is None and not told:
             process.send_signal(signal.SIGTERM)
     with anyio.move_on_after(STOP_GRACE_S):
         for process in processes:

@@ -167,7 +167,8 @@ def project_command(
                 # crawl's summary reads what this commits (instead of waiting up to a
                 # commit interval for the next regular commit, as it did).
                 with anyio.move_on_after(math.inf if once else STOP_CATCH_UP_S):
-                    await projector.catch_up()
+                    # The snapshot too, in the same commit: the exit has none left to make.
+                    await projector.catch_up(snapshot=True)
                 tg.cancel_scope.cancel()
         manifest = projector.manifest
         click.echo(f"committed {job} up to {manifest.position}: {manifest.events} events archived")
