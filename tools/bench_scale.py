@@ -34,8 +34,8 @@ bounded (a 10M-task log untrimmed would be ~50M entries): the appender stays at 
 the real enqueue script (`TaskQueue.enqueue`, 1,000 a call), claimed (`TaskQueue.claim`)
 and finished (`TaskQueue.finish` with the page's events before ``TaskDone``), while a
 ``crawlog project --keep-tail 0`` trims the stream (its periodic snapshots, which change
-nothing in Redis, are left to its final commit: here it only trims); once it has committed the end and
-stopped (SIGTERM: its final commit trims too), every key of the job is weighed with
+nothing in Redis, are left to its final commit: here it only trims); once it has committed
+the end and stopped (SIGTERM: its final commit trims too), every key of the job is weighed with
 ``MEMORY USAGE`` (SCAN by the job's pattern, grouped by key shape) and ``INFO memory``.
 ``redis_bytes_per_url`` counts the keys that stay (the event-id sets of the dedup window
 expire within two windows by themselves, and are shown apart); ``seen_bytes_per_url`` is
@@ -45,8 +45,8 @@ the seen buckets and their count, weighed as ``tools/bench_dedup.py`` weighs the
 ``/usr/bin/time crawlog crawl URL --depth 0`` against ``crawlog testsite``, each with a
 fresh data directory (its own server started) and job.
 
-``--quick`` runs sizes up to 1M; ``--sizes none`` and ``--tiny-runs 0`` skip those parts. Prints a table, then as its last line one JSON object;
-figures of sizes not run (the 10M ones with ``--quick``) are null.
+``--quick`` runs sizes up to 1M; ``--sizes none`` and ``--tiny-runs 0`` skip those parts.
+Prints a table, then as its last line one JSON object; figures of sizes not run (the 10M ones with ``--quick``) are null.
 """
 
 from __future__ import annotations
