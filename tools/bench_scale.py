@@ -46,7 +46,8 @@ the seen buckets and their count, weighed as ``tools/bench_dedup.py`` weighs the
 fresh data directory (its own server started) and job.
 
 ``--quick`` runs sizes up to 1M; ``--sizes none`` and ``--tiny-runs 0`` skip those parts.
-Prints a table, then as its last line one JSON object; figures of sizes not run (the 10M ones with ``--quick``) are null.
+Prints a table, then as its last line one JSON object; figures of sizes not run (the 10M
+ones with ``--quick``) are null.
 """
 
 from __future__ import annotations
