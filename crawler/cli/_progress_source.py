@@ -21,6 +21,7 @@ renewed by the owner), and the worker-name lock for whether the process still li
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -46,7 +47,7 @@ from eventlog import (
     read_workers,
     stream_id_key,
 )
-from projector import Store, read_committed
+from projector import State, Store, read_committed
 
 TAIL_BATCH = 5_000
 MAX_TAIL_PER_REFRESH = 200_000
@@ -66,8 +67,12 @@ class LiveProgress:
         lease_ms: int | None = None,
         window_s: float = RATE_WINDOW_S,
         delay_floor_ms: int | None = None,
+        make_tracker: Callable[[State], Tracker] = Tracker,
     ) -> None:
         self.redis = redis
+        self.make_tracker = make_tracker
+        """What folds the state: a ``Tracker``, or one that also notes more per event (the
+        console's charts)."""
         self.delay_floor_ms = delay_floor_ms
         """The job's ``--delay`` when it adapts its delays (``--autothrottle``): each
         refresh then reads every host's delay; None: it does not."""
@@ -76,7 +81,7 @@ class LiveProgress:
         self.log = EventLog(redis, self.keys)
         self.store = Store(data_dir, job)
         self.lease_ms = lease_ms
-        self.tracker = Tracker()
+        self.tracker = make_tracker(State())
         self.committed = "0-0"
         """The projector's committed position the tracker started from."""
         self.window = RateWindow(window_s)
@@ -86,7 +91,7 @@ class LiveProgress:
     async def load(self) -> None:
         """Start from what the projector committed (read without its lock)."""
         manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
-        self.tracker = Tracker(state)
+        self.tracker = self.make_tracker(state)
         self.committed = manifest.position
         self._committed_events = state.job.events
         self._loaded = True

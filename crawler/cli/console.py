@@ -66,8 +66,14 @@ def console_command(
         ) from None
     import anyio
 
-    from crawler.console._app import ConsoleSettings, bind_socket, serve, url_of
-    from crawler.console._guard import is_loopback_address, new_token
+    from crawler.console import (
+        ConsoleSettings,
+        bind_socket,
+        is_loopback_address,
+        new_token,
+        serve,
+        url_of,
+    )
     from eventlog import JobKeys, resolve_data_dir, resolve_url
 
     if job is not None:

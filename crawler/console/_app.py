@@ -36,8 +36,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from crawler._job import load_config
-from crawler.cli._operator import OpenJob, task_id_of
-from crawler.cli.jobs import JobRow
+from crawler.cli import OpenJob, task_id_of
+from crawler.cli.jobs import JobRow, read_job_rows
 from crawler.console import _pages as pages
 from crawler.console._actions import (
     FormLedger,
@@ -428,20 +428,7 @@ async def _script(request: Request) -> Response:
 
 async def _job_rows(settings: ConsoleSettings) -> list[JobRow]:
     """Every job as ``crawlog jobs`` lists it (the server's and the data directory's)."""
-    from crawler.cli.jobs import _read_server, _row
-    from projector import Store, projected_jobs
-
-    server = await _read_server(settings.redis_url)
-
-    def committed() -> list[JobRow]:
-        rows = []
-        for job in sorted(set(server) | set(projected_jobs(settings.data_dir))):
-            summary = Store(settings.data_dir, job).read_manifest().summary
-            row = _row(job, server.get(job), summary.job.tasks if summary else None)
-            rows.append(row)
-        return rows
-
-    return await anyio.to_thread.run_sync(committed)
+    return await read_job_rows(settings.data_dir, settings.redis_url)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -19,8 +19,7 @@ import anyio
 import anyio.to_thread
 import redis.asyncio as aioredis
 
-from crawler.cli._progress import Progress, Tracker
-from crawler.cli._progress_source import LiveProgress
+from crawler.cli import LiveProgress, Progress, Tracker
 from eventlog import (
     LogEntry,
     PageFetched,
@@ -30,7 +29,7 @@ from eventlog import (
     TaskAborted,
     TaskFailed,
 )
-from projector import State, read_committed
+from projector import State
 
 FRESH_S = 0.2
 """A refresh this recent is served as it is: many pages open cost one fold."""
@@ -103,23 +102,6 @@ class _ObservingTracker(Tracker):
         self.observed.observe(entry, self.state)
 
 
-class _ObservedProgress(LiveProgress):
-    """``LiveProgress`` whose tracker also feeds an :class:`Observed`."""
-
-    def __init__(
-        self, redis: aioredis.Redis, job: str, data_dir: Path, *, lease_ms: int | None
-    ) -> None:
-        super().__init__(redis, job, data_dir, lease_ms=lease_ms)
-        self.observed = Observed()
-
-    async def load(self) -> None:
-        manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
-        self.tracker = _ObservingTracker(state, self.observed)
-        self.committed = manifest.position
-        self._committed_events = state.job.events
-        self._loaded = True
-
-
 class JobWatch:
     """One job's live progress and observations, shared by every request about it."""
 
@@ -127,13 +109,16 @@ class JobWatch:
         self, redis: aioredis.Redis, job: str, data_dir: Path, *, lease_ms: int | None
     ) -> None:
         self.job = job
-        self._source = _ObservedProgress(redis, job, data_dir, lease_ms=lease_ms)
+        self.observed = Observed()
+        self._source = LiveProgress(
+            redis,
+            job,
+            data_dir,
+            lease_ms=lease_ms,
+            make_tracker=lambda state: _ObservingTracker(state, self.observed),
+        )
         self._lock = anyio.Lock()
         self._last: tuple[float, Progress] | None = None
-
-    @property
-    def observed(self) -> Observed:
-        return self._source.observed
 
     @property
     def state(self) -> State:

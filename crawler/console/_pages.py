@@ -16,8 +16,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from urllib.parse import quote, urlencode
 
-from crawler.cli._format import format_duration
-from crawler.cli._progress import Progress, Row, format_eta
+from crawler.cli import Progress, Row, format_duration, format_eta
 from crawler.cli.jobs import JobRow
 from crawler.console._actions import Outcome
 from crawler.console._chart import bars_per_minute
@@ -321,7 +320,7 @@ def task_page(
     job: str, task: TaskState, entries: Sequence[LogEntry], token: str, form_id: str
 ) -> str:
     """A task's whole story: every event, when, who, what, why; and Retry when it ended."""
-    from crawler.cli.history import _detail
+    from crawler.cli.history import detail_of
 
     facts = (
         f"<p>{escape(task.url)}<br>site {escape(task.site)}, depth {task.depth}"
@@ -348,7 +347,7 @@ def task_page(
             f"<code>{escape(e.stream_id)}</code>",
             escape(e.event.actor),
             escape(tag_of(type(e.event))),
-            escape(_detail(e.event)),
+            escape(detail_of(e.event)),
         ]
         for e in entries
     ]
