@@ -22,6 +22,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 import redis.asyncio as aioredis
+from anyio.abc import TaskGroup
 from starlette.applications import Starlette
 from starlette.datastructures import URL
 from starlette.requests import Request
@@ -84,6 +85,8 @@ class Console:
         self.settings = settings
         self.ledger = FormLedger()
         self.client: aioredis.Redis | None = None
+        self.background: TaskGroup | None = None
+        """Where a job's state is read while its panel shows the last commit."""
         self._jobs: dict[str, tuple[OpenJob, JobWatch]] = {}
         self._opening = anyio.Lock()
 
@@ -150,9 +153,11 @@ def create_app(settings: ConsoleSettings) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with connect(settings.redis_url) as client:
+        async with connect(settings.redis_url) as client, anyio.create_task_group() as tg:
             console.client = client
+            console.background = tg
             yield
+            tg.cancel_scope.cancel()
 
     def flash(request: Request) -> Outcome | None:
         form_id = request.query_params.get("done")
@@ -195,10 +200,11 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         return html(request, "Jobs", pages.jobs_page(rows), None, None)
 
     async def panel(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
-        report = await watch.refresh()
+        assert console.background is not None, "the app's lifespan opens it"
+        view = await watch.panel(console.background)
         now = await EventLog(opened.client, opened.keys).server_time()
-        body = pages.panel_page(report, watch.state, watch.observed, now)
-        return html(request, f"Job {job}", body, job, report.position)
+        body = pages.panel_page(view, watch.observed, now)
+        return html(request, f"Job {job}", body, job, view.report.position)
 
     async def sites(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
         report = await watch.refresh()
