@@ -17,6 +17,7 @@ from email.utils import parsedate_to_datetime
 from eventlog import ConfigError
 
 DEFAULT_MAX_ATTEMPTS = 4
+"""Fetches of a page in all, the first included (``--retries`` is this less one)."""
 DEFAULT_BASE_DELAY_S = 0.5
 DEFAULT_MAX_DELAY_S = 30.0
 DEFAULT_MAX_RETRY_AFTER_S = 300.0

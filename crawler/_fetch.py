@@ -25,7 +25,7 @@ import os
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from http.client import HTTPResponse
 from http.cookiejar import CookieJar
 from types import TracebackType
@@ -265,6 +265,7 @@ class Fetcher:
                         await cookies.keep_from(response)
                     status = response.status_code
                     headers = _kept_headers(response.headers)
+                    raw = response.headers.raw
                     # A redirect's body is read too, so that its connection can be reused.
                     body = await self._read(response)
                 finally:
@@ -279,18 +280,18 @@ class Fetcher:
             location = headers.get("location")
             if location is None or status not in REDIRECT_STATUSES:
                 if body is None:
-                    return self._result(chain, status, headers, b"", self._too_large)
-                return self._result(chain, status, headers, body, None)
+                    return self._result(chain, status, headers, b"", self._too_large, raw)
+                return self._result(chain, status, headers, body, None, raw)
             target = _resolve(request.url, location)
             if target is None:
-                return self._result(chain, status, headers, b"", ERROR_INVALID_REDIRECT)
+                return self._result(chain, status, headers, b"", ERROR_INVALID_REDIRECT, raw)
             headers["location"] = target
             if seen is None:
                 seen = {_chain_key(chain.url)}
             key = _chain_key(target)
             error = self._refusal(key in seen, len(chain.redirects), target, redirect_allowed)
             if error is not None:
-                return self._result(chain, status, headers, b"", error)
+                return self._result(chain, status, headers, b"", error, raw)
             request = _redirected(chain, request, status, target)
             # A task's own URL is a GET's: a redirect that repeats a POST is this fetch's.
             if (
@@ -298,7 +299,7 @@ class Fetcher:
                 and request.method == _GET
                 and not await claim_target(target)
             ):
-                stop = self._result(chain, status, headers, b"", None)
+                stop = self._result(chain, status, headers, b"", None, raw)
                 return msgspec.structs.replace(stop, parseable=False, handed_over=True)
             seen.add(key)
             chain.redirects.append(target)
@@ -338,6 +339,7 @@ class Fetcher:
         headers: dict[str, str],
         body: bytes,
         error: str | None,
+        raw: Sequence[tuple[bytes, bytes]] = (),
     ) -> FetchResult:
         parseable = False
         if error is None and (content_type := headers.get("content-type")) is not None:
@@ -354,6 +356,7 @@ class Fetcher:
             redirects=tuple(redirects),
             error=error,
             parseable=parseable,
+            raw_headers=raw,
         )
 
 

@@ -9,6 +9,7 @@ a thread (see `crawler._worker`); `crawler._fetch` re-exports every name here.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from importlib import metadata
 from typing import Final
 
@@ -157,6 +158,9 @@ class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Every header of the last response, by lowercase name; a repeated one joined with
     ", " (but those of `KEPT_HEADERS`: their last value). ``location`` is resolved to an
     absolute URL."""
+    raw_headers: Sequence[tuple[bytes, bytes]] = ()
+    """The last response's headers as received, in order, repeated ones each on their own
+    (the client's own list, not a copy: read only for a failed task's evidence)."""
     body: bytes = b""
     """The decoded body; empty on error."""
     elapsed_ms: float = 0.0

@@ -7,6 +7,7 @@ import redis.asyncio as aioredis
 
 from crawler._backoff import (
     DEFAULT_BASE_DELAY_S,
+    DEFAULT_MAX_ATTEMPTS,
     DEFAULT_MAX_DELAY_S,
     RETRYABLE_STATUSES,
     RetryPolicy,
@@ -36,8 +37,6 @@ from eventlog import (
 
 DEFAULT_RECOVERY_LIMIT = 3
 """Recoveries (lease expiries, restarts mid-task) before a task is aborted, not retried."""
-DEFAULT_MAX_ATTEMPTS = 4
-"""Fetches of a page in all, the first included (``--retries`` is this less one)."""
 DEFAULT_RETRY_ON: tuple[int, ...] = tuple(sorted(RETRYABLE_STATUSES))
 
 

@@ -41,6 +41,7 @@ from crawler._fetch_spec import (
     ERROR_REDIRECT_OUT_OF_SCOPE,
     ERROR_TOO_LARGE_PREFIX,
     ERROR_TOO_MANY_REDIRECTS,
+    NO_RESPONSE,
     FetchConfig,
     FetchResult,
 )
@@ -91,6 +92,7 @@ from eventlog import (
     Counts,
     CrawlogError,
     Cursor,
+    Evidence,
     ItemScraped,
     Lease,
     LeaseLost,
@@ -690,7 +692,7 @@ class Worker:
                 # it until the recovery limit. The task fails with the error; ``crawlog
                 # retry`` once the spider is fixed.
                 reason = self._spider_failure(exc, url)
-                await self._end(lease, self._task_failed(task, reason), pending)
+                await self._end(lease, self._task_failed(task, reason, result), pending)
                 return
             if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
@@ -752,9 +754,17 @@ class Worker:
             counts=counts,
         )
 
-    def _task_failed(self, task: Task, reason: str) -> TaskFailed:
+    def _task_failed(
+        self, task: Task, reason: str, result: FetchResult | None = None
+    ) -> TaskFailed:
+        """The task's failure, with the evidence of ``result``, the response it failed on
+        (the only one of the task this worker still has: each page's replaces the last)."""
         return TaskFailed(
-            actor=self.name, task_id=task.task_id, attempt=task.attempt, reason=reason
+            actor=self.name,
+            task_id=task.task_id,
+            attempt=task.attempt,
+            reason=reason,
+            evidence=None if result is None else evidence_of(result),
         )
 
     def _spider_failure(self, exc: Exception, url: str) -> str:
@@ -943,7 +953,7 @@ class Worker:
             )
         )
         if delay is None:
-            await self._end(lease, self._task_failed(task, reason), pending)
+            await self._end(lease, self._task_failed(task, reason, result), pending)
             return True
         retry = RetryScheduled(
             actor=self.name,
@@ -1091,6 +1101,19 @@ class Worker:
             self._seen[fp] = None
         while len(self._seen) > SEEN_CACHE_SIZE:
             self._seen.popitem(last=False)
+
+
+def evidence_of(result: FetchResult) -> Evidence | None:
+    """What a failed task keeps of the response ``result`` (None if no response came)."""
+    if not result.requested or result.status == NO_RESPONSE:
+        return None
+    return Evidence.of(
+        result.final_url or result.url,
+        result.status,
+        [(n.decode("latin-1"), v.decode("latin-1")) for n, v in result.raw_headers],
+        result.body,
+        content_type=result.content_type,
+    )
 
 
 def _permanent(result: FetchResult) -> bool:

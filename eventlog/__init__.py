@@ -30,6 +30,7 @@ from eventlog._cookies import (
 )
 from eventlog._events import (
     EVENT_TYPES,
+    EVIDENCE_BODY_BYTES,
     TERMINAL_EVENT_TYPES,
     WORKER_STOPPED,
     ActionDone,
@@ -43,6 +44,7 @@ from eventlog._events import (
     Cursor,
     Decision,
     Event,
+    Evidence,
     ItemScraped,
     JobPaused,
     JobResumed,
@@ -161,6 +163,7 @@ __all__ = [
     "DEFAULT_RIDE_OUT_S",
     "EMPTY_JAR_VERSION",
     "EVENT_TYPES",
+    "EVIDENCE_BODY_BYTES",
     "FSYNC_POLICIES",
     "LANES",
     "LANE_HIGH",
@@ -195,6 +198,7 @@ __all__ = [
     "Event",
     "EventDecodeError",
     "EventLog",
+    "Evidence",
     "Fsync",
     "HostDelays",
     "HostSlots",

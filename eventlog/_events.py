@@ -15,6 +15,8 @@ Order is the stream ID, never ``at``: ``at`` is the actor's wall clock, for repo
 from __future__ import annotations
 
 import time
+import zlib
+from collections.abc import Iterable
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 
 import msgspec
@@ -91,6 +93,74 @@ class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     pages: int = 0
     items: int = 0
     bytes: int = 0
+
+
+EVIDENCE_BODY_BYTES: Final = 64 * 1024
+"""Bytes of a response's body its evidence keeps (compressed): enough to see the page."""
+EVIDENCE_HEADER_BYTES: Final = 16 * 1024
+"""Bytes of header names and values an evidence keeps, so that a site answering with
+endless headers cannot make an event of any size: the headers past it are left out."""
+EVIDENCE_LEVEL: Final = 6
+"""zlib's level for the body: a failure is rare, so its ratio matters more than its cost."""
+
+
+class Evidence(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """The last response a task got before it failed: what an operator looks at to see why.
+
+    Carried by the terminal event (`TaskFailed`, `TaskAborted`), so it is written in the
+    same fenced step, archived with it and trimmed from Redis with it."""
+
+    url: str
+    """The URL that answered (after redirects)."""
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    """Every header as received, in order, a repeated one (``Set-Cookie``) once each."""
+    body_z: bytes = b""
+    """The first `EVIDENCE_BODY_BYTES` of the decoded body, zlib-compressed."""
+    body_bytes: int = 0
+    """The length of the whole body as the worker had it."""
+    truncated: bool = False
+    """The body was longer than what ``body_z`` keeps."""
+    headers_truncated: bool = False
+    """Headers past `EVIDENCE_HEADER_BYTES` were left out."""
+    content_type: str | None = None
+
+    @property
+    def body(self) -> bytes:
+        """The kept start of the body, decompressed."""
+        return zlib.decompress(self.body_z) if self.body_z else b""
+
+    @classmethod
+    def of(
+        cls,
+        url: str,
+        status: int,
+        headers: Iterable[tuple[str, str]],
+        body: bytes,
+        *,
+        content_type: str | None = None,
+    ) -> Evidence:
+        """The evidence of a response: its headers and body cut to the bounds above."""
+        kept: list[tuple[str, str]] = []
+        room = EVIDENCE_HEADER_BYTES
+        cut = False
+        for name, value in headers:
+            room -= len(name) + len(value)
+            if room < 0:
+                cut = True
+                break
+            kept.append((name, value))
+        start = body[:EVIDENCE_BODY_BYTES]
+        return cls(
+            url=url,
+            status=status,
+            headers=tuple(kept),
+            body_z=zlib.compress(start, EVIDENCE_LEVEL) if start else b"",
+            body_bytes=len(body),
+            truncated=len(body) > len(start),
+            headers_truncated=cut,
+            content_type=content_type,
+        )
 
 
 # --- task events -------------------------------------------------------------------------
@@ -200,6 +270,9 @@ class TaskFailed(TaskEvent, frozen=True, kw_only=True, tag="task.failed"):
 
     attempt: int
     reason: str
+    evidence: Evidence | None = None
+    """The response the task failed on; None when it had none (a timeout, a refused
+    connection, robots.txt), or in a log written before evidence was kept."""
 
 
 class TaskAborted(TaskEvent, frozen=True, kw_only=True, tag="task.aborted"):
@@ -210,6 +283,8 @@ class TaskAborted(TaskEvent, frozen=True, kw_only=True, tag="task.aborted"):
     deliveries: int
     last_error: str | None = None
     owners: tuple[str, ...] = ()
+    evidence: Evidence | None = None
+    """The last response of the task, if the aborting worker had one (see `TaskFailed`)."""
 
 
 class TaskPaused(TaskEvent, frozen=True, kw_only=True, tag="task.paused"):

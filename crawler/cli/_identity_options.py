@@ -13,7 +13,12 @@ from typing import Any, TypeVar
 
 import click
 
-from crawler._backoff import DEFAULT_BASE_DELAY_S, DEFAULT_MAX_DELAY_S, RETRYABLE_STATUSES
+from crawler._backoff import (
+    DEFAULT_BASE_DELAY_S,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_DELAY_S,
+    RETRYABLE_STATUSES,
+)
 from crawler._fetch_spec import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_READ_TIMEOUT_S,
@@ -30,7 +35,6 @@ from crawler._identity import (
     parse_header,
     parse_statuses,
 )
-from crawler._job import DEFAULT_MAX_ATTEMPTS
 from crawler._spider import Spider
 from eventlog import ConfigError
 

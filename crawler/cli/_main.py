@@ -44,6 +44,7 @@ from crawler.cli.cookies import cookies_command
 from crawler.cli.crawl import crawl_command, enqueue_command, worker_command
 from crawler.cli.dead import dead_group
 from crawler.cli.demo import demo_command
+from crawler.cli.evidence import evidence_command
 from crawler.cli.history import history_command
 from crawler.cli.jobs import jobs_command
 from crawler.cli.pause import pause_command, resume_command
@@ -228,7 +229,7 @@ register_report_commands(cli)
 # The operator commands (``_operator`` is what they share).
 for _command in (
     pause_command, resume_command, retry_command, resolve_command, dead_group,
-    history_command, workers_command, cookies_command, console_command,
+    history_command, evidence_command, workers_command, cookies_command, console_command,
 ):  # fmt: skip
     cli.add_command(_command)
 

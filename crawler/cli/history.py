@@ -13,6 +13,7 @@ from crawler.cli._exit import EXIT_NO
 from crawler.cli._format import table_lines
 from crawler.cli._operator import echo_json, open_job, task_id_of
 from crawler.cli._options import data_dir_option, job_option, json_option
+from crawler.cli.evidence import evidence_summary, export_command_line, last_failure
 from eventlog import (
     AnyEvent,
     CheckpointSaved,
@@ -24,6 +25,7 @@ from eventlog import (
     TaskAborted,
     TaskClaimed,
     TaskEnqueued,
+    TaskFailed,
     TaskReclaimed,
     TaskReleased,
     tag_of,
@@ -96,7 +98,7 @@ def history_command(
     if task is None:
         click.echo(_never(job, task_id, url, seen, entries))
         ctx.exit(EXIT_NO)
-    click.echo("\n".join(_history_text(task, entries)))
+    click.echo("\n".join(_history_text(task, entries, job)))
 
 
 def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[LogEntry]) -> str:
@@ -129,7 +131,7 @@ def _when(epoch: float) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
 
 
-def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
+def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[str]:
     from projector import fetch_attempts
 
     attempts = fetch_attempts(task.task_id, entries)
@@ -154,6 +156,7 @@ def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
             f"{cut} attempt(s) ended with no fetch recorded (a kill or a lost lease): the "
             "page may have been requested all the same"
         )
+    lines += _evidence_lines(task.task_id, entries, job)
     lines.append("")
     rows = [
         [_when(e.event.at), e.stream_id, e.event.actor, tag_of(type(e.event)), detail_of(e.event)]
@@ -161,6 +164,22 @@ def _history_text(task: TaskState, entries: list[LogEntry]) -> list[str]:
     ]
     lines += table_lines([["time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
     return lines
+
+
+def _evidence_lines(task_id: str, entries: list[LogEntry], job: str) -> list[str]:
+    """What the task's last failure kept of the response it failed on, and how to get it."""
+    found = last_failure(task_id, entries)
+    if found is None:
+        return []
+    entry, failure = found
+    ended = "failed" if isinstance(failure, TaskFailed) else "aborted"
+    if failure.evidence is None:
+        return [f"evidence: none ({ended} at {entry.stream_id} with no response to keep)"]
+    return [
+        f"evidence ({ended} at {entry.stream_id}, {failure.evidence.url}): "
+        f"{evidence_summary(failure.evidence)}",
+        f"  export it: {export_command_line(job, task_id)}",
+    ]
 
 
 def _request(spec: RequestSpec) -> str:
@@ -213,7 +232,10 @@ def detail_of(event: AnyEvent) -> str:
         case TaskAborted():
             owners = f"; held by {', '.join(event.owners)}" if event.owners else ""
             last = f"; last error {event.last_error}" if event.last_error else ""
-            return f"{event.reason}{last}{owners}"
+            kept = f"; evidence {evidence_summary(event.evidence)}" if event.evidence else ""
+            return f"{event.reason}{last}{owners}{kept}"
+        case TaskFailed() if event.evidence is not None:
+            return f"{event.reason}; evidence {evidence_summary(event.evidence)}"
     parts = [
         str(getattr(event, name))
         for name in ("site", "reason", "action_id")

@@ -10,7 +10,8 @@ back to the page, which says what happened (``?done=FORM_ID``).
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from html import escape
 from importlib import resources
@@ -38,6 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from crawler._job import load_config
 from crawler.cli import OpenJob, task_id_of
+from crawler.cli.evidence import last_failure
 from crawler.cli.jobs import JobRow, read_job_rows
 from crawler.console import _pages as pages
 from crawler.console._actions import (
@@ -56,10 +58,12 @@ from crawler.console._actions import (
 from crawler.console._guard import TOKEN_COOKIE, TOKEN_PARAM, access, same_token
 from crawler.console._live import JobWatch
 from crawler.console._sse import log_messages, start_position
-from eventlog import ConfigError, CrawlogError, EventLog, JobKeys, connect
+from eventlog import ConfigError, CrawlogError, EventLog, Evidence, JobKeys, LogEntry, connect
 from projector import TaskState
 
 DEAD_SHOWN = 1_000
+EVIDENCE_STORIES_KEPT = 1_000
+"""Stories of tasks shown with their evidence kept in memory (the latest)."""
 SEARCH_FOUND_MAX = 1_000
 """Tasks a search collects at most (the page lists the first ``SHOWN_TASKS``)."""
 SCRIPT = resources.files("crawler.console").joinpath("static/console.js").read_text()
@@ -106,6 +110,62 @@ class Console:
             return opened, watch
 
 
+class EvidenceCache:
+    """The stories of the tasks whose evidence "needs a person" shows, kept while they stay
+    ended: the page is redrawn on every event, and a failure's evidence never changes, so
+    the archive is read once per task and attempt, not once per redraw."""
+
+    def __init__(self) -> None:
+        self._stories: OrderedDict[tuple[str, str, int], list[LogEntry]] = OrderedDict()
+
+    async def _stories_of(
+        self, opened: OpenJob, tasks: Sequence[TaskState]
+    ) -> dict[str, list[LogEntry]]:
+        from projector import task_history
+
+        job = opened.keys.job
+        found = {
+            t.task_id: self._stories[(job, t.task_id, t.attempt)]
+            for t in tasks
+            if (job, t.task_id, t.attempt) in self._stories
+        }
+        missing = [t for t in tasks if t.task_id not in found]
+        if missing:
+            entries = await task_history(opened.client, opened.store, [t.task_id for t in missing])
+            for t in missing:
+                own = [e for e in entries if getattr(e.event, "task_id", None) == t.task_id]
+                found[t.task_id] = self._stories[(job, t.task_id, t.attempt)] = own
+        while len(self._stories) > EVIDENCE_STORIES_KEPT:
+            self._stories.popitem(last=False)
+        return found
+
+    async def of_groups(
+        self, opened: OpenJob, groups: dict[tuple[str, str], list[TaskState]]
+    ) -> list[pages.GroupEvidence]:
+        """One task of each of the largest groups, with its story."""
+        ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        chosen = ordered[: pages.EVIDENCE_GROUPS_SHOWN]
+        stories = await self._stories_of(opened, [tasks[0] for _, tasks in chosen])
+        return [
+            pages.GroupEvidence(
+                status=status,
+                reason=reason,
+                count=len(tasks),
+                task=tasks[0],
+                entries=stories[tasks[0].task_id],
+            )
+            for (status, reason), tasks in chosen
+        ]
+
+    async def last(self, opened: OpenJob, task_id: str) -> Evidence | None:
+        """The evidence of the task's last failure or abort, if it kept one."""
+        from projector import task_history
+
+        entries = await task_history(opened.client, opened.store, [task_id])
+        found = last_failure(task_id, entries)
+        return None if found is None else found[1].evidence
+
+
 class TokenGuard:
     """Refuses a request from another host without the token (see ``_guard``)."""
 
@@ -150,6 +210,7 @@ class TokenGuard:
 def create_app(settings: ConsoleSettings) -> Starlette:
     """The console as an ASGI app (its lifespan connects to the job's Redis)."""
     console = Console(settings)
+    evidence = EvidenceCache()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -230,6 +291,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             raise ConfigError(f"job {job!r} has no task {task_id} in its log")
         entries = await task_history(opened.client, opened.store, [task_id], page_url=state.url)
         body = pages.task_page(job, state, entries, settings.token, console.ledger.new_form())
+        body += pages.task_evidence_section(job, state, entries)
         return html(request, f"Task {task_id}", body, job, report.position)
 
     async def attention(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
@@ -240,8 +302,30 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         waiting = uncertain(tasks)
         count = len(groups) + len(sites) + len(waiting)
         form_ids = [console.ledger.new_form() for _ in range(count)]
-        body = pages.attention_page(job, groups, sites, waiting, settings.token, form_ids)
+        shown = await evidence.of_groups(opened, groups)
+        body = pages.attention_page(
+            job, groups, sites, waiting, settings.token, form_ids, shown
+        ) + pages.evidence_section(job, shown)
         return html(request, f"Needs a person in {job}", body, job, report.position)
+
+    async def evidence_body(
+        request: Request, job: str, opened: OpenJob, watch: JobWatch
+    ) -> Response:
+        task_id = request.path_params["task_id"]
+        found = await evidence.last(opened, task_id)
+        if found is None:
+            raise ConfigError(f"task {task_id} of job {job!r} has no evidence kept")
+        return Response(
+            found.body,
+            headers={
+                "Content-Type": pages.served_type(found),
+                "Content-Security-Policy": pages.EVIDENCE_CSP,
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "no-referrer",
+                "Cross-Origin-Resource-Policy": "same-origin",
+                "Cache-Control": "no-store",
+            },
+        )
 
     async def dead(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
         report = await watch.refresh()
@@ -354,6 +438,7 @@ def create_app(settings: ConsoleSettings) -> Starlette:
             methods=["POST"],
         ),
         Route("/jobs/{job}/attention", about_a_job(attention)),
+        Route("/jobs/{job}/tasks/{task_id}/evidence/body", about_a_job(evidence_body)),
         Route(
             "/jobs/{job}/attention/retry",
             action(retry_bulk, lambda job, form: f"/jobs/{quote(job, safe='')}/attention"),

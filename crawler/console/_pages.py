@@ -16,12 +16,24 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from urllib.parse import quote, urlencode
 
+import msgspec
+
 from crawler.cli import Progress, Row, format_duration, format_eta
+from crawler.cli.evidence import evidence_summary, export_command_line, last_failure
 from crawler.cli.jobs import JobRow
 from crawler.console._actions import Outcome
 from crawler.console._chart import bars_per_minute
 from crawler.console._live import Observed, PanelView
-from eventlog import DeadLetter, LogEntry, WorkerInfo, tag_of
+from eventlog import (
+    DeadLetter,
+    Evidence,
+    LogEntry,
+    TaskAborted,
+    TaskClaimed,
+    TaskReclaimed,
+    WorkerInfo,
+    tag_of,
+)
 from projector import TERMINAL, State, TaskState
 
 
@@ -372,21 +384,29 @@ def attention_page(
     waiting: Sequence[tuple[TaskState, str]],
     token: str,
     form_ids: Sequence[str],
+    evidence: Sequence[GroupEvidence] = (),
 ) -> str:
     """Uncertain actions to decide about; failed and aborted tasks by reason, where
-    "Retry all N" asks for the job name."""
+    "Retry all N" asks for the job name; each group links its ``evidence`` (shown by
+    `evidence_section`) if it has one."""
     if not groups and not waiting:
         return '<div id="attention" data-live><p>Nothing needs a person.</p></div>'
     decisions = _uncertain_section(job, waiting, token, form_ids[len(groups) + len(sites) :])
     per_site = _site_section(job, sites, token, form_ids[len(groups) : len(groups) + len(sites)])
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    with_evidence = {(g.status, g.reason) for g in evidence}
     parts = []
     for ((status, reason), tasks), form_id in zip(ordered, form_ids, strict=False):
         n = len(tasks)
         form = _bulk_form(job, token, form_id, n, status=status, group=reason)
+        link = (
+            f' <a class="to-evidence" href="#{evidence_anchor(status, reason)}">evidence</a>'
+            if (status, reason) in with_evidence
+            else ""
+        )
         parts.append(
             f'<section class="group"><h2>{n:,} {escape(status)}: '
-            f"{escape(reason or 'no reason')}</h2>"
+            f"{escape(reason or 'no reason')}{link}</h2>"
             f"{form}{tasks_table(job, tasks)}</section>"
         )
     return f'<div id="attention" data-live>{decisions}{"".join(parts)}{per_site}</div>'
@@ -474,3 +494,145 @@ def dead_page(job: str, letters: Sequence[DeadLetter], token: str, form_ids: Seq
     ]
     head = ("dead id", "from", "entry", "deliveries", "size", "reason", "")
     return f'<div id="dead" data-live>{table(head, rows)}</div>'
+
+
+# --- evidence (needs a person) -----------------------------------------------------------------
+
+EVIDENCE_GROUPS_SHOWN = 10
+"""Groups of "needs a person" whose evidence the page shows (each up to 64 KiB of text)."""
+VIEWABLE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
+"""Content types a body is served as for "view as page"; any other is served as text."""
+EVIDENCE_CSP = (
+    "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "form-action 'none'; frame-ancestors 'self'; base-uri 'none'"
+)
+"""The policy of the response that serves a body for "view as page": no script runs, no
+form posts, nothing is fetched from anywhere, even when the body is opened on its own
+(``sandbox`` here is the iframe's ``sandbox=""`` carried by the response itself)."""
+
+
+class GroupEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """What "needs a person" shows of one group: one of its tasks and that task's story."""
+
+    status: str
+    reason: str
+    count: int
+    task: TaskState
+    entries: list[LogEntry]
+
+
+def evidence_anchor(status: str, reason: str) -> str:
+    """The id of a group's evidence on the page (a link from the group goes there)."""
+    key = f"{status}\n{reason}".encode()
+    return f"evidence-{zlib.crc32(key):08x}"
+
+
+def evidence_body_path(job: str, task_id: str) -> str:
+    """Where the console serves a task's evidence body for "view as page"."""
+    return f"/jobs/{quote(job, safe='')}/tasks/{quote(task_id, safe='')}/evidence/body"
+
+
+def body_as_text(evidence: Evidence) -> str:
+    """The kept body decoded as its content type's charset says (UTF-8 if it names none or
+    one Python does not know), undecodable bytes replaced: shown escaped, never run."""
+    charset = "utf-8"
+    for part in (evidence.content_type or "").split(";")[1:]:
+        name, _, value = part.strip().partition("=")
+        if name.lower() == "charset" and value:
+            charset = value.strip("\"'")
+    try:
+        return evidence.body.decode(charset, errors="replace")
+    except LookupError:
+        return evidence.body.decode("utf-8", errors="replace")
+
+
+def served_type(evidence: Evidence) -> str:
+    """The content type "view as page" serves a body as."""
+    media = (evidence.content_type or "").partition(";")[0].strip().lower()
+    if media in VIEWABLE_TYPES and evidence.content_type is not None:
+        return evidence.content_type
+    return "text/plain; charset=utf-8"
+
+
+def owner_history(task_id: str, entries: Sequence[LogEntry]) -> list[str]:
+    """Who held the task, in order: each claim (attempt, delivery), each lease taken over."""
+    held: list[str] = []
+    for entry in entries:
+        event = entry.event
+        if getattr(event, "task_id", None) != task_id:
+            continue
+        if isinstance(event, TaskClaimed):
+            again = f", delivery {event.deliveries}" if event.deliveries > 1 else ""
+            held.append(f"{event.actor} (attempt {event.attempt}{again})")
+        elif isinstance(event, TaskReclaimed):
+            held.append(f"lease of {event.previous_owner} taken over by {event.actor}")
+        elif isinstance(event, TaskAborted):
+            held.append(f"aborted by {event.actor}")
+    return held
+
+
+def evidence_section(job: str, shown: Sequence[GroupEvidence]) -> str:
+    """Each group's evidence: the last response of one of its tasks (status, headers, the
+    body as text, and "view as page" in an iframe where nothing runs), its last error and
+    who held it. Not a live part: it does not change once the task ended, and a redraw
+    would reload the frames."""
+    if not shown:
+        return ""
+    parts = [
+        '<div id="evidence"><h2>Evidence</h2><p>The last response of one task of each '
+        "group, as the worker that ended it got it (as of this page's load).</p>"
+    ]
+    for group in shown:
+        parts.append(_group_evidence(job, group))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def task_evidence_section(job: str, task: TaskState, entries: list[LogEntry]) -> str:
+    """A failed or aborted task's evidence on its own page (nothing for any other task)."""
+    if last_failure(task.task_id, entries) is None:
+        return ""
+    own = [e for e in entries if getattr(e.event, "task_id", None) == task.task_id]
+    group = GroupEvidence(
+        status=task.status, reason=task.last_reason, count=1, task=task, entries=own
+    )
+    return f'<div id="evidence"><h2>Evidence</h2>{_group_evidence(job, group)}</div>'
+
+
+def _group_evidence(job: str, group: GroupEvidence) -> str:
+    task = group.task
+    found = last_failure(task.task_id, group.entries)
+    title = (
+        f"<h3>{escape(group.status)}: {escape(group.reason or 'no reason')} "
+        f"({group.count:,} task(s)): {task_link(job, task)}</h3>"
+        f"<p>{escape(task.url)}</p>"
+    )
+    owners = owner_history(task.task_id, group.entries)
+    error = task.last_error or (found[1].reason if found else task.last_reason) or ""
+    facts = (
+        f"<p>last error: <b>{escape(error or 'none')}</b><br>"
+        f"held by: {escape(' → '.join(owners) or 'nobody recorded')}</p>"
+    )
+    anchor = evidence_anchor(group.status, group.reason)
+    evidence = found[1].evidence if found else None
+    if evidence is None:
+        kept = "<p>No response kept: the task ended before any came (or in an older log).</p>"
+        return f'<section class="evidence" id="{anchor}">{title}{facts}{kept}</section>'
+    summary = escape(evidence_summary(evidence))
+    head = "\n".join(
+        [f"HTTP {evidence.status} {evidence.url}"] + [f"{n}: {v}" for n, v in evidence.headers]
+    )
+    source = evidence_body_path(job, task.task_id)
+    command = escape(export_command_line(job, task.task_id))
+    return (
+        f'<section class="evidence" id="{anchor}">{title}{facts}'
+        f"<p>last response: <b>{summary}</b>; <code>{command}</code></p>"
+        f'<pre class="evidence-headers">{escape(head)}</pre>'
+        '<details class="evidence-text"><summary>the body as text</summary>'
+        f'<pre class="evidence-body" style="white-space:pre-wrap;max-height:30em;overflow:auto">'
+        f"{escape(body_as_text(evidence))}</pre></details>"
+        '<details class="evidence-view" open><summary>view as page (scripts off)</summary>'
+        f'<iframe sandbox="" src="{escape(source)}" referrerpolicy="no-referrer" '
+        f'loading="lazy" title="the body of task {escape(task.task_id)}" '
+        'style="width:100%;height:20em;border:1px solid #ccc"></iframe></details></section>'
+    )
