@@ -254,10 +254,26 @@ API: dict[str, list[str]] = {
         "save_config",
     ],
     "crawler.cli": [
+        "LiveProgress",
+        "OpenJob",
+        "Progress",
+        "Row",
+        "Tracker",
         "cli",
         "crawlog_command",
+        "format_duration",
+        "format_eta",
         "main",
         "stop_processes",
+        "task_id_of",
+    ],
+    "crawler.console": [
+        "ConsoleSettings",
+        "bind_socket",
+        "is_loopback_address",
+        "new_token",
+        "serve",
+        "url_of",
     ],
     "crawler.scrapy": [
         "DupeFilter",
@@ -308,7 +324,7 @@ API: dict[str, list[str]] = {
 }
 """What each package exports: one name a line, in ``__all__``'s order."""
 
-LAZY_PACKAGES = ("projector", "crawler", "crawler.cli", "crawler.testsite")
+LAZY_PACKAGES = ("projector", "crawler", "crawler.cli", "crawler.console", "crawler.testsite")
 """Packages that load some or all of their names on first use (``_LAZY``)."""
 HEAVY = ("pyarrow", "duckdb", "aiohttp", "httpx", "prometheus_client", "rich")
 """What no importer of a package's API should pay for until it uses the part that needs it."""

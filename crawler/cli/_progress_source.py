@@ -20,7 +20,9 @@ renewed by the owner), and the worker-name lock for whether the process still li
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -46,7 +48,7 @@ from eventlog import (
     read_workers,
     stream_id_key,
 )
-from projector import Store, read_committed
+from projector import Manifest, State, Store, read_committed
 
 TAIL_BATCH = 5_000
 MAX_TAIL_PER_REFRESH = 200_000
@@ -66,8 +68,12 @@ class LiveProgress:
         lease_ms: int | None = None,
         window_s: float = RATE_WINDOW_S,
         delay_floor_ms: int | None = None,
+        make_tracker: Callable[[State], Tracker] = Tracker,
     ) -> None:
         self.redis = redis
+        self.make_tracker = make_tracker
+        """What folds the state: a ``Tracker``, or one that also notes more per event (the
+        console's charts)."""
         self.delay_floor_ms = delay_floor_ms
         """The job's ``--delay`` when it adapts its delays (``--autothrottle``): each
         refresh then reads every host's delay; None: it does not."""
@@ -76,7 +82,7 @@ class LiveProgress:
         self.log = EventLog(redis, self.keys)
         self.store = Store(data_dir, job)
         self.lease_ms = lease_ms
-        self.tracker = Tracker()
+        self.tracker = make_tracker(State())
         self.committed = "0-0"
         """The projector's committed position the tracker started from."""
         self.window = RateWindow(window_s)
@@ -85,10 +91,16 @@ class LiveProgress:
 
     async def load(self) -> None:
         """Start from what the projector committed (read without its lock)."""
-        manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
-        self.tracker = Tracker(state)
+
+        def read() -> tuple[Manifest, Tracker]:
+            # The tracker too: made from a million tasks, it would hold the event loop.
+            manifest, state = read_committed(self.store)
+            return manifest, self.make_tracker(state)
+
+        manifest, tracker = await anyio.to_thread.run_sync(read)
+        self.tracker = tracker
         self.committed = manifest.position
-        self._committed_events = state.job.events
+        self._committed_events = tracker.state.job.events
         self._loaded = True
 
     async def refresh(self, *, now: float | None = None) -> Progress:
@@ -126,6 +138,42 @@ class LiveProgress:
         if self.delay_floor_ms is None:
             return report
         return msgspec.structs.replace(report, host_delays=await self._host_delays(report))
+
+    async def summary_progress(self, *, now: float | None = None) -> Progress | None:
+        """The progress as of the projector's last commit, from the manifest's summary
+        alone: no task state is read, so it costs the same for a million tasks as for ten
+        (what a display shows while :meth:`load` reads a big job's state). Per-site retry
+        and recovery counts are not in the summary: zero here. None before a summary was
+        committed."""
+        manifest = await anyio.to_thread.run_sync(self.store.read_manifest)
+        summary = manifest.summary
+        if summary is None:
+            return None
+        state = State(
+            position=summary.position,
+            job=summary.job,
+            sites={site.site: site for site in summary.sites},
+        )
+        snapshot = Tracker(state).snapshot(time.monotonic() if now is None else now)
+        # What the projector has not committed, counted up to one batch (not folded).
+        behind, behind_s = 0, None
+        with contextlib.suppress(PoisonEntry):
+            behind = len(await self.log.read_after(manifest.position, TAIL_BATCH))
+        if behind:
+            first = await self.log.first_id(after=manifest.position)
+            if first is not None:
+                now_s = await self.log.server_time()
+                behind_s = max(now_s - stream_id_key(first)[0] / 1000, 0.0)
+        return progress(
+            self.job,
+            None,
+            snapshot,
+            workers=await read_workers(self.redis, self.keys),
+            lease_ms=self.lease_ms,
+            tail_events=behind,
+            behind_s=behind_s,
+            dead_letters=await self.log.dead_letter_count(),
+        )
 
     async def _host_delays(self, report: Progress) -> tuple[HostDelay, ...]:
         """The delay each site's host has now: politeness is per host, not per scheme."""

@@ -4,14 +4,24 @@ The command binds its port, prints the URL with the token (as Jupyter does) and 
 ``crawler.console`` with uvicorn until Ctrl-C. Starlette and uvicorn are the ``console``
 extra: they load only in this command's body, and a missing extra is one line saying how
 to install it.
+
+``crawlog crawl --console`` runs this command beside the crawl (:func:`console_of_crawl`):
+a child process, so the crawl itself never loads the web stack, that dies with the crawl
+(stopped when it ends, SIGKILLed by the kernel if the crawl is).
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
+from crawler.cli._argv import crawlog_command
+from crawler.cli._lifeline import PARENT_ENV, die_with_parent
 from crawler.cli._operator import default_operator
 from crawler.cli._options import data_dir_option
 from eventlog import ConfigError
@@ -19,6 +29,10 @@ from eventlog import ConfigError
 DEFAULT_HOST = "127.0.0.1"
 """Only this machine, unless told: another host needs the token as well."""
 DEFAULT_PORT = 8777
+URL_PREFIX = "crawlog console: "
+"""How the command's first line starts: the URL to open follows."""
+STOP_GRACE_S = 5.0
+"""A crawl's console stopped with SIGTERM is SIGKILLed if still running after this."""
 
 
 @click.command(
@@ -57,6 +71,7 @@ def console_command(
     every action needs it (the pages carry it). Every action is an event with who
     (--user, as NAME@console) and why, as with `crawlog pause`, `resume` and `retry`.
     """
+    die_with_parent()  # started by `crawlog crawl --console`: it goes when the crawl goes
     try:
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
@@ -66,8 +81,14 @@ def console_command(
         ) from None
     import anyio
 
-    from crawler.console._app import ConsoleSettings, bind_socket, serve, url_of
-    from crawler.console._guard import is_loopback_address, new_token
+    from crawler.console import (
+        ConsoleSettings,
+        bind_socket,
+        is_loopback_address,
+        new_token,
+        serve,
+        url_of,
+    )
     from eventlog import JobKeys, resolve_data_dir, resolve_url
 
     if job is not None:
@@ -81,7 +102,7 @@ def console_command(
         job=job,
     )
     sock = bind_socket(host, port)
-    click.echo(f"crawlog console: {url_of(sock, settings.token)}")
+    click.echo(f"{URL_PREFIX}{url_of(sock, settings.token)}")
     if not is_loopback_address(sock.getsockname()[0]):
         click.echo("listening beyond this machine: other hosts need the token in that URL")
     click.echo("Ctrl-C to stop", err=True)
@@ -89,3 +110,39 @@ def console_command(
         anyio.run(serve, settings, sock)
     finally:
         sock.close()
+
+
+@contextmanager
+def console_of_crawl(redis_url: str, data_dir: Path, job: str, *, port: int) -> Iterator[str]:
+    """``crawlog console --job JOB`` running beside a crawl until the block ends; the URL it
+    printed (token included) is printed as ``console: URL`` and given, once it listens.
+
+    The child gets the crawl's pid (``_lifeline``): a SIGKILLed crawl takes it along. Being
+    in the crawl's process group, it also gets the terminal's Ctrl-C and stops at once.
+    """
+    command = crawlog_command(
+        "console", "--job", job, "--data-dir", str(data_dir), "--port", str(port)
+    )
+    env = {**os.environ, "REDIS_URL": redis_url, PARENT_ENV: str(os.getpid())}
+    child = subprocess.Popen(
+        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        first = child.stdout.readline()  # the URL, printed once it is bound (or EOF)
+        if not first.startswith(URL_PREFIX):
+            child.wait()
+            raise ConfigError(f"the console did not start (exit status {child.returncode})")
+        address = first.removeprefix(URL_PREFIX).strip()
+        click.echo(f"console: {address}")
+        yield address
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        if child.stdout is not None:
+            child.stdout.close()

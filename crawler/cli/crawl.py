@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,19 @@ log = logging.getLogger("crawlog.worker")
     hidden=True,
     help="Benchmarks only: workers append no task events (nothing to resume or report).",
 )
+@click.option(
+    "--console",
+    "with_console",
+    is_flag=True,
+    help="Open the job's web console for as long as the crawl runs; prints its URL.",
+)
+@click.option(
+    "--console-port",
+    type=click.IntRange(0, 65535),
+    default=8777,
+    show_default=True,
+    help="Port of --console (0: any free port).",
+)
 @identity_options
 @metrics_options
 @click.pass_context
@@ -203,6 +217,8 @@ def crawl_command(
     sitemaps_from_robots: bool,
     fail_on: FailOn,  # click.Choice checked it
     no_events: bool,
+    with_console: bool,
+    console_port: int,
     metrics_host: str,
     metrics_port: int | None,
     **identity: Any,  # identity_options: user agent, headers, proxies, timeouts, retries
@@ -220,6 +236,7 @@ def crawl_command(
     """
     from crawler.cli._processes import failure, run_crawl
     from crawler.cli._terminal import echo_line
+    from crawler.cli.console import console_of_crawl
 
     spider = spider_path(spider)
     loaded = load_spider(spider)  # fail now, not in every worker
@@ -267,19 +284,21 @@ def crawl_command(
     # the user's (REDIS_URL) is theirs to run.
     server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
     url = server.url if server is not None else resolve_url(data_dir)
-    summary = anyio.run(
-        lambda: run_crawl(
-            url,
-            directory,
-            job,
-            config,
-            workers=workers,
-            concurrency=concurrency,
-            echo=echo_line,
-            metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
-            server=server,
+    beside = console_of_crawl(url, directory, job, port=console_port) if with_console else None
+    with beside or nullcontext():
+        summary = anyio.run(
+            lambda: run_crawl(
+                url,
+                directory,
+                job,
+                config,
+                workers=workers,
+                concurrency=concurrency,
+                echo=echo_line,
+                metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
+                server=server,
+            )
         )
-    )
     summary, refused = said_once_if_unwritable(url, directory, summary)
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"

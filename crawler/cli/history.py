@@ -159,7 +159,7 @@ def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[st
     lines += _evidence_lines(task.task_id, entries, job)
     lines.append("")
     rows = [
-        [_when(e.event.at), e.stream_id, e.event.actor, tag_of(type(e.event)), _detail(e.event)]
+        [_when(e.event.at), e.stream_id, e.event.actor, tag_of(type(e.event)), detail_of(e.event)]
         for e in entries
     ]
     lines += table_lines([["time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
@@ -196,7 +196,8 @@ def _request(spec: RequestSpec) -> str:
     return ", ".join(parts)
 
 
-def _detail(event: AnyEvent) -> str:
+def detail_of(event: AnyEvent) -> str:
+    """What ``crawlog history`` says of an event beside its type: why, or what it carried."""
     match event:
         case TaskEnqueued():
             return (

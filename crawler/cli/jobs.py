@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 import anyio
+import anyio.to_thread
 import click
 import msgspec
 
@@ -79,15 +80,9 @@ def jobs_command(ctx: click.Context, data_dir: Path | None, as_json: bool) -> No
     failed counts are the projector's last commit; remaining is live when the server runs.
     Exit status 1 when there is no job.
     """
-    from projector import Store, projected_jobs
-
     directory = resolve_data_dir(data_dir)
     url = _server_url(directory)
-    server: dict[str, _ServerSide] = anyio.run(_read_server, url) if url else {}
-    rows = []
-    for job in sorted(set(server) | set(projected_jobs(directory))):
-        summary = Store(directory, job).read_manifest().summary
-        rows.append(_row(job, server.get(job), summary.job.tasks if summary else None))
+    rows = anyio.run(read_job_rows, directory, url)
     if as_json:
         click.echo(
             json.dumps(
@@ -115,6 +110,23 @@ def _server_url(directory: Path) -> str | None:
         return external
     status = server_status(directory)
     return status.url if status is not None else None
+
+
+async def read_job_rows(directory: Path, url: str | None) -> list[JobRow]:
+    """Every job as ``crawlog jobs`` lists it: those on the server at ``url`` (None: no
+    server to ask) and those with projected data in ``directory``, each once, by name."""
+    from projector import Store, projected_jobs
+
+    server = await _read_server(url) if url else {}
+
+    def committed() -> list[JobRow]:
+        rows = []
+        for job in sorted(set(server) | set(projected_jobs(directory))):
+            summary = Store(directory, job).read_manifest().summary
+            rows.append(_row(job, server.get(job), summary.job.tasks if summary else None))
+        return rows
+
+    return await anyio.to_thread.run_sync(committed)
 
 
 async def _read_server(url: str) -> dict[str, _ServerSide]:

@@ -146,7 +146,7 @@ async def _retry(
         refused: list[str] = []
         for start in range(0, len(chosen), RETRY_BATCH):
             batch = chosen[start : start + RETRY_BATCH]
-            done = await queue.retry([_retry_of(t, reason, by) for t in batch])
+            done = await queue.retry([retry_of(t, reason, by) for t in batch])
             for task, ok in zip(batch, done, strict=True):
                 (retried.append(task) if ok else refused.append(task.task_id))
         if task_arg is not None and refused:
@@ -158,7 +158,9 @@ async def _retry(
         return retried, refused, alive
 
 
-def _retry_of(task: TaskState, reason: str, by: str) -> Retry:
+def retry_of(task: TaskState, reason: str, by: str) -> Retry:
+    """The retry of an ended task at its next attempt, same request, with who and why
+    (as ``crawlog retry`` and the console's Retry buttons make it)."""
     again = Task(
         task_id=task.task_id,
         url=task.url,

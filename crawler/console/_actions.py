@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 import anyio
 import msgspec
 
-from crawler.cli._operator import OpenJob
-from crawler.cli.retry import RETRY_BATCH, _retry_of
+from crawler.cli import OpenJob
+from crawler.cli.retry import RETRY_BATCH, retry_of
 from eventlog import (
     ConfigError,
     CrawlogError,
@@ -263,7 +263,7 @@ async def _retry_all(
     refused: list[TaskState] = []
     for start in range(0, len(tasks), RETRY_BATCH):
         batch = tasks[start : start + RETRY_BATCH]
-        done = await queue.retry([_retry_of(t, reason, by) for t in batch])
+        done = await queue.retry([retry_of(t, reason, by) for t in batch])
         for task, ok in zip(batch, done, strict=True):
             (retried if ok else refused).append(task)
     return retried, refused

@@ -23,6 +23,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 import redis.asyncio as aioredis
+from anyio.abc import TaskGroup
 from starlette.applications import Starlette
 from starlette.datastructures import URL
 from starlette.requests import Request
@@ -37,9 +38,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from crawler._job import load_config
-from crawler.cli._operator import OpenJob, task_id_of
+from crawler.cli import OpenJob, task_id_of
 from crawler.cli.evidence import last_failure
-from crawler.cli.jobs import JobRow
+from crawler.cli.jobs import JobRow, read_job_rows
 from crawler.console import _pages as pages
 from crawler.console._actions import (
     FormLedger,
@@ -88,6 +89,8 @@ class Console:
         self.settings = settings
         self.ledger = FormLedger()
         self.client: aioredis.Redis | None = None
+        self.background: TaskGroup | None = None
+        """Where a job's state is read while its panel shows the last commit."""
         self._jobs: dict[str, tuple[OpenJob, JobWatch]] = {}
         self._opening = anyio.Lock()
 
@@ -211,9 +214,11 @@ def create_app(settings: ConsoleSettings) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with connect(settings.redis_url) as client:
+        async with connect(settings.redis_url) as client, anyio.create_task_group() as tg:
             console.client = client
+            console.background = tg
             yield
+            tg.cancel_scope.cancel()
 
     def flash(request: Request) -> Outcome | None:
         form_id = request.query_params.get("done")
@@ -256,10 +261,11 @@ def create_app(settings: ConsoleSettings) -> Starlette:
         return html(request, "Jobs", pages.jobs_page(rows), None, None)
 
     async def panel(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
-        report = await watch.refresh()
+        assert console.background is not None, "the app's lifespan opens it"
+        view = await watch.panel(console.background)
         now = await EventLog(opened.client, opened.keys).server_time()
-        body = pages.panel_page(report, watch.state, watch.observed, now)
-        return html(request, f"Job {job}", body, job, report.position)
+        body = pages.panel_page(view, watch.observed, now)
+        return html(request, f"Job {job}", body, job, view.report.position)
 
     async def sites(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
         report = await watch.refresh()
@@ -513,20 +519,7 @@ async def _script(request: Request) -> Response:
 
 async def _job_rows(settings: ConsoleSettings) -> list[JobRow]:
     """Every job as ``crawlog jobs`` lists it (the server's and the data directory's)."""
-    from crawler.cli.jobs import _read_server, _row
-    from projector import Store, projected_jobs
-
-    server = await _read_server(settings.redis_url)
-
-    def committed() -> list[JobRow]:
-        rows = []
-        for job in sorted(set(server) | set(projected_jobs(settings.data_dir))):
-            summary = Store(settings.data_dir, job).read_manifest().summary
-            row = _row(job, server.get(job), summary.job.tasks if summary else None)
-            rows.append(row)
-        return rows
-
-    return await anyio.to_thread.run_sync(committed)
+    return await read_job_rows(settings.data_dir, settings.redis_url)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
+import msgspec
 import redis.asyncio as aioredis
+from anyio.abc import TaskGroup
 
-from crawler.cli._progress import Progress, Tracker
-from crawler.cli._progress_source import LiveProgress
+from crawler.cli import LiveProgress, Progress, Tracker
 from eventlog import (
     LogEntry,
     PageFetched,
@@ -30,7 +31,7 @@ from eventlog import (
     TaskAborted,
     TaskFailed,
 )
-from projector import State, read_committed
+from projector import ABORTED, State
 
 FRESH_S = 0.2
 """A refresh this recent is served as it is: many pages open cost one fold."""
@@ -103,37 +104,41 @@ class _ObservingTracker(Tracker):
         self.observed.observe(entry, self.state)
 
 
-class _ObservedProgress(LiveProgress):
-    """``LiveProgress`` whose tracker also feeds an :class:`Observed`."""
+class PanelView(msgspec.Struct, frozen=True, kw_only=True):
+    """What the job's panel draws: the progress, and what it takes from the state."""
 
-    def __init__(
-        self, redis: aioredis.Redis, job: str, data_dir: Path, *, lease_ms: int | None
-    ) -> None:
-        super().__init__(redis, job, data_dir, lease_ms=lease_ms)
-        self.observed = Observed()
-
-    async def load(self) -> None:
-        manifest, state = await anyio.to_thread.run_sync(read_committed, self.store)
-        self.tracker = _ObservingTracker(state, self.observed)
-        self.committed = manifest.position
-        self._committed_events = state.job.events
-        self._loaded = True
+    report: Progress
+    aborted: int
+    peak_retries: int
+    committed_only: bool = False
+    """Numbers as of the projector's last commit (the job's state is still being read)."""
 
 
 class JobWatch:
-    """One job's live progress and observations, shared by every request about it."""
+    """One job's live progress and observations, shared by every request about it.
+
+    The folded state is read once (every task: seconds for a million of them) and then kept
+    in step with the stream's tail. The panel never waits for that read: until it is done,
+    it draws the manifest's summary (:meth:`LiveProgress.summary_progress`), and the read
+    goes on in the background (``start_loading``); the pages that list tasks wait for it.
+    """
 
     def __init__(
         self, redis: aioredis.Redis, job: str, data_dir: Path, *, lease_ms: int | None
     ) -> None:
         self.job = job
-        self._source = _ObservedProgress(redis, job, data_dir, lease_ms=lease_ms)
+        self.observed = Observed()
+        self._source = LiveProgress(
+            redis,
+            job,
+            data_dir,
+            lease_ms=lease_ms,
+            make_tracker=lambda state: _ObservingTracker(state, self.observed),
+        )
         self._lock = anyio.Lock()
         self._last: tuple[float, Progress] | None = None
-
-    @property
-    def observed(self) -> Observed:
-        return self._source.observed
+        self._loaded = anyio.Event()
+        self._loading = False
 
     @property
     def state(self) -> State:
@@ -144,6 +149,13 @@ class JobWatch:
         """The next refresh reads the log again, however recent the last one is."""
         self._last = None
 
+    def start_loading(self, tg: TaskGroup) -> None:
+        """Read the job's state in ``tg`` (once), for the panel not to wait for it."""
+        if self._loading:
+            return
+        self._loading = True
+        tg.start_soon(self.refresh)
+
     async def refresh(self, *, fresh: bool = False) -> Progress:
         """The progress now (at most ``FRESH_S`` old unless ``fresh``)."""
         async with self._lock:
@@ -152,4 +164,28 @@ class JobWatch:
                 return self._last[1]
             report = await self._source.refresh(now=now)
             self._last = (now, report)
+            self._loaded.set()
             return report
+
+    async def panel(self, tg: TaskGroup) -> PanelView:
+        """The panel's numbers: live once the state is read, the last commit's till then."""
+        if not self._loaded.is_set():
+            self.start_loading(tg)
+            summary = await self._source.summary_progress()
+            if summary is not None and not self._loaded.is_set():
+                manifest = await anyio.to_thread.run_sync(self._source.store.read_manifest)
+                committed = manifest.summary
+                assert committed is not None  # summary_progress found it
+                retried = [n for n, tasks in committed.retries.items() if tasks]
+                return PanelView(
+                    report=summary,
+                    aborted=committed.job.tasks.get(ABORTED, 0),
+                    peak_retries=max([self.observed.peak_retries, *retried]),
+                    committed_only=True,
+                )
+        report = await self.refresh()
+        return PanelView(
+            report=report,
+            aborted=self.state.job.tasks.get(ABORTED, 0),
+            peak_retries=self.observed.peak_retries,
+        )

@@ -18,13 +18,12 @@ from urllib.parse import quote, urlencode
 
 import msgspec
 
-from crawler.cli._format import format_duration
-from crawler.cli._progress import Progress, Row, format_eta
+from crawler.cli import Progress, Row, format_duration, format_eta
 from crawler.cli.evidence import evidence_summary, export_command_line, last_failure
 from crawler.cli.jobs import JobRow
 from crawler.console._actions import Outcome
 from crawler.console._chart import bars_per_minute
-from crawler.console._live import Observed
+from crawler.console._live import Observed, PanelView
 from eventlog import (
     DeadLetter,
     Evidence,
@@ -35,7 +34,7 @@ from eventlog import (
     WorkerInfo,
     tag_of,
 )
-from projector import ABORTED, TERMINAL, State, TaskState
+from projector import TERMINAL, State, TaskState
 
 
 def _version() -> str:
@@ -172,11 +171,12 @@ def _figure(label: str, value: str, ident: str) -> str:
     return f'<div class="figure"><span>{escape(label)}</span><b id="{ident}">{value}</b></div>'
 
 
-def panel_page(report: Progress, state: State, observed: Observed, now: float) -> str:
+def panel_page(view: PanelView, observed: Observed, now: float) -> str:
     """The job's panel: the figures, the charts, the workers."""
+    report = view.report
     total: Row = report.total
     counts = total.counts
-    aborted = state.job.tasks.get(ABORTED, 0)
+    aborted = view.aborted
     average, p95 = observed.response_times()
     behind = (
         f"{report.tail_events:,} events, {format_duration(report.behind_s)}"
@@ -194,7 +194,7 @@ def panel_page(report: Progress, state: State, observed: Observed, now: float) -
             _figure("remaining", _n(counts.remaining), "f-remaining"),
             _figure("failed", _n(counts.failed - aborted), "f-failed"),
             _figure("aborted", _n(aborted), "f-aborted"),
-            _figure("peak retries of a task", _n(observed.peak_retries), "f-peak-retries"),
+            _figure("peak retries of a task", _n(view.peak_retries), "f-peak-retries"),
             _figure("avg response", f"{_n(average)} ms", "f-avg-ms"),
             _figure("p95 response", f"{_n(p95)} ms", "f-p95-ms"),
             _figure("pages/s", _n(total.pages_rate, 1), "f-pages-rate"),
@@ -212,8 +212,14 @@ def panel_page(report: Progress, state: State, observed: Observed, now: float) -
         title="failures per minute, by reason",
         unit="tasks",
     )
+    reading = (
+        '<p id="committed-only">As of the projector&#39;s last commit: the job&#39;s state '
+        "is being read, live numbers follow.</p>"
+        if view.committed_only
+        else ""
+    )
     return (
-        f'<div id="panel" data-live>{paused}<div class="panel">{figures}</div>'
+        f'<div id="panel" data-live>{reading}{paused}<div class="panel">{figures}</div>'
         f'<div id="charts">{charts}</div>'
         f"<h2>Workers</h2>{workers_table(report.workers, report.lease_ms)}"
         f'<p>as of stream ID <code id="position">{escape(report.position)}</code></p></div>'
@@ -333,7 +339,7 @@ def task_page(
     job: str, task: TaskState, entries: Sequence[LogEntry], token: str, form_id: str
 ) -> str:
     """A task's whole story: every event, when, who, what, why; and Retry when it ended."""
-    from crawler.cli.history import _detail
+    from crawler.cli.history import detail_of
 
     facts = (
         f"<p>{escape(task.url)}<br>site {escape(task.site)}, depth {task.depth}"
@@ -360,7 +366,7 @@ def task_page(
             f"<code>{escape(e.stream_id)}</code>",
             escape(e.event.actor),
             escape(tag_of(type(e.event))),
-            escape(_detail(e.event)),
+            escape(detail_of(e.event)),
         ]
         for e in entries
     ]
