@@ -526,6 +526,9 @@ def main() -> int:
     parser.add_argument("--redis-urls", type=int, default=REDIS_URLS)
     parser.add_argument("--tiny-runs", type=int, default=TINY_RUNS, help="0: no one-page crawl")
     args = parser.parse_args()
+    # A SIGTERM ends the run through its finally blocks (as Ctrl-C does), which stop the
+    # projectors and the server it started: they outlive a bench killed outright.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     if args.sizes == "none":
         sizes = []
     else:
