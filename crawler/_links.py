@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
-from crawler._urls import base_key, base_part, clean_href, join_href
+from crawler._urls import BasePart, base_key, base_part, clean_href, join_href
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 RESOLVED_LINKS_KEPT = 100_000
@@ -33,7 +33,7 @@ class LinkResolver:
     that alone holds more: pages that share no links resolve as they would without it).
     """
 
-    __slots__ = ("_entries", "_tables", "max_entries")
+    __slots__ = ("_entries", "_forms", "_tables", "max_entries")
 
     def __init__(self, max_entries: int = RESOLVED_LINKS_KEPT) -> None:
         self.max_entries = max_entries
@@ -41,6 +41,8 @@ class LinkResolver:
         """Base key → href → canonical URL (None: not http(s), or does not parse), oldest
         base first."""
         self._entries = 0
+        self._forms: dict[str, tuple[str, BasePart]] = {}
+        """An href as written → cleaned, without its fragment, and the part it reads."""
 
     def __len__(self) -> int:
         """How many (base part, href) pairs are kept."""
@@ -53,11 +55,15 @@ class LinkResolver:
         per_part: dict[str, dict[str, str | None]] = {}
         found: dict[str, None] = {}
         added = 0
+        forms = self._forms
         for raw in hrefs:
-            # The fragment goes before resolving (it never changes the rest), after cleaning
-            # (trimming "a? #b" must keep the query's space).
-            href = clean_href(raw).partition("#")[0]
-            part = base_part(href)
+            form = forms.get(raw)
+            if form is None:
+                # The fragment goes before resolving (it never changes the rest), after
+                # cleaning (trimming "a? #b" must keep the query's space).
+                href = clean_href(raw).partition("#")[0]
+                form = forms[raw] = (href, base_part(href))
+            href, part = form
             table = per_part.get(part)
             if table is None:
                 key = base_key(base, part)
@@ -74,10 +80,13 @@ class LinkResolver:
                 found[url] = None
         if added:
             self._entries += added
+        if added or len(self._forms) > self.max_entries:
             self._trim()
         return list(found)
 
     def _trim(self) -> None:
+        if len(self._forms) > self.max_entries:
+            self._forms.clear()
         tables = self._tables
         while self._entries > self.max_entries:
             oldest = next(iter(tables))

@@ -215,6 +215,45 @@ def resolve_yielded(url: str, base: URL | Callable[[], URL]) -> str | Dropped:
         return MALFORMED
 
 
+RESOLVED_URLS_KEPT = 100_000
+"""Absolute URLs a `ResolvedUrls` keeps (a few tens of MB at most)."""
+
+
+class ResolvedUrls:
+    """`resolve_yielded` of the URLs a worker's spider yields, with the GET fingerprint of
+    each, the absolute ones (base_part "none", so alike from any page) resolved once while
+    kept: a spider yields the same navigation URLs on every page. Bounded: past
+    ``max_entries`` the oldest goes."""
+
+    __slots__ = ("_kept", "max_entries")
+
+    def __init__(self, max_entries: int = RESOLVED_URLS_KEPT) -> None:
+        self.max_entries = max_entries
+        self._kept: dict[str, tuple[str, str] | Dropped] = {}
+
+    def __len__(self) -> int:
+        """How many yielded URLs are kept."""
+        return len(self._kept)
+
+    def resolve(self, url: str, base: URL | Callable[[], URL]) -> tuple[str, str] | Dropped:
+        """(`resolve_yielded` of ``url``, its `fingerprint_canonical`), or why it is dropped."""
+        kept = self._kept
+        known = kept.get(url)
+        if known is not None:
+            return known
+        resolved = resolve_yielded(url, base)
+        result: tuple[str, str] | Dropped = (
+            resolved
+            if isinstance(resolved, Dropped)
+            else (resolved, fingerprint_canonical(resolved))
+        )
+        if base_part(url) == "none":
+            kept[url] = result
+            if len(kept) > self.max_entries:
+                del kept[next(iter(kept))]
+        return result
+
+
 def fingerprint(url: str) -> str:
     """A short stable hash of the canonical URL: the task id and the dedup key."""
     return fingerprint_canonical(canonical_url(url))
