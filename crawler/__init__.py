@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from crawler._links import extract_links
+from crawler._links import LinkResolver, extract_links
 from crawler._pipelines import DropItem
 from crawler._spider import (
     Follow,
@@ -25,7 +25,7 @@ from crawler._spider import (
     Spider,
     SpiderOutputError,
 )
-from crawler._urls import clean_href, join_href
+from crawler._urls import BASE_PARTS, base_key, base_part, clean_href, join_href
 
 if TYPE_CHECKING:
     from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
@@ -47,6 +47,7 @@ _LAZY: dict[str, str] = {
 """Each name loaded on first use → the module that defines it."""
 
 __all__ = [
+    "BASE_PARTS",
     "AiohttpTransport",
     "DropItem",
     "FetchConfig",
@@ -54,6 +55,7 @@ __all__ = [
     "Follow",
     "Item",
     "JobConfig",
+    "LinkResolver",
     "NextPage",
     "Output",
     "Politeness",
@@ -63,6 +65,8 @@ __all__ = [
     "Spider",
     "SpiderOutputError",
     "UncertainAction",
+    "base_key",
+    "base_part",
     "clean_href",
     "enqueue_seeds",
     "extract_links",

@@ -9,14 +9,88 @@ become U+FFFD, so garbage never raises.
 from __future__ import annotations
 
 import codecs
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
-from crawler._urls import clean_href, join_href
+from crawler._urls import BasePart, base_key, base_part, clean_href, join_href
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+RESOLVED_LINKS_KEPT = 100_000
+"""Resolved (base part, href) pairs a `LinkResolver` keeps: a few MB, and far more than the
+navigation a site repeats on every page."""
+
+
+class LinkResolver:
+    """Resolves hrefs against the part of their base they depend on (`base_part`), each
+    distinct pair once while it is kept: documentation pages repeat the same hundreds of
+    navigation hrefs, relative to a directory they share with the pages beside them.
+
+    What it gives is exactly `join_href` of each href; only the cost differs. Bounded: past
+    ``max_entries`` pairs the oldest bases' tables are let go (the whole table of a base
+    that alone holds more: pages that share no links resolve as they would without it).
+    """
+
+    __slots__ = ("_entries", "_forms", "_tables", "max_entries")
+
+    def __init__(self, max_entries: int = RESOLVED_LINKS_KEPT) -> None:
+        self.max_entries = max_entries
+        self._tables: dict[str, dict[str, str | None]] = {}
+        """Base key → href → canonical URL (None: not http(s), or does not parse), oldest
+        base first."""
+        self._entries = 0
+        self._forms: dict[str, tuple[str, BasePart]] = {}
+        """An href as written → cleaned, without its fragment, and the part it reads."""
+
+    def __len__(self) -> int:
+        """How many (base part, href) pairs are kept."""
+        return self._entries
+
+    def links(self, hrefs: Iterable[str], base: URL) -> list[str]:
+        """The canonical http(s) URLs ``hrefs`` (as written in the page) point to from
+        ``base``: first occurrence order, no repeats, none for hrefs that are not http(s)."""
+        tables = self._tables
+        per_part: dict[str, dict[str, str | None]] = {}
+        found: dict[str, None] = {}
+        added = 0
+        forms = self._forms
+        for raw in hrefs:
+            form = forms.get(raw)
+            if form is None:
+                # The fragment goes before resolving (it never changes the rest), after
+                # cleaning (trimming "a? #b" must keep the query's space).
+                href = clean_href(raw).partition("#")[0]
+                form = forms[raw] = (href, base_part(href))
+            href, part = form
+            table = per_part.get(part)
+            if table is None:
+                key = base_key(base, part)
+                table = tables.get(key)
+                if table is None:
+                    table = tables[key] = {}
+                per_part[part] = table
+            try:
+                url = table[href]
+            except KeyError:
+                url = table[href] = join_href(href, base)
+                added += 1
+            if url is not None:
+                found[url] = None
+        if added:
+            self._entries += added
+        if added or len(self._forms) > self.max_entries:
+            self._trim()
+        return list(found)
+
+    def _trim(self) -> None:
+        if len(self._forms) > self.max_entries:
+            self._forms.clear()
+        tables = self._tables
+        while self._entries > self.max_entries:
+            oldest = next(iter(tables))
+            self._entries -= len(tables.pop(oldest))
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +122,9 @@ def _title(tree: LexborHTMLParser) -> str | None:
     return " ".join(node.text().split()) or None
 
 
-def _links(tree: LexborHTMLParser, page_url: str) -> list[str]:
+def _links(
+    tree: LexborHTMLParser, page_url: str, resolver: LinkResolver | None = None
+) -> list[str]:
     try:
         page = URL(page_url)
     except ValueError:
@@ -59,6 +135,8 @@ def _links(tree: LexborHTMLParser, page_url: str) -> list[str]:
         base_href = join_href(clean_href(base_node.attrs.get("href") or ""), page)
         if base_href is not None:
             base = URL(base_href)
+    if resolver is not None:
+        return resolver.links((node.attrs.get("href") or "" for node in tree.css("a[href]")), base)
     # Pages repeat hrefs (navigation, "#section" anchors): resolve each distinct one once.
     resolved: dict[str, str | None] = {}
     for node in tree.css("a[href]"):
@@ -70,10 +148,19 @@ def _links(tree: LexborHTMLParser, page_url: str) -> list[str]:
     return list(dict.fromkeys(url for url in resolved.values() if url is not None))
 
 
-def parse_page(html: bytes, page_url: str, *, charset: str | None = None) -> Page:
-    """Title and links of an HTML page in one parse; ``charset`` is the HTTP header's."""
+def parse_page(
+    html: bytes,
+    page_url: str,
+    *,
+    charset: str | None = None,
+    resolver: LinkResolver | None = None,
+) -> Page:
+    """Title and links of an HTML page in one parse; ``charset`` is the HTTP header's.
+
+    A ``resolver`` shared by the pages of a crawl resolves each href once for all the pages
+    it means the same on; the links are the same with it as without."""
     tree = _parse(html, charset)
-    return Page(title=_title(tree), links=_links(tree, page_url))
+    return Page(title=_title(tree), links=_links(tree, page_url, resolver))
 
 
 def extract_links(html: bytes, page_url: str, *, charset: str | None = None) -> list[str]:

@@ -55,7 +55,7 @@ import msgspec
 from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
-from crawler._links import parse_page
+from crawler._links import LinkResolver, parse_page
 from crawler._rules import DENIED_BY_RULE, LinkRules
 from crawler._urls import clean_href, join_href
 from eventlog import ConfigError, CrawlogError, Cursor, RequestSpec
@@ -456,9 +456,16 @@ class SiteSpider(Spider):
     name = "site"
     content_types: ClassVar[Collection[str] | None] = HTML_TYPES
 
+    @functools.cached_property
+    def link_resolver(self) -> LinkResolver:
+        """This spider's (so this worker's) resolved hrefs, shared by the pages it parses."""
+        return LinkResolver()
+
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         page = (
-            parse_page(response.body, response.url, charset=response.charset)
+            parse_page(
+                response.body, response.url, charset=response.charset, resolver=self.link_resolver
+            )
             if response.content_type in HTML_TYPES
             else None
         )

@@ -93,6 +93,66 @@ def join_href(href: str, base: URL) -> str | None:
         return None
 
 
+BasePart = Literal["none", "scheme", "origin", "directory", "document"]
+"""How much of a base URL resolving an href reads: nothing (``https://host/x``), its scheme
+(``//host/x``), its origin (``/x``), its directory (``x``, ``../x``, ``./x``) or the whole
+document but the fragment (``?q``, and the empty href)."""
+BASE_PARTS: Final[tuple[BasePart, ...]] = get_args(BasePart)
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
+
+
+def base_part(href: str) -> BasePart:
+    """The part of its base that ``href`` (cleaned, fragment dropped) resolves against: two
+    bases alike in that part give it the same `join_href`. Pages share their directory and
+    origin, so a crawl can resolve an href once for all the pages of a directory.
+
+    Anything unusual reads the whole document: a colon before the first ``/`` or ``?`` (a
+    scheme, or what a parser might take for one) unless it opens ``scheme://`` and a host.
+    """
+    if not href or href[0] == "?":
+        return "document"
+    if href[0] == "/":
+        if not href.startswith("//"):
+            return "origin"
+        return "scheme" if _opens_a_host(href[2:3]) else "document"
+    colon = href.find(":")
+    if colon < 0:
+        return "directory"
+    first = href[:colon]
+    if "/" in first or "?" in first:
+        return "directory"  # the colon is in a later segment or the query
+    if (
+        first[:1].isascii()
+        and first[:1].isalpha()
+        and _SCHEME_CHARS.issuperset(first)
+        and href.startswith("//", colon + 1)
+        and _opens_a_host(href[colon + 3 : colon + 4])
+    ):
+        return "none"
+    return "document"
+
+
+def _opens_a_host(first: str) -> bool:
+    # An authority without a host ("http:///x", "//", "http://") is filled from the base
+    # by yarl's join: such an href reads the whole base.
+    return first.isascii() and (first.isalnum() or first == "[")
+
+
+def base_key(base: URL, part: BasePart) -> str:
+    """The text of ``base``'s ``part`` (`base_part`): equal keys, equal resolutions."""
+    if part == "none":
+        return ""
+    if part == "scheme":
+        return f"{base.scheme}:"
+    origin = f"{base.scheme}://{base.raw_authority}"
+    if part == "origin":
+        return origin
+    path = base.raw_path
+    if part == "directory":
+        return origin + path[: path.rfind("/") + 1]
+    return f"{origin}{path}?{base.raw_query_string}"
+
+
 def _join(base: URL, href: str) -> URL:
     reference = URL(href)
     merge_path = reference.raw_path
@@ -153,6 +213,45 @@ def resolve_yielded(url: str, base: URL | Callable[[], URL]) -> str | Dropped:
         return _serialise(_http_url(joined))
     except ValueError:
         return MALFORMED
+
+
+RESOLVED_URLS_KEPT = 100_000
+"""Absolute URLs a `ResolvedUrls` keeps (a few tens of MB at most)."""
+
+
+class ResolvedUrls:
+    """`resolve_yielded` of the URLs a worker's spider yields, with the GET fingerprint of
+    each, the absolute ones (base_part "none", so alike from any page) resolved once while
+    kept: a spider yields the same navigation URLs on every page. Bounded: past
+    ``max_entries`` the oldest goes."""
+
+    __slots__ = ("_kept", "max_entries")
+
+    def __init__(self, max_entries: int = RESOLVED_URLS_KEPT) -> None:
+        self.max_entries = max_entries
+        self._kept: dict[str, tuple[str, str] | Dropped] = {}
+
+    def __len__(self) -> int:
+        """How many yielded URLs are kept."""
+        return len(self._kept)
+
+    def resolve(self, url: str, base: URL | Callable[[], URL]) -> tuple[str, str] | Dropped:
+        """(`resolve_yielded` of ``url``, its `fingerprint_canonical`), or why it is dropped."""
+        kept = self._kept
+        known = kept.get(url)
+        if known is not None:
+            return known
+        resolved = resolve_yielded(url, base)
+        result: tuple[str, str] | Dropped = (
+            resolved
+            if isinstance(resolved, Dropped)
+            else (resolved, fingerprint_canonical(resolved))
+        )
+        if base_part(url) == "none":
+            kept[url] = result
+            if len(kept) > self.max_entries:
+                del kept[next(iter(kept))]
+        return result
 
 
 def fingerprint(url: str) -> str:

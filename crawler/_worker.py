@@ -71,10 +71,9 @@ from crawler._spider import (
 )
 from crawler._urls import (
     Dropped,
+    ResolvedUrls,
     fingerprint,
-    fingerprint_canonical,
     request_fingerprint,
-    resolve_yielded,
     site_of,
 )
 from eventlog import (
@@ -299,6 +298,7 @@ class Worker:
         rather than 100,000 entries in ``_fresh``)."""
         self._capacity = anyio.Event()
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._resolved = ResolvedUrls()
         self._backlog: deque[Lease] = deque()
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._robots_locks: dict[str, anyio.Lock] = {}
@@ -1047,10 +1047,11 @@ class Worker:
             if isinstance(output, Item):
                 parsed.items.append(output)
                 continue
-            resolved = resolve_yielded(output.url, base)
-            if isinstance(resolved, Dropped):
-                dropped[resolved.reason] = dropped.get(resolved.reason, 0) + 1
+            known = self._resolved.resolve(output.url, base)
+            if isinstance(known, Dropped):
+                dropped[known.reason] = dropped.get(known.reason, 0) + 1
                 continue
+            resolved, plain_fp = known
             if isinstance(output, NextPage):
                 # The same task's next page: its depth is the task's own.
                 if (why := self.scope.refusal(resolved, task.depth)) is not None:
@@ -1062,7 +1063,7 @@ class Worker:
             # comes back from the check as a new one, in the form its task carries.
             follow_spec = None if output is yielded else output.spec()
             if follow_spec is None:
-                fp = fingerprint_canonical(resolved)
+                fp = plain_fp
             else:
                 if (named := follow_spec.callback) is not None and named not in self._callbacks:
                     check_callback(self.spider, named)

@@ -24,6 +24,20 @@ sides: an item of fields per page with ``response.css("title::text").get()``, an
 ``response.follow_all(css="a")`` for the links (Scrapy's off-site filter, crawlog's scope);
 its JSON has ``scrapy_selectors_pages_per_s``, ``crawlog_selectors_pages_per_s`` and
 ``vs_scrapy_selectors`` (the issue's target: >= 3).
+
+``--link-dense`` crawls the test site's link-dense layout instead (``crawlog testsite
+--layout link-dense``, ``--pages`` documentation pages, default 500: ~100 KB each with
+hundreds of links, indexes with thousands, the same navigation on every page), with the
+default spiders, Scrapy and crawlog at the same per-host concurrency (``--per-host``,
+default W x C: Scrapy's CONCURRENT_REQUESTS and CONCURRENT_REQUESTS_PER_DOMAIN, crawlog's
+``--per-host``). Besides pages/s it measures CPU: the crawl's total (the ``crawl`` command
+and every process it starts, from ``getrusage(RUSAGE_CHILDREN)``, plus the job's
+valkey-server, from ``/proc``), and what parsing the site's pages and resolving their links
+costs at the least (in this process, with the worker's parser: every page parsed once, each
+distinct pair of an href and the part of its base it depends on resolved once). Its JSON
+has ``vs_scrapy_link_dense`` (target >= 6), ``link_dense_crawl_cpu_s``,
+``link_dense_parse_cpu_s`` and ``link_dense_cpu_ratio`` (crawl / parse, target <= 2.5),
+medians of the rounds, and their spreads.
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,14 +54,21 @@ import textwrap
 import time
 from pathlib import Path
 
+from selectolax.lexbor import LexborHTMLParser
+from yarl import URL
+
+from crawler import BASE_PARTS, base_key, base_part, clean_href, join_href
 from crawler.cli import crawlog_command
-from crawler.testsite import FLUSH_INTERVAL_S, read_request_log
+from crawler.testsite import FLUSH_INTERVAL_S, SiteMap, read_request_log
 from eventlog import ensure_server, stop_server
 
 DEFAULT_PAGES = 2_000
 DEFAULT_WORKERS = 2
 DEFAULT_CONCURRENCY = 16
 ROUNDS = 3
+LINK_DENSE_PAGES = 500
+PARSE_RUNS = 3
+"""The parse + resolve measure is taken this many times; its median is the baseline."""
 
 SCRAPY_SPIDER = textwrap.dedent(
     """
@@ -120,10 +142,12 @@ CRAWLOG_SELECTOR_SPIDER = textwrap.dedent(
 SPIDER_STYLES = ("default", "scrapy")
 
 
-def start_site(pages: int, request_log: Path) -> tuple[subprocess.Popen[str], str]:
+def start_site(
+    pages: int, request_log: Path, layout: str = "default"
+) -> tuple[subprocess.Popen[str], str]:
     command = crawlog_command(
         "testsite", "--port", "0", "--pages", str(pages),
-        "--request-log", str(request_log),
+        "--request-log", str(request_log), "--layout", layout,
     )  # fmt: skip
     site = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert site.stdout is not None
@@ -132,6 +156,18 @@ def start_site(pages: int, request_log: Path) -> tuple[subprocess.Popen[str], st
         site.kill()
         raise SystemExit(f"the test site did not start: {line!r}")
     return site, line.split()[1]
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of every child process waited for so far (and theirs)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds a running process has used, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_scrapy(url: str, concurrency: int, source: str = SCRAPY_SPIDER) -> tuple[int, float]:
@@ -166,6 +202,7 @@ def run_crawlog(
     *,
     events: bool,
     spider: str | None = None,
+    per_host: int | None = None,
 ) -> tuple[int, float]:
     """Pages the site served to one ``crawlog crawl`` (of ``spider``'s source, else the
     default spider), and its wall time."""
@@ -179,7 +216,8 @@ def run_crawlog(
         command = crawlog_command(
             "crawl", url + "/", "--job", job, *spider_args,
             "--workers", str(workers), "--concurrency", str(concurrency),
-            "--per-host", str(workers * concurrency), "--data-dir", data,
+            "--per-host", str(workers * concurrency if per_host is None else per_host),
+            "--data-dir", data,
             # Without events nothing is seen done: the no-op run must not fail for it.
             *(() if events else ("--no-events", "--fail-on", "never")),
         )  # fmt: skip
@@ -197,12 +235,16 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--spider-style", choices=SPIDER_STYLES, default="default")
+    parser.add_argument("--link-dense", action="store_true")
+    parser.add_argument("--per-host", type=int, default=None)
     args = parser.parse_args()
     try:
         import scrapy  # noqa: F401
     except ImportError:
         raise SystemExit("this benchmark needs Scrapy: pip install -e '.[bench]'") from None
     total = args.workers * args.concurrency
+    if args.link_dense:
+        return _link_dense(args, total if args.per_host is None else args.per_host)
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
         request_log = Path(tmp) / "requests.jsonl"
         site, url = start_site(args.pages, request_log)
@@ -278,6 +320,108 @@ def _selectors(pages: int, rounds: int, total: int, crawl: tuple[str, str, int, 
     print(f"{'scrapy':<10} {result['scrapy_selectors_pages_per_s']:>10,.0f}")
     ratio = f"{result['vs_scrapy_selectors']:.2f} x scrapy (target >= 3)"
     print(f"{'crawlog':<10} {result['crawlog_selectors_pages_per_s']:>10,.0f}   {ratio}")
+    print(json.dumps({k: round(v, 3) for k, v in result.items()}))
+    return 0
+
+
+def parse_resolve_cpu(sitemap: SiteMap) -> tuple[float, int, int, int]:
+    """CPU seconds of parsing every page of ``sitemap`` with the worker's parser (decoded
+    with the charset the site sends, as the worker does) and resolving each distinct pair
+    of a (cleaned, fragment-free) href and the part of its base it depends on once; with
+    the pages, hrefs and distinct pairs counted. The pages are rendered before the clock
+    starts: serving them is the site's cost, not the crawl's."""
+    pages = [(sitemap.origin + path, sitemap.render(path)) for path in sorted(sitemap.pages_ok)]
+    bodies = [(url, page.body) for url, page in pages if page is not None]
+    started = time.process_time()
+    resolved: dict[tuple[str, str], str | None] = {}
+    hrefs = 0
+    for url, body in bodies:
+        tree = LexborHTMLParser(body.decode("utf-8", errors="replace"))
+        base = URL(url)
+        parts = {part: base_key(base, part) for part in BASE_PARTS}
+        for node in tree.css("a[href]"):
+            href = clean_href(node.attrs.get("href") or "").partition("#")[0]
+            key = (parts[base_part(href)], href)
+            hrefs += 1
+            if key not in resolved:
+                resolved[key] = join_href(href, base)
+    return time.process_time() - started, len(bodies), hrefs, len(resolved)
+
+
+def _link_dense(args: argparse.Namespace, per_host: int) -> int:
+    """``--link-dense``: both default spiders on the link-dense site, pages/s and CPU."""
+    pages = args.pages if args.pages != DEFAULT_PAGES else LINK_DENSE_PAGES
+    with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
+        request_log = Path(tmp) / "requests.jsonl"
+        site, url = start_site(pages, request_log, "link-dense")
+        server = ensure_server(Path(tmp) / "server")
+        try:
+            sitemap = SiteMap(pages, origin=url, layout="link-dense")
+            parse_runs = [parse_resolve_cpu(sitemap) for _ in range(PARSE_RUNS)]
+            parse_cpu = statistics.median(run[0] for run in parse_runs)
+            _, site_pages, hrefs, pairs = parse_runs[0]
+            print(
+                f"  the site: {site_pages} pages, {hrefs:,} hrefs, {pairs:,} distinct pairs; "
+                f"parse + resolve {parse_cpu:.2f} s CPU "
+                f"({', '.join(f'{run[0]:.2f}' for run in parse_runs)})"
+            )
+            scrapy_rates, crawlog_rates, scrapy_cpus, crawl_cpus = [], [], [], []
+            for r in range(args.rounds):
+                before = children_cpu()
+                pages_s, seconds_s = run_scrapy(url, per_host)
+                scrapy_cpus.append(children_cpu() - before)
+                scrapy_rates.append(pages_s / seconds_s)
+                before, server_before = children_cpu(), process_cpu(server.pid)
+                pages_c, seconds_c = run_crawlog(
+                    url, server.url, args.workers, args.concurrency, request_log,
+                    events=True, per_host=per_host,
+                )  # fmt: skip
+                server_cpu = process_cpu(server.pid) - server_before
+                crawl_cpus.append(children_cpu() - before + server_cpu)
+                crawlog_rates.append(pages_c / seconds_c)
+                print(
+                    f"  round {r + 1}: scrapy {pages_s} pages in {seconds_s:.2f} s "
+                    f"({scrapy_cpus[-1]:.2f} s CPU), crawlog {pages_c} pages in "
+                    f"{seconds_c:.2f} s ({crawl_cpus[-1]:.2f} s CPU, "
+                    f"{server_cpu:.2f} s of it valkey-server's)"
+                )
+        finally:
+            stop_server(Path(tmp) / "server")
+            site.terminate()
+            site.wait()
+    ratios = [c / s for c, s in zip(crawlog_rates, scrapy_rates, strict=True)]
+    cpu_ratios = [cpu / parse_cpu for cpu in crawl_cpus]
+    result: dict[str, float] = {
+        "link_dense_pages": site_pages,
+        "per_host": per_host,
+        "scrapy_link_dense_pages_per_s": statistics.median(scrapy_rates),
+        "crawlog_link_dense_pages_per_s": statistics.median(crawlog_rates),
+        "vs_scrapy_link_dense": statistics.median(ratios),
+        "vs_scrapy_link_dense_min": min(ratios),
+        "vs_scrapy_link_dense_max": max(ratios),
+        "scrapy_link_dense_cpu_s": statistics.median(scrapy_cpus),
+        "link_dense_crawl_cpu_s": statistics.median(crawl_cpus),
+        "link_dense_crawl_cpu_min_s": min(crawl_cpus),
+        "link_dense_crawl_cpu_max_s": max(crawl_cpus),
+        "link_dense_parse_cpu_s": parse_cpu,
+        "link_dense_cpu_ratio": statistics.median(cpu_ratios),
+    }
+    print(f"\n{'link-dense':<10} {'pages/s':>10} {'CPU s':>8}   (per host {per_host}, medians)")
+    print(
+        f"{'scrapy':<10} {result['scrapy_link_dense_pages_per_s']:>10,.0f} "
+        f"{result['scrapy_link_dense_cpu_s']:>8.2f}"
+    )
+    print(
+        f"{'crawlog':<10} {result['crawlog_link_dense_pages_per_s']:>10,.0f} "
+        f"{result['link_dense_crawl_cpu_s']:>8.2f}   "
+        f"{result['vs_scrapy_link_dense']:.2f} x scrapy "
+        f"({min(ratios):.2f}-{max(ratios):.2f}; target >= 6)"
+    )
+    print(
+        f"{'parse':<10} {'':>10} {parse_cpu:>8.2f}   crawl CPU / parse CPU = "
+        f"{result['link_dense_cpu_ratio']:.2f} ({min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}; "
+        "target <= 2.5)"
+    )
     print(json.dumps({k: round(v, 3) for k, v in result.items()}))
     return 0
 

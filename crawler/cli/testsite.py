@@ -11,10 +11,12 @@ import msgspec
 from crawler.testsite import (
     DEFAULT_HUGE_PAGE_BYTES,
     DEFAULT_PAGES,
+    LAYOUTS,
     MAX_PAGES,
     MAX_SEED,
     NO_FAULTS,
     Faults,
+    Layout,
     run_testsite,
 )
 from eventlog import ConfigError
@@ -103,6 +105,14 @@ def build_faults(
     help="The same seed gives the same site, byte for byte.",
 )
 @click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    default="default",
+    show_default=True,
+    help="default: item pages and listings; link-dense: a documentation site (pages of "
+    "~100 KB with hundreds of links, mostly the same navigation, indexes with thousands).",
+)
+@click.option(
     "--request-log",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -153,6 +163,7 @@ def testsite_command(
     port: int,
     pages: int,
     seed: int,
+    layout: Layout,
     request_log: Path | None,
     preset: str,
     fault_500: str | None,
@@ -187,6 +198,7 @@ def testsite_command(
             port=port,
             request_log=request_log,
             announce=lambda line: click.echo(line),
+            layout=layout,
         )
     )
     click.echo(f"stopped after {served} requests")

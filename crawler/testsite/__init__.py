@@ -42,6 +42,7 @@ from crawler.testsite._sitegen import (
     GO_PREFIX,
     HUGE_PATH,
     ITEM_PREFIX,
+    LAYOUTS,
     LOOP_PATHS,
     MAX_LINKS,
     MAX_PAGE_BYTES,
@@ -52,6 +53,7 @@ from crawler.testsite._sitegen import (
     MOVED_PREFIX,
     NO_FAULTS,
     Faults,
+    Layout,
     SiteMap,
 )
 
@@ -74,6 +76,7 @@ __all__ = [
     "HUGE_PATH",
     "ITEM_PREFIX",
     "JSON_PATH",
+    "LAYOUTS",
     "LOGIN_PASSWORD",
     "LOGIN_PATH",
     "LOGIN_USER",
@@ -95,6 +98,7 @@ __all__ = [
     "TEXT_PATH",
     "CrawlCheck",
     "Faults",
+    "Layout",
     "Request",
     "RunningSite",
     "SiteMap",

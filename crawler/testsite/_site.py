@@ -49,6 +49,7 @@ from crawler.testsite._sitegen import (
     NO_FAULTS,
     TEXT,
     Faults,
+    Layout,
     Page,
     SiteMap,
 )
@@ -545,13 +546,15 @@ async def serve_testsite(
     port: int = 0,
     request_log: str | Path | None = None,
     keep_requests: bool = True,
+    layout: Layout = "default",
 ) -> AsyncIterator[RunningSite]:
     """Serve the test site on 127.0.0.1 while the block runs.
 
     ``port=0`` picks a free port (``site.url`` says which). ``request_log`` names a file
     that every request served is appended to as a JSON line (see :func:`read_request_log`);
-    ``keep_requests`` keeps them in ``site.requests`` as well. On exit the server stops,
-    open connections are closed and the log is flushed and closed.
+    ``keep_requests`` keeps them in ``site.requests`` as well. ``layout="link-dense"``
+    serves a documentation site instead (see :mod:`crawler.testsite._linkdense`). On exit
+    the server stops, open connections are closed and the log is flushed and closed.
     """
     loop = asyncio.get_running_loop()
     holder: list[RunningSite] = []
@@ -571,7 +574,7 @@ async def serve_testsite(
         raise ConfigError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from exc
     try:
         bound = server.sockets[0].getsockname()[1]
-        sitemap = SiteMap(pages, seed, faults, origin=f"http://{HOST}:{bound}")
+        sitemap = SiteMap(pages, seed, faults, origin=f"http://{HOST}:{bound}", layout=layout)
         site = RunningSite(sitemap, bound, keep_requests=keep_requests)
         holder.append(site)
         if request_log is not None:
@@ -595,6 +598,7 @@ async def run_testsite(
     port: int,
     request_log: Path | None,
     announce: Callable[[str], None],
+    layout: Layout = "default",
 ) -> int:
     """Serve until SIGINT or SIGTERM (the ``crawlog testsite`` command); returns requests served."""
     loop = asyncio.get_running_loop()
@@ -609,6 +613,7 @@ async def run_testsite(
             port=port,
             request_log=request_log,
             keep_requests=False,
+            layout=layout,
         ) as site:
             announce(f"serving {site.url} ({pages} pages)")
             await stop.wait()

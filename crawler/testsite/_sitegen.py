@@ -28,13 +28,19 @@ import random
 import struct
 import zlib
 from collections.abc import Mapping
+from typing import Final, Literal, get_args
 from urllib.parse import urlsplit
 
 import msgspec
 
+from crawler.testsite._linkdense import LinkDenseSite
 from eventlog import ConfigError
 
 HTML = "text/html; charset=utf-8"
+Layout = Literal["default", "link-dense"]
+"""What the site is shaped like: item pages and listings, or a documentation site whose
+pages repeat hundreds of navigation links (:mod:`crawler.testsite._linkdense`)."""
+LAYOUTS: Final[tuple[Layout, ...]] = get_args(Layout)
 TEXT = "text/plain; charset=utf-8"
 
 HOME_PATH = "/"
@@ -198,6 +204,17 @@ class Faults(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     @property
+    def structural(self) -> bool:
+        """Whether any fault changes what the site links (redirects, the loop, the huge
+        page, a robots.txt-disallowed prefix)."""
+        return bool(
+            self.redirects
+            or self.redirect_loop
+            or self.huge_page
+            or self.robots_disallow is not None
+        )
+
+    @property
     def per_request(self) -> bool:
         """Whether any fault depends on the request (500s, 429s, slow responses)."""
         return bool(
@@ -251,8 +268,21 @@ class SiteMap:
     """
 
     def __init__(
-        self, pages: int, seed: int = 0, faults: Faults = NO_FAULTS, *, origin: str
+        self,
+        pages: int,
+        seed: int = 0,
+        faults: Faults = NO_FAULTS,
+        *,
+        origin: str,
+        layout: Layout = "default",
     ) -> None:
+        if layout not in LAYOUTS:
+            raise ConfigError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+        if layout != "default" and faults.structural:
+            raise ConfigError(
+                f"the {layout} layout takes only the per-request faults (500s, 429s, slow "
+                "responses), not redirects, a redirect loop, a huge page or robots disallow"
+            )
         if not 1 <= pages <= MAX_PAGES:
             raise ConfigError(f"pages must be between 1 and {MAX_PAGES}, not {pages}")
         if not 0 <= seed <= MAX_SEED:
@@ -264,6 +294,7 @@ class SiteMap:
         self.seed = seed
         self.faults = faults
         self.origin = origin
+        self.layout: Layout = layout
         self.categories = CATEGORY_NAMES[
             : min(len(CATEGORY_NAMES), math.ceil(pages / ITEMS_PER_CATEGORY))
         ]
@@ -280,6 +311,11 @@ class SiteMap:
             for _ in range(weight)
         )
         self._huge: Page | None = None
+        self._dense = (
+            LinkDenseSite(pages, origin=origin, title=self._title, text=self._pool, rng=self._rng)
+            if layout == "link-dense"
+            else None
+        )
         self.render = functools.lru_cache(maxsize=PAGE_CACHE_SIZE)(self._render)
         """The page at ``path`` (a request target: path and query), or None if there is none."""
 
@@ -338,7 +374,10 @@ class SiteMap:
 
     @functools.cached_property
     def pages_ok(self) -> frozenset[str]:
-        """The site's HTML pages that answer 200: home, listings and every item."""
+        """The site's HTML pages that answer 200: home, listings and every item (in the
+        link-dense layout: home, indexes and every documentation page)."""
+        if self._dense is not None:
+            return self._dense.pages_ok()
         paths = {HOME_PATH}
         for category in range(len(self.categories)):
             paths.update(
@@ -388,6 +427,9 @@ class SiteMap:
     # --- rendering -----------------------------------------------------------------------
 
     def _render(self, path: str) -> Page | None:
+        if self._dense is not None and path != ROBOTS_PATH:
+            document = self._dense.render(path)
+            return None if document is None else _html(document)
         if path == HOME_PATH:
             return _html(self._home())
         if path == ROBOTS_PATH:
