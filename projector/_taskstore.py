@@ -13,9 +13,9 @@ Each row carries the task's fields a query filters on (status, reason, site, URL
 recoveries) as columns, and the whole ``TaskState`` as msgpack bytes, so a row read back is
 exactly the task that was written (``replay --verify`` compares bytes).
 
-Segments pile up one per snapshot; ``plan`` merges the newest ones once they together are
-no bigger than the one before them (size tiers), so each row is rewritten a logarithmic
-number of times, in the committer's thread, never on the fold's.
+Segments pile up one per snapshot; ``plan_merge`` merges the newest ones by size tiers, so
+each row is rewritten a logarithmic number of times, in the committer's thread, never on
+the fold's.
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ TASKS_DIR: Final = "tasks"
 TASK_SEGMENT_SUFFIX: Final = ".parquet"
 COMPRESSION: Final = "zstd"
 MIN_MERGE_RUN: Final = 4
-"""Merge the newest task segments once at least this many are together no bigger than the
-segment before them."""
+"""Merge the newest task segments this many at a time (``plan_merge``)."""
+MAX_TASK_SEGMENTS: Final = 16
+"""Task segments a manifest names at most: readers open each."""
 
 TASK_SCHEMA: Final = pa.schema(
     [
@@ -158,16 +159,25 @@ def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) ->
 
 
 def plan_merge(segments: Sequence[TaskSegmentInfo]) -> tuple[int, int] | None:
-    """The ``[start, end)`` run of newest task segments worth merging, if any (size tiers)."""
-    end = len(segments)
-    total, start = 0, end
-    while start > 0:
-        candidate = segments[start - 1].tasks
-        if end - start >= MIN_MERGE_RUN and candidate >= total:
-            return start, end
-        total += candidate
-        start -= 1
-    return (0, end) if end >= MIN_MERGE_RUN * 2 else None
+    """The ``[start, end)`` run of task segments worth merging, if any (size tiers).
+
+    The newest ``MIN_MERGE_RUN`` are merged once their sizes are within a tier of each
+    other (tiers are powers of 4): merged ones then meet others of their own size, so a row
+    is rewritten about once per tier, a number of times logarithmic in the job. Segments of
+    sizes that never line up are all merged once there are ``MAX_TASK_SEGMENTS``.
+    """
+    if len(segments) >= MAX_TASK_SEGMENTS:
+        return 0, len(segments)
+    if len(segments) < MIN_MERGE_RUN:
+        return None
+    tiers = [_tier(s.tasks) for s in segments[-MIN_MERGE_RUN:]]
+    if max(tiers) <= min(tiers) + 1:
+        return len(segments) - MIN_MERGE_RUN, len(segments)
+    return None
+
+
+def _tier(tasks: int) -> int:
+    return max(tasks, 1).bit_length() // 2
 
 
 def read_tasks(
