@@ -293,18 +293,11 @@ class Projector:
 
     def _evict(self) -> list[TaskRow]:
         """Take the terminal tasks out of memory, as the rows of the next task segment."""
-        tasks = self.state.tasks
-        leaving = [task_row(t) for t in tasks.values() if t.status in TERMINAL]
-        for row in leaving:
-            del tasks[row.task_id]
-        self.stored.add(leaving)
-        return leaving
+        return evict_terminal(self.state, self.stored)
 
     def _bring_back(self, entries: list[LogEntry]) -> None:
         """Load the stored tasks a batch names back into memory, before it is folded."""
-        missing = self.stored.missing(self.state.tasks, named_tasks(entries))
-        if missing:
-            self.state.tasks.update(load_stored(self.store, self.manifest, self.stored, missing))
+        bring_back(self.store, self.manifest, self.stored, self.state, entries)
 
     async def _count_dead_letters(self) -> None:
         self._dead_letters = await self.log.dead_letter_count()
@@ -395,6 +388,26 @@ def tune_gc() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
+def evict_terminal(state: State, stored: StoredTasks) -> list[TaskRow]:
+    """Take the terminal tasks out of ``state``, as the rows of the next task segment
+    (noted in ``stored`` as in flight until the commit that writes them lands)."""
+    tasks = state.tasks
+    leaving = [task_row(t) for t in tasks.values() if t.status in TERMINAL]
+    for row in leaving:
+        del tasks[row.task_id]
+    stored.add(leaving)
+    return leaving
+
+
+def bring_back(
+    store: Store, manifest: Manifest, stored: StoredTasks, state: State, entries: Iterable[LogEntry]
+) -> None:
+    """Load the stored tasks ``entries`` name back into ``state``, before they are folded."""
+    missing = stored.missing(state.tasks, named_tasks(entries))
+    if missing:
+        state.tasks.update(load_stored(store, manifest, stored, missing))
+
+
 LOAD_ATTEMPTS = 3
 FOLD_BATCH = 5_000
 
@@ -450,9 +463,7 @@ def live_state(store: Store, manifest: Manifest) -> tuple[State, StoredTasks]:
 def _fold_bringing_back(
     store: Store, manifest: Manifest, stored: StoredTasks, state: State, batch: list[LogEntry]
 ) -> None:
-    missing = stored.missing(state.tasks, named_tasks(batch))
-    if missing:
-        state.tasks.update(load_stored(store, manifest, stored, missing))
+    bring_back(store, manifest, stored, state, batch)
     apply_all(state, batch)
 
 
@@ -470,8 +481,12 @@ def committed_state(store: Store, manifest: Manifest) -> State:
 READ_ATTEMPTS = 3
 
 
-def read_committed(store: Store) -> tuple[Manifest, State]:
+def read_committed(store: Store, *, tasks: bool = True) -> tuple[Manifest, State]:
     """The committed manifest and its state, read without the projector's lock.
+
+    Without ``tasks``, the state's live part only (as the projector holds it): the job,
+    sites and anomalies are the whole state's, ``tasks`` lacks those in the task store,
+    which are then not read at all.
 
     A projector running meanwhile may commit and delete the files an older manifest names
     (a replaced snapshot, compacted segments): then read the newer manifest again.
@@ -479,6 +494,8 @@ def read_committed(store: Store) -> tuple[Manifest, State]:
     for attempt in range(READ_ATTEMPTS):
         manifest = store.read_manifest()
         try:
+            if not tasks:
+                return manifest, live_state(store, manifest)[0]
             return manifest, committed_state(store, manifest)
         except CrawlogError:
             if attempt == READ_ATTEMPTS - 1 or store.read_manifest() == manifest:

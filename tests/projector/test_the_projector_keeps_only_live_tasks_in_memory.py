@@ -62,6 +62,10 @@ async def test_terminal_tasks_leave_memory_and_readers_still_see_them(
     # The summary the projector kept, with the tasks out of memory, is a whole state's.
     assert manifest.summary == summarize(state)
     assert manifest.summary is not None and manifest.summary.failure_reasons == {"http 500": 1}
+    # What a caller needing only the totals reads: the live part, no stored task decoded.
+    _, live = read_committed(store, tasks=False)
+    assert canonical(live.job) == canonical(state.job)
+    assert sorted(live.tasks) == sorted([*(f"live{n}" for n in range(LIVE)), "t7"])
 
 
 async def test_a_restarted_projector_summarizes_the_stored_tasks_as_before(
