@@ -147,15 +147,36 @@ def latest_rows(tables: Sequence[pa.Table]) -> pa.Table:
 
 
 def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) -> TaskSegmentInfo:
-    """The segments as one (latest row per task), named after the newest (not committed)."""
-    table = latest_rows([_read(directory / s.name) for s in segments])
+    """The segments as one (latest row per task), named after the newest (not committed).
+
+    One segment in memory at a time (plus the task ids of the newer ones): each becomes a
+    row group of the rows no newer segment replaces, still sorted by task id within it.
+    """
     last = segments[-1]
     ms, seq = stream_id_key(last.position)
-    name = (
-        f"tasks-{ms:015d}-{seq:08d}-m{len(segments)}-{segments[0].name[6:29]}{TASK_SEGMENT_SUFFIX}"
-    )
-    _write(directory, name, table)
-    return TaskSegmentInfo(name=name, tasks=table.num_rows, position=last.position)
+    first = segments[0].name[len("tasks-") :][:24]  # its position: names stay short
+    name = f"tasks-{ms:015d}-{seq:08d}-m{len(segments)}-{first}{TASK_SEGMENT_SUFFIX}"
+    ids = [_read(directory / info.name, ["task_id"]).column("task_id") for info in segments]
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    rows = 0
+    with open(tmp, "wb") as sink:
+        with pq.ParquetWriter(
+            sink, TASK_SCHEMA, compression=COMPRESSION, write_page_checksum=True
+        ) as writer:
+            for n, info in enumerate(segments):
+                table = _read(directory / info.name)
+                newer = [chunk for later in ids[n + 1 :] for chunk in later.chunks]
+                if newer:
+                    replaced = pc.is_in(
+                        table.column("task_id"), value_set=pa.chunked_array(newer, pa.string())
+                    )
+                    table = table.filter(pc.invert(replaced))
+                rows += table.num_rows
+                writer.write_table(table)
+        sink.flush()
+        os.fsync(sink.fileno())
+    os.replace(tmp, directory / name)
+    return TaskSegmentInfo(name=name, tasks=rows, position=last.position)
 
 
 def plan_merge(segments: Sequence[TaskSegmentInfo]) -> tuple[int, int] | None:
