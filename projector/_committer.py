@@ -14,6 +14,7 @@ from projector._archive import SegmentInfo, merge_segments, write_segment
 from projector._compaction import plan as plan_compaction
 from projector._store import Manifest, Store
 from projector._summary import Summary
+from projector._taskstore import TaskRow, merge_task_segments, plan_merge, write_task_segment
 
 
 class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -26,6 +27,9 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     empty)."""
     snapshot: bytes | None = None
     snapshot_position: str = ""
+    task_rows: list[TaskRow] = msgspec.field(default_factory=list)
+    """Terminal tasks that left the in-memory state with this commit's snapshot: written as
+    a task segment before the manifest that names it with the snapshot."""
     summary: Summary | None = None
     behind: bool = False
     """The projector had more to read: compaction may wait (``_compaction.plan``)."""
@@ -47,6 +51,13 @@ class Committer:
         if segment is not None:
             segments = (*segments, segment)
         name, snapshot_position = old.snapshot, old.snapshot_position
+        task_segments = old.task_segments
+        if request.task_rows:
+            assert request.snapshot is not None, "tasks leave memory only with a snapshot"
+            written = write_task_segment(
+                self.store.tasks, request.task_rows, request.snapshot_position
+            )
+            task_segments = (*task_segments, written)
         if request.snapshot is not None:
             name = self.store.write_snapshot(request.snapshot, request.snapshot_position)
             snapshot_position = request.snapshot_position
@@ -58,12 +69,27 @@ class Committer:
             snapshot_position=snapshot_position,
             events=old.events + (segment.events if segment is not None else 0),
             summary=request.summary,
+            task_segments=task_segments,
         )
         self.store.commit(manifest)
         if name != old.snapshot:
             self.store.remove_unreferenced(manifest)
-        self.manifest = self._compact(manifest, behind=request.behind)
+        manifest = self._compact(manifest, behind=request.behind)
+        self.manifest = self._compact_tasks(manifest)
         return self.manifest
+
+    def _compact_tasks(self, manifest: Manifest) -> Manifest:
+        """Merge the newest task segments (latest row per task), if due; a commit of its own."""
+        run = plan_merge(manifest.task_segments)
+        if run is None:
+            return manifest
+        start, end = run
+        merged = merge_task_segments(self.store.tasks, manifest.task_segments[start:end])
+        segments = (*manifest.task_segments[:start], merged, *manifest.task_segments[end:])
+        compacted = msgspec.structs.replace(manifest, task_segments=segments)
+        self.store.commit(compacted)
+        self.store.remove_unreferenced(compacted)
+        return compacted
 
     def _compact(self, manifest: Manifest, *, behind: bool) -> Manifest:
         """Merge a run of small segments, if there is one; a commit of its own."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -45,9 +46,10 @@ from projector._defaults import (
     DEFAULT_SNAPSHOT_INTERVAL_S,
 )
 from projector._fold import apply_all, fold
-from projector._state import State, canonical
+from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
 from projector._summary import SummaryTracker, touched_tasks
+from projector._taskstore import StoredTasks, TaskRow, iter_task_ids, summary_rows, task_row
 from projector._writer import WRITER_MIN_EVENTS, SegmentWriter
 
 DEFAULT_COMMIT_EVENTS = 50_000
@@ -106,6 +108,10 @@ class Projector:
         """A stream this long when the projector starts, or the first commit of this many
         events, starts the writer process (``_writer``)."""
         self.state = State()
+        """The live part of the state: every task not in the task store (``_taskstore``),
+        the sites, the job, the anomalies, the item keys and the event-id windows."""
+        self.stored = StoredTasks()
+        """The tasks that left ``state`` for the task store."""
         self.manifest = Manifest(job=job)
         """The last committed manifest."""
         self.position = self.manifest.position
@@ -148,7 +154,13 @@ class Projector:
                 # short stream never needs one).
                 await writer.start()
                 await writer.wait_ready()
-            self.state = await anyio.to_thread.run_sync(committed_state, self.store, self.manifest)
+            self.state, self.stored = await anyio.to_thread.run_sync(
+                live_state, self.store, self.manifest
+            )
+            rows = await anyio.to_thread.run_sync(
+                summary_rows, self.store.task_segment_paths(self.manifest)
+            )
+            self._summary.load_rows(rows)
             self._summary.update(self.state, self.state.tasks)
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
             self._stack = stack.pop_all()
@@ -198,6 +210,7 @@ class Projector:
         if entries:
             if not self._pending:
                 self._buffer_since = time.monotonic()
+            self._bring_back(entries)
             apply_all(self.state, entries)
             # Now, while the batch is in the CPU's caches: over a whole commit's buffer at
             # commit time it cost much more.
@@ -240,8 +253,13 @@ class Projector:
         """
         await self._wait_committed()
         snapshot_bytes = None
+        leaving: list[TaskRow] = []
         due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
         if due and self.manifest.snapshot_position != self.state.position:
+            # The summary first: it reads the tasks about to leave memory.
+            self._summary.update(self.state, self._touched)
+            self._touched = set()
+            leaving = self._evict()
             # Encoded now: the fold goes on changing the state while the commit runs.
             snapshot_bytes = canonical(self.state)
             self._snapshot_at = time.monotonic()
@@ -265,6 +283,7 @@ class Projector:
             entries=self._buffer,
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
+            task_rows=leaving,
             summary=self._summary.summary(self.state, dead_letters=self._dead_letters),
             behind=self._behind,
         )
@@ -274,6 +293,14 @@ class Projector:
         self._tasks.start_soon(self._commit, work, done, streamed)
         if wait:
             await self._wait_committed()
+
+    def _evict(self) -> list[TaskRow]:
+        """Take the terminal tasks out of memory, as the rows of the next task segment."""
+        return evict_terminal(self.state, self.stored)
+
+    def _bring_back(self, entries: list[LogEntry]) -> None:
+        """Load the stored tasks a batch names back into memory, before it is folded."""
+        bring_back(self.store, self.manifest, self.stored, self.state, entries)
 
     async def _count_dead_letters(self) -> None:
         self._dead_letters = await self.log.dead_letter_count()
@@ -308,6 +335,8 @@ class Projector:
                 assert self._writer is not None
                 work = msgspec.structs.replace(work, segment=await self._writer.segment())
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
+            if work.task_rows:
+                self.stored.landed()
             await self._publish_and_trim()
         except Exception as exc:
             # Raised where the projector waits for its commits, not in the task group: a
@@ -362,6 +391,85 @@ def tune_gc() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL_S)
 
 
+def evict_terminal(state: State, stored: StoredTasks) -> list[TaskRow]:
+    """Take the terminal tasks out of ``state``, as the rows of the next task segment
+    (noted in ``stored`` as in flight until the commit that writes them lands)."""
+    tasks = state.tasks
+    leaving = [task_row(t) for t in tasks.values() if t.status in TERMINAL]
+    for row in leaving:
+        del tasks[row.task_id]
+    stored.add(leaving)
+    return leaving
+
+
+def bring_back(
+    store: Store, manifest: Manifest, stored: StoredTasks, state: State, entries: Iterable[LogEntry]
+) -> None:
+    """Load the stored tasks ``entries`` name back into ``state``, before they are folded."""
+    missing = stored.missing(state.tasks, named_tasks(entries))
+    if missing:
+        state.tasks.update(load_stored(store, manifest, stored, missing))
+
+
+LOAD_ATTEMPTS = 3
+FOLD_BATCH = 5_000
+
+
+def named_tasks(entries: Iterable[LogEntry]) -> Iterator[str]:
+    """The task ids ``entries`` name (one per task event)."""
+    for entry in entries:
+        task_id = getattr(entry.event, "task_id", None)
+        if task_id is not None:
+            yield task_id
+
+
+def load_stored(
+    store: Store, manifest: Manifest, stored: StoredTasks, task_ids: set[str]
+) -> dict[str, TaskState]:
+    """The stored tasks among ``task_ids``, read from the committed task segments.
+
+    The committer's thread may compact them meanwhile (and delete what ``manifest`` names):
+    then the newer manifest on disk names the merged segment, which holds the same rows.
+    """
+    for attempt in range(LOAD_ATTEMPTS):
+        try:
+            return stored.load(task_ids, store.task_segment_paths(manifest))
+        except CrawlogError:
+            if attempt == LOAD_ATTEMPTS - 1:
+                raise
+            manifest = store.read_manifest()
+    raise AssertionError("unreachable")
+
+
+def live_state(store: Store, manifest: Manifest) -> tuple[State, StoredTasks]:
+    """The live part of the state a manifest commits, and what is in its task store: the
+    snapshot's live part, then every archived event after it, folded with the stored tasks
+    they name brought back (as the projector folds)."""
+    state = store.read_snapshot(manifest, stored=False)
+    stored = StoredTasks()
+    stored.hashes = {hash(t) for t in iter_task_ids(store.task_segment_paths(manifest))}
+    after = stream_id_key(state.position)
+    paths = store.segment_paths(manifest)
+    batch: list[LogEntry] = []
+    for segment, path in zip(manifest.segments, paths, strict=True):
+        if stream_id_key(segment.last_id) <= after:
+            continue
+        for entry in read_entries(path, after=state.position):
+            batch.append(entry)
+            if len(batch) >= FOLD_BATCH:
+                _fold_bringing_back(store, manifest, stored, state, batch)
+                batch = []
+    _fold_bringing_back(store, manifest, stored, state, batch)
+    return state, stored
+
+
+def _fold_bringing_back(
+    store: Store, manifest: Manifest, stored: StoredTasks, state: State, batch: list[LogEntry]
+) -> None:
+    bring_back(store, manifest, stored, state, batch)
+    apply_all(state, batch)
+
+
 def committed_state(store: Store, manifest: Manifest) -> State:
     """The state a manifest commits: its snapshot, then every archived event after it."""
     state = store.read_snapshot(manifest)
@@ -376,8 +484,12 @@ def committed_state(store: Store, manifest: Manifest) -> State:
 READ_ATTEMPTS = 3
 
 
-def read_committed(store: Store) -> tuple[Manifest, State]:
+def read_committed(store: Store, *, tasks: bool = True) -> tuple[Manifest, State]:
     """The committed manifest and its state, read without the projector's lock.
+
+    Without ``tasks``, the state's live part only (as the projector holds it): the job,
+    sites and anomalies are the whole state's, ``tasks`` lacks those in the task store,
+    which are then not read at all.
 
     A projector running meanwhile may commit and delete the files an older manifest names
     (a replaced snapshot, compacted segments): then read the newer manifest again.
@@ -385,6 +497,8 @@ def read_committed(store: Store) -> tuple[Manifest, State]:
     for attempt in range(READ_ATTEMPTS):
         manifest = store.read_manifest()
         try:
+            if not tasks:
+                return manifest, live_state(store, manifest)[0]
             return manifest, committed_state(store, manifest)
         except CrawlogError:
             if attempt == READ_ATTEMPTS - 1 or store.read_manifest() == manifest:

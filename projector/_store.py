@@ -4,7 +4,8 @@ Layout, under ``<data dir>/jobs/<job>/``::
 
     manifest.json           what is committed: position, segments, latest snapshot
     archive/*.parquet       immutable segments of the log (``_archive``)
-    snapshots/*.msgpack     the folded state at some position
+    snapshots/*.msgpack     the folded state's live part at some position
+    tasks/*.parquet         terminal tasks that left the in-memory state (``_taskstore``)
     projector.lock          held by the one projector of the job
 
 Commit order is what makes the projector exactly-once: the new segment and snapshot files
@@ -36,6 +37,7 @@ from eventlog import (
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
 from projector._state import State, state_from_bytes
 from projector._summary import Summary
+from projector._taskstore import TASKS_DIR, TaskSegmentInfo, read_tasks
 
 MANIFEST = "manifest.json"
 ARCHIVE_DIR = "archive"
@@ -64,6 +66,9 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     """Events archived in all segments."""
     summary: Summary | None = None
     """The state's figures at ``position``, for reports (None: written before summaries)."""
+    task_segments: tuple[TaskSegmentInfo, ...] = ()
+    """Task segments in commit order: with the snapshot, the state at ``snapshot_position``
+    (a task the snapshot holds is newer than any row; among rows, the latest wins)."""
 
 
 def job_dir(data_dir: Path, job: str) -> Path:
@@ -96,6 +101,7 @@ class Store:
         self.root = job_dir(data_dir, job)
         self.archive = self.root / ARCHIVE_DIR
         self.snapshots = self.root / SNAPSHOT_DIR
+        self.tasks = self.root / TASKS_DIR
 
     def read_manifest(self) -> Manifest:
         """The committed manifest (an empty one if nothing was committed yet); read-only."""
@@ -136,7 +142,7 @@ class Store:
     def prepare(self) -> None:
         """Create the job's directories."""
         try:
-            for directory in (self.root, self.archive, self.snapshots):
+            for directory in (self.root, self.archive, self.snapshots, self.tasks):
                 directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"cannot create {self.root} ({exc.strerror or exc})") from None
@@ -154,12 +160,18 @@ class Store:
         for path in self.snapshots.iterdir():
             if path.name != manifest.snapshot:
                 path.unlink()
+        tasks = {s.name for s in manifest.task_segments}
+        for path in self.tasks.iterdir():
+            if path.name not in tasks:
+                path.unlink()
         return manifest
 
     def commit(self, manifest: Manifest) -> None:
         """Make ``manifest`` the committed one: the single atomic step of a commit."""
         fsync_dir(self.archive)
         fsync_dir(self.snapshots)
+        if self.tasks.is_dir():
+            fsync_dir(self.tasks)
         write_atomic(self.root / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)))
 
     def write_snapshot(self, data: bytes, position: str) -> str:
@@ -169,22 +181,34 @@ class Store:
         write_atomic(self.snapshots / name, data)
         return name
 
-    def read_snapshot(self, manifest: Manifest) -> State:
-        """The state of the manifest's snapshot (an empty state if it has none)."""
+    def read_snapshot(self, manifest: Manifest, *, stored: bool = True) -> State:
+        """The state at the manifest's snapshot (an empty state if it has none): the
+        snapshot's live part and, unless not ``stored``, every task of the task segments."""
         if manifest.snapshot is None:
-            return State()
-        path = self.snapshots / manifest.snapshot
-        try:
-            return state_from_bytes(path.read_bytes())
-        except (OSError, msgspec.MsgspecError) as exc:
-            raise CrawlogError(
-                f"snapshot {path} cannot be read ({exc}): `crawlog replay --job {self.job}` "
-                "rebuilds the state from the archive"
-            ) from None
+            state = State()
+        else:
+            path = self.snapshots / manifest.snapshot
+            try:
+                state = state_from_bytes(path.read_bytes())
+            except (OSError, msgspec.MsgspecError) as exc:
+                raise CrawlogError(
+                    f"snapshot {path} cannot be read ({exc}): `crawlog replay --job {self.job}` "
+                    "rebuilds the state from the archive"
+                ) from None
+        if stored and manifest.task_segments:
+            tasks = state.tasks
+            for task_id, task in read_tasks(self.task_segment_paths(manifest)).items():
+                if task_id not in tasks:  # the snapshot's task is newer than any row
+                    tasks[task_id] = task
+        return state
 
     def segment_paths(self, manifest: Manifest) -> list[Path]:
         """The committed segment files, in log order."""
         return [self.archive / s.name for s in manifest.segments]
+
+    def task_segment_paths(self, manifest: Manifest) -> list[Path]:
+        """The committed task segment files, in commit order."""
+        return [self.tasks / s.name for s in manifest.task_segments]
 
     def remove_unreferenced(self, manifest: Manifest) -> None:
         """Delete segments and snapshots a newly committed manifest no longer names."""
@@ -194,4 +218,8 @@ class Store:
                 path.unlink(missing_ok=True)
         for path in self.snapshots.glob("*.msgpack"):
             if path.name != manifest.snapshot:
+                path.unlink(missing_ok=True)
+        tasks = {s.name for s in manifest.task_segments}
+        for path in self.tasks.glob("*.parquet"):
+            if path.name not in tasks:
                 path.unlink(missing_ok=True)

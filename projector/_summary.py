@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable
-from typing import Final, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -131,14 +131,33 @@ class SummaryTracker:
     """Each task's part of the summary, refreshed for the tasks a batch touched.
 
     Only tasks that count somewhere are kept (failed, retried, recovered, running): a
-    crawl of a million tasks keeps a few thousand entries here, not a million.
+    crawl of a million tasks keeps a few thousand entries here, not a million. What it
+    keeps of a task is enough to summarize it once the task has left the in-memory state
+    for the task store (``_taskstore``).
     """
 
     def __init__(self) -> None:
         self._failed: dict[str, str] = {}
         self._retries: dict[str, int] = {}
-        self._recovered: dict[str, int] = {}
+        self._recovered: dict[str, RecoveredTask] = {}
         self._running: set[str] = set()
+
+    def load_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Take the figures of stored tasks (``_taskstore.summary_rows``: task id, URL,
+        status, last reason, retries, recoveries)."""
+        for row in rows:
+            task_id = row["task_id"]
+            _set(self._failed, task_id, row["last_reason"], row["status"] in _FAILED_OR_ABORTED)
+            _set(self._retries, task_id, row["retries"], row["retries"] > 0)
+            if row["recoveries"] > 0:
+                self._recovered[task_id] = RecoveredTask(
+                    task_id=task_id,
+                    url=row["url"],
+                    status=row["status"],
+                    recoveries=row["recoveries"],
+                )
+            else:
+                self._recovered.pop(task_id, None)
 
     def update(self, state: State, task_ids: Iterable[str]) -> None:
         """Take the current figures of ``task_ids`` from ``state`` (others are unchanged)."""
@@ -150,7 +169,10 @@ class SummaryTracker:
                 continue
             _set(self._failed, task_id, task.last_reason, task.status in _FAILED_OR_ABORTED)
             _set(self._retries, task_id, task.retries, task.retries > 0)
-            _set(self._recovered, task_id, task.recoveries, task.recoveries > 0)
+            if task.recoveries > 0:
+                self._recovered[task_id] = _recovered(task)
+            else:
+                self._recovered.pop(task_id, None)
             if task.status == RUNNING:
                 self._running.add(task_id)
             else:
@@ -161,11 +183,14 @@ class SummaryTracker:
         ``dead_letters`` is the dead stream's length, which no fold can know."""
         tasks = state.tasks
         retries = Counter(self._retries.values())
-        untried = len(tasks) - len(self._retries)
+        # Counted by status, not ``len(tasks)``: terminal tasks may be in the task store.
+        untried = sum(state.job.tasks.values()) - len(self._retries)
         if untried:
             retries[0] = untried
         # Ties broken by task id, so the same state always lists the same tasks.
-        most = heapq.nsmallest(LISTED, self._recovered.items(), key=lambda kv: (-kv[1], kv[0]))
+        most = heapq.nsmallest(
+            LISTED, self._recovered.values(), key=lambda r: (-r.recoveries, r.task_id)
+        )
         running = sorted((tasks[t] for t in self._running), key=_idle_order)
         summary = Summary(
             position=state.position,
@@ -175,7 +200,7 @@ class SummaryTracker:
             failure_reasons=dict(Counter(self._failed.values())),
             retries=dict(sorted(retries.items())),
             recovered_tasks=len(self._recovered),
-            recovered=tuple(_recovered(tasks[t]) for t, _ in most),
+            recovered=tuple(most),
             running=tuple(_running(t) for t in running),
             dead_letters=dead_letters,
         )

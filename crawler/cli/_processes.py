@@ -250,7 +250,7 @@ async def run_crawl(
                 await anyio.to_thread.run_sync(output.close)
     from projector import Store, read_committed
 
-    manifest, state = read_committed(Store(data_dir, job))
+    manifest, state = read_committed(Store(data_dir, job), tasks=False)  # totals only
     return CrawlSummary(
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job,

@@ -1,0 +1,277 @@
+"""The task-state store: terminal tasks, out of the projector's memory, in Parquet segments.
+
+A task that reached done, failed or aborted changes again only if an operator retries it
+(or a late event names it, to be refused). Keeping every such task in the fold's memory
+made the projector grow with the job, so at each snapshot the terminal tasks leave the
+in-memory state: their rows go into a new task segment (one row per task, sorted by task
+id, written temp + fsync + rename, named by the manifest, as archive segments are), and the
+snapshot holds only what is still live. The state a manifest commits is its snapshot's
+tasks, then the rows of its task segments for every other task, the latest segment's row
+winning; a task in the snapshot is newer than any row.
+
+Each row carries the task's fields a query filters on (status, reason, site, URL, retries,
+recoveries) as columns, and the whole ``TaskState`` as msgpack bytes, so a row read back is
+exactly the task that was written (``replay --verify`` compares bytes).
+
+Segments pile up one per snapshot; ``plan_merge`` merges the newest ones by size tiers, so
+each row is rewritten a logarithmic number of times, in the committer's thread, never on
+the fold's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from eventlog import CrawlogError, stream_id_key
+from projector._state import ABORTED, FAILED, TaskState
+
+TASKS_DIR: Final = "tasks"
+TASK_SEGMENT_SUFFIX: Final = ".parquet"
+COMPRESSION: Final = "zstd"
+MIN_MERGE_RUN: Final = 4
+"""Merge the newest task segments this many at a time (``plan_merge``)."""
+MAX_TASK_SEGMENTS: Final = 16
+"""Task segments a manifest names at most: readers open each."""
+
+TASK_SCHEMA: Final = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("url", pa.string()),
+        ("site", pa.string()),
+        ("status", pa.string()),
+        ("last_reason", pa.string()),
+        ("retries", pa.int64()),
+        ("recoveries", pa.int64()),
+        ("state", pa.binary()),
+    ]
+)
+SUMMARY_COLUMNS: Final = ("task_id", "url", "status", "last_reason", "retries", "recoveries")
+
+_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
+_task_decoder: Final = msgspec.msgpack.Decoder(TaskState)
+
+
+class TaskSegmentInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One committed task segment: its file and how many task rows it holds."""
+
+    name: str
+    tasks: int
+    position: str
+    """The snapshot position its rows are the tasks' state at (the newest, once merged)."""
+
+
+class TaskRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A terminal task as it leaves memory: its bytes, and the columns queries use."""
+
+    task_id: str
+    url: str
+    site: str
+    status: str
+    last_reason: str
+    retries: int
+    recoveries: int
+    state: bytes
+
+
+def task_row(task: TaskState) -> TaskRow:
+    """The row of ``task``, encoded now (the fold may change the struct after)."""
+    return TaskRow(
+        task_id=task.task_id,
+        url=task.url,
+        site=task.site,
+        status=task.status,
+        last_reason=task.last_reason,
+        retries=task.retries,
+        recoveries=task.recoveries,
+        state=_encoder.encode(task),
+    )
+
+
+def task_from_bytes(data: bytes) -> TaskState:
+    """A task as ``task_row`` encoded it."""
+    return _task_decoder.decode(data)
+
+
+def _write(directory: Path, name: str, table: pa.Table) -> None:
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as sink:
+        pq.write_table(table, sink, compression=COMPRESSION, write_page_checksum=True)
+        sink.flush()
+        os.fsync(sink.fileno())
+    os.replace(tmp, directory / name)
+
+
+def write_task_segment(
+    directory: Path, rows: Sequence[TaskRow], position: str, *, tag: str = ""
+) -> TaskSegmentInfo:
+    """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed)."""
+    ordered = sorted(rows, key=lambda r: r.task_id)
+    columns = {field: [getattr(r, field) for r in ordered] for field in TASK_SCHEMA.names}
+    table = pa.table(columns, schema=TASK_SCHEMA)
+    ms, seq = stream_id_key(position)
+    name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
+    _write(directory, name, table)
+    return TaskSegmentInfo(name=name, tasks=table.num_rows, position=position)
+
+
+def _read(path: Path, columns: Sequence[str] | None = None, filters: object = None) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=columns, filters=filters)
+    except (OSError, pa.ArrowException) as exc:
+        raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
+
+
+def latest_rows(tables: Sequence[pa.Table]) -> pa.Table:
+    """One row per task id out of tables in commit order: the latest table's row wins."""
+    if not tables:
+        return TASK_SCHEMA.empty_table()
+    tagged = [
+        t.append_column("_seq", pa.array([n] * t.num_rows, pa.int32()))
+        for n, t in enumerate(tables)
+    ]
+    table = pa.concat_tables(tagged).sort_by([("task_id", "ascending"), ("_seq", "descending")])
+    ids = table.column("task_id")
+    if table.num_rows > 1:
+        first = pc.not_equal(ids.slice(1), ids.slice(0, table.num_rows - 1))
+        keep = pa.concat_arrays([pa.array([True]), first.combine_chunks()])
+        table = table.filter(keep)
+    return table.drop_columns(["_seq"])
+
+
+def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) -> TaskSegmentInfo:
+    """The segments as one (latest row per task), named after the newest (not committed).
+
+    One segment in memory at a time (plus the task ids of the newer ones): each becomes a
+    row group of the rows no newer segment replaces, still sorted by task id within it.
+    """
+    last = segments[-1]
+    ms, seq = stream_id_key(last.position)
+    first = segments[0].name[len("tasks-") :][:24]  # its position: names stay short
+    name = f"tasks-{ms:015d}-{seq:08d}-m{len(segments)}-{first}{TASK_SEGMENT_SUFFIX}"
+    ids = [_read(directory / info.name, ["task_id"]).column("task_id") for info in segments]
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    rows = 0
+    with open(tmp, "wb") as sink:
+        with pq.ParquetWriter(
+            sink, TASK_SCHEMA, compression=COMPRESSION, write_page_checksum=True
+        ) as writer:
+            for n, info in enumerate(segments):
+                table = _read(directory / info.name)
+                newer = [chunk for later in ids[n + 1 :] for chunk in later.chunks]
+                if newer:
+                    replaced = pc.is_in(
+                        table.column("task_id"), value_set=pa.chunked_array(newer, pa.string())
+                    )
+                    table = table.filter(pc.invert(replaced))
+                rows += table.num_rows
+                writer.write_table(table)
+        sink.flush()
+        os.fsync(sink.fileno())
+    os.replace(tmp, directory / name)
+    return TaskSegmentInfo(name=name, tasks=rows, position=last.position)
+
+
+def plan_merge(segments: Sequence[TaskSegmentInfo]) -> tuple[int, int] | None:
+    """The ``[start, end)`` run of task segments worth merging, if any (size tiers).
+
+    The newest ``MIN_MERGE_RUN`` are merged once their sizes are within a tier of each
+    other (tiers are powers of 4): merged ones then meet others of their own size, so a row
+    is rewritten about once per tier, a number of times logarithmic in the job. Segments of
+    sizes that never line up are all merged once there are ``MAX_TASK_SEGMENTS``.
+    """
+    if len(segments) >= MAX_TASK_SEGMENTS:
+        return 0, len(segments)
+    if len(segments) < MIN_MERGE_RUN:
+        return None
+    tiers = [_tier(s.tasks) for s in segments[-MIN_MERGE_RUN:]]
+    if max(tiers) <= min(tiers) + 1:
+        return len(segments) - MIN_MERGE_RUN, len(segments)
+    return None
+
+
+def _tier(tasks: int) -> int:
+    return max(tasks, 1).bit_length() // 2
+
+
+def read_tasks(
+    paths: Sequence[Path], task_ids: Collection[str] | None = None
+) -> dict[str, TaskState]:
+    """The tasks of the segments at ``paths`` (commit order; latest row wins), all or
+    only ``task_ids``."""
+    found: dict[str, bytes] = {}
+    wanted = None if task_ids is None else list(task_ids)
+    if wanted is not None and not wanted:
+        return {}
+    for path in paths:
+        filters = None if wanted is None else [("task_id", "in", wanted)]
+        table = _read(path, ["task_id", "state"], filters)
+        found.update(
+            zip(table.column("task_id").to_pylist(), table.column("state").to_pylist(), strict=True)
+        )
+    return {task_id: task_from_bytes(data) for task_id, data in found.items()}
+
+
+def iter_task_ids(paths: Iterable[Path]) -> Iterator[str]:
+    """Every task id the segments hold (a task in several segments more than once)."""
+    for path in paths:
+        yield from _read(path, ["task_id"]).column("task_id").to_pylist()
+
+
+def summary_rows(paths: Sequence[Path]) -> list[dict[str, object]]:
+    """The latest row of each stored task that counts in a summary (failed or aborted,
+    retried, recovered): what the projector's summary tracker starts from."""
+    table = latest_rows([_read(p, list(SUMMARY_COLUMNS)) for p in paths])
+    if not table.num_rows:
+        return []
+    status = table.column("status")
+    mask = pc.or_(
+        pc.or_(pc.equal(status, FAILED), pc.equal(status, ABORTED)),
+        pc.or_(pc.greater(table.column("retries"), 0), pc.greater(table.column("recoveries"), 0)),
+    )
+    return table.filter(mask).to_pylist()  # type: ignore[no-any-return]
+
+
+class StoredTasks:
+    """What the projector knows of the tasks that left its memory.
+
+    ``hashes`` holds the ``hash`` of every stored task id: a task id an event names that is
+    neither in memory nor in it is a new task (most are: every ``TaskEnqueued``), found with
+    one set lookup and no I/O. A hash that matches is looked up in the segments, so a
+    collision only costs a read that finds nothing. The hashes are this process's own
+    (Python's string hash is salted per process) and are rebuilt from the segments' task ids
+    when the projector starts. ``in_flight`` holds the rows of a commit not landed yet.
+    """
+
+    def __init__(self) -> None:
+        self.hashes: set[int] = set()
+        self.in_flight: dict[str, bytes] = {}
+
+    def add(self, rows: Iterable[TaskRow]) -> None:
+        """Rows that leave memory with the commit being started."""
+        self.in_flight = {row.task_id: row.state for row in rows}
+        self.hashes.update(hash(task_id) for task_id in self.in_flight)
+
+    def landed(self) -> None:
+        """The commit of the ``in_flight`` rows is in the store now."""
+        self.in_flight = {}
+
+    def missing(self, tasks: Collection[str], task_ids: Iterable[str]) -> set[str]:
+        """Those of ``task_ids`` not in ``tasks`` (memory) that may be stored."""
+        hashes = self.hashes
+        return {t for t in task_ids if t not in tasks and hash(t) in hashes}
+
+    def load(self, task_ids: Collection[str], paths: Sequence[Path]) -> dict[str, TaskState]:
+        """The stored state of ``task_ids`` (those the store has)."""
+        found = {t: task_from_bytes(self.in_flight[t]) for t in task_ids if t in self.in_flight}
+        rest = [t for t in task_ids if t not in found]
+        if rest:
+            found.update(read_tasks(paths, rest))
+        return found
