@@ -22,6 +22,11 @@ Beside the writer run the loops a crawlog worker runs: claiming, lease renewal (
 lease held, started or not, until its task is finished), recovery of other processes'
 expired leases, and the control poll (pauses), plus a poll of how much work is left,
 which ``has_pending_requests`` answers from.
+
+With ``PolitenessMiddleware`` the thread also holds crawlog's shared per-host slots
+(`crawler._politeness.PolitenessGate`, under this process's worker name) for the requests
+Scrapy is downloading: a task per slot wanted, which takes the slot and keeps it until the
+middleware gives it back (`SlotTicket.release`).
 """
 
 from __future__ import annotations
@@ -37,10 +42,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import anyio
+import anyio.abc
 import msgspec
 import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, save_config
+from crawler._politeness import Politeness, PolitenessGate
 from crawler.scrapy._settings import PluginSettings
 from eventlog import (
     CONTROL_POLL_S,
@@ -130,6 +137,52 @@ class BridgeStats:
     taken_back: int = 0
 
 
+class SlotTicket:
+    """One request's claim on a host slot: ``on_held`` is called (from the loop thread)
+    once the slot is held, with None, or with the error that kept it from being taken;
+    `release` (from any thread) frees it, or stops the wait for it."""
+
+    __slots__ = ("_bridge", "_held", "_released", "_scope", "host", "on_held")
+
+    def __init__(
+        self, bridge: Bridge, host: str, on_held: Callable[[BaseException | None], None]
+    ) -> None:
+        self._bridge = bridge
+        self.host = host
+        self.on_held = on_held
+        self._scope: anyio.CancelScope | None = None
+        self._held = False
+        self._released = False
+
+    def release(self) -> None:
+        """Free the slot (or give up waiting for it); only the first call counts."""
+        if self._released:
+            return
+        self._released = True
+        with suppress(RuntimeError):  # the queue has stopped: its slots were freed then
+            self._bridge._call_in_loop(self._cancel)
+
+    def _cancel(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def hold(self, gate: PolitenessGate) -> None:
+        """Take the slot and keep it until released (run on the loop thread)."""
+        with anyio.CancelScope() as self._scope:
+            if self._released:
+                return
+            try:
+                async with gate.slot(self.host):
+                    self._held = True
+                    self.on_held(None)
+                    await anyio.sleep_forever()
+            except Exception as exc:
+                if not self._held:
+                    self.on_held(exc)
+                else:  # freeing it failed: it expires by itself (the slot's ttl)
+                    log.warning("crawlog: a slot on %s was not freed: %s", self.host, exc)
+
+
 @dataclass(slots=True)
 class _Shared:
     ready: deque[Lease] = field(default_factory=deque)
@@ -147,6 +200,7 @@ class Bridge:
         seeds: tuple[str, ...],
         spider_name: str,
         wake_scrapy: Callable[[], None],
+        politeness: Politeness | None = None,
     ) -> None:
         self.settings = settings
         self.prefetch = max(1, prefetch)
@@ -154,6 +208,10 @@ class Bridge:
         self.spider_name = spider_name
         self.wake_scrapy = wake_scrapy
         """Called (from this thread) when leases arrive while Scrapy's side had none."""
+        self.politeness = politeness
+        """The shared per-host limits (``PolitenessMiddleware``), or None: Scrapy's own."""
+        self._gate: PolitenessGate | None = None
+        self._slot_tasks: anyio.abc.TaskGroup | None = None
         self.shared = _Shared()
         self.ready = self.shared.ready
         self.outbox = self.shared.outbox
@@ -197,6 +255,23 @@ class Bridge:
         self._poked = True
         with suppress(RuntimeError):  # the loop is closed: nothing runs any more
             self._loop.call_soon_threadsafe(self._wake)
+
+    def hold_slot(self, host: str, on_held: Callable[[BaseException | None], None]) -> SlotTicket:
+        """Ask for a slot on ``host`` (see `SlotTicket`); never waits."""
+        ticket = SlotTicket(self, host, on_held)
+        self._call_in_loop(lambda: self._start_holding(ticket))
+        return ticket
+
+    def _call_in_loop(self, callback: Callable[[], None]) -> None:
+        if self._loop is None:
+            raise RuntimeError("the crawlog queue is not running")
+        self._loop.call_soon_threadsafe(callback)
+
+    def _start_holding(self, ticket: SlotTicket) -> None:
+        if self._slot_tasks is None or self._gate is None:
+            ticket.on_held(CrawlogError("the crawlog queue is closed: no host slot to take"))
+            return
+        self._slot_tasks.start_soon(ticket.hold, self._gate)
 
     def pending(self) -> bool:
         """Whether work may still come: queued writes, leases ahead, or unfinished tasks."""
@@ -250,6 +325,7 @@ class Bridge:
             config = JobConfig(
                 seeds=self.seeds,
                 spider=f"scrapy:{self.spider_name}",
+                politeness=self.politeness or Politeness(),
                 lease_ms=self.settings.lease_ms,
                 recovery_limit=self.settings.recovery_limit,
             )
@@ -262,8 +338,11 @@ class Bridge:
                 await self._accept(queue, lease)
             if taken:
                 log.info("crawlog: %s resumed %d request(s) it held", self.name, len(taken))
+            if self.politeness is not None:
+                self._gate = PolitenessGate(client, keys, self.politeness, holder=self.name)
             self._started.set_result(None)
             async with anyio.create_task_group() as tg:
+                self._slot_tasks = await tg.start(self._slot_group)
                 tg.start_soon(self._claim_loop, queue)
                 tg.start_soon(self._renew_loop, queue)
                 tg.start_soon(self._recovery_loop, queue)
@@ -278,6 +357,12 @@ class Bridge:
                     writing.cancel_scope.cancel()
                 await self._hand_back(queue)
                 tg.cancel_scope.cancel()
+
+    async def _slot_group(self, *, task_status: anyio.abc.TaskStatus[anyio.abc.TaskGroup]) -> None:
+        """A task group for the slots held (`SlotTicket.hold`), alive as long as the bridge."""
+        async with anyio.create_task_group() as slots:
+            task_status.started(slots)
+            await anyio.sleep_forever()
 
     async def _take_name(self, client: aioredis.Redis, keys: JobKeys, names: AsyncExitStack) -> str:
         if self.settings.worker:
