@@ -118,7 +118,17 @@ class Release:
     events: Sequence[AnyEvent]
 
 
-Op = Enqueue | Finish | Release
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A task Scrapy was about to get whose job, site or self is paused: parked (or, for a
+    paused job, back in its lane), as a native worker holds one back."""
+
+    lease: Lease
+    reason: str
+    """`eventlog.Controls.blocks`' answer: job, site or task paused."""
+
+
+Op = Enqueue | Finish | Release | Hold
 
 
 @dataclass(slots=True)
@@ -273,6 +283,10 @@ class Bridge:
             return
         self._slot_tasks.start_soon(ticket.hold, self._gate)
 
+    def blocks(self, lease: Lease) -> str | None:
+        """Why the lease's task may not run now (the controls last polled), or None."""
+        return self._controls.blocks(lease.task.site, lease.task.task_id)
+
     def pending(self) -> bool:
         """Whether work may still come: queued writes, leases ahead, or unfinished tasks."""
         if self.error is not None:
@@ -397,15 +411,34 @@ class Bridge:
             self.stats.aborted += 1
             return
         blocked = self._controls.blocks(task.site, task.task_id)
-        if blocked is not None:
-            parked = TaskParked(actor=self.name, task_id=task.task_id, reason=blocked)
-            if await queue.park(lease, [parked]):
-                self.stats.parked += 1
-                return
+        if blocked is not None and await self._held_back(queue, lease, blocked):
+            return
         self._held[lease.entry_id] = lease
         was_empty = not self.ready
         self.ready.append(lease)
         if was_empty:
+            self.wake_scrapy()
+
+    async def _held_back(self, queue: TaskQueue, lease: Lease, why: str) -> bool:
+        """Park the task (its site or itself is paused) or, the job paused, put it back in its
+        lane, as a native worker does; False if the pause was lifted meanwhile."""
+        task = lease.task
+        parked = TaskParked(actor=self.name, task_id=task.task_id, reason=why)
+        try:
+            if why == "job paused":
+                await queue.requeue(lease, [parked], task, lease.lane)
+            elif not await queue.park(lease, [parked]):
+                return False
+        except LeaseLost as lost:
+            log.warning("crawlog: %s", lost)
+        self._held.pop(lease.entry_id, None)
+        self.stats.parked += 1
+        return True
+
+    async def _hold(self, queue: TaskQueue, op: Hold) -> None:
+        if not await self._held_back(queue, op.lease, op.reason):
+            # Resumed since Scrapy's side looked: Scrapy gets it after all, first.
+            self.ready.appendleft(op.lease)
             self.wake_scrapy()
 
     async def _claim_loop(self, queue: TaskQueue) -> None:
@@ -458,6 +491,10 @@ class Bridge:
                     for op in run:
                         if isinstance(op, Release):
                             await self._release(queue, op.lease, op.events)
+                elif isinstance(first, Hold):
+                    for op in run:
+                        if isinstance(op, Hold):
+                            await self._hold(queue, op)
                 else:
                     finishes = [op for op in run if isinstance(op, Finish)]
                     async with anyio.create_task_group() as tg:

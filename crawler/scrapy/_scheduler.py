@@ -41,7 +41,7 @@ from twisted.python.failure import Failure
 
 from crawler._politeness import Politeness
 from crawler._urls import site_of
-from crawler.scrapy._bridge import Bridge, Enqueue, Finish, Release
+from crawler.scrapy._bridge import Bridge, Enqueue, Finish, Hold, Release
 from crawler.scrapy._settings import PluginSettings, plugin_settings
 from eventlog import (
     AnyEvent,
@@ -275,6 +275,10 @@ class Scheduler(BaseScheduler):
             lease = bridge.ready.popleft()
             if len(bridge.ready) * 2 < bridge.prefetch:
                 bridge.poke()
+            if (why := bridge.blocks(lease)) is not None:
+                # Claimed before the pause was seen: held back now, not fetched.
+                bridge.submit(Hold(lease, why))
+                continue
             try:
                 request = self._request_of(lease.task)
             except Exception as exc:

@@ -49,7 +49,7 @@ async def scrapy_process(
     scrapy_site: RunningSite, scrapy_env: dict[str, str]
 ) -> AsyncIterator[Callable[..., Any]]:
     """``await scrapy_process(env={...})``: ``site_spider.py`` (or ``spider=``) crawling
-    the site (or ``site=``) through the plug-in, as its own process. Whatever a test
+    the site (or ``site=``, ``concurrency=`` requests at once) through the plug-in, as its own process. Whatever a test
     leaves running is killed at teardown."""
     started: list[Process] = []
 
@@ -59,9 +59,10 @@ async def scrapy_process(
         mode: str = "plugin",
         site: RunningSite | None = None,
         spider: Path = SPIDER,
+        concurrency: int = CONCURRENCY,
     ) -> Process:
         url = (site or scrapy_site).url + "/"
-        command = [sys.executable, str(spider), url, mode, str(CONCURRENCY)]
+        command = [sys.executable, str(spider), url, mode, str(concurrency)]
         process = await anyio.open_process(
             command, env={**scrapy_env, **(env or {})}, cwd=ROOT, stdout=None, stderr=None
         )
