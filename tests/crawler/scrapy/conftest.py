@@ -49,8 +49,8 @@ async def scrapy_process(
     scrapy_site: RunningSite, scrapy_env: dict[str, str]
 ) -> AsyncIterator[Callable[..., Any]]:
     """``await scrapy_process(env={...})``: ``site_spider.py`` (or ``spider=``) crawling
-    the site (or ``site=``, ``concurrency=`` requests at once) through the plug-in, as its own process. Whatever a test
-    leaves running is killed at teardown."""
+    the site (or ``site=``, ``concurrency=`` requests at once) through the plug-in, as its
+    own process. Whatever a test leaves running is killed at teardown."""
     started: list[Process] = []
 
     async def start(
