@@ -43,11 +43,11 @@ from fractions import Fraction
 
 import anyio
 import anyio.abc
-import msgspec
 import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness, PolitenessGate
+from crawler._recovery import Recovery, aborted_for_recoveries, past_recovery_limit, recovery_of
 from crawler.scrapy._settings import PluginSettings
 from eventlog import (
     CONTROL_POLL_S,
@@ -64,7 +64,6 @@ from eventlog import (
     TaskFailed,
     TaskParked,
     TaskQueue,
-    TaskReclaimed,
     TaskReleased,
     WorkerNameTaken,
     connect,
@@ -398,15 +397,9 @@ class Bridge:
     async def _accept(self, queue: TaskQueue, lease: Lease) -> None:
         """A lease of ours: to Scrapy, parked (its site or the job is paused) or aborted."""
         task = lease.task
-        if lease.recoveries > self.settings.recovery_limit:
-            aborted = TaskAborted(
-                actor=self.name,
-                task_id=task.task_id,
-                attempt=task.attempt,
-                reason=f"recovered {lease.recoveries} times (limit {self.settings.recovery_limit})",
-                deliveries=lease.deliveries,
-                owners=(*task.owners, self.name),
-            )
+        limit = self.settings.recovery_limit
+        if past_recovery_limit(lease, limit):
+            aborted = aborted_for_recoveries(lease, self.name, limit, (*task.owners, self.name))
             await self._finish(queue, Finish(lease, (), aborted))
             self.stats.aborted += 1
             return
@@ -561,28 +554,8 @@ class Bridge:
             wait = period if soonest is None else min(period, soonest + 0.05)
             await anyio.sleep(max(wait, 0.05))
 
-    def _recovery(self, lease: Lease) -> tuple[Lease, TaskReclaimed | TaskAborted, Task | None]:
-        task = lease.task
-        owners = (*task.owners, lease.previous_owner or "?")
-        if lease.recoveries > self.settings.recovery_limit:
-            aborted = TaskAborted(
-                actor=self.name,
-                task_id=task.task_id,
-                attempt=task.attempt,
-                reason=f"recovered {lease.recoveries} times (limit {self.settings.recovery_limit})",
-                deliveries=lease.deliveries,
-                owners=owners,
-            )
-            return lease, aborted, None
-        moved = msgspec.structs.replace(task, recoveries=lease.recoveries, owners=owners)
-        reclaimed = TaskReclaimed(
-            actor=self.name,
-            task_id=task.task_id,
-            attempt=task.attempt,
-            previous_owner=lease.previous_owner or "?",
-            deliveries=lease.deliveries,
-        )
-        return lease, reclaimed, moved
+    def _recovery(self, lease: Lease) -> Recovery:
+        return recovery_of(lease, self.name, self.settings.recovery_limit)
 
     async def _control_loop(self, client: aioredis.Redis, keys: JobKeys, queue: TaskQueue) -> None:
         while True:
