@@ -49,6 +49,7 @@ from crawler._job import JobConfig
 from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
 from crawler._politeness import PolitenessGate
+from crawler._recovery import Recovery, aborted_for_recoveries, past_recovery_limit, recovery_of
 from crawler._robots import (
     MAX_ROBOTS_BYTES,
     RobotsCache,
@@ -109,7 +110,6 @@ from eventlog import (
     TaskParked,
     TaskPaused,
     TaskQueue,
-    TaskReclaimed,
     TaskReleased,
     hold_worker_name,
     read_controls,
@@ -557,20 +557,8 @@ class Worker:
                 self.stats.reclaimed += 1
         return soonest
 
-    def _recovery(self, lease: Lease) -> tuple[Lease, TaskReclaimed | TaskAborted, Task | None]:
-        task = lease.task
-        owners = (*task.owners, lease.previous_owner or "?")
-        if lease.recoveries > self.config.recovery_limit:
-            return lease, self._aborted(lease, owners), None
-        moved = msgspec.structs.replace(task, recoveries=lease.recoveries, owners=owners)
-        reclaimed = TaskReclaimed(
-            actor=self.name,
-            task_id=task.task_id,
-            attempt=task.attempt,
-            previous_owner=lease.previous_owner or "?",
-            deliveries=lease.deliveries,
-        )
-        return lease, reclaimed, moved
+    def _recovery(self, lease: Lease) -> Recovery:
+        return recovery_of(lease, self.name, self.config.recovery_limit)
 
     async def _pending_loop(self) -> None:
         while True:
@@ -592,14 +580,7 @@ class Worker:
                     self._backlog.append(lease)
 
     def _aborted(self, lease: Lease, owners: tuple[str, ...]) -> TaskAborted:
-        return TaskAborted(
-            actor=self.name,
-            task_id=lease.task.task_id,
-            attempt=lease.task.attempt,
-            reason=f"recovered {lease.recoveries} times (limit {self.config.recovery_limit})",
-            deliveries=lease.deliveries,
-            owners=owners,
-        )
+        return aborted_for_recoveries(lease, self.name, self.config.recovery_limit, owners)
 
     # --- one task ------------------------------------------------------------------------
 
@@ -661,7 +642,7 @@ class Worker:
 
     async def _crawl_task(self, lease: Lease) -> None:
         task = lease.task
-        if lease.recoveries > self.config.recovery_limit:
+        if past_recovery_limit(lease, self.config.recovery_limit):
             await self._end(lease, self._aborted(lease, (*task.owners, self.name)))
             return
         claimed = TaskClaimed(

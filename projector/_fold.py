@@ -230,6 +230,7 @@ def _enqueued(state: State, event: TaskEnqueued) -> None:
         parent_task_id=event.parent_task_id,
         enqueued_at=event.at,
         spec=event.spec,
+        request=event.request,
         updated_at=event.at,
         last_actor=event.actor,
     )

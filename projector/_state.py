@@ -34,6 +34,8 @@ DEDUP_WINDOW: Final = 100_000
 its own window, so this only has to catch the rare one it let through."""
 MAX_ANOMALIES_KEPT: Final = 10_000
 """Anomalies kept in full; beyond, only counted (a runaway zombie must not fill memory)."""
+CarriedRequest: TypeAlias = bytes
+"""A task's carried request (msgpack); named so, because ``TaskState.bytes`` is a field."""
 
 
 class TaskState(msgspec.Struct, kw_only=True, gc=False):
@@ -78,6 +80,8 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     pending again once that pause is lifted."""
     spec: RequestSpec | None = None
     """Its method, body, headers, callback and data (``TaskEnqueued``): a retry keeps them."""
+    request: CarriedRequest | None = None
+    """The request it carries (``TaskEnqueued.request``, a Scrapy request): a retry keeps it."""
 
 
 class SiteState(msgspec.Struct, kw_only=True, gc=False):

@@ -282,6 +282,7 @@ API: dict[str, list[str]] = {
     "crawler.scrapy": [
         "DupeFilter",
         "ItemPipeline",
+        "PolitenessMiddleware",
         "Scheduler",
     ],
     "crawler.testsite": [

@@ -1,6 +1,6 @@
 """Scrapy with crawlog's scheduler against plain Scrapy, and both against ``kill -9``.
 
-    python tools/bench_scrapy_plugin.py [--pages N] [--concurrency C] [--rounds R]
+    python tools/bench_scrapy_plugin.py [--pages N] [--concurrency C] [--rounds R] [--no-kill]
 
 Starts ``crawlog testsite`` (N pages, default 2,000) and a private valkey-server, then:
 
@@ -9,12 +9,13 @@ Starts ``crawlog testsite`` (N pages, default 2,000) and a private valkey-server
    robots.txt obeyed, CONCURRENT_REQUESTS = C) crawls the whole site as plain Scrapy and
    through crawler.scrapy (a fresh job per round). Pages/s is the pages the site served
    the run (its request log) over the process's wall time, start-up included. Medians
-   and the spread (min-max) of R rounds.
+   and the spread (min-max) of R rounds, each round's ratio, and the machine's load
+   average (1 min) before and after: the machine is shared, read the ratio.
 2. ``kill -9`` at 30 %: each of Scrapy with ``JOBDIR`` and Scrapy with the plug-in is
    SIGKILLed once the site has served 30 % of its reachable pages, then the same command
    is run again to its end. Counted from the site's request log: reachable pages never
    fetched, pages fetched twice; and for the plug-in, items that are twice in
-   ``crawlog export`` (after ``crawlog project --once``).
+   ``crawlog export`` (after ``crawlog project --once``). ``--no-kill`` skips it.
 
 Prints a table; the last line is one JSON object with ``plugin_vs_plain`` (pages/s ratio),
 ``jobdir_unfetched_after_kill``, ``plugin_unfetched_after_kill`` (pages, of
@@ -136,7 +137,9 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=DEFAULT_PAGES)
     parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--no-kill", action="store_true", help="throughput only")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     try:
         import scrapy  # noqa: F401
     except ImportError:
@@ -165,25 +168,56 @@ def main() -> int:
                     pages, seconds = timed_run(*runs[name], request_log)
                     (plain_rates if name == "plain" else plugin_rates).append(pages / seconds)
                     line.append(f"{name} {pages} pages in {seconds:.1f} s")
-                print(f"  round {r + 1}: " + ", ".join(line), flush=True)
-
-            jobdir = Path(tmp) / "jobdir"
-            jobdir_env = {**os.environ, "SCRAPY_JOBDIR": str(jobdir)}
-            jobdir_counts, jobdir_at_kill = killed_and_rerun(
-                spider(url, "jobdir", args.concurrency), jobdir_env, request_log, kill_after
+                ratio = plugin_rates[-1] / plain_rates[-1]
+                load = os.getloadavg()[0]
+                print(
+                    f"  round {r + 1}: {', '.join(line)}; ratio {ratio:.2f}, load {load:.1f}",
+                    flush=True,
+                )
+            kills = (
+                None
+                if args.no_kill
+                else kill_runs(url, redis_url, Path(tmp), request_log, args.concurrency, kill_after)
             )
-            job, data_dir = f"bench-kill-{time.time_ns()}", Path(tmp) / "data-kill"
-            plugin_counts, plugin_at_kill = killed_and_rerun(
-                spider(url, "plugin", args.concurrency),
-                environment(redis_url, job, data_dir),
-                request_log,
-                kill_after,
-            )
-            urls = exported_item_urls(redis_url, job, data_dir)
         finally:
             stop_server(server_dir)
             site.terminate()
             site.wait()
+    return report(args, reachable, plain_rates, plugin_rates, load_before, kills)
+
+
+Kills = tuple[Counter[str], int, Counter[str], int, list[str]]
+"""JOBDIR's fetch counts and pages at the kill, the plug-in's, its exported item URLs."""
+
+
+def kill_runs(
+    url: str, redis_url: str, tmp: Path, request_log: Path, concurrency: int, kill_after: int
+) -> Kills:
+    """Each of JOBDIR and the plug-in SIGKILLed at ``kill_after`` pages and run again."""
+    jobdir_env = {**os.environ, "SCRAPY_JOBDIR": str(tmp / "jobdir")}
+    jobdir_counts, jobdir_at_kill = killed_and_rerun(
+        spider(url, "jobdir", concurrency), jobdir_env, request_log, kill_after
+    )
+    job, data_dir = f"bench-kill-{time.time_ns()}", tmp / "data-kill"
+    plugin_counts, plugin_at_kill = killed_and_rerun(
+        spider(url, "plugin", concurrency),
+        environment(redis_url, job, data_dir),
+        request_log,
+        kill_after,
+    )
+    urls = exported_item_urls(redis_url, job, data_dir)
+    return jobdir_counts, jobdir_at_kill, plugin_counts, plugin_at_kill, urls
+
+
+def report(
+    args: argparse.Namespace,
+    reachable: frozenset[str],
+    plain_rates: list[float],
+    plugin_rates: list[float],
+    load_before: float,
+    kills: Kills | None,
+) -> int:
+    """Print the tables and the last-line JSON."""
 
     def unfetched(counts: Counter[str]) -> int:
         return len(reachable - set(counts))
@@ -192,7 +226,8 @@ def main() -> int:
         return sum(1 for n in counts.values() if n > 1)
 
     plain, plugin = statistics.median(plain_rates), statistics.median(plugin_rates)
-    result: dict[str, float | int] = {
+    ratios = [b / a for a, b in zip(plain_rates, plugin_rates, strict=True)]
+    result: dict[str, float | int | list[float]] = {
         "pages": args.pages,
         "reachable": len(reachable),
         "concurrency": args.concurrency,
@@ -200,13 +235,11 @@ def main() -> int:
         "plain_pages_per_s": round(plain, 2),
         "plugin_pages_per_s": round(plugin, 2),
         "plugin_vs_plain": round(plugin / plain, 3),
-        "jobdir_fetched_at_kill": jobdir_at_kill,
-        "jobdir_unfetched_after_kill": unfetched(jobdir_counts),
-        "jobdir_refetched": refetched(jobdir_counts),
-        "plugin_fetched_at_kill": plugin_at_kill,
-        "plugin_unfetched_after_kill": unfetched(plugin_counts),
-        "plugin_refetched": refetched(plugin_counts),
-        "plugin_duplicate_items": len(urls) - len(set(urls)),
+        "round_ratios": [round(x, 3) for x in ratios],
+        "plain_pages_per_s_spread": [round(min(plain_rates), 2), round(max(plain_rates), 2)],
+        "plugin_pages_per_s_spread": [round(min(plugin_rates), 2), round(max(plugin_rates), 2)],
+        "load_before": round(load_before, 1),
+        "load_after": round(os.getloadavg()[0], 1),
     }
     spread = "{:.1f}-{:.1f}"
     print(f"\n{'scrapy':<22} {'pages/s':>8}   {'spread':>11}   (C = {args.concurrency})")
@@ -216,6 +249,20 @@ def main() -> int:
         f"{spread.format(min(plugin_rates), max(plugin_rates)):>11}   "
         f"{plugin / plain:.2f} x plain (target >= 0.85)"
     )
+    print(f"load average (1 min): {result['load_before']} before, {result['load_after']} after")
+    if kills is None:
+        print(json.dumps(result))
+        return 0
+    jobdir_counts, jobdir_at_kill, plugin_counts, plugin_at_kill, urls = kills
+    result |= {
+        "jobdir_fetched_at_kill": jobdir_at_kill,
+        "jobdir_unfetched_after_kill": unfetched(jobdir_counts),
+        "jobdir_refetched": refetched(jobdir_counts),
+        "plugin_fetched_at_kill": plugin_at_kill,
+        "plugin_unfetched_after_kill": unfetched(plugin_counts),
+        "plugin_refetched": refetched(plugin_counts),
+        "plugin_duplicate_items": len(urls) - len(set(urls)),
+    }
     print(f"\nkill -9 at {KILL_AT:.0%} then the same command ({len(reachable)} reachable pages)")
     print(f"{'':<22} {'at kill':>8} {'never fetched':>14} {'fetched twice':>14}")
     for name, counts, at_kill in (

@@ -169,6 +169,7 @@ def retry_of(task: TaskState, reason: str, by: str) -> Retry:
         parent_task_id=task.parent_task_id,
         attempt=task.attempt + 1,
         spec=task.spec,  # the same request and callback, as a redo after a kill has
+        request=task.request,  # a Scrapy request, callback and meta: the same one again
     )
     return Retry(
         task=again,

@@ -22,6 +22,11 @@ Beside the writer run the loops a crawlog worker runs: claiming, lease renewal (
 lease held, started or not, until its task is finished), recovery of other processes'
 expired leases, and the control poll (pauses), plus a poll of how much work is left,
 which ``has_pending_requests`` answers from.
+
+With ``PolitenessMiddleware`` the thread also holds crawlog's shared per-host slots
+(`crawler._politeness.PolitenessGate`, under this process's worker name) for the requests
+Scrapy is downloading: a task per slot wanted, which takes the slot and keeps it until the
+middleware gives it back (`SlotTicket.release`).
 """
 
 from __future__ import annotations
@@ -37,10 +42,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import anyio
-import msgspec
+import anyio.abc
 import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, save_config
+from crawler._politeness import Politeness, PolitenessGate
+from crawler._recovery import Recovery, aborted_for_recoveries, past_recovery_limit, recovery_of
 from crawler.scrapy._settings import PluginSettings
 from eventlog import (
     CONTROL_POLL_S,
@@ -57,7 +64,6 @@ from eventlog import (
     TaskFailed,
     TaskParked,
     TaskQueue,
-    TaskReclaimed,
     TaskReleased,
     WorkerNameTaken,
     connect,
@@ -111,7 +117,17 @@ class Release:
     events: Sequence[AnyEvent]
 
 
-Op = Enqueue | Finish | Release
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """A task Scrapy was about to get whose job, site or self is paused: parked (or, for a
+    paused job, back in its lane), as a native worker holds one back."""
+
+    lease: Lease
+    reason: str
+    """`eventlog.Controls.blocks`' answer: job, site or task paused."""
+
+
+Op = Enqueue | Finish | Release | Hold
 
 
 @dataclass(slots=True)
@@ -128,6 +144,52 @@ class BridgeStats:
     parked: int = 0
     released: int = 0
     taken_back: int = 0
+
+
+class SlotTicket:
+    """One request's claim on a host slot: ``on_held`` is called (from the loop thread)
+    once the slot is held, with None, or with the error that kept it from being taken;
+    `release` (from any thread) frees it, or stops the wait for it."""
+
+    __slots__ = ("_bridge", "_held", "_released", "_scope", "host", "on_held")
+
+    def __init__(
+        self, bridge: Bridge, host: str, on_held: Callable[[BaseException | None], None]
+    ) -> None:
+        self._bridge = bridge
+        self.host = host
+        self.on_held = on_held
+        self._scope: anyio.CancelScope | None = None
+        self._held = False
+        self._released = False
+
+    def release(self) -> None:
+        """Free the slot (or give up waiting for it); only the first call counts."""
+        if self._released:
+            return
+        self._released = True
+        with suppress(RuntimeError):  # the queue has stopped: its slots were freed then
+            self._bridge._call_in_loop(self._cancel)
+
+    def _cancel(self) -> None:
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def hold(self, gate: PolitenessGate) -> None:
+        """Take the slot and keep it until released (run on the loop thread)."""
+        with anyio.CancelScope() as self._scope:
+            if self._released:
+                return
+            try:
+                async with gate.slot(self.host):
+                    self._held = True
+                    self.on_held(None)
+                    await anyio.sleep_forever()
+            except Exception as exc:
+                if not self._held:
+                    self.on_held(exc)
+                else:  # freeing it failed: it expires by itself (the slot's ttl)
+                    log.warning("crawlog: a slot on %s was not freed: %s", self.host, exc)
 
 
 @dataclass(slots=True)
@@ -147,6 +209,7 @@ class Bridge:
         seeds: tuple[str, ...],
         spider_name: str,
         wake_scrapy: Callable[[], None],
+        politeness: Politeness | None = None,
     ) -> None:
         self.settings = settings
         self.prefetch = max(1, prefetch)
@@ -154,6 +217,10 @@ class Bridge:
         self.spider_name = spider_name
         self.wake_scrapy = wake_scrapy
         """Called (from this thread) when leases arrive while Scrapy's side had none."""
+        self.politeness = politeness
+        """The shared per-host limits (``PolitenessMiddleware``), or None: Scrapy's own."""
+        self._gate: PolitenessGate | None = None
+        self._slot_tasks: anyio.abc.TaskGroup | None = None
         self.shared = _Shared()
         self.ready = self.shared.ready
         self.outbox = self.shared.outbox
@@ -197,6 +264,27 @@ class Bridge:
         self._poked = True
         with suppress(RuntimeError):  # the loop is closed: nothing runs any more
             self._loop.call_soon_threadsafe(self._wake)
+
+    def hold_slot(self, host: str, on_held: Callable[[BaseException | None], None]) -> SlotTicket:
+        """Ask for a slot on ``host`` (see `SlotTicket`); never waits."""
+        ticket = SlotTicket(self, host, on_held)
+        self._call_in_loop(lambda: self._start_holding(ticket))
+        return ticket
+
+    def _call_in_loop(self, callback: Callable[[], None]) -> None:
+        if self._loop is None:
+            raise RuntimeError("the crawlog queue is not running")
+        self._loop.call_soon_threadsafe(callback)
+
+    def _start_holding(self, ticket: SlotTicket) -> None:
+        if self._slot_tasks is None or self._gate is None:
+            ticket.on_held(CrawlogError("the crawlog queue is closed: no host slot to take"))
+            return
+        self._slot_tasks.start_soon(ticket.hold, self._gate)
+
+    def blocks(self, lease: Lease) -> str | None:
+        """Why the lease's task may not run now (the controls last polled), or None."""
+        return self._controls.blocks(lease.task.site, lease.task.task_id)
 
     def pending(self) -> bool:
         """Whether work may still come: queued writes, leases ahead, or unfinished tasks."""
@@ -250,6 +338,7 @@ class Bridge:
             config = JobConfig(
                 seeds=self.seeds,
                 spider=f"scrapy:{self.spider_name}",
+                politeness=self.politeness or Politeness(),
                 lease_ms=self.settings.lease_ms,
                 recovery_limit=self.settings.recovery_limit,
             )
@@ -262,8 +351,11 @@ class Bridge:
                 await self._accept(queue, lease)
             if taken:
                 log.info("crawlog: %s resumed %d request(s) it held", self.name, len(taken))
+            if self.politeness is not None:
+                self._gate = PolitenessGate(client, keys, self.politeness, holder=self.name)
             self._started.set_result(None)
             async with anyio.create_task_group() as tg:
+                self._slot_tasks = await tg.start(self._slot_group)
                 tg.start_soon(self._claim_loop, queue)
                 tg.start_soon(self._renew_loop, queue)
                 tg.start_soon(self._recovery_loop, queue)
@@ -278,6 +370,12 @@ class Bridge:
                     writing.cancel_scope.cancel()
                 await self._hand_back(queue)
                 tg.cancel_scope.cancel()
+
+    async def _slot_group(self, *, task_status: anyio.abc.TaskStatus[anyio.abc.TaskGroup]) -> None:
+        """A task group for the slots held (`SlotTicket.hold`), alive as long as the bridge."""
+        async with anyio.create_task_group() as slots:
+            task_status.started(slots)
+            await anyio.sleep_forever()
 
     async def _take_name(self, client: aioredis.Redis, keys: JobKeys, names: AsyncExitStack) -> str:
         if self.settings.worker:
@@ -299,28 +397,41 @@ class Bridge:
     async def _accept(self, queue: TaskQueue, lease: Lease) -> None:
         """A lease of ours: to Scrapy, parked (its site or the job is paused) or aborted."""
         task = lease.task
-        if lease.recoveries > self.settings.recovery_limit:
-            aborted = TaskAborted(
-                actor=self.name,
-                task_id=task.task_id,
-                attempt=task.attempt,
-                reason=f"recovered {lease.recoveries} times (limit {self.settings.recovery_limit})",
-                deliveries=lease.deliveries,
-                owners=(*task.owners, self.name),
-            )
+        limit = self.settings.recovery_limit
+        if past_recovery_limit(lease, limit):
+            aborted = aborted_for_recoveries(lease, self.name, limit, (*task.owners, self.name))
             await self._finish(queue, Finish(lease, (), aborted))
             self.stats.aborted += 1
             return
         blocked = self._controls.blocks(task.site, task.task_id)
-        if blocked is not None:
-            parked = TaskParked(actor=self.name, task_id=task.task_id, reason=blocked)
-            if await queue.park(lease, [parked]):
-                self.stats.parked += 1
-                return
+        if blocked is not None and await self._held_back(queue, lease, blocked):
+            return
         self._held[lease.entry_id] = lease
         was_empty = not self.ready
         self.ready.append(lease)
         if was_empty:
+            self.wake_scrapy()
+
+    async def _held_back(self, queue: TaskQueue, lease: Lease, why: str) -> bool:
+        """Park the task (its site or itself is paused) or, the job paused, put it back in its
+        lane, as a native worker does; False if the pause was lifted meanwhile."""
+        task = lease.task
+        parked = TaskParked(actor=self.name, task_id=task.task_id, reason=why)
+        try:
+            if why == "job paused":
+                await queue.requeue(lease, [parked], task, lease.lane)
+            elif not await queue.park(lease, [parked]):
+                return False
+        except LeaseLost as lost:
+            log.warning("crawlog: %s", lost)
+        self._held.pop(lease.entry_id, None)
+        self.stats.parked += 1
+        return True
+
+    async def _hold(self, queue: TaskQueue, op: Hold) -> None:
+        if not await self._held_back(queue, op.lease, op.reason):
+            # Resumed since Scrapy's side looked: Scrapy gets it after all, first.
+            self.ready.appendleft(op.lease)
             self.wake_scrapy()
 
     async def _claim_loop(self, queue: TaskQueue) -> None:
@@ -373,6 +484,10 @@ class Bridge:
                     for op in run:
                         if isinstance(op, Release):
                             await self._release(queue, op.lease, op.events)
+                elif isinstance(first, Hold):
+                    for op in run:
+                        if isinstance(op, Hold):
+                            await self._hold(queue, op)
                 else:
                     finishes = [op for op in run if isinstance(op, Finish)]
                     async with anyio.create_task_group() as tg:
@@ -439,28 +554,8 @@ class Bridge:
             wait = period if soonest is None else min(period, soonest + 0.05)
             await anyio.sleep(max(wait, 0.05))
 
-    def _recovery(self, lease: Lease) -> tuple[Lease, TaskReclaimed | TaskAborted, Task | None]:
-        task = lease.task
-        owners = (*task.owners, lease.previous_owner or "?")
-        if lease.recoveries > self.settings.recovery_limit:
-            aborted = TaskAborted(
-                actor=self.name,
-                task_id=task.task_id,
-                attempt=task.attempt,
-                reason=f"recovered {lease.recoveries} times (limit {self.settings.recovery_limit})",
-                deliveries=lease.deliveries,
-                owners=owners,
-            )
-            return lease, aborted, None
-        moved = msgspec.structs.replace(task, recoveries=lease.recoveries, owners=owners)
-        reclaimed = TaskReclaimed(
-            actor=self.name,
-            task_id=task.task_id,
-            attempt=task.attempt,
-            previous_owner=lease.previous_owner or "?",
-            deliveries=lease.deliveries,
-        )
-        return lease, reclaimed, moved
+    def _recovery(self, lease: Lease) -> Recovery:
+        return recovery_of(lease, self.name, self.settings.recovery_limit)
 
     async def _control_loop(self, client: aioredis.Redis, keys: JobKeys, queue: TaskQueue) -> None:
         while True:

@@ -39,8 +39,9 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 from twisted.python.failure import Failure
 
+from crawler._politeness import Politeness
 from crawler._urls import site_of
-from crawler.scrapy._bridge import Bridge, Enqueue, Finish, Release
+from crawler.scrapy._bridge import Bridge, Enqueue, Finish, Hold, Release
 from crawler.scrapy._settings import PluginSettings, plugin_settings
 from eventlog import (
     AnyEvent,
@@ -192,6 +193,7 @@ class Scheduler(BaseScheduler):
             seeds=tuple(str(u) for u in getattr(spider, "start_urls", ()) or ()),
             spider_name=spider.name,
             wake_scrapy=self._wake_from_thread,
+            politeness=self._shared_politeness(),
         )
         self.bridge.start()
         self._actor = self.bridge.name
@@ -273,6 +275,10 @@ class Scheduler(BaseScheduler):
             lease = bridge.ready.popleft()
             if len(bridge.ready) * 2 < bridge.prefetch:
                 bridge.poke()
+            if (why := bridge.blocks(lease)) is not None:
+                # Claimed before the pause was seen: held back now, not fetched.
+                bridge.submit(Hold(lease, why))
+                continue
             try:
                 request = self._request_of(lease.task)
             except Exception as exc:
@@ -361,6 +367,17 @@ class Scheduler(BaseScheduler):
         connect(self._reached_the_downloader, signal=signals.request_reached_downloader)
         connect(self._left_the_downloader, signal=signals.request_left_downloader)
         connect(self._spider_error, signal=signals.spider_error)
+
+    def _shared_politeness(self) -> Politeness | None:
+        """The limits of the ``PolitenessMiddleware`` in Scrapy's downloader, if it has one."""
+        from crawler.scrapy._politeness import PolitenessMiddleware
+
+        downloader = getattr(self.crawler.engine, "downloader", None)
+        manager = getattr(downloader, "middleware", None)
+        for middleware in getattr(manager, "middlewares", ()):
+            if isinstance(middleware, PolitenessMiddleware):
+                return middleware.politeness
+        return None
 
     def _wake_from_thread(self) -> None:
         from twisted.internet import reactor

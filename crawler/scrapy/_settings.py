@@ -9,6 +9,7 @@ from pathlib import Path
 from scrapy.settings import BaseSettings
 
 from crawler._job import DEFAULT_RECOVERY_LIMIT
+from crawler._politeness import DEFAULT_SLOT_TTL_S, Politeness
 from eventlog import (
     DATA_DIR_ENV,
     DEFAULT_LEASE_MS,
@@ -29,6 +30,16 @@ LEASE_SETTING = "CRAWLOG_LEASE"
 ITEM_KEY_SETTING = "CRAWLOG_ITEM_KEY"
 """The item field whose value keys an item; unset: the request's URL and the item's index."""
 RECOVERY_LIMIT_SETTING = "CRAWLOG_RECOVERY_LIMIT"
+PER_HOST_SETTING = "CRAWLOG_PER_HOST"
+"""With ``PolitenessMiddleware``: requests to one host in flight at once, counted across
+every process of the job; default Scrapy's ``CONCURRENT_REQUESTS_PER_DOMAIN``."""
+DELAY_SETTING = "CRAWLOG_DELAY"
+"""With ``PolitenessMiddleware``: least seconds between two request starts to one host,
+across the job; default Scrapy's ``DOWNLOAD_DELAY``."""
+SLOT_TTL_SETTING = "CRAWLOG_SLOT_TTL"
+"""With ``PolitenessMiddleware``: seconds a held slot counts at most (a process that
+vanished without its tasks being recovered); default ``DOWNLOAD_TIMEOUT`` plus
+crawlog's own default ttl, so no download outlives its slot."""
 MIN_LEASE_S = 0.5
 
 
@@ -89,3 +100,16 @@ def plugin_settings(settings: BaseSettings) -> PluginSettings:
         item_key=setting(settings, ITEM_KEY_SETTING),
         recovery_limit=int(_number(settings, RECOVERY_LIMIT_SETTING, DEFAULT_RECOVERY_LIMIT)),
     )
+
+
+def politeness_settings(settings: BaseSettings) -> Politeness:
+    """The shared per-host limits ``PolitenessMiddleware`` keeps (see the settings above):
+    Scrapy's per-process ones by default, now held by all the job's processes together."""
+    scrapy_per_domain = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN", 8)
+    per_host = _number(settings, PER_HOST_SETTING, scrapy_per_domain)
+    if per_host != int(per_host):
+        raise ConfigError(f"{PER_HOST_SETTING} must be a whole number, not {per_host:g}")
+    delay = _number(settings, DELAY_SETTING, settings.getfloat("DOWNLOAD_DELAY", 0.0))
+    timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+    ttl = _number(settings, SLOT_TTL_SETTING, timeout + DEFAULT_SLOT_TTL_S)
+    return Politeness(per_host=int(per_host), delay_s=delay, slot_ttl_s=ttl)

@@ -48,12 +48,21 @@ def scrapy_env(valkey_url: str, job: str, data_dir: Path) -> dict[str, str]:
 async def scrapy_process(
     scrapy_site: RunningSite, scrapy_env: dict[str, str]
 ) -> AsyncIterator[Callable[..., Any]]:
-    """``await scrapy_process(env={...})``: ``site_spider.py`` crawling the site through
-    the plug-in, as its own process. Whatever a test leaves running is killed at teardown."""
+    """``await scrapy_process(env={...})``: ``site_spider.py`` (or ``spider=``) crawling
+    the site (or ``site=``, ``concurrency=`` requests at once) through the plug-in, as its
+    own process. Whatever a test leaves running is killed at teardown."""
     started: list[Process] = []
 
-    async def start(*, env: dict[str, str] | None = None, mode: str = "plugin") -> Process:
-        command = [sys.executable, str(SPIDER), scrapy_site.url + "/", mode, str(CONCURRENCY)]
+    async def start(
+        *,
+        env: dict[str, str] | None = None,
+        mode: str = "plugin",
+        site: RunningSite | None = None,
+        spider: Path = SPIDER,
+        concurrency: int = CONCURRENCY,
+    ) -> Process:
+        url = (site or scrapy_site).url + "/"
+        command = [sys.executable, str(spider), url, mode, str(concurrency)]
         process = await anyio.open_process(
             command, env={**scrapy_env, **(env or {})}, cwd=ROOT, stdout=None, stderr=None
         )

@@ -4,7 +4,8 @@ benchmark: ``python site_spider.py START_URL [plain|plugin] [CONCURRENCY]``.
 It follows every in-site link and yields an item per page. ``plugin`` crawls through
 crawler.scrapy (the job and server from CRAWLOG_JOB / REDIS_URL / CRAWLOG_HOME in the
 environment); ``plain`` is Scrapy as it comes; ``jobdir`` is Scrapy with JOBDIR set to
-$SCRAPY_JOBDIR. With RAISE_ON set, the callback raises on the URL ending with it.
+$SCRAPY_JOBDIR. With RAISE_ON set, the callback raises on the URL ending with it; with
+POLITE set, crawler.scrapy.PolitenessMiddleware holds the job's shared host slots.
 The last line printed is the number of items Scrapy scraped.
 """
 
@@ -56,6 +57,8 @@ if MODE == "plugin":
         "DUPEFILTER_CLASS": "crawler.scrapy.DupeFilter",
         "ITEM_PIPELINES": {"crawler.scrapy.ItemPipeline": 900},
     }
+    if os.environ.get("POLITE"):
+        SETTINGS["DOWNLOADER_MIDDLEWARES"] = {"crawler.scrapy.PolitenessMiddleware": 950}
 elif MODE == "jobdir":
     SETTINGS["JOBDIR"] = os.environ["SCRAPY_JOBDIR"]
 
