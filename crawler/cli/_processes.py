@@ -190,8 +190,10 @@ async def run_crawl(
                 # of killing it before it could commit.
                 blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set() if once else _STOPS)
                 try:
+                    # Its stdout too: it is stopped while the table is still drawn, and the
+                    # line it prints on its last commit would move the cursor under rich.
                     projector = await anyio.open_process(
-                        command, env=env, stdout=None, stderr=output.fd, start_new_session=True
+                        command, env=env, stdout=output.fd, stderr=output.fd, start_new_session=True
                     )
                 finally:
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)

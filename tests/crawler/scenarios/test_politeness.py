@@ -223,13 +223,15 @@ async def test_set_delay_in_one_worker_slows_the_other(
 async def test_every_host_key_expires_when_idle(
     redis_client: aioredis.Redis, keys: JobKeys
 ) -> None:
-    politeness = Politeness(delay_s=0.2, slot_ttl_s=5.0, delay_ttl_s=10.0)
+    # Delays of seconds, not milliseconds: the next-slot key must outlive the checks below
+    # on a loaded machine, or it expires before the scan counts it.
+    politeness = Politeness(delay_s=2.0, slot_ttl_s=5.0, delay_ttl_s=10.0)
     gate = PolitenessGate(redis_client, keys, politeness)
-    await gate.set_delay(HOST, 0.3)
+    await gate.set_delay(HOST, 3.0)
     async with gate.slot(HOST):
         assert 0 < await redis_client.pttl(keys.host_slots(HOST)) <= 5000
     assert await redis_client.exists(keys.host_slots(HOST)) == 0  # the last slot took it
-    assert 0 < await redis_client.pttl(keys.host_next(HOST)) <= 300  # the longer delay
+    assert 0 < await redis_client.pttl(keys.host_next(HOST)) <= 3000  # the longer delay
     assert 0 < await redis_client.pttl(keys.host_delay(HOST)) <= 10_000
     found = [k async for k in redis_client.scan_iter(match=f"crawlog:{keys.tag}:host:*")]
     assert len(found) == 2
