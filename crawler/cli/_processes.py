@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -190,10 +191,15 @@ async def run_crawl(
                 # of killing it before it could commit.
                 blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set() if once else _STOPS)
                 try:
-                    # Its stdout too: it is stopped while the table is still drawn, and the
-                    # line it prints on its last commit would move the cursor under rich.
+                    # Its stdout is only the line of its last commit, which the crawl's own
+                    # summary says again; printed, it went under the live table (the table is
+                    # still drawn when the projector stops) or among the JSON log lines.
                     projector = await anyio.open_process(
-                        command, env=env, stdout=output.fd, stderr=output.fd, start_new_session=True
+                        command,
+                        env=env,
+                        stdout=subprocess.DEVNULL,
+                        stderr=output.fd,
+                        start_new_session=True,
                     )
                 finally:
                     signal.pthread_sigmask(signal.SIG_SETMASK, blocked)

@@ -33,8 +33,10 @@ def for_type(tp: Any) -> st.SearchStrategy[Any]:
     if origin is dict:
         values = _json_values if args[1] is Any else for_type(args[1])
         return st.dictionaries(st.text(max_size=10), values, max_size=4)
-    if origin is tuple:
+    if origin is tuple and args[-1] is Ellipsis:
         return st.lists(for_type(args[0]), max_size=3).map(tuple)
+    if origin is tuple:  # a fixed-length one, such as a header's (name, value)
+        return st.tuples(*(for_type(a) for a in args))
     if args:  # a union such as ``str | None``
         return st.one_of(*(st.none() if a is type(None) else for_type(a) for a in args))
     raise TypeError(f"no strategy for {tp!r}")
