@@ -123,9 +123,12 @@ log = logging.getLogger("crawlog.worker")
 IDLE_BLOCK_MS = 500
 PENDING_BATCH = 10_000
 RECOVER_BATCH = 256
+"""Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
 HAND_BACK_CONCURRENCY = 16
 """Backlog leases released at once on a graceful stop (one fenced script each)."""
-"""Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
+EVIDENCE_KEPT_MIN_S = 3600.0
+"""How long at least a recovered task's last response is kept for its abort: past the
+leases of all its recoveries, and the waits in the recovery lane between them."""
 RECOVER_MARGIN_S = 0.02
 """Looked for this long after a lease is due to expire (and never sooner after a pass)."""
 SPIDER_ERROR_MAX = 300
@@ -547,7 +550,7 @@ class Worker:
         recovery limit, in one atomic step each (``TaskQueue.recover``). Returns the
         seconds until the next lease expires, if within ``horizon_s``."""
         expired, soonest = await self.queue.expired(RECOVER_BATCH, horizon_ms=int(horizon_s * 1000))
-        moves = [self._recovery(lease) for lease in expired]
+        moves = await self._with_evidence([self._recovery(lease) for lease in expired])
         for (_, _, task), moved in zip(moves, await self.queue.recover(moves), strict=True):
             if not moved:
                 continue  # renewed by its owner, or another worker was quicker
@@ -559,6 +562,22 @@ class Worker:
 
     def _recovery(self, lease: Lease) -> Recovery:
         return recovery_of(lease, self.name, self.config.recovery_limit)
+
+    @property
+    def _evidence_ttl_ms(self) -> int:
+        leases = self.config.lease_ms * (self.config.recovery_limit + 2)
+        return max(int(EVIDENCE_KEPT_MIN_S * 1000), leases)
+
+    async def _with_evidence(self, moves: list[Recovery]) -> list[Recovery]:
+        """The moves, each abort carrying the response its task's last worker kept."""
+        aborted = [event.task_id for _, event, _ in moves if isinstance(event, TaskAborted)]
+        kept = await self.queue.kept_evidence(aborted)
+        return [
+            (lease, msgspec.structs.replace(event, evidence=kept[event.task_id]), task)
+            if isinstance(event, TaskAborted) and event.task_id in kept
+            else (lease, event, task)
+            for lease, event, task in moves
+        ]
 
     async def _pending_loop(self) -> None:
         while True:
@@ -579,8 +598,12 @@ class Worker:
                 if not ours:
                     self._backlog.append(lease)
 
-    def _aborted(self, lease: Lease, owners: tuple[str, ...]) -> TaskAborted:
-        return aborted_for_recoveries(lease, self.name, self.config.recovery_limit, owners)
+    async def _aborted(self, lease: Lease, owners: tuple[str, ...]) -> TaskAborted:
+        aborted = aborted_for_recoveries(lease, self.name, self.config.recovery_limit, owners)
+        kept = await self.queue.kept_evidence([aborted.task_id])
+        if aborted.task_id in kept:
+            return msgspec.structs.replace(aborted, evidence=kept[aborted.task_id])
+        return aborted
 
     # --- one task ------------------------------------------------------------------------
 
@@ -643,7 +666,7 @@ class Worker:
     async def _crawl_task(self, lease: Lease) -> None:
         task = lease.task
         if past_recovery_limit(lease, self.config.recovery_limit):
-            await self._end(lease, self._aborted(lease, (*task.owners, self.name)))
+            await self._end(lease, await self._aborted(lease, (*task.owners, self.name)))
             return
         claimed = TaskClaimed(
             actor=self.name,
@@ -693,6 +716,10 @@ class Worker:
                 reason = f"redirect to {result.location}, fetched by its own task"
                 await self._end(lease, self._task_done(task, reason, counts), pending)
                 return
+            if lease.recoveries and (evidence := evidence_of(result)) is not None:
+                # Its workers died with this task before: if this one does too, its abort
+                # comes from a worker that never saw the page, and carries this instead.
+                await self.queue.keep_evidence(task.task_id, evidence, self._evidence_ttl_ms)
             try:
                 parsed = await self._parse(lease, result, page, resume)
             except (LeaseLost, UncertainAction):

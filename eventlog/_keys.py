@@ -291,6 +291,11 @@ class JobKeys:
         """The projector's committed position, published for those who wait for it."""
         return self._key("projector")
 
+    def evidence(self, task_id: str) -> str:
+        """The response a recovered task's worker got before it parsed it (an `Evidence`,
+        msgpack, expiring): what the task's abort carries if that worker dies too."""
+        return self._key("evidence", task_id)
+
     def event_ids(self, generation: int) -> str:
         """Event ids appended during one dedup-window generation."""
         return self._key("eids", generation)

@@ -25,6 +25,7 @@ from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
     Event,
+    Evidence,
     TaskAborted,
     TaskDone,
     TaskEnqueued,
@@ -84,6 +85,10 @@ PROMOTE_BATCH = 1000
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
 ActionState = Literal["intended", "done"]
 """A ``ctx.once`` marker: the action's intent is logged, or its completion too."""
+
+
+_evidence_encoder = msgspec.msgpack.Encoder()
+_evidence_decoder = msgspec.msgpack.Decoder(Evidence)
 
 
 class Retry(msgspec.Struct, frozen=True, kw_only=True):
@@ -658,6 +663,33 @@ class TaskQueue:
             for task_id, (stream_id, payload) in zip(bare, reply, strict=True):
                 if stream_id:
                     found[task_id] = (stream_id.decode(), decode(payload) if payload else None)
+        return found
+
+    async def keep_evidence(self, task_id: str, evidence: Evidence, ttl_ms: int) -> None:
+        """Keep the response a recovered task got, before its spider sees it, for ``ttl_ms``.
+
+        A task is aborted by a worker that never saw its page: the ones that fetched it
+        died with it. What the last of them kept here is what its `TaskAborted` carries
+        (`kept_evidence`); it expires by itself, so nothing stays past the task's end.
+        """
+        with redis_errors("keeping a task's last response"):
+            await self.redis.set(
+                self.keys.evidence(task_id), _evidence_encoder.encode(evidence), px=ttl_ms
+            )
+
+    async def kept_evidence(self, task_ids: Sequence[str]) -> dict[str, Evidence]:
+        """The response kept by `keep_evidence` of each task that has one, in one round trip."""
+        if not task_ids:
+            return {}
+        with redis_errors("reading tasks' last responses"):
+            values = await self.redis.mget([self.keys.evidence(t) for t in task_ids])
+        found: dict[str, Evidence] = {}
+        for task_id, value in zip(task_ids, values, strict=True):
+            if isinstance(value, bytes):
+                try:
+                    found[task_id] = _evidence_decoder.decode(value)
+                except msgspec.DecodeError:
+                    continue  # not ours to fail an abort over: it goes without
         return found
 
     async def checkpoint_ids(self, task_ids: Sequence[str]) -> dict[str, str]:

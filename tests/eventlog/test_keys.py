@@ -24,6 +24,7 @@ def all_keys(keys: JobKeys) -> list[str]:
         keys.config,
         keys.projector,
         keys.event_ids(7),
+        keys.evidence("t-1"),
         keys.worker_lock("w1"),
         keys.host_slots("h:1"),
         keys.host_next("h:1"),
