@@ -66,15 +66,26 @@ def one_run(tree: Path, url: str, scratch: Path, n: int, workers: int | None) ->
     ]  # fmt: skip
     env = env_for(tree)
     try:
+        # From the scratch directory: ``python -m`` puts the working directory first on the
+        # path, so run from a checkout it ran that checkout's code, whatever PYTHONPATH said
+        # (the baseline ran this checkout's code when the tool was run from here).
         done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+            command,
+            env=env,
+            cwd=scratch,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
         )
         if done.returncode != 0:
             raise SystemExit(f"crawl failed (exit {done.returncode}): {done.stderr.strip()}")
         wall, user, system, rss_kb = times.read_text().split()[-4:]
     finally:
         stop = [sys.executable, "-m", "crawler.cli", "server", "stop", "--data-dir", str(data_dir)]
-        subprocess.run(stop, env=env, capture_output=True, timeout=RUN_TIMEOUT_S, check=False)
+        subprocess.run(
+            stop, env=env, cwd=scratch, capture_output=True, timeout=RUN_TIMEOUT_S, check=False
+        )
         shutil.rmtree(data_dir, ignore_errors=True)
     return {
         "wall_s": float(wall),
