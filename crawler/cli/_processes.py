@@ -28,7 +28,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +40,7 @@ from crawler._defaults import FailOn
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
+from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
@@ -63,6 +64,79 @@ _STOPS = {signal.SIGTERM, signal.SIGINT}
 STOP_GRACE_S = 15.0
 WAITING_SHOWN = 10
 """Tasks waiting for a person named by id in the crawl's last lines (then "...")."""
+
+
+WORKER_PRELOAD = ("crawler._worker", "crawler._fetch")
+"""What a forked worker imports while the crawl starts the server: its HTTP stack."""
+PROJECTOR_PRELOAD = ("projector:Projector",)
+"""What a forked projector imports meanwhile: its archive (Arrow)."""
+
+Child = Process | Forked
+"""A worker or projector: forked before the event loop, or started as a new interpreter."""
+
+
+class Forks:
+    """The children a crawl forked before its event loop (see ``_fork``), and the pipe
+    their stderr goes to; those never started are killed by :meth:`dismiss`."""
+
+    def __init__(self, workers: list[Forked], projector: Forked, output: ChildOutput) -> None:
+        self.workers = workers
+        self.projector = projector
+        self.output = output
+
+    def dismiss(self) -> None:
+        """End each child that was not started (it did nothing)."""
+        for child in (*self.workers, self.projector):
+            if not child.started:
+                child.dismiss()
+
+
+def fork_children(
+    job: str,
+    data_dir: Path,
+    config: JobConfig,
+    *,
+    workers: int,
+    concurrency: int,
+    metrics: tuple[str, int] | None = None,
+) -> Forks | None:
+    """Fork the crawl's workers and projector now (None where forking is not safe: see
+    ``can_fork``); ``run_crawl`` starts them once the job is stored and seeded."""
+    if not can_fork():
+        return None
+    most = _most_tasks(config)
+    output = ChildOutput(relay=False)
+    forked: list[Forked] = []
+    try:
+        for n in range(1, (workers if most is None else min(workers, most)) + 1):
+            command = _worker_args(job, data_dir, concurrency, n, metrics)
+            forked.append(fork_command(command, preload=WORKER_PRELOAD, stderr=output.fd))
+        projector = fork_command(
+            _projector_args(job, data_dir, metrics),
+            preload=PROJECTOR_PRELOAD,
+            stderr=output.fd,
+            quiet=True,
+            new_session=True,
+            blocked=_STOPS,
+        )
+    finally:
+        output.relay()
+    return Forks(forked, projector, output)
+
+
+def _worker_args(
+    job: str, data_dir: Path, concurrency: int, n: int, metrics: tuple[str, int] | None
+) -> tuple[str, ...]:
+    common = ("--job", job, "--data-dir", str(data_dir))
+    worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
+    return (*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
+
+
+def _projector_args(
+    job: str, data_dir: Path, metrics: tuple[str, int] | None, *, once: bool = False
+) -> tuple[str, ...]:
+    common = ("--job", job, "--data-dir", str(data_dir))
+    return ("project", *common, *(("--once",) if once else ()), *_metrics_args(metrics, 0))
 
 
 class CrawlSummary(msgspec.Struct, kw_only=True):
@@ -127,8 +201,12 @@ async def run_crawl(
     echo: Callable[[str], None],
     metrics: tuple[str, int] | None = None,
     server: ServerInfo | None = None,
+    forks: Forks | None = None,
 ) -> CrawlSummary:
     """Run the job to completion (or until interrupted); its summary.
+
+    ``forks``: its children, forked already (``fork_children``); those it has no use for
+    are dismissed, and what it needs more is started as new interpreters.
 
     ``metrics`` = (host, P): the projector serves metrics on port P, worker wN on P+N.
     ``server``: crawlog's own server, at ``url``, which the crawl supervises (restarts
@@ -138,7 +216,6 @@ async def run_crawl(
     started = time.monotonic()
     keys = JobKeys(job)
     env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
-    common = ("--job", job, "--data-dir", str(data_dir))
     # Like its workers and projector, the crawl waits out a Redis restart.
     async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
         config = await save_config(client, keys, config)
@@ -155,8 +232,8 @@ async def run_crawl(
         echo(
             f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
         )
-        worker_processes: list[Process] = []
-        projector: Process | None = None
+        worker_processes: list[Child] = []
+        projector: Child | None = None
         server_lost = False
         projector_told = False  # sent its SIGTERM once the workers had exited
 
@@ -170,22 +247,30 @@ async def run_crawl(
 
         # The children's stderr comes through this process: written to the terminal by
         # themselves, it broke the live table's redraw (ChildOutput says how).
-        output = ChildOutput()
+        output = forks.output if forks is not None else ChildOutput()
+        forked = forks.workers if forks is not None else []
         try:
-            worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
             for n in range(1, workers + 1):
-                command = crawlog_command(*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
+                if n <= len(forked):
+                    forked[n - 1].start(env)
+                    worker_processes.append(forked[n - 1])
+                    continue
+                command = crawlog_command(*_worker_args(job, data_dir, concurrency, n, metrics))
                 # stderr into ChildOutput's pipe, not anyio's default one: nobody would read
                 # that pipe, so a child's errors were lost, and a full pipe would block its
                 # logging.
                 child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
                 worker_processes.append(child)
+            for extra in forked[workers:]:
+                extra.dismiss()  # the job's stored settings allow fewer than were forked
 
-            async def start_projector(*, once: bool = False) -> Process:
+            async def start_projector(*, once: bool = False) -> Child:
                 nonlocal projector
-                command = crawlog_command(
-                    "project", *common, *(("--once",) if once else ()), *_metrics_args(metrics, 0)
-                )
+                if forks is not None and not once:
+                    forks.projector.start(env)
+                    projector = forks.projector
+                    return projector
+                command = crawlog_command(*_projector_args(job, data_dir, metrics, once=once))
                 # Started with SIGTERM blocked (a child inherits the mask): a stop that
                 # comes while it is still starting waits until it listens for it, instead
                 # of killing it before it could commit.
@@ -219,22 +304,27 @@ async def run_crawl(
 
                 return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
 
+            workers_exited = anyio.Event()
+
             async def stop_projector_after_the_workers() -> None:
                 # Their last events are in the log once they have exited: the projector's
-                # last commit starts now, beside the last progress refresh, not after it.
+                # last commit starts now, beside the last progress refresh, not after it
+                # (the progress waits for this, not for the workers: its first refresh
+                # imports the table, and held this up).
                 nonlocal projector_told
                 for process in worker_processes:
                     await process.wait()
                 if projector is not None and projector.returncode is None and not server_lost:
                     projector.send_signal(signal.SIGTERM)
                     projector_told = True
+                workers_exited.set()
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, worker_processes, echo)
                 tg.start_soon(stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(supervise, server)
-                await _watch(progress, worker_processes, echo, url)
+                await _watch(progress, workers_exited, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
         finally:
@@ -323,11 +413,12 @@ async def _seed_from_sitemaps(
 
 async def _watch(
     progress: Callable[[], LiveProgress],
-    workers: list[Process],
+    workers_exited: anyio.Event,
     echo: Callable[[str], None],
     url: str,
 ) -> None:
-    """Show progress until every worker has exited: a live table on a terminal, else lines.
+    """Show progress until every worker has exited (``workers_exited`` is set): a live table
+    on a terminal, else lines.
 
     A refresh waits out a lost server (its client rides out an outage): while one takes
     over a second, the server is asked directly, and if it does not answer the progress
@@ -337,8 +428,7 @@ async def _watch(
     that takes CPU the workers, just started, need for their first requests.
     """
     with anyio.move_on_after(PROGRESS_EVERY_S):
-        for process in workers:
-            await process.wait()
+        await workers_exited.wait()
     from crawler.cli._progress_view import display_for
 
     source = progress()
@@ -354,11 +444,10 @@ async def _watch(
                 refreshed.append(await source.refresh())
                 done.set()
 
-            while first or any(p.returncode is None for p in workers):
+            while first or not workers_exited.is_set():
                 if not first:
                     with anyio.move_on_after(PROGRESS_EVERY_S):
-                        for process in workers:
-                            await process.wait()
+                        await workers_exited.wait()
                 first = False
                 if in_flight.is_set():
                     in_flight = anyio.Event()
@@ -384,7 +473,7 @@ def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ..
     return ("--metrics-host", host, "--metrics-port", str(port + offset))
 
 
-async def _forward_signals(workers: list[Process], echo: Callable[[str], None]) -> None:
+async def _forward_signals(workers: list[Child], echo: Callable[[str], None]) -> None:
     """Stop the workers on the first SIGINT or SIGTERM; ignore the ones after it.
 
     The projector is stopped once the workers have exited (``run_crawl``). A second
@@ -404,7 +493,7 @@ async def _forward_signals(workers: list[Process], echo: Callable[[str], None]) 
                     process.send_signal(signal.SIGTERM)
 
 
-async def stop_processes(processes: list[Process], *, told: bool = False) -> None:
+async def stop_processes(processes: Sequence[Child], *, told: bool = False) -> None:
     """SIGTERM what still runs (the projector commits on it), SIGKILL after a grace.
 
     ``told``: they were sent their SIGTERM already; only the grace and the SIGKILL are left.

@@ -33,12 +33,20 @@ class ChildOutput:
     The pipe is read all the time, so a child's logging never blocks on it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, relay: bool = True) -> None:
+        """``relay=False``: copy nothing until :meth:`relay` (a crawl forks its children
+        first, and a fork must find no other thread)."""
         read, self.fd = os.pipe()
         """The write end: pass it as the children's stderr, then call ``started``."""
         self._source = os.fdopen(read, "rb", buffering=0)
         self._thread = threading.Thread(target=self._copy, name="child-output", daemon=True)
-        self._thread.start()
+        if relay:
+            self.relay()
+
+    def relay(self) -> None:
+        """Start copying the children's lines (once)."""
+        if not self._thread.is_alive() and self._thread.ident is None:
+            self._thread.start()
 
     def started(self) -> None:
         """Every child has its copy of the write end: close ours (the pipe ends with them)."""
@@ -49,7 +57,8 @@ class ChildOutput:
     def close(self, timeout_s: float = RELAY_DRAIN_S) -> None:
         """Wait for the children's last lines (they exited), at most ``timeout_s``."""
         self.started()
-        self._thread.join(timeout_s)
+        if self._thread.ident is not None:
+            self._thread.join(timeout_s)
 
     def _copy(self) -> None:
         pending = b""

@@ -234,7 +234,7 @@ def crawl_command(
     With --metrics-port P the projector serves its metrics on port P and worker wN on
     P+N (the crawl process itself serves none).
     """
-    from crawler.cli._processes import failure, run_crawl
+    from crawler.cli._processes import failure, fork_children, run_crawl
     from crawler.cli._terminal import echo_line
     from crawler.cli.console import console_of_crawl
 
@@ -280,25 +280,35 @@ def crawl_command(
     config.retry_policy()
     config.rules()  # a bad pattern is one line here, not an error in every worker
     directory = resolve_data_dir(data_dir)
-    # crawlog's own server is supervised by the crawl (restarted if it dies); a server of
-    # the user's (REDIS_URL) is theirs to run.
-    server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
-    url = server.url if server is not None else resolve_url(data_dir)
-    beside = console_of_crawl(url, directory, job, port=console_port) if with_console else None
-    with beside or nullcontext():
-        summary = anyio.run(
-            lambda: run_crawl(
-                url,
-                directory,
-                job,
-                config,
-                workers=workers,
-                concurrency=concurrency,
-                echo=echo_line,
-                metrics=(metrics_host, metrics_port) if metrics_port is not None else None,
-                server=server,
+    metrics = (metrics_host, metrics_port) if metrics_port is not None else None
+    # First, before the server: the children import what they need meanwhile (``_fork``).
+    forks = fork_children(
+        job, directory, config, workers=workers, concurrency=concurrency, metrics=metrics
+    )
+    try:
+        # crawlog's own server is supervised by the crawl (restarted if it dies); a server
+        # of the user's (REDIS_URL) is theirs to run.
+        server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
+        url = server.url if server is not None else resolve_url(data_dir)
+        beside = console_of_crawl(url, directory, job, port=console_port) if with_console else None
+        with beside or nullcontext():
+            summary = anyio.run(
+                lambda: run_crawl(
+                    url,
+                    directory,
+                    job,
+                    config,
+                    workers=workers,
+                    concurrency=concurrency,
+                    echo=echo_line,
+                    metrics=metrics,
+                    server=server,
+                    forks=forks,
+                )
             )
-        )
+    finally:
+        if forks is not None:
+            forks.dismiss()
     summary, refused = said_once_if_unwritable(url, directory, summary)
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"

@@ -42,35 +42,37 @@ def tour_step(number: int) -> list[str]:
     return [line.split("  #", 1)[0].strip() for line in block.group(1).splitlines()]
 
 
-def processes_using(data_dir: Path) -> set[int]:
-    """Live crawlog processes whose command names ``data_dir`` (a crawl's workers and
-    projector: the crawl passes them its data directory)."""
-    found = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"crawler.cli" in argv and str(data_dir).encode() in argv and _alive(int(proc.name)):
-            found.add(int(proc.name))
-    return found
+def children_of(pid: int) -> set[int]:
+    """The live children of process ``pid`` (a crawl's: its workers and projector, forked
+    from it; ``ps`` shows each with the crawl's own command line)."""
+    try:
+        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except FileNotFoundError:
+        return set()
+    return {int(child) for child in listed if _alive(int(child))}
+
+
+@pytest.fixture
+def children() -> Iterator[set[int]]:
+    """The crawl's children the test saw: a failed test's orphans are killed."""
+    seen: set[int] = set()
+    try:
+        yield seen
+    finally:
+        for pid in seen:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[Path]:
     with server_dir(tmp_path / ".crawlog") as directory:
-        try:
-            yield directory
-        finally:
-            for pid in processes_using(directory):  # a failed test's orphans
-                os.kill(pid, signal.SIGKILL)
+        yield directory
 
 
 @pytest.mark.timeout(120)  # three crawlog commands and two crawls, on a loaded machine
 async def test_the_readme_tour_kills_a_crawl_by_its_pid_and_resumes_it(
-    tmp_path: Path, home: Path
+    tmp_path: Path, home: Path, children: set[int]
 ) -> None:
     crawl_line, kill_line, status_line = tour_step(2)
     assert "pkill" not in " ".join(tour_step(2))
@@ -97,7 +99,8 @@ async def test_the_readme_tour_kills_a_crawl_by_its_pid_and_resumes_it(
                     await anyio.sleep(0.01)
                 crawl_pid = int(re.findall(r"crawl pid (\d+)", output.read_text())[0])
                 assert _alive(crawl_pid)
-                assert len(processes_using(home)) == 3  # its 2 workers and its projector
+                children |= children_of(crawl_pid)
+                assert len(children) == 3  # its 2 workers and its projector
                 async with connect(ensure_server(home).url) as redis:
                     # Killed while a page is in flight: a slot taken for a slow page is
                     # held for a while.
@@ -105,7 +108,7 @@ async def test_the_readme_tour_kills_a_crawl_by_its_pid_and_resumes_it(
                         await anyio.sleep(0.001)
                 kill = re.sub(r"^sleep \d+; ", "", kill_line)
                 await shell.stdin.send(f"{kill}\n".encode())
-                while _alive(crawl_pid) or processes_using(home):
+                while _alive(crawl_pid) or any(_alive(pid) for pid in children):
                     await anyio.sleep(0.01)
                 fetched_at_kill = site.request_count
                 async with connect(ensure_server(home).url) as redis:
