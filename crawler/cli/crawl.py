@@ -6,10 +6,11 @@ import logging
 import os
 import signal
 import socket
+import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio
 import click
@@ -190,10 +191,7 @@ log = logging.getLogger("crawlog.worker")
 )
 @identity_options
 @metrics_options
-@click.pass_context
 def crawl_command(
-    ctx: click.Context,
-    /,
     seeds: tuple[str, ...],
     job: str | None,
     data_dir: Path | None,
@@ -325,13 +323,28 @@ def crawl_command(
     )
     click.echo(f"next: crawlog report --job {summary.job}")
     if refused:
-        ctx.exit(EXIT_ERROR)
+        _exit_now(EXIT_ERROR)
     if not summary.complete:
-        ctx.exit(1)
+        _exit_now(1)
     reason = failure(summary, fail_on)
     if reason is not None:
         click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
-        ctx.exit(1)
+        _exit_now(1)
+    _exit_now(0)
+
+
+def _exit_now(status: int) -> NoReturn:
+    """Exit with ``status`` once the summary is out, without the interpreter's finalization.
+
+    That tears down every module the crawl imported (Arrow's among them) between the
+    summary and the shell's prompt, and leaves nothing to do: the children were reaped, the
+    server is a daemon, and what is buffered is flushed here (a closed pipe raises as it
+    did at the group's own flush, and is handled there).
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(status)
 
 
 def _cookies_wanted(cookies: bool | None, spider: Spider) -> bool:
