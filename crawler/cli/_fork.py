@@ -23,6 +23,7 @@ rich or the progress table (``tests/crawler/cli/test_cli_startup.py``).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import json
 import os
@@ -40,6 +41,7 @@ _GO_FDS: set[int] = set()
 """Write ends of the go pipes this process holds: a child closes every one it inherits,
 else a sibling's pipe would not end when the crawl dies."""
 _CHUNK = 65536
+_PR_SET_NAME = 15
 
 
 def can_fork() -> bool:
@@ -135,17 +137,21 @@ class Forked:
 def fork_command(
     args: Sequence[str],
     *,
+    name: str,
     preload: Sequence[str] = (),
     stderr: int,
     quiet: bool = False,
     new_session: bool = False,
     blocked: Collection[signal.Signals] = (),
 ) -> Forked:
-    """Fork a child that imports ``preload`` (modules, or ``module:name`` for a package's
-    lazily loaded name), then waits to be started and runs ``crawlog
-    ARGS``; ``stderr``: its stderr's fd; ``quiet``: its stdout to /dev/null;
-    ``new_session``: in a session of its own; ``blocked``: signals blocked as it starts
-    (its command unblocks what it listens for)."""
+    """Fork a child that waits to be started, then runs ``crawlog ARGS``.
+
+    ``name``: what ``ps -o comm``, ``top`` and ``pstree`` show (its command line is the
+    crawl's); ``preload``: what it imports meanwhile (modules, or ``module:name`` for a
+    package's lazily loaded name); ``stderr``: its stderr's fd; ``quiet``: its stdout to
+    /dev/null; ``new_session``: in a session of its own; ``blocked``: signals blocked as it
+    starts (its command unblocks what it listens for).
+    """
     go_read, go_write = os.pipe()
     crawl = os.getpid()
     environment = dict(os.environ)
@@ -157,6 +163,7 @@ def fork_command(
         if pid == 0:
             status = 1
             try:
+                _name_process(name)
                 status = _child(crawl, args, preload, go_read, go_write, stderr, quiet, new_session)
             except BaseException:  # never back into the crawl's own code
                 traceback.print_exc()
@@ -218,6 +225,12 @@ def _child(
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
     return 0
+
+
+def _name_process(name: str) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        # The kernel keeps 15 bytes of it.
+        ctypes.CDLL(None).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)
 
 
 def _read_all(fd: int) -> bytes:

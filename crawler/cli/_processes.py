@@ -42,6 +42,7 @@ from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
+from crawler.cli._light import without_httpx_cli
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
@@ -68,7 +69,7 @@ WAITING_SHOWN = 10
 
 WORKER_PRELOAD = ("crawler._worker", "crawler._fetch")
 """What a forked worker imports while the crawl starts the server: its HTTP stack."""
-PROJECTOR_PRELOAD = ("projector:Projector",)
+PROJECTOR_PRELOAD = ("crawler.cli.projector", "projector:Projector")
 """What a forked projector imports meanwhile: its archive (Arrow)."""
 
 Child = Process | Forked
@@ -104,15 +105,21 @@ def fork_children(
     ``can_fork``); ``run_crawl`` starts them once the job is stored and seeded."""
     if not can_fork():
         return None
+    without_httpx_cli()  # for the workers, which import httpx (and so, this process)
     most = _most_tasks(config)
     output = ChildOutput(relay=False)
     forked: list[Forked] = []
     try:
         for n in range(1, (workers if most is None else min(workers, most)) + 1):
             command = _worker_args(job, data_dir, concurrency, n, metrics)
-            forked.append(fork_command(command, preload=WORKER_PRELOAD, stderr=output.fd))
+            forked.append(
+                fork_command(
+                    command, name=f"crawlog-w{n}", preload=WORKER_PRELOAD, stderr=output.fd
+                )
+            )
         projector = fork_command(
             _projector_args(job, data_dir, metrics),
+            name="crawlog-project",
             preload=PROJECTOR_PRELOAD,
             stderr=output.fd,
             quiet=True,

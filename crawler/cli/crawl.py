@@ -30,6 +30,7 @@ from crawler._urls import check_seed_url
 from crawler.cli._exit import EXIT_ERROR
 from crawler.cli._identity_options import identity_options, identity_settings
 from crawler.cli._lifeline import die_with_parent
+from crawler.cli._light import without_httpx_cli
 from crawler.cli._logs import set_log_level
 from crawler.cli._options import (
     concurrency_option,
@@ -411,6 +412,7 @@ def worker_command(
     metrics_port: int | None,
 ) -> None:
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
+    without_httpx_cli()
     from crawler._worker import Worker, worker_queue
 
     die_with_parent()
