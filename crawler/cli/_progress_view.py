@@ -3,25 +3,27 @@
 Only formatting: the numbers are computed in ``_progress`` and read in
 ``_progress_source``. Plain lines are what a log file or a CI job wants (no cursor
 movement, one self-contained line per refresh and site); the rich table redraws in place.
+rich is imported only for the table: plain lines, e.g. of a crawl whose output is piped,
+cost a crawl no rich import on the way to its summary.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import msgspec
-from rich import box
-from rich.console import Console, Group
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
 from crawler.cli._format import format_duration
 from crawler.cli._progress import TOTAL, Progress, Row, format_eta
 from crawler.cli._terminal import TERMINAL as _TERMINAL
 from eventlog import WorkerInfo
+
+if TYPE_CHECKING:
+    from rich.console import Console, Group
 
 SITE_LINES_MAX = 20
 """Sites listed one per line in plain output; beyond, the busiest ones."""
@@ -219,6 +221,11 @@ def projector_line(report: Progress) -> str:
 
 
 def progress_renderable(report: Progress) -> Group:
+    from rich import box
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     """A rich table of sites and one of workers."""
     sites = Table(title=f"crawlog job {report.job}", title_justify="left", box=box.SIMPLE_HEAD)
     # The site folds onto more lines rather than squeeze the numbers off a narrow terminal.
@@ -321,6 +328,8 @@ class LiveDisplay:
     """A rich table redrawn in place on the terminal."""
 
     def __init__(self, console: Console) -> None:
+        from rich.live import Live
+
         # Redrawn on each update only: an automatic refresh would redraw unchanged numbers.
         self.live = Live(console=console, auto_refresh=False, transient=False)
 
@@ -349,7 +358,26 @@ def display_for(
     echo: Callable[[str], None], *, console: Console | None = None, detail: bool = False
 ) -> Display:
     """A live table if stdout is a terminal, else plain lines through ``echo``."""
+    if console is None and not _may_be_a_terminal():
+        return PlainDisplay(echo, detail=detail)
+    from rich.console import Console
+
     console = console or Console()
     if console.is_terminal and not console.is_dumb_terminal:
         return LiveDisplay(console)
     return PlainDisplay(echo, detail=detail)
+
+
+_TERMINAL_ENV = ("FORCE_TERMINAL", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "FORCE_COLOR")
+"""What makes rich take an output for a terminal (or not) whatever it is."""
+
+
+def _may_be_a_terminal() -> bool:
+    """Whether rich could find stdout a terminal: it is a tty, or the environment says how
+    to take it (then rich decides). False: plain lines, without importing rich."""
+    if any(name in os.environ for name in _TERMINAL_ENV):
+        return True
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False  # closed, or no file: as rich takes it
