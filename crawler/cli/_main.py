@@ -8,8 +8,9 @@ one line, ``crawlog: error: <message>``, with exit status 2; the traceback only 
 
 The command tree is built at import, but each command imports its machinery (the worker's
 HTTP clients, Prometheus, Arrow, DuckDB...) in its body, and the defaults its options show
-come from ``_defaults``: a crawl starts every worker as ``python -m crawler.cli worker``,
-and its start-up time is part of how fast a restarted worker resumes.
+come from ``_defaults``: a worker started as ``crawlog worker`` pays for this module's
+imports, and its start-up time is part of how fast a restarted worker resumes (a crawl
+forks its workers, which have it all already, see ``_fork``).
 ``tests/crawler/cli/test_cli_startup.py`` keeps it so.
 
 Exit status: 0 success, 1 "no" answers (e.g. ``server status`` when nothing runs), 2 errors,

@@ -1,14 +1,15 @@
 """``crawlog crawl``: a job's processes, started, watched and summed up.
 
-The crawl process itself crawls nothing: it stores the job's configuration, enqueues the
+The crawl process itself crawls nothing: it forks N workers and the projector before its
+event loop (``fork_children``, see ``_fork``), stores the job's configuration, enqueues the
 seeds (idempotently: running the same command again after a crash enqueues nothing new),
-starts N worker processes and the projector side by side, prints progress, and when every
-task is terminal stops the projector (which commits at once) and prints a summary from that
-commit. Nothing heavy is imported before the children are started (the progress table,
-the projector's archive): a restart after a crash is timed to its first request
-(``tools/bench_restart.py``), and a 1-page crawl to its summary
-(``tools/bench_tiny_crawl.py``), so the children's start-ups overlap each other and the
-crawl's own work. A crawl that stops before the projector started runs it once
+starts the children, prints progress, and when every task is terminal stops the projector
+(which commits at once) and prints a summary from that commit. Nothing heavy is imported
+before the children are forked (the progress table, the projector's archive): they would
+inherit it, and a restart after a crash is timed to its first request
+(``tools/bench_restart.py``), a 1-page crawl to its summary (``tools/bench_tiny_crawl.py``);
+so the children's own imports overlap each other and the crawl's start of the server.
+A crawl that stops before the projector started runs it once
 (``project --once``), so the summary is still read from a commit of the whole log; one
 that stops it while it is still starting finds the stop waiting for it (it is started
 with SIGTERM blocked, and unblocks it once it listens).

@@ -1,7 +1,8 @@
-"""A command imports only what it uses: a crawl starts every worker as
-``python -m crawler.cli worker``, and a restarted worker's resume is timed from there
-(``tools/bench_resume.py``). Arrow, DuckDB and Prometheus cost ~0.3 s of its start-up; the
-HTTP stack (~0.15 s) loads in a thread once the worker runs, beside its take-back."""
+"""A command imports only what it uses: a worker started as ``crawlog worker`` pays for
+its imports, and a restarted worker's resume is timed from there
+(``tools/bench_resume.py``); a crawl forks its workers, which inherit what it imported.
+Arrow, DuckDB and Prometheus cost ~0.3 s of its start-up; the HTTP stack (~0.15 s) loads
+in a thread once the worker runs, beside its take-back."""
 
 from __future__ import annotations
 
