@@ -25,6 +25,7 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import subprocess
@@ -332,6 +333,7 @@ async def run_crawl(
                 tg.start_soon(stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(supervise, server)
+                tg.start_soon(_import_progress_source)
                 await _watch(progress, workers_exited, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
@@ -373,6 +375,14 @@ async def run_crawl(
             *(p.returncode for p in worker_processes),
         ),
     )
+
+
+async def _import_progress_source() -> None:
+    """Import what progress and the summary read with (Arrow, the projector's store) in a
+    thread, beside the children's start: imported once the workers had exited, it held up
+    a small crawl's last refresh and summary after its projector's last commit. In a
+    thread, so the loop still sends the projector its stop the moment the workers exit."""
+    await anyio.to_thread.run_sync(importlib.import_module, "crawler.cli._progress_source")
 
 
 def _most_tasks(config: JobConfig) -> int | None:
@@ -432,8 +442,8 @@ async def _watch(
     over a second, the server is asked directly, and if it does not answer the progress
     says so and for how long, every second, instead of going quiet.
 
-    The first period goes by before the table and what reads the progress are imported:
-    that takes CPU the workers, just started, need for their first requests.
+    The first period goes by (or the workers exit) before the first refresh; what it reads
+    with is imported meanwhile, in a thread (``_import_progress_source``).
     """
     with anyio.move_on_after(PROGRESS_EVERY_S):
         await workers_exited.wait()
