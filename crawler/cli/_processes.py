@@ -25,6 +25,7 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import signal
@@ -108,6 +109,10 @@ def fork_children(
     if not can_fork():
         return None
     without_httpx_cli()  # for the workers, which import httpx (and so, this process)
+    with contextlib.suppress(ImportError):
+        # The event loop's backend, which anyio imports on its first run: every child runs
+        # one, and each would import it again.
+        importlib.import_module("anyio._backends._asyncio")
     most = _most_tasks(config)
     output = ChildOutput(relay=False)
     forked: list[Forked] = []
