@@ -79,7 +79,9 @@ def started_at(pid: int) -> float | None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return None
-    if b"worker" not in cmdline.split(b"\0"):
+    # A worker the crawl forked has the crawl's command line, and its own name.
+    forked = stat.split("(", 1)[1].startswith("crawlog-w")
+    if b"worker" not in cmdline.split(b"\0") and not forked:
         return None
     ticks = int(stat.rsplit(")", 1)[1].split()[19])
     # Start times count from boot: /proc/uptime places boot on this clock finer than btime.

@@ -95,13 +95,14 @@ class Forked:
         """Its exit status, once it has exited."""
         if self._lock is None:
             self._lock = anyio.Lock()
-        while self.returncode is None:
+        while (status := self.returncode) is None:
             # One waiter on the pidfd at a time (anyio allows no more); the others queue.
+            # Readable once the child has exited, reaped or not.
             async with self._lock:
                 if self.returncode is None and self._pidfd is not None:
                     await anyio.wait_readable(self._pidfd)
                     self._reap(0)
-        return self._returncode  # type: ignore[return-value]  # set by _reap
+        return status
 
     def send_signal(self, signum: int) -> None:
         """Signal it, unless it was reaped (as ``Popen.send_signal``)."""
@@ -123,6 +124,9 @@ class Forked:
         if pid == 0:
             return
         self._returncode = os.waitstatus_to_exitcode(status)
+        # The pidfd stays open: a waiter may be polling it (closed, it would never wake).
+
+    def __del__(self) -> None:
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
