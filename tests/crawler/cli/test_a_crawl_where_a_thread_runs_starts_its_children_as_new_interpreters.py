@@ -1,7 +1,8 @@
 """A crawl forks its children only from its one thread (``crawler.cli._fork.can_fork``):
 a fork copies no other thread, and a lock one of them held would stay held in the child.
 Where a thread runs already (here one a spider module starts as it is imported), the
-crawl starts its workers and projector as new interpreters, and still crawls to the end."""
+crawl starts its workers and projector as new interpreters, and still crawls to the end;
+such a worker is as light (no rich, which httpx would import for its own command line)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class ThreadedSpider(Spider):
 
     async def parse(self, response):
         with open(os.environ["{ARGV_ENV}"], "w") as out:
-            json.dump(sys.argv, out)
+            json.dump({{"argv": sys.argv, "modules": sorted(sys.modules)}}, out)
         yield Item(response.url)
 '''
 
@@ -51,5 +52,7 @@ async def test_a_crawl_where_a_thread_runs_starts_its_children_as_new_interprete
     assert result.returncode == 0, result.stderr
     assert f"finished {job}" in result.stdout and "1 done" in result.stdout, result.stdout
     worker = json.loads(argv.read_text())
-    assert worker[worker.index("--name") + 1] == "w1"  # `crawlog worker --name w1 ...`
-    assert "crawl" not in worker
+    assert worker["argv"][worker["argv"].index("--name") + 1] == "w1"  # `crawlog worker`
+    assert "crawl" not in worker["argv"]
+    assert "httpx" in worker["modules"]  # the fetcher's
+    assert "rich" not in worker["modules"]
