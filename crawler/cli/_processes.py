@@ -133,6 +133,10 @@ def fork_children(
             new_session=True,
             blocked=_STOPS,
         )
+    except BaseException:
+        for child in forked:
+            child.dismiss()
+        raise
     finally:
         output.relay()
     return Forks(forked, projector, output)
