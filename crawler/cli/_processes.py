@@ -26,6 +26,7 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import signal
@@ -113,6 +114,9 @@ def fork_children(
         # The event loop's backend, which anyio imports on its first run: every child runs
         # one, and each would import it again.
         importlib.import_module("anyio._backends._asyncio")
+    # What every process has imported by now lives as long as it does: out of every
+    # collection, a child's collector neither walks it nor copies its pages by writing to it.
+    gc.freeze()
     most = _most_tasks(config)
     output = ChildOutput(relay=False)
     forked: list[Forked] = []
