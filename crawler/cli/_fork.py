@@ -127,8 +127,9 @@ class Forked:
         # The pidfd stays open: a waiter may be polling it (closed, it would never wake).
 
     def __del__(self) -> None:
-        if self._pidfd is not None:
-            os.close(self._pidfd)
+        pidfd = getattr(self, "_pidfd", None)  # None too if __init__ failed before it
+        if pidfd is not None:
+            os.close(pidfd)
             self._pidfd = None
 
     def _close_go(self) -> None:
