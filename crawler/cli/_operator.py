@@ -25,7 +25,16 @@ import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, load_config
 from crawler._urls import canonical_url, fingerprint, site_of
-from eventlog import ConfigError, JobKeys, UnknownTask, connect, resolve_data_dir, resolve_url
+from eventlog import (
+    START,
+    ConfigError,
+    EventLog,
+    JobKeys,
+    UnknownTask,
+    connect,
+    resolve_data_dir,
+    resolve_url,
+)
 from projector import State, TaskState
 
 if TYPE_CHECKING:
@@ -88,6 +97,24 @@ async def open_job(data_dir: Path | None, job: str) -> AsyncIterator[OpenJob]:
     async with connect(url) as client:
         config = await load_config(client, keys)  # ConfigError "no job ..." if never started
         yield OpenJob(client, keys, config, Store(resolve_data_dir(data_dir), job))
+
+
+@asynccontextmanager
+async def open_log(data_dir: Path | None, job: str) -> AsyncIterator[tuple[aioredis.Redis, Store]]:
+    """The job's server and projected files, for a command that only reads the log.
+
+    Unlike ``open_job``, a job without a configuration in Redis (a log written by another
+    tool) is read too, if its projector committed something or its stream exists.
+    """
+    from projector import Store
+
+    keys = JobKeys(job)
+    url = resolve_url(data_dir, create=False)
+    store = Store(resolve_data_dir(data_dir), job)
+    async with connect(url) as client:
+        if store.read_manifest().position == START and not await EventLog(client, job).length():
+            await load_config(client, keys)  # ConfigError "no job ..." if never started
+        yield client, store
 
 
 def task_id_of(value: str) -> tuple[str, str | None]:
