@@ -33,7 +33,13 @@ if TYPE_CHECKING:
     from projector._export import export
     from projector._feed import Feed, FeedPosition, position_path
     from projector._fold import apply, fold
-    from projector._history import current_state, fetch_attempts, task_history
+    from projector._history import (
+        TaskFilter,
+        current_state,
+        current_tasks,
+        fetch_attempts,
+        task_history,
+    )
     from projector._projector import (
         Projector,
         committed_position,
@@ -108,6 +114,7 @@ _LAZY: dict[str, str] = {
     "State": "projector._state",
     "Store": "projector._store",
     "TERMINAL": "projector._state",
+    "TaskFilter": "projector._history",
     "TaskSpill": "projector._replay",
     "TaskState": "projector._state",
     "WriterFailed": "projector._writer",
@@ -116,6 +123,7 @@ _LAZY: dict[str, str] = {
     "canonical": "projector._state",
     "committed_position": "projector._projector",
     "current_state": "projector._history",
+    "current_tasks": "projector._history",
     "export": "projector._export",
     "fetch_attempts": "projector._history",
     "find_archived": "projector._replay",
@@ -175,6 +183,7 @@ __all__ = [
     "SiteState",
     "State",
     "Store",
+    "TaskFilter",
     "TaskSpill",
     "TaskState",
     "WriterFailed",
@@ -183,6 +192,7 @@ __all__ = [
     "canonical",
     "committed_position",
     "current_state",
+    "current_tasks",
     "export",
     "fetch_attempts",
     "find_archived",
