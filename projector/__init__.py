@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     from projector._fold import apply, fold
     from projector._history import (
         TaskFilter,
+        bring_back_named,
         current_state,
         current_tasks,
         fetch_attempts,
+        read_live,
         task_history,
     )
     from projector._projector import (
@@ -119,6 +121,7 @@ _LAZY: dict[str, str] = {
     "TaskState": "projector._state",
     "WriterFailed": "projector._writer",
     "apply": "projector._fold",
+    "bring_back_named": "projector._history",
     "build_report": "projector._report",
     "canonical": "projector._state",
     "committed_position": "projector._projector",
@@ -134,6 +137,7 @@ _LAZY: dict[str, str] = {
     "query": "projector._query",
     "read_committed": "projector._projector",
     "read_entries": "projector._archive",
+    "read_live": "projector._history",
     "rebuild_checkpoint_index": "projector._replay",
     "rebuild_from_redis": "projector._repair",
     "replay": "projector._replay",
@@ -188,6 +192,7 @@ __all__ = [
     "TaskState",
     "WriterFailed",
     "apply",
+    "bring_back_named",
     "build_report",
     "canonical",
     "committed_position",
@@ -203,6 +208,7 @@ __all__ = [
     "query",
     "read_committed",
     "read_entries",
+    "read_live",
     "rebuild_checkpoint_index",
     "rebuild_from_redis",
     "replay",

@@ -161,6 +161,59 @@ def committed_live(store: Store, manifest: Manifest) -> State:
     return state
 
 
+READ_ATTEMPTS_LIVE = 3
+
+
+def read_live(store: Store) -> tuple[Manifest, State, dict[str, tuple[int, int]]]:
+    """What a live view of the job starts from, read without the projector's lock: the
+    committed manifest, the live part of its state (``committed_live``), and, per site,
+    the retries and recoveries of the stored tasks not in it (the state counts tasks by
+    status per site, but these only per task). Only the stored rows with a retry or a
+    recovery are read: both figures only grow, so a task's latest row is among them if
+    any of its rows is."""
+    for attempt in range(READ_ATTEMPTS_LIVE):
+        manifest = store.read_manifest()
+        try:
+            state = committed_live(store, manifest)
+            return manifest, state, _stored_retry_sums(store, manifest, state)
+        except CrawlogError:
+            if attempt == READ_ATTEMPTS_LIVE - 1 or store.read_manifest() == manifest:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _stored_retry_sums(
+    store: Store, manifest: Manifest, state: State
+) -> dict[str, tuple[int, int]]:
+    latest: dict[str, tuple[str, int, int]] = {}
+    columns = ["task_id", "site", "retries", "recoveries"]
+    for path in store.task_segment_paths(manifest):  # commit order: the latest row wins
+        try:
+            table: pa.Table = pq.read_table(
+                path,
+                columns=columns,
+                filters=[[("retries", ">", 0)], [("recoveries", ">", 0)]],
+            )
+        except (OSError, pa.ArrowException) as exc:
+            raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
+        rows = zip(*(table.column(c).to_pylist() for c in columns), strict=True)
+        latest.update((task_id, (site, r, c)) for task_id, site, r, c in rows)
+    sums: dict[str, tuple[int, int]] = {}
+    for task_id, (site, retries, recoveries) in latest.items():
+        if task_id not in state.tasks:
+            r, c = sums.get(site, (0, 0))
+            sums[site] = (r + retries, c + recoveries)
+    return sums
+
+
+def bring_back_named(
+    store: Store, manifest: Manifest, state: State, entries: Sequence[LogEntry]
+) -> None:
+    """Read the stored tasks of ``manifest`` that ``entries`` name and ``state`` lacks into
+    it, before ``entries`` are folded into it."""
+    _bring_back_named(store, manifest, state, entries)
+
+
 def _bring_back_named(
     store: Store, manifest: Manifest, state: State, entries: Sequence[LogEntry]
 ) -> None:

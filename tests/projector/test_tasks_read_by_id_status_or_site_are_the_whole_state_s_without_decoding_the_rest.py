@@ -10,12 +10,27 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eventlog import AnyEvent, EventLog, TaskClaimed, TaskEnqueued, TaskFailed, TaskRetried
-from projector._history import TaskFilter, current_state, current_tasks
+from eventlog import (
+    AnyEvent,
+    EventLog,
+    RetryScheduled,
+    TaskClaimed,
+    TaskEnqueued,
+    TaskFailed,
+    TaskRetried,
+)
+from projector._history import (
+    TaskFilter,
+    bring_back_named,
+    current_state,
+    current_tasks,
+    read_live,
+)
 from projector._projector import Projector
 from projector._state import canonical
 from projector._store import Store
-from tests.projector.test_projector import task_events
+from tests.projector.strategies import as_entries
+from tests.projector.test_projector import SITE, task_events
 
 pytestmark = pytest.mark.anyio
 OTHER = "http://other.test"
@@ -94,3 +109,32 @@ async def test_tasks_read_by_filter_are_those_of_the_whole_state_now(
 
 def canonical_task(task: object) -> bytes:
     return msgspec.msgpack.Encoder(order="deterministic").encode(task)
+
+
+async def test_a_live_view_starts_from_the_live_part_and_the_stored_retry_sums(
+    log: EventLog, make_projector: Callable[..., Projector], data_dir: Path, job: str
+) -> None:
+    events: list[AnyEvent] = []
+    for n in range(12):
+        events += task_events(n)[:2]
+        if n % 3 == 0:  # a retry before it ends, counted per task
+            events += [
+                RetryScheduled(actor="w1", task_id=f"t{n}", attempt=1, delay_s=0, reason="503"),
+                TaskClaimed(actor="w1", task_id=f"t{n}", attempt=2),
+            ]
+        events += task_events(n)[2:]
+    events += [TaskEnqueued(actor="seed", task_id="live", url="http://site.test/l", site=SITE)]
+    await log.append_many(events)
+    async with make_projector() as projector:
+        await projector.catch_up(snapshot=True)
+    store = Store(data_dir, job)
+    manifest, live, stored = read_live(store)
+    whole = store.read_snapshot(manifest)
+    assert sorted(live.tasks) == ["live"]
+    assert stored == {SITE: (4, 0)}
+    assert stored[SITE][0] == sum(t.retries for t in whole.tasks.values())
+
+    # A stored task the tail names is read back before the tail is folded.
+    tail = as_entries([TaskRetried(actor="operator", task_id="t3", reason="again")], 10**6)
+    bring_back_named(store, manifest, live, tail)
+    assert live.tasks["t3"] == whole.tasks["t3"]
