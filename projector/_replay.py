@@ -4,10 +4,11 @@ The live state (the projector's snapshots and task segments) was built increment
 across restarts; the replayed one is folded from scratch. Invariant 2 says they are equal
 bit for bit, and ``verify`` checks exactly that, at the snapshot's position.
 
-Memory is bounded by what is live, as in the projector: every ``EVICT_EVENTS`` events the
-ended tasks leave the replayed state for sorted runs in a temporary directory (the task
-store's own rows and files, ``_taskstore``), and a task an event names again (a retry, a
-late event to refuse) is read back first, exactly as the projector brings one back. So
+Memory is bounded as in the projector: once the replayed state holds ``EVICT_TASKS``
+tasks, the ended ones leave it for runs in a temporary directory (task id and the task's
+bytes as the task store encodes them, ``_taskstore``), and a task an event names again (a
+retry, a late event to refuse) is read back first, exactly as the projector brings one
+back. So
 ``verify`` compares streams, not two whole states: the live parts whole, and the stored
 tasks as relations of (task id, MD5 of the task's bytes) joined in DuckDB.
 """
@@ -26,6 +27,7 @@ from typing import Any, Final, Self
 import duckdb
 import msgspec
 import pyarrow as pa
+import pyarrow.parquet as pq
 import redis.asyncio as aioredis
 
 from eventlog import (
@@ -41,33 +43,36 @@ from eventlog import (
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
 from projector._fold import apply_all
-from projector._projector import evict_terminal, named_tasks
+from projector._projector import named_tasks
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
-from projector._taskstore import (
-    StoredTasks,
-    TaskSegmentInfo,
-    write_task_segment,
-)
+from projector._taskstore import TASK_SEGMENT_SUFFIX, StoredTasks, TaskSegmentInfo
 
 READ_BATCH = 10_000
 MAX_DIFFERENCES = 20
 FOLD_BATCH: Final = 50_000
 """Entries decoded and folded at a time: a segment's events are not all decoded at once."""
 EVICT_EVENTS: Final = 500_000
-"""Events folded between two evictions of the ended tasks to the replay's runs: about a
-hundred thousand tasks in memory at most in a crawl-shaped log (five events a task), and
-a hundred runs for a 50M-event job."""
+"""Events folded between two looks at how many tasks the replayed state holds."""
+EVICT_TASKS: Final = 1_000_000
+"""Tasks in memory (about 1 GB) from which the ended ones leave for a run. Eviction costs
+about half a microsecond an event (each task encoded and written once, and every batch's
+task ids looked up among the stored ones), so a job that fits is replayed without it."""
 POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
+_task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
 
 
 class TaskSpill(AbstractContextManager["TaskSpill"]):
     """The ended tasks a replay took out of its state: task segments in a temporary
     directory (deleted on exit), and the hashes of their ids (``StoredTasks``)."""
 
-    def __init__(self, parent: Path | None = None) -> None:
+    def __init__(self, parent: Path | None = None, *, evict_tasks: int = EVICT_TASKS) -> None:
+        self.evict_tasks = evict_tasks
+        self.limit = evict_tasks
+        """Tasks in memory from which the next eviction happens: at least twice those left
+        after the last one, so a state of many live tasks is not scanned at every look."""
         self.directory = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=parent))
         self.stored = StoredTasks()
         self.segments: list[TaskSegmentInfo] = []
@@ -90,18 +95,30 @@ class TaskSpill(AbstractContextManager["TaskSpill"]):
 
     def evict(self, state: State) -> int:
         """Move the ended tasks of ``state`` to a new run; returns how many left."""
-        rows = evict_terminal(state, self.stored)
-        if rows:
-            self._written += 1
-            tag = f"-r{self._written:06d}"
-            # Never merged (unlike the projector's): a merge reads a whole run into memory,
-            # and these are read once, by DuckDB, or when a task comes back.
-            self.segments.append(write_task_segment(self.directory, rows, state.position, tag=tag))
-            self.stored.landed()
-        return len(rows)
+        tasks = state.tasks
+        leaving = [t for t, task in tasks.items() if task.status in TERMINAL]
+        if not leaving:
+            return 0
+        encode = _task_encoder.encode  # the task store's bytes: ``verify`` compares them
+        states = [encode(tasks.pop(t)) for t in leaving]
+        self.stored.hashes.update(map(hash, leaving))
+        self._written += 1
+        name = f"run-{self._written:06d}{TASK_SEGMENT_SUFFIX}"
+        # Two columns, unsorted, lightly compressed: a run is read once (by DuckDB, or
+        # for the few tasks that come back), so it is written as cheaply as it can be.
+        table = pa.table(
+            {"task_id": pa.array(leaving, pa.string()), "state": pa.array(states, pa.binary())}
+        )
+        pq.write_table(table, self.directory / name, compression="zstd", compression_level=1)
+        self.segments.append(
+            TaskSegmentInfo(name=name, tasks=len(leaving), position=state.position)
+        )
+        return len(leaving)
 
     def bring_back(self, state: State, entries: Sequence[LogEntry]) -> None:
         """Read the ended tasks ``entries`` name back into ``state``, before the fold."""
+        if not self.segments:
+            return
         missing = self.stored.missing(state.tasks, named_tasks(entries))
         if missing:
             state.tasks.update(self.stored.load(missing, self.paths()))
@@ -234,8 +251,8 @@ def fold_archive(
     *,
     evict_events: int = EVICT_EVENTS,
 ) -> State:
-    """The archive up to ``until`` folded from scratch, ended tasks moved to ``spill``
-    every ``evict_events`` events."""
+    """The archive up to ``until`` folded from scratch; every ``evict_events`` events, the
+    ended tasks move to ``spill`` if the state holds its limit of tasks."""
     state = State()
     since = 0
     for batch in archived_batches(store, manifest, until):
@@ -254,8 +271,10 @@ def _fold(
         apply_all(state, part)
         since += len(part)
         if since >= evict_events:
-            spill.evict(state)
             since = 0
+            if len(state.tasks) >= spill.limit:
+                spill.evict(state)
+                spill.limit = max(spill.evict_tasks, 2 * len(state.tasks))
     return since
 
 
@@ -326,7 +345,9 @@ def _diff(a: Any, b: Any, path: str, found: list[str], limit: int) -> None:
         found.append(f"{path}: live={a!r} replay={b!r}")
 
 
-def verify(store: Store, *, evict_events: int = EVICT_EVENTS) -> tuple[str, list[str]]:
+def verify(
+    store: Store, *, evict_events: int = EVICT_EVENTS, evict_tasks: int = EVICT_TASKS
+) -> tuple[str, list[str]]:
     """Replay the archive up to the live snapshot and compare; (position, differences).
 
     The states are compared in two parts: everything but the tasks (and the tasks each
@@ -337,7 +358,7 @@ def verify(store: Store, *, evict_events: int = EVICT_EVENTS) -> tuple[str, list
     """
     manifest = store.read_manifest()
     live = store.read_snapshot(manifest, stored=False)
-    with TaskSpill() as spill:
+    with TaskSpill(evict_tasks=evict_tasks) as spill:
         replayed = fold_archive(store, manifest, spill, live.position, evict_events=evict_events)
         spill.evict(replayed)
         found = differences(_without_tasks(live), _without_tasks(replayed))
@@ -350,9 +371,6 @@ def verify(store: Store, *, evict_events: int = EVICT_EVENTS) -> tuple[str, list
 
 def _without_tasks(state: State) -> State:
     return msgspec.structs.replace(state, tasks={})
-
-
-_task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
 
 
 def _relation(tasks: dict[str, TaskState]) -> pa.Table:
