@@ -4,7 +4,12 @@ Both readers here take what one manifest commits (the archive, or the state it n
 add the stream's tail after its position, read straight from Redis:
 
 * ``current_state``: the committed state plus the tail, folded — the state of the whole
-  log at this moment, for ``crawlog retry`` and ``pause --task`` to check a task against;
+  log at this moment (every task decoded: for a small job, or a caller that needs them all);
+* ``current_tasks``: the same state's live part (the snapshot's tasks, sites and job, and the
+  stored tasks the events after it name) plus only the stored tasks asked for, by id or by
+  status and site, read from the task segments with the filter pushed down: what
+  ``crawlog retry`` and ``pause --task`` check a task against, without decoding the
+  millions of ended tasks of a big job;
 * ``task_history``: every event of some tasks (and of their sites and the job), from the
   archive's rows (a DuckDB filter over the segments' ``task_id``/``site`` columns: the
   other rows are never decoded) and from the tail.
@@ -18,12 +23,15 @@ the new one.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from pathlib import Path
 from typing import Literal, TypeVar
 
 import anyio.to_thread
 import duckdb
 import msgspec
+import pyarrow as pa
+import pyarrow.parquet as pq
 import redis.asyncio as aioredis
 
 from eventlog import (
@@ -51,10 +59,12 @@ from eventlog import (
     decode,
     stream_id_key,
 )
-from projector._fold import fold
-from projector._projector import committed_state
-from projector._state import State
+from projector._fold import apply_all, fold
+from projector._projector import committed_state, named_tasks
+from projector._replay import archived_batches
+from projector._state import State, TaskState
 from projector._store import Manifest, Store
+from projector._taskstore import read_tasks
 
 TAIL_BATCH = 10_000
 READ_ATTEMPTS = 3
@@ -92,6 +102,160 @@ async def current_state(redis: aioredis.Redis, store: Store) -> State:
         return fold(entries, state)
 
     return await _with_tail(redis, store, read, add_tail)
+
+
+class TaskFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """Which tasks ``current_tasks`` reads: those of ``task_ids`` (if given) whose status is
+    one of ``statuses`` (if given) and whose site is ``site`` (if given)."""
+
+    task_ids: frozenset[str] | None = None
+    statuses: frozenset[str] | None = None
+    site: str | None = None
+
+    def matches(self, task: TaskState) -> bool:
+        return (
+            (self.task_ids is None or task.task_id in self.task_ids)
+            and (self.statuses is None or task.status in self.statuses)
+            and (self.site is None or task.site == self.site)
+        )
+
+
+async def current_tasks(
+    redis: aioredis.Redis, store: Store, wanted: TaskFilter
+) -> tuple[State, dict[str, TaskState]]:
+    """The live part of the state now (the committed one's, then the stream's tail, with
+    the stored tasks they name brought back, as the projector folds), and every task of
+    the whole state now that ``wanted`` matches: from the live part, or from the task
+    segments (latest row per task) if it is not in it."""
+
+    async def read(manifest: Manifest) -> tuple[Manifest, State]:
+        return manifest, await anyio.to_thread.run_sync(committed_live, store, manifest)
+
+    def add_tail(
+        committed: tuple[Manifest, State], entries: list[LogEntry]
+    ) -> tuple[Manifest, State]:
+        manifest, state = committed
+        _bring_back_named(store, manifest, state, entries)
+        apply_all(state, entries)
+        return manifest, state
+
+    manifest, state = await _with_tail(redis, store, read, add_tail)
+    stored = await anyio.to_thread.run_sync(stored_tasks, store, manifest, state, wanted)
+    tasks = {t.task_id: t for t in state.tasks.values() if wanted.matches(t)}
+    return state, {**stored, **tasks}
+
+
+def committed_live(store: Store, manifest: Manifest) -> State:
+    """The live part of the state a manifest commits: its snapshot's, then the archived
+    events after it folded, each stored task they name read back first (all at once, not
+    batch by batch as the projector does: the fold never touches an ended task but through
+    an event naming it, so it is the same state)."""
+    state = store.read_snapshot(manifest, stored=False)
+    entries = [
+        entry
+        for batch in archived_batches(store, manifest, after=state.position)
+        for entry in batch
+    ]
+    _bring_back_named(store, manifest, state, entries)
+    apply_all(state, entries)
+    return state
+
+
+READ_ATTEMPTS_LIVE = 3
+
+
+def read_live(store: Store) -> tuple[Manifest, State, dict[str, tuple[int, int]]]:
+    """What a live view of the job starts from, read without the projector's lock: the
+    committed manifest, the live part of its state (``committed_live``), and, per site,
+    the retries and recoveries of the stored tasks not in it (the state counts tasks by
+    status per site, but these only per task). Only the stored rows with a retry or a
+    recovery are read: both figures only grow, so a task's latest row is among them if
+    any of its rows is."""
+    for attempt in range(READ_ATTEMPTS_LIVE):
+        manifest = store.read_manifest()
+        try:
+            state = committed_live(store, manifest)
+            return manifest, state, _stored_retry_sums(store, manifest, state)
+        except CrawlogError:
+            if attempt == READ_ATTEMPTS_LIVE - 1 or store.read_manifest() == manifest:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _stored_retry_sums(
+    store: Store, manifest: Manifest, state: State
+) -> dict[str, tuple[int, int]]:
+    latest: dict[str, tuple[str, int, int]] = {}
+    columns = ["task_id", "site", "retries", "recoveries"]
+    for path in store.task_segment_paths(manifest):  # commit order: the latest row wins
+        try:
+            table: pa.Table = pq.read_table(
+                path,
+                columns=columns,
+                filters=[[("retries", ">", 0)], [("recoveries", ">", 0)]],
+            )
+        except (OSError, pa.ArrowException) as exc:
+            raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
+        rows = zip(*(table.column(c).to_pylist() for c in columns), strict=True)
+        latest.update((task_id, (site, r, c)) for task_id, site, r, c in rows)
+    sums: dict[str, tuple[int, int]] = {}
+    for task_id, (site, retries, recoveries) in latest.items():
+        if task_id not in state.tasks:
+            r, c = sums.get(site, (0, 0))
+            sums[site] = (r + retries, c + recoveries)
+    return sums
+
+
+def bring_back_named(
+    store: Store, manifest: Manifest, state: State, entries: Sequence[LogEntry]
+) -> None:
+    """Read the stored tasks of ``manifest`` that ``entries`` name and ``state`` lacks into
+    it, before ``entries`` are folded into it."""
+    _bring_back_named(store, manifest, state, entries)
+
+
+def _bring_back_named(
+    store: Store, manifest: Manifest, state: State, entries: Sequence[LogEntry]
+) -> None:
+    missing = {t for t in named_tasks(entries) if t not in state.tasks}
+    if missing and manifest.task_segments:
+        state.tasks.update(read_tasks(store.task_segment_paths(manifest), missing))
+
+
+def stored_tasks(
+    store: Store, manifest: Manifest, state: State, wanted: TaskFilter
+) -> dict[str, TaskState]:
+    """The stored tasks ``wanted`` matches that are not in ``state`` (memory), latest row
+    each: the rows matching it are found with the filter pushed down into the Parquet
+    reads (columns ``task_id``, ``status``, ``site``), then only those tasks are decoded,
+    their latest rows read again (a newer row may no longer match)."""
+    paths = store.task_segment_paths(manifest)
+    if not paths or wanted.task_ids == frozenset():
+        return {}
+    candidates: set[str] = set()
+    for path in paths:
+        candidates.update(_matching_ids(path, wanted))
+    candidates -= state.tasks.keys()
+    if not candidates:
+        return {}
+    found = read_tasks(paths, candidates)
+    return {t: task for t, task in found.items() if wanted.matches(task)}
+
+
+def _matching_ids(path: Path, wanted: TaskFilter) -> list[str]:
+    filters: list[tuple[str, str, object]] = []
+    if wanted.task_ids is not None:
+        filters.append(("task_id", "in", sorted(wanted.task_ids)))
+    if wanted.statuses is not None:
+        filters.append(("status", "in", sorted(wanted.statuses)))
+    if wanted.site is not None:
+        filters.append(("site", "==", wanted.site))
+    try:
+        table: pa.Table = pq.read_table(path, columns=["task_id"], filters=filters or None)
+    except (OSError, pa.ArrowException) as exc:
+        raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
+    ids: list[str] = table.column("task_id").to_pylist()
+    return ids
 
 
 async def task_history(

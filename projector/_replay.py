@@ -1,62 +1,302 @@
 """Replay: the whole state rebuilt from the archive and the stream tail, and compared.
 
-The live state (the projector's snapshots) was built incrementally, across restarts; the
-replayed one is folded from scratch. Invariant 2 says they are equal bit for bit, and
-``verify`` checks exactly that, at the snapshot's position.
+The live state (the projector's snapshots and task segments) was built incrementally,
+across restarts; the replayed one is folded from scratch. Invariant 2 says they are equal
+bit for bit, and ``verify`` checks exactly that, at the snapshot's position.
+
+Memory is bounded as in the projector: once the replayed state holds ``EVICT_TASKS``
+tasks, the ended ones leave it for runs in a temporary directory (task id and the task's
+bytes as the task store encodes them, ``_taskstore``), and a task an event names again (a
+retry, a late event to refuse) is read back first, exactly as the projector brings one
+back. So
+``verify`` compares streams, not two whole states: the live parts whole, and the stored
+tasks as relations of (task id, MD5 of the task's bytes) joined in DuckDB.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Self
 
+import duckdb
 import msgspec
+import pyarrow as pa
+import pyarrow.parquet as pq
 import redis.asyncio as aioredis
 
 from eventlog import (
     AnyEvent,
+    CrawlogError,
     EventLog,
     JobKeys,
     LogEntry,
     PoisonEntry,
+    decode,
     rebuild_checkpoints,
     stream_id_key,
 )
-from projector._archive import read_entries
-from projector._fold import apply
-from projector._state import TERMINAL, State, canonical
+from projector._archive import ArchiveCorrupt, read_entries, read_table
+from projector._fold import apply_all
+from projector._projector import named_tasks
+from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
+from projector._taskstore import TASK_SEGMENT_SUFFIX, StoredTasks, TaskSegmentInfo
 
 READ_BATCH = 10_000
 MAX_DIFFERENCES = 20
+FOLD_BATCH: Final = 50_000
+"""Entries decoded and folded at a time: a segment's events are not all decoded at once."""
+EVICT_EVENTS: Final = 500_000
+"""Events folded between two looks at how many tasks the replayed state holds."""
+EVICT_TASKS: Final = 250_000
+"""Tasks in memory from which the ended ones leave for a run. Eviction costs about half a
+microsecond an event (each task encoded and written once, and every batch's task ids
+looked up among the stored ones), so a small job is replayed without it."""
+POINTER_BATCH: Final = 10_000
+"""Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
+SPILL_PREFIX: Final = "crawlog-replay-"
+_task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
+
+
+class TaskSpill(AbstractContextManager["TaskSpill"]):
+    """The ended tasks a replay took out of its state: task segments in a temporary
+    directory (deleted on exit), and the hashes of their ids (``StoredTasks``)."""
+
+    def __init__(self, parent: Path | None = None, *, evict_tasks: int = EVICT_TASKS) -> None:
+        self.evict_tasks = evict_tasks
+        self.limit = evict_tasks
+        """Tasks in memory from which the next eviction happens: at least twice those left
+        after the last one, so a state of many live tasks is not scanned at every look."""
+        self.directory = Path(tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=parent))
+        self.stored = StoredTasks()
+        self.segments: list[TaskSegmentInfo] = []
+        self._written = 0
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def paths(self) -> list[Path]:
+        """The runs, oldest first (the latest row of a task wins)."""
+        return [self.directory / s.name for s in self.segments]
+
+    def evict(self, state: State) -> int:
+        """Move the ended tasks of ``state`` to a new run; returns how many left."""
+        tasks = state.tasks
+        leaving = [t for t, task in tasks.items() if task.status in TERMINAL]
+        if not leaving:
+            return 0
+        encode = _task_encoder.encode  # the task store's bytes: ``verify`` compares them
+        states = [encode(tasks.pop(t)) for t in leaving]
+        self.stored.hashes.update(map(hash, leaving))
+        self._written += 1
+        name = f"run-{self._written:06d}{TASK_SEGMENT_SUFFIX}"
+        # Two columns, unsorted, lightly compressed: a run is read once (by DuckDB, or
+        # for the few tasks that come back), so it is written as cheaply as it can be.
+        table = pa.table(
+            {"task_id": pa.array(leaving, pa.string()), "state": pa.array(states, pa.binary())}
+        )
+        pq.write_table(table, self.directory / name, compression="zstd", compression_level=1)
+        self.segments.append(
+            TaskSegmentInfo(name=name, tasks=len(leaving), position=state.position)
+        )
+        return len(leaving)
+
+    def bring_back(self, state: State, entries: Sequence[LogEntry]) -> None:
+        """Read the ended tasks ``entries`` name back into ``state``, before the fold."""
+        if not self.segments:
+            return
+        missing = self.stored.missing(state.tasks, named_tasks(entries))
+        if missing:
+            state.tasks.update(self.stored.load(missing, self.paths()))
+
+
+class Replayed:
+    """A replayed state: its live part in memory, its ended tasks in ``spill``."""
+
+    def __init__(self, state: State, spill: TaskSpill) -> None:
+        self.state = state
+        self.spill = spill
+
+    def stored_ids(self) -> Iterator[str]:
+        """Every task id only in the runs (not in memory), once."""
+        if not self.spill.segments:
+            return
+        memory = pa.table({"task_id": pa.array(list(self.state.tasks), pa.string())})
+        con = duckdb.connect(":memory:")
+        try:
+            con.register("memory", memory)
+            reader: pa.RecordBatchReader = con.sql(
+                "SELECT DISTINCT task_id FROM read_parquet($paths) "
+                "WHERE task_id NOT IN (SELECT task_id FROM memory)",
+                params={"paths": [str(p) for p in self.spill.paths()]},
+            ).to_arrow_reader()
+            for batch in reader:
+                yield from batch.column(0).to_pylist()
+        finally:
+            con.close()
+
+    def task_count(self) -> int:
+        """Tasks of the whole replayed state."""
+        return len(self.state.tasks) + sum(1 for _ in self.stored_ids())
+
+    def whole_state(self) -> State:
+        """The whole state, every stored task read back (for a small job, or a test)."""
+        state = msgspec.structs.replace(self.state, tasks=dict(self.state.tasks))
+        if self.spill.segments:
+            from projector._taskstore import read_tasks
+
+            for task_id, task in read_tasks(self.spill.paths()).items():
+                state.tasks.setdefault(task_id, task)
+        return state
+
+    def checkpoint_pointers(self) -> Iterator[tuple[str, str | None]]:
+        """What the ``ckpt`` index should say: an unfinished task's last checkpoint, and
+        None (no pointer) for an ended task."""
+        for task in self.state.tasks.values():
+            if task.status in TERMINAL:
+                yield task.task_id, None
+            elif task.checkpoint_id is not None:
+                yield task.task_id, task.checkpoint_id
+        for task_id in self.stored_ids():
+            yield task_id, None
+
+
+def decoded(path: Path, stream_ids: Sequence[str], payloads: Sequence[bytes]) -> list[LogEntry]:
+    """Log entries of a segment's rows; ``ArchiveCorrupt`` naming an entry that does not
+    decode."""
+    entries: list[LogEntry] = []
+    append = entries.append
+    for stream_id, payload in zip(stream_ids, payloads, strict=True):
+        try:
+            event: AnyEvent = decode(payload)
+        except CrawlogError as exc:
+            raise ArchiveCorrupt(f"archive segment {path}: entry {stream_id}: {exc}") from None
+        append(LogEntry(stream_id, event, payload))
+    return entries
+
+
+def archived_batches(
+    store: Store, manifest: Manifest, until: str | None = None, after: str | None = None
+) -> Iterator[list[LogEntry]]:
+    """The archived entries after ``after`` up to ``until`` (stream IDs), in log order, in
+    batches of at most ``FOLD_BATCH``.
+
+    Each segment is read as two Arrow columns (the next one in a thread while this one is
+    folded: Parquet leaves the GIL), and only a segment across ``after`` or ``until`` has
+    its stream IDs compared.
+    """
+    low = stream_id_key(after) if after is not None else None
+    high = stream_id_key(until) if until is not None else None
+    chosen: list[tuple[Path, bool]] = []
+    for segment, path in zip(manifest.segments, store.segment_paths(manifest), strict=True):
+        first, last = stream_id_key(segment.first_id), stream_id_key(segment.last_id)
+        if (low is not None and last <= low) or (high is not None and first > high):
+            continue
+        edge = (low is not None and first <= low) or (high is not None and last > high)
+        chosen.append((path, edge))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead: Future[pa.Table] | None = None
+        for n, (path, edge) in enumerate(chosen):
+            table = ahead.result() if ahead is not None else read_table(path, _COLUMNS)
+            ahead = (
+                pool.submit(read_table, chosen[n + 1][0], _COLUMNS) if n + 1 < len(chosen) else None
+            )
+            stream_ids, payloads = table.column("stream_id"), table.column("payload")
+            start, stop = 0, table.num_rows
+            if edge:
+                keys = [stream_id_key(i) for i in stream_ids.to_pylist()]
+                while low is not None and start < stop and keys[start] <= low:
+                    start += 1
+                while high is not None and stop > start and keys[stop - 1] > high:
+                    stop -= 1
+            for at in range(start, stop, FOLD_BATCH):
+                size = min(FOLD_BATCH, stop - at)
+                yield decoded(
+                    path,
+                    stream_ids.slice(at, size).to_pylist(),
+                    payloads.slice(at, size).to_pylist(),
+                )
+
+
+_COLUMNS: Final = ("stream_id", "payload")
 
 
 def archived_entries(
     store: Store, manifest: Manifest, until: str | None = None
 ) -> Iterator[LogEntry]:
     """Every archived entry in log order, up to and including stream ID ``until``."""
-    limit = stream_id_key(until) if until is not None else None
-    for path in store.segment_paths(manifest):
-        for entry in read_entries(path):
-            if limit is not None and stream_id_key(entry.stream_id) > limit:
-                return
-            yield entry
+    for batch in archived_batches(store, manifest, until):
+        yield from batch
 
 
-def replay_archive(store: Store, manifest: Manifest, until: str | None = None) -> State:
-    """The state folded from scratch out of the archive alone."""
+def fold_archive(
+    store: Store,
+    manifest: Manifest,
+    spill: TaskSpill,
+    until: str | None = None,
+    *,
+    evict_events: int = EVICT_EVENTS,
+) -> State:
+    """The archive up to ``until`` folded from scratch; every ``evict_events`` events, the
+    ended tasks move to ``spill`` if the state holds its limit of tasks."""
     state = State()
-    for entry in archived_entries(store, manifest, until):
-        apply(state, entry)
+    since = 0
+    for batch in archived_batches(store, manifest, until):
+        since = _fold(state, spill, batch, since, evict_events)
     return state
 
 
-async def replay(redis: aioredis.Redis, store: Store) -> State:
-    """The state of the whole log: the archive, then the stream after the committed position."""
+def _fold(
+    state: State, spill: TaskSpill, batch: list[LogEntry], since: int, evict_events: int
+) -> int:
+    """Fold ``batch`` (its ended tasks brought back first); evict when due. Returns the
+    events folded since the last eviction."""
+    for at in range(0, len(batch), evict_events):
+        part = batch[at : at + evict_events] if len(batch) > evict_events else batch
+        spill.bring_back(state, part)
+        apply_all(state, part)
+        since += len(part)
+        if since >= evict_events:
+            since = 0
+            if len(state.tasks) >= spill.limit:
+                spill.evict(state)
+                spill.limit = max(spill.evict_tasks, 2 * len(state.tasks))
+    return since
+
+
+def replay_archive(store: Store, manifest: Manifest, until: str | None = None) -> State:
+    """The whole state folded from scratch out of the archive alone (in memory: for a
+    small job, or a test; ``replay_job`` keeps only what is live)."""
+    state = State()
+    for batch in archived_batches(store, manifest, until):
+        apply_all(state, batch)
+    return state
+
+
+async def replay_job(
+    redis: aioredis.Redis, store: Store, spill: TaskSpill, *, evict_events: int = EVICT_EVENTS
+) -> Replayed:
+    """The state of the whole log, the archive then the stream after the committed
+    position, with its ended tasks in ``spill``."""
     manifest = store.read_manifest()
-    state = replay_archive(store, manifest)
+    state = fold_archive(store, manifest, spill, evict_events=evict_events)
     log = EventLog(redis, store.job)
     position = manifest.position
+    since = 0
     while True:
         try:
             entries = await log.read_after(position, READ_BATCH)
@@ -64,10 +304,16 @@ async def replay(redis: aioredis.Redis, store: Store) -> State:
             position = poison.entry_id  # the projector dead-letters it; replay skips it too
             continue
         if not entries:
-            return state
-        for entry in entries:
-            apply(state, entry)
+            return Replayed(state, spill)
+        since = _fold(state, spill, entries, since, evict_events)
         position = entries[-1].stream_id
+
+
+async def replay(redis: aioredis.Redis, store: Store) -> State:
+    """The whole state of the log (in memory), the archive then the stream tail."""
+    with TaskSpill() as spill:
+        replayed = await replay_job(redis, store, spill)
+        return replayed.whole_state()
 
 
 def differences(live: State, replayed: State, limit: int = MAX_DIFFERENCES) -> list[str]:
@@ -99,22 +345,143 @@ def _diff(a: Any, b: Any, path: str, found: list[str], limit: int) -> None:
         found.append(f"{path}: live={a!r} replay={b!r}")
 
 
-def verify(store: Store) -> tuple[str, list[str]]:
-    """Replay the archive up to the live snapshot and compare; (position, differences)."""
+def verify(
+    store: Store, *, evict_events: int = EVICT_EVENTS, evict_tasks: int = EVICT_TASKS
+) -> tuple[str, list[str]]:
+    """Replay the archive up to the live snapshot and compare; (position, differences).
+
+    The states are compared in two parts: everything but the tasks (and the tasks each
+    holds in memory) as ``canonical`` bytes, and every task as a row (task id, its bytes'
+    MD5) of two relations, the live one (snapshot tasks, then the latest row of each task
+    in the task segments) and the replayed one (likewise from the replay's runs), joined
+    by DuckDB; only differing tasks are decoded, to say how they differ.
+    """
     manifest = store.read_manifest()
-    live = store.read_snapshot(manifest)
-    return live.position, differences(live, replay_archive(store, manifest, live.position))
+    live = store.read_snapshot(manifest, stored=False)
+    with TaskSpill(evict_tasks=evict_tasks) as spill:
+        replayed = fold_archive(store, manifest, spill, live.position, evict_events=evict_events)
+        spill.evict(replayed)
+        found = differences(_without_tasks(live), _without_tasks(replayed))
+        found += _task_differences(
+            store.task_segment_paths(manifest), live.tasks, spill.paths(), replayed.tasks,
+            MAX_DIFFERENCES - len(found),
+        )  # fmt: skip
+    return live.position, found[:MAX_DIFFERENCES]
 
 
-async def rebuild_checkpoint_index(redis: aioredis.Redis, job: str, state: State) -> int:
+def _without_tasks(state: State) -> State:
+    return msgspec.structs.replace(state, tasks={})
+
+
+def _relation(tasks: dict[str, TaskState]) -> pa.Table:
+    ids = list(tasks)
+    return pa.table(
+        {
+            "task_id": pa.array(ids, pa.string()),
+            "state": pa.array([_task_encoder.encode(tasks[t]) for t in ids], pa.binary()),
+        }
+    )
+
+
+def _task_differences(
+    live_paths: Sequence[Path],
+    live_tasks: dict[str, TaskState],
+    replay_paths: Sequence[Path],
+    replay_tasks: dict[str, TaskState],
+    limit: int,
+) -> list[str]:
+    if limit <= 0:
+        return []
+    con = duckdb.connect(":memory:")
+    try:
+        con.register("live_memory", _relation(live_tasks))
+        con.register("replay_memory", _relation(replay_tasks))
+        sides = []
+        for side, paths in (("live", live_paths), ("replay", replay_paths)):
+            if paths:
+                files = ", ".join(f"({n}, ?)" for n in range(len(paths)))
+                sides.append(
+                    f"{side}_files(file_index, name) AS (VALUES {files}), "
+                    f"{side}_rows AS (SELECT r.task_id, r.state, f.file_index "
+                    f"FROM read_parquet([{', '.join('?' for _ in paths)}], filename = true) r "
+                    f"JOIN {side}_files f ON r.filename = f.name), "
+                    f"{side} AS (SELECT task_id, arg_max(md5_number(state), file_index) AS digest "
+                    f"FROM {side}_rows WHERE task_id NOT IN (SELECT task_id FROM {side}_memory) "
+                    f"GROUP BY task_id UNION ALL "
+                    f"SELECT task_id, md5_number(state) FROM {side}_memory)"
+                )
+            else:
+                sides.append(f"{side} AS (SELECT task_id, md5_number(state) AS digest "
+                             f"FROM {side}_memory)")  # fmt: skip
+        params: list[object] = []
+        for paths in (live_paths, replay_paths):
+            if paths:
+                params += [str(p) for p in paths] * 2
+        rows = con.execute(
+            f"WITH {', '.join(sides)} "
+            "SELECT coalesce(live.task_id, replay.task_id) AS task_id, "
+            "live.task_id IS NOT NULL, replay.task_id IS NOT NULL, count(*) OVER () "
+            "FROM live FULL OUTER JOIN replay ON live.task_id = replay.task_id "
+            "WHERE live.digest IS DISTINCT FROM replay.digest ORDER BY 1 LIMIT ?",
+            [*params, limit],
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise CrawlogError(f"comparing the tasks failed: {exc}") from None
+    finally:
+        con.close()
+    if not rows:
+        return []
+    from projector._taskstore import read_tasks
+
+    wanted = [row[0] for row in rows]
+    live = {**read_tasks(live_paths, wanted), **live_tasks}
+    replayed = {**read_tasks(replay_paths, wanted), **replay_tasks}
+    found: list[str] = []
+    for task_id, in_live, in_replay, _ in rows:
+        path = f"state.tasks.{task_id}"
+        if not in_live:
+            found.append(f"{path}: only in replay")
+        elif not in_replay:
+            found.append(f"{path}: only in live")
+        else:
+            a, b = msgspec.to_builtins(live[task_id]), msgspec.to_builtins(replayed[task_id])
+            before = len(found)
+            _diff(a, b, path, found, limit)
+            if len(found) == before:
+                found.append(f"{path}: differs in encoding only")
+        if len(found) >= limit:
+            break
+    total = rows[0][3]
+    if total > len(rows):
+        found.append(f"... {total} tasks differ in all")
+    return found[:limit] if total <= len(rows) else found
+
+
+async def rebuild_checkpoint_index(redis: aioredis.Redis, job: str, state: State | Replayed) -> int:
     """Point ``ckpt`` at every unfinished task's last checkpoint; returns entries changed."""
-    pointers: list[tuple[str, str | None]] = []
-    for task in state.tasks.values():
-        if task.status in TERMINAL:
-            pointers.append((task.task_id, None))
-        elif task.checkpoint_id is not None:
-            pointers.append((task.task_id, task.checkpoint_id))
-    return await rebuild_checkpoints(redis, JobKeys(job), pointers)
+    if isinstance(state, Replayed):
+        pointers: Iterator[tuple[str, str | None]] = state.checkpoint_pointers()
+    else:
+        pointers = Replayed(state, _NO_SPILL).checkpoint_pointers()
+    keys, changed, batch = JobKeys(job), 0, []
+    for pointer in pointers:
+        batch.append(pointer)
+        if len(batch) >= POINTER_BATCH:
+            changed += await rebuild_checkpoints(redis, keys, batch)
+            batch = []
+    return changed + await rebuild_checkpoints(redis, keys, batch)
+
+
+class _NoSpill(TaskSpill):
+    """A spill with no runs and no directory (a state that holds every task)."""
+
+    def __init__(self) -> None:  # no directory made
+        self.stored = StoredTasks()
+        self.segments = []
+        self._written = 0
+
+
+_NO_SPILL: Final = _NoSpill()
 
 
 def find_archived(store: Store, stream_id: str) -> AnyEvent | None:

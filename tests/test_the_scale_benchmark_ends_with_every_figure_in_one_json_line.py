@@ -18,6 +18,7 @@ FIGURES = (
     "commit_us_per_event_10m",
     "replay_10m_s",
     "report_10m_tasks_s",
+    "history_10m_s",
     "redis_bytes_per_url_1m",
     "seen_bytes_per_url_1m",
     "tiny_crawl_s",
@@ -30,6 +31,7 @@ PER_SIZE = (
     "snapshot_s",
     "replay_s",
     "report_s",
+    "history_s",
 )
 
 

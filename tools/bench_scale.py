@@ -2,7 +2,7 @@
 state size, replay and report times, Redis bytes per URL, and a one-page crawl.
 
     python tools/bench_scale.py [--quick] [--sizes 10000,100000] [--redis-urls N]
-                                [--tiny-runs 5]
+                                [--tiny-runs 5] [--keep DIR] [--reads N] [--crawlog EXE]
 
 Everything runs on one private valkey-server as crawlog starts it (``ensure_server``), in
 a fresh data directory, and is measured through the public API and the command line only
@@ -29,6 +29,13 @@ bounded (a 10M-task log untrimmed would be ~50M entries): the appender stays at 
   stop s        SIGTERM to exit of the caught-up projector: its final commit and snapshot
   replay s      ``crawlog replay --job J`` (rebuild the whole state from archive + tail)
   report s      ``crawlog report --job J --json``
+  history s     ``crawlog history --job J URL`` of the task in the middle of the log
+
+**Reusing a built job.** ``--keep DIR`` uses DIR as the data directory (its own server)
+and leaves it there: a size whose job DIR already holds is not built again, only its reads
+(replay, report, history) are timed, each ``--reads`` times (the median is reported, and
+the spread). ``--crawlog EXE`` times another build's ``crawlog`` on the same job (A/B
+against a baseline worktree). ``--redis-urls 0`` skips the Redis footprint.
 
 **Redis bytes per URL.** ``--redis-urls`` URLs (default 1,000,000) are enqueued through
 the real enqueue script (`TaskQueue.enqueue`, 1,000 a call), claimed (`TaskQueue.claim`)
@@ -53,6 +60,8 @@ ones with ``--quick``) are null.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -121,6 +130,7 @@ TARGETS = {
     "report_10m_tasks_s": "<= 2",
     "redis_bytes_per_url_1m": "<= 60",
     "seen_bytes_per_url_1m": "<= 16",
+    "history_10m_s": "<= 0.5",
     "tiny_crawl_s": "<= 0.7",
 }
 
@@ -131,9 +141,15 @@ def crawlog_exe() -> str:
     return str(beside) if beside.exists() else "crawlog"
 
 
+def task_url(t: int) -> str:
+    """The URL of task ``t``: canonical already, so ``crawlog history URL`` finds it."""
+    return f"{SITE}/section-{t % 97}/page-{t}.html"
+
+
 def task_events(t: int) -> list[AnyEvent]:
     """The events of task ``t`` as a crawl writes them."""
-    task_id, url = f"{t:016x}", f"{SITE}/section-{t % 97}/page-{t}.html"
+    url = task_url(t)
+    task_id = hashlib.blake2b(url.encode(), digest_size=8).hexdigest()  # as crawlog keys it
     events: list[AnyEvent] = [
         TaskEnqueued(actor="seed", task_id=task_id, url=url, site=SITE, depth=2),
         TaskClaimed(actor=ACTOR, task_id=task_id, attempt=1),
@@ -246,10 +262,31 @@ class ProjectorProcess:
         return time.perf_counter() - started
 
 
-def timed_cli(*args: str) -> float:
+def timed_cli(*args: str, exe: str | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run([crawlog_exe(), *args], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([exe or crawlog_exe(), *args], check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
+
+
+def timed_reads(data_dir: Path, tasks: int, runs: int, exe: str | None) -> dict[str, float]:
+    """Median (and spread) of ``runs`` times of each read command on a built job."""
+    where = ("--job", f"scale-{tasks}", "--data-dir", str(data_dir))
+    url = task_url(tasks // 2)
+    commands = {
+        "replay_s": ("replay", *where),
+        "report_s": ("report", *where, "--json"),
+        "history_s": ("history", *where, url),
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, args in commands.items():
+            times[name].append(timed_cli(*args, exe=exe))
+    figures: dict[str, float] = {}
+    for name, values in times.items():
+        figures[name] = statistics.median(values)
+        figures[name.replace("_s", "_min_s")] = min(values)
+        figures[name.replace("_s", "_max_s")] = max(values)
+    return figures
 
 
 def tree_bytes(root: Path, *, skip: str | None = None) -> int:
@@ -289,8 +326,17 @@ async def append_log(client: aioredis.Redis, job: str, tasks: int, projector: Pr
     return events, projector.cpu_s() - cpu0, time.perf_counter() - wall0
 
 
-def measure_size(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
+def built(data_dir: Path, tasks: int) -> bool:
+    """Whether ``data_dir`` holds the projected job of this size already (``--keep``)."""
+    return (job_dir(data_dir, f"scale-{tasks}") / "manifest.json").exists()
+
+
+def measure_size(
+    url: str, data_dir: Path, tasks: int, *, reads: int = 1, exe: str | None = None
+) -> dict[str, float]:
     job = f"scale-{tasks}"
+    if built(data_dir, tasks):
+        return {"tasks": tasks, **timed_reads(data_dir, tasks, reads, exe)}
     first = next(batches(tasks))
 
     async def seed() -> None:
@@ -311,8 +357,6 @@ def measure_size(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
         stop_s = projector.stop()
     directory = job_dir(data_dir, job)
     state_bytes = tree_bytes(directory, skip=ARCHIVE_DIR)
-    replay_s = timed_cli("replay", "--job", job, "--data-dir", str(data_dir))
-    report_s = timed_cli("report", "--job", job, "--data-dir", str(data_dir), "--json")
     return {
         "tasks": tasks,
         "events": events,
@@ -324,8 +368,7 @@ def measure_size(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
         "snapshot_bytes": state_bytes,
         "snapshot_bytes_per_task": state_bytes / tasks,
         "snapshot_s": stop_s,
-        "replay_s": replay_s,
-        "report_s": report_s,
+        **timed_reads(data_dir, tasks, reads, exe),
     }
 
 
@@ -525,6 +568,12 @@ def main() -> int:
     )
     parser.add_argument("--redis-urls", type=int, default=REDIS_URLS)
     parser.add_argument("--tiny-runs", type=int, default=TINY_RUNS, help="0: no one-page crawl")
+    parser.add_argument(
+        "--keep", type=Path, metavar="DIR",
+        help="data directory to build the jobs in and keep (a job built there is reused)",
+    )  # fmt: skip
+    parser.add_argument("--reads", type=int, default=1, help="times each read command is timed")
+    parser.add_argument("--crawlog", metavar="EXE", help="the crawlog whose reads are timed")
     args = parser.parse_args()
     # A SIGTERM ends the run through its finally blocks (as Ctrl-C does), which stop the
     # projectors and the server it started: they outlive a bench killed outright.
@@ -536,16 +585,27 @@ def main() -> int:
     if args.quick:
         sizes = [s for s in sizes if s <= QUICK_MAX]
     results: dict[int, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="crawlog-scale-") as tmp:
-        data_dir = Path(tmp)
+    redis: RedisFootprint | None = None
+    with contextlib.ExitStack() as stack:
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            data_dir = args.keep.resolve()
+        else:
+            data_dir = Path(
+                stack.enter_context(tempfile.TemporaryDirectory(prefix="crawlog-scale-"))
+            )
         url = ensure_server(data_dir).url
         try:
             for size in sizes:
-                print(f"size {size:,}: appending and projecting", file=sys.stderr)
-                results[size] = measure_size(url, data_dir, size)
+                what = "timing reads" if built(data_dir, size) else "appending and projecting"
+                print(f"size {size:,}: {what}", file=sys.stderr)
+                results[size] = measure_size(
+                    url, data_dir, size, reads=args.reads, exe=args.crawlog
+                )
                 print(f"size {size:,}: {json.dumps(results[size])}", file=sys.stderr)
-            print(f"redis: {args.redis_urls:,} URLs enqueued and finished", file=sys.stderr)
-            redis = measure_redis(url, data_dir, args.redis_urls)
+            if args.redis_urls > 0:
+                print(f"redis: {args.redis_urls:,} URLs enqueued and finished", file=sys.stderr)
+                redis = measure_redis(url, data_dir, args.redis_urls)
         finally:
             stop_server(data_dir)
     print(f"one-page crawl: {args.tiny_runs} runs", file=sys.stderr)
@@ -553,45 +613,55 @@ def main() -> int:
 
     print(f"{'tasks':>11} {'events':>11} {'rss B/task':>10} {'commit us/ev':>12} "
           f"{'wall us/ev':>10} {'state MB':>9} {'B/task':>7} {'stop s':>7} {'replay s':>8} "
-          f"{'report s':>8}")  # fmt: skip
+          f"{'report s':>8} {'history s':>9}")  # fmt: skip
     for size, r in results.items():
+        state_mb = r["snapshot_bytes"] / 2**20 if "snapshot_bytes" in r else None
         print(
-            f"{size:>11,} {r['events']:>11,} {r['projector_bytes_per_task']:>10,.0f} "
-            f"{r['commit_us_per_event']:>12.2f} {r['wall_us_per_event']:>10.2f} "
-            f"{r['snapshot_bytes'] / 2**20:>9.1f} {r['snapshot_bytes_per_task']:>7.0f} "
-            f"{r['snapshot_s']:>7.2f} {r['replay_s']:>8.2f} {r['report_s']:>8.2f}"
+            f"{size:>11,} {fmt(r.get('events'), ',.0f'):>11} "
+            f"{fmt(r.get('projector_bytes_per_task'), ',.0f'):>10} "
+            f"{fmt(r.get('commit_us_per_event'), '.2f'):>12} "
+            f"{fmt(r.get('wall_us_per_event'), '.2f'):>10} {fmt(state_mb, '.1f'):>9} "
+            f"{fmt(r.get('snapshot_bytes_per_task'), '.0f'):>7} "
+            f"{fmt(r.get('snapshot_s'), '.2f'):>7} {r['replay_s']:>8.2f} {r['report_s']:>8.2f} "
+            f"{r['history_s']:>9.2f}"
         )
-    urls = redis.urls
-    print(f"\nRedis after {urls:,} URLs enqueued, claimed, finished, projected and trimmed:")
-    print(f"{'key':<24} {'keys':>7} {'bytes':>13} {'B/URL':>8} {'expires':>8}")
-    for shape, row in sorted(redis.rows.items(), key=lambda kv: -kv[1]["bytes"]):
-        expires = "yes" if row["expiring"] == row["keys"] else "no"
-        print(f"{shape:<24} {row['keys']:>7,.0f} {row['bytes']:>13,.0f} "
-              f"{row['bytes'] / urls:>8.2f} {expires:>8}")  # fmt: skip
-    print(f"staying: {redis.bytes_per_url:.2f} B/URL; with the expiring sets "
-          f"{redis.with_expiring_per_url:.2f}; INFO used_memory delta "
-          f"{redis.used_memory_per_url:.2f}")  # fmt: skip
+    if redis is not None:
+        urls = redis.urls
+        print(f"\nRedis after {urls:,} URLs enqueued, claimed, finished, projected and trimmed:")
+        print(f"{'key':<24} {'keys':>7} {'bytes':>13} {'B/URL':>8} {'expires':>8}")
+        for shape, row in sorted(redis.rows.items(), key=lambda kv: -kv[1]["bytes"]):
+            expires = "yes" if row["expiring"] == row["keys"] else "no"
+            print(f"{shape:<24} {row['keys']:>7,.0f} {row['bytes']:>13,.0f} "
+                  f"{row['bytes'] / urls:>8.2f} {expires:>8}")  # fmt: skip
+        print(f"staying: {redis.bytes_per_url:.2f} B/URL; with the expiring sets "
+              f"{redis.with_expiring_per_url:.2f}; INFO used_memory delta "
+              f"{redis.used_memory_per_url:.2f}")  # fmt: skip
     print(f"one-page crawl, s: {', '.join(f'{t:.2f}' for t in tiny)}")
 
     def at(size: int, field: str) -> float | None:
-        return round(results[size][field], 3) if size in results else None
+        value = results.get(size, {}).get(field)
+        return None if value is None else round(value, 3)
 
-    one_m = urls == REDIS_URLS
+    def of_redis(field: str) -> float | None:
+        return None if redis is None else round(getattr(redis, field), 2)
+
+    one_m = redis is not None and redis.urls == REDIS_URLS
     summary: dict[str, object] = {
         "projector_bytes_per_task_10m": at(10_000_000, "projector_bytes_per_task"),
         "commit_us_per_event_10k": at(10_000, "commit_us_per_event"),
         "commit_us_per_event_10m": at(10_000_000, "commit_us_per_event"),
         "replay_10m_s": at(10_000_000, "replay_s"),
         "report_10m_tasks_s": at(10_000_000, "report_s"),
-        "redis_bytes_per_url_1m": round(redis.bytes_per_url, 2) if one_m else None,
-        "seen_bytes_per_url_1m": round(redis.seen_bytes_per_url, 2) if one_m else None,
+        "redis_bytes_per_url_1m": of_redis("bytes_per_url") if one_m else None,
+        "seen_bytes_per_url_1m": of_redis("seen_bytes_per_url") if one_m else None,
         "tiny_crawl_s": round(statistics.median(tiny), 3) if tiny else None,
         "tiny_crawl_spread_s": [round(min(tiny), 3), round(max(tiny), 3)] if tiny else None,
-        "redis_urls": urls,
-        "redis_bytes_per_url": round(redis.bytes_per_url, 2),
-        "redis_bytes_per_url_with_expiring": round(redis.with_expiring_per_url, 2),
-        "used_memory_bytes_per_url": round(redis.used_memory_per_url, 2),
-        "seen_bytes_per_url": round(redis.seen_bytes_per_url, 2),
+        "history_10m_s": at(10_000_000, "history_s"),
+        "redis_urls": None if redis is None else redis.urls,
+        "redis_bytes_per_url": of_redis("bytes_per_url"),
+        "redis_bytes_per_url_with_expiring": of_redis("with_expiring_per_url"),
+        "used_memory_bytes_per_url": of_redis("used_memory_per_url"),
+        "seen_bytes_per_url": of_redis("seen_bytes_per_url"),
         "sizes": {str(size): {k: round(v, 3) for k, v in r.items()} for size, r in results.items()},
         "not_run": [s for s in SIZES if s not in results],
         "targets": TARGETS,

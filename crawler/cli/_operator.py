@@ -25,7 +25,16 @@ import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, load_config
 from crawler._urls import canonical_url, fingerprint, site_of
-from eventlog import ConfigError, JobKeys, UnknownTask, connect, resolve_data_dir, resolve_url
+from eventlog import (
+    START,
+    ConfigError,
+    EventLog,
+    JobKeys,
+    UnknownTask,
+    connect,
+    resolve_data_dir,
+    resolve_url,
+)
 from projector import State, TaskState
 
 if TYPE_CHECKING:
@@ -70,10 +79,35 @@ class OpenJob:
         self.store = store
 
     async def state(self) -> State:
-        """The job's state now: the committed state plus the stream after it."""
+        """The job's whole state now: the committed state plus the stream after it (every
+        task decoded: for a caller that needs them all)."""
         from projector import current_state
 
         return await current_state(self.client, self.store)
+
+    async def tasks(
+        self,
+        *,
+        task_ids: Iterable[str] | None = None,
+        statuses: Iterable[str] | None = None,
+        site: str | None = None,
+    ) -> tuple[State, dict[str, TaskState]]:
+        """The live part of the job's state now (sites, job, unfinished tasks), and the
+        tasks now of ``task_ids`` / ``statuses`` / ``site``: only those are read from the
+        task store, not the millions of ended tasks of a big job."""
+        from projector import TaskFilter, current_tasks
+
+        wanted = TaskFilter(
+            task_ids=None if task_ids is None else frozenset(task_ids),
+            statuses=None if statuses is None else frozenset(statuses),
+            site=site,
+        )
+        return await current_tasks(self.client, self.store, wanted)
+
+    async def task(self, task_id: str) -> TaskState:
+        """One task now; ``UnknownTask`` if the log has none of this id."""
+        _, found = await self.tasks(task_ids=[task_id])
+        return task_in(found, task_id, self.keys.job)
 
 
 @asynccontextmanager
@@ -88,6 +122,24 @@ async def open_job(data_dir: Path | None, job: str) -> AsyncIterator[OpenJob]:
     async with connect(url) as client:
         config = await load_config(client, keys)  # ConfigError "no job ..." if never started
         yield OpenJob(client, keys, config, Store(resolve_data_dir(data_dir), job))
+
+
+@asynccontextmanager
+async def open_log(data_dir: Path | None, job: str) -> AsyncIterator[tuple[aioredis.Redis, Store]]:
+    """The job's server and projected files, for a command that only reads the log.
+
+    Unlike ``open_job``, a job without a configuration in Redis (a log written by another
+    tool) is read too, if its projector committed something or its stream exists.
+    """
+    from projector import Store
+
+    keys = JobKeys(job)
+    url = resolve_url(data_dir, create=False)
+    store = Store(resolve_data_dir(data_dir), job)
+    async with connect(url) as client:
+        if store.read_manifest().position == START and not await EventLog(client, job).length():
+            await load_config(client, keys)  # ConfigError "no job ..." if never started
+        yield client, store
 
 
 def task_id_of(value: str) -> tuple[str, str | None]:
@@ -118,7 +170,7 @@ async def resolve_site(job: OpenJob, value: str, *, also: Iterable[str] = ()) ->
     known = {site_of(seed) for seed in job.config.seeds} | set(also)
     matches = sorted(s for s in known if s.split("://", 1)[1] == wanted)
     if not matches:
-        state = await job.state()
+        state, _ = await job.tasks(task_ids=())  # the sites, and no stored task
         known |= set(state.sites)
         matches = sorted(s for s in state.sites if s.split("://", 1)[1] == wanted)
     if len(matches) == 1:
@@ -131,8 +183,9 @@ async def resolve_site(job: OpenJob, value: str, *, also: Iterable[str] = ()) ->
     )
 
 
-def task_in(state: State, task_id: str, job: str) -> TaskState:
-    task = state.tasks.get(task_id)
+def task_in(tasks: State | dict[str, TaskState], task_id: str, job: str) -> TaskState:
+    """The task ``task_id`` of a state (or of tasks by id); ``UnknownTask`` if none."""
+    task = (tasks.tasks if isinstance(tasks, State) else tasks).get(task_id)
     if task is None:
         raise UnknownTask(
             f"job {job!r} has no task {task_id} in its log: `crawlog history` takes a URL "

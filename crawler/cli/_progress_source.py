@@ -48,7 +48,7 @@ from eventlog import (
     read_workers,
     stream_id_key,
 )
-from projector import Manifest, State, Store, read_committed
+from projector import Manifest, State, Store, bring_back_named, read_committed, read_live
 
 TAIL_BATCH = 5_000
 MAX_TAIL_PER_REFRESH = 200_000
@@ -69,8 +69,13 @@ class LiveProgress:
         window_s: float = RATE_WINDOW_S,
         delay_floor_ms: int | None = None,
         make_tracker: Callable[[State], Tracker] = Tracker,
+        every_task: bool = True,
     ) -> None:
         self.redis = redis
+        self.every_task = every_task
+        """Whether the tracker's state holds every task (the console looks tasks up in
+        it), or only the live part (``crawlog status``: the ended tasks of a big job stay
+        in the task store, and only their per-site retries and recoveries are read)."""
         self.make_tracker = make_tracker
         """What folds the state: a ``Tracker``, or one that also notes more per event (the
         console's charts)."""
@@ -88,17 +93,30 @@ class LiveProgress:
         self.window = RateWindow(window_s)
         self._committed_events = 0
         self._loaded = False
+        self._manifest = Manifest(job=job)
+        """The manifest the tracker started from: its task store has the ended tasks the
+        tail may name."""
 
     async def load(self) -> None:
         """Start from what the projector committed (read without its lock)."""
 
         def read() -> tuple[Manifest, Tracker]:
-            # The tracker too: made from a million tasks, it would hold the event loop.
-            manifest, state = read_committed(self.store)
-            return manifest, self.make_tracker(state)
+            if self.every_task:
+                # The tracker too: made from a million tasks, it would hold the event loop.
+                manifest, state = read_committed(self.store)
+                return manifest, self.make_tracker(state)
+            # The live part of the state, not every ended task: those are in the task
+            # store, and only their per-site retries and recoveries are read here.
+            manifest, state, stored = read_live(self.store)
+            tracker = self.make_tracker(state)
+            for site, (retries, recoveries) in stored.items():
+                tracker.retries[site] = tracker.retries.get(site, 0) + retries
+                tracker.recoveries[site] = tracker.recoveries.get(site, 0) + recoveries
+            return manifest, tracker
 
         manifest, tracker = await anyio.to_thread.run_sync(read)
         self.tracker = tracker
+        self._manifest = manifest
         self.committed = manifest.position
         self._committed_events = tracker.state.job.events
         self._loaded = True
@@ -221,6 +239,18 @@ class LiveProgress:
                 continue
             if not entries:
                 return
+            try:
+                # An ended task the tail names (a retry, a late event) is read back first,
+                # as the projector brings it back.
+                if not self.every_task:
+                    await anyio.to_thread.run_sync(
+                        bring_back_named, self.store, self._manifest, state, entries
+                    )
+            except CrawlogError:
+                # Its task segments were merged away meanwhile: start over on a newer commit.
+                await self.load()
+                state = self.tracker.state
+                continue
             self.tracker.fold(entries)
             folded += len(entries)
 

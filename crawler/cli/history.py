@@ -11,13 +11,14 @@ import msgspec
 
 from crawler.cli._exit import EXIT_NO
 from crawler.cli._format import table_lines
-from crawler.cli._operator import echo_json, open_job, task_id_of
+from crawler.cli._operator import echo_json, open_log, task_id_of
 from crawler.cli._options import data_dir_option, job_option, json_option
 from crawler.cli.evidence import evidence_summary, export_command_line, last_failure
 from eventlog import (
     AnyEvent,
     CheckpointSaved,
     ItemScraped,
+    JobKeys,
     LogEntry,
     PageFetched,
     RequestSpec,
@@ -62,9 +63,9 @@ def history_command(
         from eventlog import is_seen
         from projector import task_history
 
-        async with open_job(data_dir, job) as opened:
-            entries = await task_history(opened.client, opened.store, [task_id], page_url=url)
-            return entries, await is_seen(opened.client, opened.keys, task_id)
+        async with open_log(data_dir, job) as (client, store):
+            entries = await task_history(client, store, [task_id], page_url=url)
+            return entries, await is_seen(client, JobKeys(job), task_id)
 
     entries, seen = anyio.run(run)
     own = [e for e in entries if getattr(e.event, "task_id", None) == task_id]

@@ -14,7 +14,6 @@ from crawler.cli._operator import (
     reason_option,
     resolve_site,
     task_id_of,
-    task_in,
 )
 from crawler.cli._options import data_dir_option, job_option
 from eventlog import (
@@ -105,7 +104,7 @@ async def _control(
             if pause == is_paused:
                 return f"{subject} is {'already' if pause else 'not'} paused; nothing written"
             if pause:
-                task = task_in(await job.state(), task_id, job_name)
+                task = await job.task(task_id)
                 if task.status in TERMINAL:
                     raise OperatorRefused(
                         f"{subject} has ended ({task.status} at attempt {task.attempt}): "

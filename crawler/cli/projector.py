@@ -262,8 +262,10 @@ def replay_command(
     from_redis: bool,
 ) -> None:
     """Rebuild the job's whole state from the archive and the stream tail."""
-    from projector import Store, rebuild_checkpoint_index, replay
+    from projector import Store, TaskSpill, rebuild_checkpoint_index, replay_job, tune_gc
     from projector import verify as verify_snapshot
+
+    tune_gc()  # a fold of the whole log: as few collections as the projector's
 
     directory = resolve_data_dir(data_dir)
     store = Store(directory, job)
@@ -292,14 +294,17 @@ def replay_command(
     async def run() -> None:
         async with connect(url) as client:
             await _require_job(client, job, directory)
-            state = await replay(client, store)
-            click.echo(
-                f"replayed {state.job.events} events of {job} up to {state.position}: "
-                f"{len(state.tasks)} tasks, {sum(state.job.anomalies.values())} anomalies"
-            )
-            if rebuild_index:
-                changed = await rebuild_checkpoint_index(client, job, state)
-                click.echo(f"checkpoint index rebuilt: {changed} entries changed")
+            with TaskSpill() as spill:
+                replayed = await replay_job(client, store, spill)
+                state = replayed.state
+                click.echo(
+                    f"replayed {state.job.events} events of {job} up to {state.position}: "
+                    f"{replayed.task_count()} tasks, {sum(state.job.anomalies.values())} "
+                    "anomalies"
+                )
+                if rebuild_index:
+                    changed = await rebuild_checkpoint_index(client, job, replayed)
+                    click.echo(f"checkpoint index rebuilt: {changed} entries changed")
 
     anyio.run(run)
 

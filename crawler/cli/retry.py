@@ -18,7 +18,6 @@ from crawler.cli._operator import (
     reason_option,
     resolve_site,
     task_id_of,
-    task_in,
 )
 from crawler.cli._options import data_dir_option, job_option, json_option
 from eventlog import OperatorRefused, Retry, Task, TaskQueue, TaskRetried, read_workers
@@ -117,10 +116,9 @@ async def _retry(
     yes: bool,
 ) -> tuple[list[TaskState], list[str], bool]:
     async with open_job(data_dir, job_name) as job:
-        state = await job.state()
         if task_arg is not None:
             task_id, _ = task_id_of(task_arg)
-            task = task_in(state, task_id, job_name)
+            task = await job.task(task_id)
             if task.status not in TERMINAL:
                 raise OperatorRefused(
                     f"task {task_id} is {task.status} (attempt {task.attempt}), it has not "
@@ -129,14 +127,9 @@ async def _retry(
             chosen = [task]
         else:
             site = await resolve_site(job, site_arg) if site_arg is not None else None
-            chosen = sorted(
-                (
-                    t
-                    for t in state.tasks.values()
-                    if t.status in statuses and (site is None or t.site == site)
-                ),
-                key=lambda t: (t.site, t.url),
-            )
+            # Only the failed (aborted) tasks of the site are read from the task store.
+            _, tasks = await job.tasks(statuses=statuses, site=site)
+            chosen = sorted(tasks.values(), key=lambda t: (t.site, t.url))
             if not chosen:
                 return [], [], True
             if not yes:

@@ -85,7 +85,12 @@ def status_command(
             politeness = config.politeness
             floor_ms = round(politeness.delay_s * 1000) if politeness.autothrottle else None
             source = LiveProgress(
-                client, job, directory, lease_ms=config.lease_ms, delay_floor_ms=floor_ms
+                client,
+                job,
+                directory,
+                lease_ms=config.lease_ms,
+                delay_floor_ms=floor_ms,
+                every_task=False,  # counts per site: the ended tasks stay in the task store
             )
             if not watch:
                 report = await source.refresh()

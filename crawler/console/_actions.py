@@ -139,7 +139,8 @@ async def retry_task(
 ) -> Outcome:
     """Retry one ended task, as ``crawlog retry TASK`` does, if it is still the attempt
     the operator looked at."""
-    task = (await job.state()).tasks.get(task_id)
+    _, found = await job.tasks(task_ids=[task_id])
+    task = found.get(task_id)
     if task is None:
         raise OperatorRefused(f"job {job.keys.job!r} has no task {task_id}; nothing written")
     if task.attempt != seen_attempt:
