@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eventlog import CrawlogError, stream_id_key
+from projector._hashset import HashSet64
 from projector._state import ABORTED, FAILED, TaskState
 
 TASKS_DIR: Final = "tasks"
@@ -40,6 +41,8 @@ MIN_MERGE_RUN: Final = 4
 """Merge the newest task segments this many at a time (``plan_merge``)."""
 MAX_TASK_SEGMENTS: Final = 16
 """Task segments a manifest names at most: readers open each."""
+ID_BATCH: Final = 65_536
+"""Task ids read at a time when the projector rebuilds its hashes of them."""
 
 TASK_SCHEMA: Final = pa.schema(
     [
@@ -187,13 +190,18 @@ def plan_merge(segments: Sequence[TaskSegmentInfo]) -> tuple[int, int] | None:
     is rewritten about once per tier, a number of times logarithmic in the job. Segments of
     sizes that never line up are all merged once there are ``MAX_TASK_SEGMENTS``.
     """
-    if len(segments) >= MAX_TASK_SEGMENTS:
-        return 0, len(segments)
-    if len(segments) < MIN_MERGE_RUN:
+    return plan_merge_sizes([s.tasks for s in segments])
+
+
+def plan_merge_sizes(sizes: Sequence[int]) -> tuple[int, int] | None:
+    """``plan_merge`` for segments of ``sizes`` rows (task or key segments)."""
+    if len(sizes) >= MAX_TASK_SEGMENTS:
+        return 0, len(sizes)
+    if len(sizes) < MIN_MERGE_RUN:
         return None
-    tiers = [_tier(s.tasks) for s in segments[-MIN_MERGE_RUN:]]
+    tiers = [_tier(n) for n in sizes[-MIN_MERGE_RUN:]]
     if max(tiers) <= min(tiers) + 1:
-        return len(segments) - MIN_MERGE_RUN, len(segments)
+        return len(sizes) - MIN_MERGE_RUN, len(sizes)
     return None
 
 
@@ -220,9 +228,14 @@ def read_tasks(
 
 
 def iter_task_ids(paths: Iterable[Path]) -> Iterator[str]:
-    """Every task id the segments hold (a task in several segments more than once)."""
+    """Every task id the segments hold (a task in several segments more than once), read a
+    batch at a time: ten million ids as Python strings at once would be a gigabyte."""
     for path in paths:
-        yield from _read(path, ["task_id"]).column("task_id").to_pylist()
+        try:
+            for chunk in pq.ParquetFile(path).iter_batches(ID_BATCH, columns=["task_id"]):
+                yield from chunk.column(0).to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
 
 
 def summary_rows(paths: Sequence[Path]) -> list[dict[str, object]]:
@@ -242,22 +255,22 @@ def summary_rows(paths: Sequence[Path]) -> list[dict[str, object]]:
 class StoredTasks:
     """What the projector knows of the tasks that left its memory.
 
-    ``hashes`` holds the ``hash`` of every stored task id: a task id an event names that is
-    neither in memory nor in it is a new task (most are: every ``TaskEnqueued``), found with
-    one set lookup and no I/O. A hash that matches is looked up in the segments, so a
+    ``hashes`` holds the ``hash`` of every stored task id (8 bytes each, ``HashSet64``, not
+    a set of ints at 60 to 80): a task id an event names that is neither in memory nor in it
+    is a new task (most are: every ``TaskEnqueued``), found with one lookup and no I/O. A hash that matches is looked up in the segments, so a
     collision only costs a read that finds nothing. The hashes are this process's own
     (Python's string hash is salted per process) and are rebuilt from the segments' task ids
     when the projector starts. ``in_flight`` holds the rows of a commit not landed yet.
     """
 
     def __init__(self) -> None:
-        self.hashes: set[int] = set()
+        self.hashes = HashSet64()
         self.in_flight: dict[str, bytes] = {}
 
     def add(self, rows: Iterable[TaskRow]) -> None:
         """Rows that leave memory with the commit being started."""
         self.in_flight = {row.task_id: row.state for row in rows}
-        self.hashes.update(hash(task_id) for task_id in self.in_flight)
+        self.hashes.update(map(hash, self.in_flight))
 
     def landed(self) -> None:
         """The commit of the ``in_flight`` rows is in the store now."""
@@ -266,6 +279,8 @@ class StoredTasks:
     def missing(self, tasks: Collection[str], task_ids: Iterable[str]) -> set[str]:
         """Those of ``task_ids`` not in ``tasks`` (memory) that may be stored."""
         hashes = self.hashes
+        if not len(hashes):
+            return set()
         return {t for t in task_ids if t not in tasks and hash(t) in hashes}
 
     def load(self, task_ids: Collection[str], paths: Sequence[Path]) -> dict[str, TaskState]:
