@@ -37,6 +37,9 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     task_rows: list[TaskRow] = msgspec.field(default_factory=list)
     """Terminal tasks that left the in-memory state with this commit's snapshot: written as
     a task segment before the manifest that names it with the snapshot."""
+    task_rows_replacing: int | None = None
+    """How many of ``task_rows`` may replace a stored row, if known
+    (``TaskSegmentInfo.replacing``)."""
     item_keys: list[str] = msgspec.field(default_factory=list)
     """Item keys scraped since the last snapshot, which left memory with this one: written
     as a key segment before the manifest, as the task rows are."""
@@ -65,7 +68,10 @@ class Committer:
         if request.task_rows:
             assert request.snapshot is not None, "tasks leave memory only with a snapshot"
             written = write_task_segment(
-                self.store.tasks, request.task_rows, request.snapshot_position
+                self.store.tasks,
+                request.task_rows,
+                request.snapshot_position,
+                replacing=request.task_rows_replacing,
             )
             task_segments = (*task_segments, written)
         key_segments = old.key_segments

@@ -32,9 +32,9 @@ from projector._hashset import HashSet64
 KEYS_DIR: Final = "keys"
 KEY_SEGMENT_SUFFIX: Final = ".parquet"
 COMPRESSION: Final = "zstd"
-KEY_ROW_GROUP: Final = 16_384
-"""Rows a row group: a segment is sorted, so a lookup reads the one row group (per
-segment) whose key range holds the key, found from the row groups' statistics."""
+KEY_ROW_GROUP: Final = 4_096
+"""Rows a row group: a segment is sorted, so a lookup reads the one row group (per sorted
+part) whose key range holds the key, found from the row groups' statistics."""
 KEY_SCHEMA: Final = pa.schema([("key", pa.string())])
 
 
@@ -84,18 +84,36 @@ def _read(path: Path, filters: object = None) -> pa.Table:
 
 
 def merge_key_segments(directory: Path, segments: Sequence[KeySegmentInfo]) -> KeySegmentInfo:
-    """The segments as one, sorted, named after the newest (not committed).
+    """The segments as one, named after the newest (not committed).
 
-    Sorted as a whole, not segment after segment: a lookup then reads one row group of it.
-    The segments never share a key (each key is written once), so nothing is dropped.
+    Copied a row group at a time, so a merge holds one row group, whatever the job's size:
+    each segment's part stays sorted, its row groups' key ranges apart, so a lookup still
+    reads one row group per part (the segments never share a key: nothing is dropped).
+    Sorting the whole would hold every key of the merge in memory at once.
     """
     last = segments[-1]
     first = segments[0].name[len("keys-") :][:24]  # its position: names stay short
     name = _name(last.position, f"-m{len(segments)}-{first}")
-    table = pa.concat_tables([_read(directory / info.name) for info in segments])
-    table = table.sort_by("key")
-    _write(directory, name, table)
-    return KeySegmentInfo(name=name, keys=table.num_rows, position=last.position)
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    keys = 0
+    with open(tmp, "wb") as sink:
+        with pq.ParquetWriter(
+            sink, KEY_SCHEMA, compression=COMPRESSION, write_page_checksum=True
+        ) as writer:
+            for info in segments:
+                path = directory / info.name
+                try:
+                    parquet = pq.ParquetFile(path)
+                    for group in range(parquet.num_row_groups):
+                        table = parquet.read_row_group(group, columns=["key"])
+                        keys += table.num_rows
+                        writer.write_table(table, row_group_size=KEY_ROW_GROUP)
+                except (OSError, pa.ArrowException) as exc:
+                    raise CrawlogError(f"key segment {path} cannot be read ({exc})") from None
+        sink.flush()
+        os.fsync(sink.fileno())
+    os.replace(tmp, directory / name)
+    return KeySegmentInfo(name=name, keys=keys, position=last.position)
 
 
 def read_keys(paths: Sequence[Path], keys: Collection[str] | None = None) -> set[str]:

@@ -290,6 +290,7 @@ class Projector:
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
             task_rows=leaving,
+            task_rows_replacing=self.stored.replacing,
             item_keys=keys,
             summary=self._summary.summary(self.state, dead_letters=self._dead_letters),
             behind=self._behind,

@@ -43,6 +43,9 @@ MAX_TASK_SEGMENTS: Final = 16
 """Task segments a manifest names at most: readers open each."""
 ID_BATCH: Final = 65_536
 """Task ids read at a time when the projector rebuilds its hashes of them."""
+TASK_ROW_GROUP: Final = 65_536
+"""Rows a row group of a task segment, and rows a merge holds at a time: a merge's memory
+is bounded by it, not by the size of the job."""
 
 TASK_SCHEMA: Final = pa.schema(
     [
@@ -69,6 +72,11 @@ class TaskSegmentInfo(msgspec.Struct, frozen=True, kw_only=True):
     tasks: int
     position: str
     """The snapshot position its rows are the tasks' state at (the newest, once merged)."""
+    replacing: int | None = None
+    """How many of its rows may replace a row of an older segment (tasks brought back from
+    the store, then stored again: a retry, a late event), at most; None: not known (a
+    segment written before this was counted). A merge reads the task ids of the newer
+    segments only if some may replace a row."""
 
 
 class TaskRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -106,23 +114,37 @@ def task_from_bytes(data: bytes) -> TaskState:
 def _write(directory: Path, name: str, table: pa.Table) -> None:
     tmp = directory / f".{name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as sink:
-        pq.write_table(table, sink, compression=COMPRESSION, write_page_checksum=True)
+        pq.write_table(
+            table,
+            sink,
+            compression=COMPRESSION,
+            write_page_checksum=True,
+            row_group_size=TASK_ROW_GROUP,
+        )
         sink.flush()
         os.fsync(sink.fileno())
     os.replace(tmp, directory / name)
 
 
 def write_task_segment(
-    directory: Path, rows: Sequence[TaskRow], position: str, *, tag: str = ""
+    directory: Path,
+    rows: Sequence[TaskRow],
+    position: str,
+    *,
+    tag: str = "",
+    replacing: int | None = None,
 ) -> TaskSegmentInfo:
-    """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed)."""
+    """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed);
+    ``replacing``: how many may replace an older segment's row, if known."""
     ordered = sorted(rows, key=lambda r: r.task_id)
     columns = {field: [getattr(r, field) for r in ordered] for field in TASK_SCHEMA.names}
     table = pa.table(columns, schema=TASK_SCHEMA)
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
     _write(directory, name, table)
-    return TaskSegmentInfo(name=name, tasks=table.num_rows, position=position)
+    return TaskSegmentInfo(
+        name=name, tasks=table.num_rows, position=position, replacing=replacing
+    )
 
 
 def _read(path: Path, columns: Sequence[str] | None = None, filters: object = None) -> pa.Table:
@@ -152,14 +174,19 @@ def latest_rows(tables: Sequence[pa.Table]) -> pa.Table:
 def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) -> TaskSegmentInfo:
     """The segments as one (latest row per task), named after the newest (not committed).
 
-    One segment in memory at a time (plus the task ids of the newer ones): each becomes a
-    row group of the rows no newer segment replaces, still sorted by task id within it.
+    Read and written ``TASK_ROW_GROUP`` rows at a time: each segment's rows that no newer
+    segment replaces, still sorted by task id within each segment's part. Which rows are
+    replaced is known from the task ids of the newer segments that may replace any
+    (``TaskSegmentInfo.replacing``): usually none, and then no id is read at all.
     """
     last = segments[-1]
     ms, seq = stream_id_key(last.position)
     first = segments[0].name[len("tasks-") :][:24]  # its position: names stay short
     name = f"tasks-{ms:015d}-{seq:08d}-m{len(segments)}-{first}{TASK_SEGMENT_SUFFIX}"
-    ids = [_read(directory / info.name, ["task_id"]).column("task_id") for info in segments]
+    ids: list[pa.ChunkedArray | None] = [
+        None if info.replacing == 0 else _read(directory / info.name, ["task_id"])["task_id"]
+        for info in segments
+    ]
     tmp = directory / f".{name}.{os.getpid()}.tmp"
     rows = 0
     with open(tmp, "wb") as sink:
@@ -167,19 +194,35 @@ def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) ->
             sink, TASK_SCHEMA, compression=COMPRESSION, write_page_checksum=True
         ) as writer:
             for n, info in enumerate(segments):
-                table = _read(directory / info.name)
-                newer = [chunk for later in ids[n + 1 :] for chunk in later.chunks]
+                newer = [chunk for later in ids[n + 1 :] if later for chunk in later.chunks]
+                keep = None
                 if newer:
-                    replaced = pc.is_in(
-                        table.column("task_id"), value_set=pa.chunked_array(newer, pa.string())
-                    )
-                    table = table.filter(pc.invert(replaced))
-                rows += table.num_rows
-                writer.write_table(table)
+                    own = _read(directory / info.name, ["task_id"])["task_id"]
+                    replaced = pc.is_in(own, value_set=pa.chunked_array(newer, pa.string()))
+                    keep = pc.invert(replaced)
+                    del own, replaced
+                offset = 0
+                for batch in _batches(directory / info.name):
+                    table = pa.Table.from_batches([batch], schema=TASK_SCHEMA)
+                    if keep is not None:
+                        table = table.filter(keep.slice(offset, batch.num_rows))
+                    offset += batch.num_rows
+                    rows += table.num_rows
+                    if table.num_rows:
+                        writer.write_table(table)
         sink.flush()
         os.fsync(sink.fileno())
     os.replace(tmp, directory / name)
-    return TaskSegmentInfo(name=name, tasks=rows, position=last.position)
+    counts = [info.replacing for info in segments]
+    replacing = None if None in counts else sum(c or 0 for c in counts)
+    return TaskSegmentInfo(name=name, tasks=rows, position=last.position, replacing=replacing)
+
+
+def _batches(path: Path) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from pq.ParquetFile(path).iter_batches(TASK_ROW_GROUP)
+    except (OSError, pa.ArrowException) as exc:
+        raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
 
 
 def plan_merge(segments: Sequence[TaskSegmentInfo]) -> tuple[int, int] | None:
@@ -266,11 +309,18 @@ class StoredTasks:
     def __init__(self) -> None:
         self.hashes = HashSet64()
         self.in_flight: dict[str, bytes] = {}
+        self.replacing = 0
+        """Of the rows last added, how many may replace a stored row (their hash was
+        known): ``TaskSegmentInfo.replacing``."""
 
     def add(self, rows: Iterable[TaskRow]) -> None:
         """Rows that leave memory with the commit being started."""
         self.in_flight = {row.task_id: row.state for row in rows}
-        self.hashes.update(map(hash, self.in_flight))
+        hashes = self.hashes
+        # Before they are added: a hash known already is a task stored before (or a
+        # collision, which only costs the merge a read of task ids).
+        self.replacing = sum(hash(t) in hashes for t in self.in_flight) if len(hashes) else 0
+        hashes.update(map(hash, self.in_flight))
 
     def landed(self) -> None:
         """The commit of the ``in_flight`` rows is in the store now."""

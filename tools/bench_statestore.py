@@ -133,6 +133,7 @@ def run_one(tasks: int, commit_events: int, snapshot_every: int, evict: bool) ->
                 snapshot=snapshot,
                 snapshot_position=state.position,
                 task_rows=rows,
+                task_rows_replacing=stored.replacing,
                 item_keys=item_keys,
                 summary=summary.summary(state),
             )
