@@ -45,6 +45,20 @@ class HashSet64:
         at = bisect_left(bucket, value)
         return at < len(bucket) and bucket[at] == value
 
+    def matching(self, strings: Iterable[str]) -> list[str]:
+        """Those of ``strings`` whose ``hash`` is in the set (the lookup inlined: it runs
+        for most task ids and item keys a batch names)."""
+        buckets, mask = self._buckets, self._mask
+        found = []
+        for string in strings:
+            value = hash(string)
+            bucket = buckets[value & mask]
+            if bucket is not None:
+                at = bisect_left(bucket, value)
+                if at < len(bucket) and bucket[at] == value:
+                    found.append(string)
+        return found
+
     def add(self, value: int) -> None:
         """Add ``value`` (a no-op if it is there)."""
         index = value & self._mask

@@ -183,10 +183,9 @@ class StoredKeys:
 
     def missing(self, item_keys: Collection[str], keys: Iterable[str]) -> list[str]:
         """Those of ``keys`` not in ``item_keys`` (memory) that may be stored."""
-        hashes = self.hashes
-        if not len(hashes):
+        if not len(self.hashes):
             return []
-        return [k for k in keys if k not in item_keys and hash(k) in hashes]
+        return self.hashes.matching([k for k in keys if k not in item_keys])
 
     def load(self, keys: Collection[str], paths: Sequence[Path]) -> set[str]:
         """Those of ``keys`` the store holds, noted as brought back."""

@@ -21,6 +21,7 @@ the fold's.
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Final
@@ -136,9 +137,9 @@ def write_task_segment(
 ) -> TaskSegmentInfo:
     """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed);
     ``replacing``: how many may replace an older segment's row, if known."""
-    ordered = sorted(rows, key=lambda r: r.task_id)
-    columns = {field: [getattr(r, field) for r in ordered] for field in TASK_SCHEMA.names}
-    table = pa.table(columns, schema=TASK_SCHEMA)
+    # Sorted by Arrow, not by a Python key function over the rows.
+    columns = {field: list(map(attrgetter(field), rows)) for field in TASK_SCHEMA.names}
+    table = pa.table(columns, schema=TASK_SCHEMA).sort_by("task_id")
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
     _write(directory, name, table)
@@ -328,10 +329,9 @@ class StoredTasks:
 
     def missing(self, tasks: Collection[str], task_ids: Iterable[str]) -> set[str]:
         """Those of ``task_ids`` not in ``tasks`` (memory) that may be stored."""
-        hashes = self.hashes
-        if not len(hashes):
+        if not len(self.hashes):
             return set()
-        return {t for t in task_ids if t not in tasks and hash(t) in hashes}
+        return set(self.hashes.matching([t for t in task_ids if t not in tasks]))
 
     def load(self, task_ids: Collection[str], paths: Sequence[Path]) -> dict[str, TaskState]:
         """The stored state of ``task_ids`` (those the store has)."""
