@@ -77,9 +77,7 @@ class Committer:
         key_segments = old.key_segments
         if request.item_keys:
             assert request.snapshot is not None, "keys leave memory only with a snapshot"
-            keys = write_key_segment(
-                self.store.keys, request.item_keys, request.snapshot_position
-            )
+            keys = write_key_segment(self.store.keys, request.item_keys, request.snapshot_position)
             key_segments = (*key_segments, keys)
         if request.snapshot is not None:
             name = self.store.write_snapshot(request.snapshot, request.snapshot_position)

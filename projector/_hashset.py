@@ -100,4 +100,3 @@ class HashSet64:
                     buckets[index] = bucket = array("q")
                 bucket.append(value)
         self._bits, self._mask, self._buckets = bits, mask, buckets
-

@@ -21,8 +21,8 @@ the fold's.
 from __future__ import annotations
 
 import os
-from operator import attrgetter
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Final
 
@@ -143,9 +143,7 @@ def write_task_segment(
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
     _write(directory, name, table)
-    return TaskSegmentInfo(
-        name=name, tasks=table.num_rows, position=position, replacing=replacing
-    )
+    return TaskSegmentInfo(name=name, tasks=table.num_rows, position=position, replacing=replacing)
 
 
 def _read(path: Path, columns: Sequence[str] | None = None, filters: object = None) -> pa.Table:
@@ -301,8 +299,9 @@ class StoredTasks:
 
     ``hashes`` holds the ``hash`` of every stored task id (8 bytes each, ``HashSet64``, not
     a set of ints at 60 to 80): a task id an event names that is neither in memory nor in it
-    is a new task (most are: every ``TaskEnqueued``), found with one lookup and no I/O. A hash that matches is looked up in the segments, so a
-    collision only costs a read that finds nothing. The hashes are this process's own
+    is a new task (most are: every ``TaskEnqueued``), found with one lookup and no I/O. A
+    hash that matches is looked up in the segments, so a collision only costs a read that
+    finds nothing. The hashes are this process's own
     (Python's string hash is salted per process) and are rebuilt from the segments' task ids
     when the projector starts. ``in_flight`` holds the rows of a commit not landed yet.
     """
