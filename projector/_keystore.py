@@ -70,7 +70,8 @@ def _name(position: str, suffix: str = "") -> str:
 def write_key_segment(directory: Path, keys: Iterable[str], position: str) -> KeySegmentInfo:
     """Write ``keys`` (each once, none stored yet) sorted as a new key segment (not
     committed)."""
-    table = pa.table({"key": pa.array(sorted(keys), pa.string())}, schema=KEY_SCHEMA)
+    # Sorted by Arrow: cheaper than Python's sort of as many strings.
+    table = pa.table({"key": pa.array(list(keys), pa.string())}, schema=KEY_SCHEMA).sort_by("key")
     name = _name(position)
     _write(directory, name, table)
     return KeySegmentInfo(name=name, keys=table.num_rows, position=position)
