@@ -12,9 +12,16 @@ import msgspec
 from eventlog import LogEntry
 from projector._archive import SegmentInfo, merge_segments, write_segment
 from projector._compaction import plan as plan_compaction
+from projector._keystore import merge_key_segments, write_key_segment
 from projector._store import Manifest, Store
 from projector._summary import Summary
-from projector._taskstore import TaskRow, merge_task_segments, plan_merge, write_task_segment
+from projector._taskstore import (
+    TaskRow,
+    merge_task_segments,
+    plan_merge,
+    plan_merge_sizes,
+    write_task_segment,
+)
 
 
 class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,6 +37,12 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     task_rows: list[TaskRow] = msgspec.field(default_factory=list)
     """Terminal tasks that left the in-memory state with this commit's snapshot: written as
     a task segment before the manifest that names it with the snapshot."""
+    task_rows_replacing: int | None = None
+    """How many of ``task_rows`` may replace a stored row, if known
+    (``TaskSegmentInfo.replacing``)."""
+    item_keys: list[str] = msgspec.field(default_factory=list)
+    """Item keys scraped since the last snapshot, which left memory with this one: written
+    as a key segment before the manifest, as the task rows are."""
     summary: Summary | None = None
     behind: bool = False
     """The projector had more to read: compaction may wait (``_compaction.plan``)."""
@@ -55,9 +68,17 @@ class Committer:
         if request.task_rows:
             assert request.snapshot is not None, "tasks leave memory only with a snapshot"
             written = write_task_segment(
-                self.store.tasks, request.task_rows, request.snapshot_position
+                self.store.tasks,
+                request.task_rows,
+                request.snapshot_position,
+                replacing=request.task_rows_replacing,
             )
             task_segments = (*task_segments, written)
+        key_segments = old.key_segments
+        if request.item_keys:
+            assert request.snapshot is not None, "keys leave memory only with a snapshot"
+            keys = write_key_segment(self.store.keys, request.item_keys, request.snapshot_position)
+            key_segments = (*key_segments, keys)
         if request.snapshot is not None:
             name = self.store.write_snapshot(request.snapshot, request.snapshot_position)
             snapshot_position = request.snapshot_position
@@ -70,13 +91,28 @@ class Committer:
             events=old.events + (segment.events if segment is not None else 0),
             summary=request.summary,
             task_segments=task_segments,
+            key_segments=key_segments,
         )
         self.store.commit(manifest)
         if name != old.snapshot:
             self.store.remove_unreferenced(manifest)
         manifest = self._compact(manifest, behind=request.behind)
-        self.manifest = self._compact_tasks(manifest)
+        manifest = self._compact_tasks(manifest)
+        self.manifest = self._compact_keys(manifest)
         return self.manifest
+
+    def _compact_keys(self, manifest: Manifest) -> Manifest:
+        """Merge the newest key segments, if due (as task segments); a commit of its own."""
+        run = plan_merge_sizes([s.keys for s in manifest.key_segments])
+        if run is None:
+            return manifest
+        start, end = run
+        merged = merge_key_segments(self.store.keys, manifest.key_segments[start:end])
+        segments = (*manifest.key_segments[:start], merged, *manifest.key_segments[end:])
+        compacted = msgspec.structs.replace(manifest, key_segments=segments)
+        self.store.commit(compacted)
+        self.store.remove_unreferenced(compacted)
+        return compacted
 
     def _compact_tasks(self, manifest: Manifest) -> Manifest:
         """Merge the newest task segments (latest row per task), if due; a commit of its own."""

@@ -60,6 +60,7 @@ from eventlog import (
     stream_id_key,
 )
 from projector._fold import apply_all, fold
+from projector._keystore import named_keys, read_keys
 from projector._projector import committed_state, named_tasks
 from projector._replay import archived_batches
 from projector._state import State, TaskState
@@ -220,6 +221,11 @@ def _bring_back_named(
     missing = {t for t in named_tasks(entries) if t not in state.tasks}
     if missing and manifest.task_segments:
         state.tasks.update(read_tasks(store.task_segment_paths(manifest), missing))
+    # A key scraped again after it left memory is a duplicate: without it the fold would
+    # count it as a new item, and this state would differ from the projector's.
+    scraped = named_keys(entries) - state.item_keys
+    if scraped and manifest.key_segments:
+        state.item_keys |= read_keys(store.key_segment_paths(manifest), scraped)
 
 
 def stored_tasks(

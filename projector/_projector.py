@@ -13,11 +13,11 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Self, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -46,6 +46,7 @@ from projector._defaults import (
     DEFAULT_SNAPSHOT_INTERVAL_S,
 )
 from projector._fold import apply_all, fold
+from projector._keystore import StoredKeys, named_keys
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
 from projector._summary import SummaryTracker, touched_tasks
@@ -109,9 +110,12 @@ class Projector:
         events, starts the writer process (``_writer``)."""
         self.state = State()
         """The live part of the state: every task not in the task store (``_taskstore``),
-        the sites, the job, the anomalies, the item keys and the event-id windows."""
+        the sites, the job, the anomalies, the item keys scraped since the last snapshot
+        (and those of the key store a batch scraped again) and the event-id windows."""
         self.stored = StoredTasks()
         """The tasks that left ``state`` for the task store."""
+        self.stored_keys = StoredKeys()
+        """The item keys that left ``state`` for the key store."""
         self.manifest = Manifest(job=job)
         """The last committed manifest."""
         self.position = self.manifest.position
@@ -154,7 +158,7 @@ class Projector:
                 # short stream never needs one).
                 await writer.start()
                 await writer.wait_ready()
-            self.state, self.stored = await anyio.to_thread.run_sync(
+            self.state, self.stored, self.stored_keys = await anyio.to_thread.run_sync(
                 live_state, self.store, self.manifest
             )
             rows = await anyio.to_thread.run_sync(
@@ -254,12 +258,14 @@ class Projector:
         await self._wait_committed()
         snapshot_bytes = None
         leaving: list[TaskRow] = []
+        keys: list[str] = []
         due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
         if due and self.manifest.snapshot_position != self.state.position:
             # The summary first: it reads the tasks about to leave memory.
             self._summary.update(self.state, self._touched)
             self._touched = set()
             leaving = self._evict()
+            keys = self.stored_keys.evict(self.state.item_keys)
             # Encoded now: the fold goes on changing the state while the commit runs.
             snapshot_bytes = canonical(self.state)
             self._snapshot_at = time.monotonic()
@@ -284,6 +290,8 @@ class Projector:
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
             task_rows=leaving,
+            task_rows_replacing=self.stored.replacing,
+            item_keys=keys,
             summary=self._summary.summary(self.state, dead_letters=self._dead_letters),
             behind=self._behind,
         )
@@ -299,8 +307,9 @@ class Projector:
         return evict_terminal(self.state, self.stored)
 
     def _bring_back(self, entries: list[LogEntry]) -> None:
-        """Load the stored tasks a batch names back into memory, before it is folded."""
-        bring_back(self.store, self.manifest, self.stored, self.state, entries)
+        """Load the stored tasks a batch names, and the stored item keys it scrapes, back
+        into memory, before it is folded."""
+        bring_back(self.store, self.manifest, self.stored, self.state, entries, self.stored_keys)
 
     async def _count_dead_letters(self) -> None:
         self._dead_letters = await self.log.dead_letter_count()
@@ -337,6 +346,8 @@ class Projector:
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             if work.task_rows:
                 self.stored.landed()
+            if work.item_keys:
+                self.stored_keys.landed()
             await self._publish_and_trim()
         except Exception as exc:
             # Raised where the projector waits for its commits, not in the task group: a
@@ -403,12 +414,24 @@ def evict_terminal(state: State, stored: StoredTasks) -> list[TaskRow]:
 
 
 def bring_back(
-    store: Store, manifest: Manifest, stored: StoredTasks, state: State, entries: Iterable[LogEntry]
+    store: Store,
+    manifest: Manifest,
+    stored: StoredTasks,
+    state: State,
+    entries: Collection[LogEntry],
+    keys: StoredKeys | None = None,
 ) -> None:
-    """Load the stored tasks ``entries`` name back into ``state``, before they are folded."""
+    """Load the stored tasks ``entries`` name back into ``state``, and (with ``keys``) the
+    stored item keys they scrape, before they are folded."""
     missing = stored.missing(state.tasks, named_tasks(entries))
     if missing:
         state.tasks.update(load_stored(store, manifest, stored, missing))
+    if keys is not None:
+        scraped = keys.missing(state.item_keys, named_keys(entries))
+        if scraped:
+            state.item_keys |= _retrying_manifest(
+                store, manifest, lambda m: keys.load(scraped, store.key_segment_paths(m))
+            )
 
 
 LOAD_ATTEMPTS = 3
@@ -431,9 +454,20 @@ def load_stored(
     The committer's thread may compact them meanwhile (and delete what ``manifest`` names):
     then the newer manifest on disk names the merged segment, which holds the same rows.
     """
+    return _retrying_manifest(
+        store, manifest, lambda m: stored.load(task_ids, store.task_segment_paths(m))
+    )
+
+
+_T = TypeVar("_T")
+
+
+def _retrying_manifest(store: Store, manifest: Manifest, read: Callable[[Manifest], _T]) -> _T:
+    """``read(manifest)``, or, if the committer's merge deleted a file it names meanwhile,
+    ``read`` of the newer manifest on disk (which names the merged file, same rows)."""
     for attempt in range(LOAD_ATTEMPTS):
         try:
-            return stored.load(task_ids, store.task_segment_paths(manifest))
+            return read(manifest)
         except CrawlogError:
             if attempt == LOAD_ATTEMPTS - 1:
                 raise
@@ -441,13 +475,16 @@ def load_stored(
     raise AssertionError("unreachable")
 
 
-def live_state(store: Store, manifest: Manifest) -> tuple[State, StoredTasks]:
-    """The live part of the state a manifest commits, and what is in its task store: the
-    snapshot's live part, then every archived event after it, folded with the stored tasks
-    they name brought back (as the projector folds)."""
+def live_state(store: Store, manifest: Manifest) -> tuple[State, StoredTasks, StoredKeys]:
+    """The live part of the state a manifest commits, and what is in its task and key
+    stores: the snapshot's live part, then every archived event after it, folded with the
+    stored tasks they name and the stored item keys they scrape brought back (as the
+    projector folds)."""
     state = store.read_snapshot(manifest, stored=False)
     stored = StoredTasks()
-    stored.hashes = {hash(t) for t in iter_task_ids(store.task_segment_paths(manifest))}
+    stored.hashes.update(map(hash, iter_task_ids(store.task_segment_paths(manifest))))
+    keys = StoredKeys()
+    keys.rebuild(store.key_segment_paths(manifest))
     after = stream_id_key(state.position)
     paths = store.segment_paths(manifest)
     batch: list[LogEntry] = []
@@ -457,16 +494,21 @@ def live_state(store: Store, manifest: Manifest) -> tuple[State, StoredTasks]:
         for entry in read_entries(path, after=state.position):
             batch.append(entry)
             if len(batch) >= FOLD_BATCH:
-                _fold_bringing_back(store, manifest, stored, state, batch)
+                _fold_bringing_back(store, manifest, stored, keys, state, batch)
                 batch = []
-    _fold_bringing_back(store, manifest, stored, state, batch)
-    return state, stored
+    _fold_bringing_back(store, manifest, stored, keys, state, batch)
+    return state, stored, keys
 
 
 def _fold_bringing_back(
-    store: Store, manifest: Manifest, stored: StoredTasks, state: State, batch: list[LogEntry]
+    store: Store,
+    manifest: Manifest,
+    stored: StoredTasks,
+    keys: StoredKeys,
+    state: State,
+    batch: list[LogEntry],
 ) -> None:
-    bring_back(store, manifest, stored, state, batch)
+    bring_back(store, manifest, stored, state, batch, keys)
     apply_all(state, batch)
 
 

@@ -43,6 +43,7 @@ from eventlog import (
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
 from projector._fold import apply_all
+from projector._keystore import read_keys
 from projector._projector import named_tasks
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
@@ -358,6 +359,8 @@ def verify(
     """
     manifest = store.read_manifest()
     live = store.read_snapshot(manifest, stored=False)
+    # The tasks are compared as streams below; the item keys (a set of strings each) whole.
+    live.item_keys |= read_keys(store.key_segment_paths(manifest))
     with TaskSpill(evict_tasks=evict_tasks) as spill:
         replayed = fold_archive(store, manifest, spill, live.position, evict_events=evict_events)
         spill.evict(replayed)

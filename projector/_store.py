@@ -6,6 +6,7 @@ Layout, under ``<data dir>/jobs/<job>/``::
     archive/*.parquet       immutable segments of the log (``_archive``)
     snapshots/*.msgpack     the folded state's live part at some position
     tasks/*.parquet         terminal tasks that left the in-memory state (``_taskstore``)
+    keys/*.parquet          item keys scraped before the snapshot (``_keystore``)
     projector.lock          held by the one projector of the job
 
 Commit order is what makes the projector exactly-once: the new segment and snapshot files
@@ -35,6 +36,7 @@ from eventlog import (
     write_atomic,
 )
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
+from projector._keystore import KEYS_DIR, KeySegmentInfo, read_keys
 from projector._state import State, state_from_bytes
 from projector._summary import Summary
 from projector._taskstore import TASKS_DIR, TaskSegmentInfo, read_tasks
@@ -69,6 +71,9 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     task_segments: tuple[TaskSegmentInfo, ...] = ()
     """Task segments in commit order: with the snapshot, the state at ``snapshot_position``
     (a task the snapshot holds is newer than any row; among rows, the latest wins)."""
+    key_segments: tuple[KeySegmentInfo, ...] = ()
+    """Key segments in commit order: with the snapshot's, the item keys at
+    ``snapshot_position`` (no key is in two)."""
 
 
 def job_dir(data_dir: Path, job: str) -> Path:
@@ -102,6 +107,7 @@ class Store:
         self.archive = self.root / ARCHIVE_DIR
         self.snapshots = self.root / SNAPSHOT_DIR
         self.tasks = self.root / TASKS_DIR
+        self.keys = self.root / KEYS_DIR
 
     def read_manifest(self) -> Manifest:
         """The committed manifest (an empty one if nothing was committed yet); read-only."""
@@ -142,7 +148,7 @@ class Store:
     def prepare(self) -> None:
         """Create the job's directories."""
         try:
-            for directory in (self.root, self.archive, self.snapshots, self.tasks):
+            for directory in (self.root, self.archive, self.snapshots, self.tasks, self.keys):
                 directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"cannot create {self.root} ({exc.strerror or exc})") from None
@@ -164,14 +170,19 @@ class Store:
         for path in self.tasks.iterdir():
             if path.name not in tasks:
                 path.unlink()
+        keys = {s.name for s in manifest.key_segments}
+        for path in self.keys.iterdir():
+            if path.name not in keys:
+                path.unlink()
         return manifest
 
     def commit(self, manifest: Manifest) -> None:
         """Make ``manifest`` the committed one: the single atomic step of a commit."""
         fsync_dir(self.archive)
         fsync_dir(self.snapshots)
-        if self.tasks.is_dir():
-            fsync_dir(self.tasks)
+        for directory in (self.tasks, self.keys):
+            if directory.is_dir():
+                fsync_dir(directory)
         write_atomic(self.root / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)))
 
     def write_snapshot(self, data: bytes, position: str) -> str:
@@ -181,9 +192,12 @@ class Store:
         write_atomic(self.snapshots / name, data)
         return name
 
-    def read_snapshot(self, manifest: Manifest, *, stored: bool = True) -> State:
+    def read_snapshot(
+        self, manifest: Manifest, *, stored: bool = True, item_keys: bool = True
+    ) -> State:
         """The state at the manifest's snapshot (an empty state if it has none): the
-        snapshot's live part and, unless not ``stored``, every task of the task segments."""
+        snapshot's live part and, unless not ``stored``, every task of the task segments
+        and (unless not ``item_keys`` either) every item key of the key segments."""
         if manifest.snapshot is None:
             state = State()
         else:
@@ -200,6 +214,8 @@ class Store:
             for task_id, task in read_tasks(self.task_segment_paths(manifest)).items():
                 if task_id not in tasks:  # the snapshot's task is newer than any row
                     tasks[task_id] = task
+        if stored and item_keys and manifest.key_segments:
+            state.item_keys |= read_keys(self.key_segment_paths(manifest))
         return state
 
     def segment_paths(self, manifest: Manifest) -> list[Path]:
@@ -209,6 +225,10 @@ class Store:
     def task_segment_paths(self, manifest: Manifest) -> list[Path]:
         """The committed task segment files, in commit order."""
         return [self.tasks / s.name for s in manifest.task_segments]
+
+    def key_segment_paths(self, manifest: Manifest) -> list[Path]:
+        """The committed key segment files, in commit order."""
+        return [self.keys / s.name for s in manifest.key_segments]
 
     def remove_unreferenced(self, manifest: Manifest) -> None:
         """Delete segments and snapshots a newly committed manifest no longer names."""
@@ -222,4 +242,8 @@ class Store:
         tasks = {s.name for s in manifest.task_segments}
         for path in self.tasks.glob("*.parquet"):
             if path.name not in tasks:
+                path.unlink(missing_ok=True)
+        keys = {s.name for s in manifest.key_segments}
+        for path in self.keys.glob("*.parquet"):
+            if path.name not in keys:
                 path.unlink(missing_ok=True)

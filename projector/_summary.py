@@ -141,14 +141,25 @@ class SummaryTracker:
         self._retries: dict[str, int] = {}
         self._recovered: dict[str, RecoveredTask] = {}
         self._running: set[str] = set()
+        # The counts of ``_failed``'s and ``_retries``' values, kept as they change: counted
+        # afresh for every summary, they cost each commit time in proportion to the job's
+        # failed and retried tasks.
+        self._reasons: Counter[str] = Counter()
+        self._retry_counts: Counter[int] = Counter()
 
     def load_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Take the figures of stored tasks (``_taskstore.summary_rows``: task id, URL,
         status, last reason, retries, recoveries)."""
         for row in rows:
             task_id = row["task_id"]
-            _set(self._failed, task_id, row["last_reason"], row["status"] in _FAILED_OR_ABORTED)
-            _set(self._retries, task_id, row["retries"], row["retries"] > 0)
+            _set(
+                self._failed,
+                self._reasons,
+                task_id,
+                row["last_reason"],
+                row["status"] in _FAILED_OR_ABORTED,
+            )
+            _set(self._retries, self._retry_counts, task_id, row["retries"], row["retries"] > 0)
             if row["recoveries"] > 0:
                 self._recovered[task_id] = RecoveredTask(
                     task_id=task_id,
@@ -167,8 +178,14 @@ class SummaryTracker:
             if task is None:
                 # An event about a task the log never enqueued: an anomaly, not a task.
                 continue
-            _set(self._failed, task_id, task.last_reason, task.status in _FAILED_OR_ABORTED)
-            _set(self._retries, task_id, task.retries, task.retries > 0)
+            _set(
+                self._failed,
+                self._reasons,
+                task_id,
+                task.last_reason,
+                task.status in _FAILED_OR_ABORTED,
+            )
+            _set(self._retries, self._retry_counts, task_id, task.retries, task.retries > 0)
             if task.recoveries > 0:
                 self._recovered[task_id] = _recovered(task)
             else:
@@ -182,7 +199,7 @@ class SummaryTracker:
         """The summary of ``state``, given that every task it changed was ``update``d;
         ``dead_letters`` is the dead stream's length, which no fold can know."""
         tasks = state.tasks
-        retries = Counter(self._retries.values())
+        retries = +self._retry_counts  # a copy, without zero counts
         # Counted by status, not ``len(tasks)``: terminal tasks may be in the task store.
         untried = sum(state.job.tasks.values()) - len(self._retries)
         if untried:
@@ -197,7 +214,7 @@ class SummaryTracker:
             job=state.job,
             sites=tuple(state.sites[name] for name in sorted(state.sites)),
             anomalies=tuple(state.anomalies[:ANOMALIES_LISTED]),
-            failure_reasons=dict(Counter(self._failed.values())),
+            failure_reasons=dict(sorted((+self._reasons).items())),
             retries=dict(sorted(retries.items())),
             recovered_tasks=len(self._recovered),
             recovered=tuple(most),
@@ -209,11 +226,20 @@ class SummaryTracker:
         return _SUMMARY_DECODER.decode(_ENCODER.encode(summary))
 
 
-def _set(figures: dict[str, _V], task_id: str, value: _V, counts: bool) -> None:
+def _set(
+    figures: dict[str, _V], counted: Counter[_V], task_id: str, value: _V, counts: bool
+) -> None:
+    """Set (or, unless it ``counts``, drop) a task's figure, and keep ``counted`` (how many
+    tasks have each value) in step."""
+    old = figures.pop(task_id, _MISSING)
+    if old is not _MISSING:
+        counted[old] -= 1  # type: ignore[index]
     if counts:
         figures[task_id] = value
-    else:
-        figures.pop(task_id, None)
+        counted[value] += 1
+
+
+_MISSING: Final = object()
 
 
 def _idle_order(task: TaskState) -> tuple[float, str]:

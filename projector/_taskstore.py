@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Final
 
@@ -31,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from eventlog import CrawlogError, stream_id_key
+from projector._hashset import HashSet64
 from projector._state import ABORTED, FAILED, TaskState
 
 TASKS_DIR: Final = "tasks"
@@ -40,6 +42,11 @@ MIN_MERGE_RUN: Final = 4
 """Merge the newest task segments this many at a time (``plan_merge``)."""
 MAX_TASK_SEGMENTS: Final = 16
 """Task segments a manifest names at most: readers open each."""
+ID_BATCH: Final = 65_536
+"""Task ids read at a time when the projector rebuilds its hashes of them."""
+TASK_ROW_GROUP: Final = 65_536
+"""Rows a row group of a task segment, and rows a merge holds at a time: a merge's memory
+is bounded by it, not by the size of the job."""
 
 TASK_SCHEMA: Final = pa.schema(
     [
@@ -66,6 +73,11 @@ class TaskSegmentInfo(msgspec.Struct, frozen=True, kw_only=True):
     tasks: int
     position: str
     """The snapshot position its rows are the tasks' state at (the newest, once merged)."""
+    replacing: int | None = None
+    """How many of its rows may replace a row of an older segment (tasks brought back from
+    the store, then stored again: a retry, a late event), at most; None: not known (a
+    segment written before this was counted). A merge reads the task ids of the newer
+    segments only if some may replace a row."""
 
 
 class TaskRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -103,23 +115,35 @@ def task_from_bytes(data: bytes) -> TaskState:
 def _write(directory: Path, name: str, table: pa.Table) -> None:
     tmp = directory / f".{name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as sink:
-        pq.write_table(table, sink, compression=COMPRESSION, write_page_checksum=True)
+        pq.write_table(
+            table,
+            sink,
+            compression=COMPRESSION,
+            write_page_checksum=True,
+            row_group_size=TASK_ROW_GROUP,
+        )
         sink.flush()
         os.fsync(sink.fileno())
     os.replace(tmp, directory / name)
 
 
 def write_task_segment(
-    directory: Path, rows: Sequence[TaskRow], position: str, *, tag: str = ""
+    directory: Path,
+    rows: Sequence[TaskRow],
+    position: str,
+    *,
+    tag: str = "",
+    replacing: int | None = None,
 ) -> TaskSegmentInfo:
-    """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed)."""
-    ordered = sorted(rows, key=lambda r: r.task_id)
-    columns = {field: [getattr(r, field) for r in ordered] for field in TASK_SCHEMA.names}
-    table = pa.table(columns, schema=TASK_SCHEMA)
+    """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed);
+    ``replacing``: how many may replace an older segment's row, if known."""
+    # Sorted by Arrow, not by a Python key function over the rows.
+    columns = {field: list(map(attrgetter(field), rows)) for field in TASK_SCHEMA.names}
+    table = pa.table(columns, schema=TASK_SCHEMA).sort_by("task_id")
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
     _write(directory, name, table)
-    return TaskSegmentInfo(name=name, tasks=table.num_rows, position=position)
+    return TaskSegmentInfo(name=name, tasks=table.num_rows, position=position, replacing=replacing)
 
 
 def _read(path: Path, columns: Sequence[str] | None = None, filters: object = None) -> pa.Table:
@@ -149,14 +173,19 @@ def latest_rows(tables: Sequence[pa.Table]) -> pa.Table:
 def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) -> TaskSegmentInfo:
     """The segments as one (latest row per task), named after the newest (not committed).
 
-    One segment in memory at a time (plus the task ids of the newer ones): each becomes a
-    row group of the rows no newer segment replaces, still sorted by task id within it.
+    Read and written ``TASK_ROW_GROUP`` rows at a time: each segment's rows that no newer
+    segment replaces, still sorted by task id within each segment's part. Which rows are
+    replaced is known from the task ids of the newer segments that may replace any
+    (``TaskSegmentInfo.replacing``): usually none, and then no id is read at all.
     """
     last = segments[-1]
     ms, seq = stream_id_key(last.position)
     first = segments[0].name[len("tasks-") :][:24]  # its position: names stay short
     name = f"tasks-{ms:015d}-{seq:08d}-m{len(segments)}-{first}{TASK_SEGMENT_SUFFIX}"
-    ids = [_read(directory / info.name, ["task_id"]).column("task_id") for info in segments]
+    ids: list[pa.ChunkedArray | None] = [
+        None if info.replacing == 0 else _read(directory / info.name, ["task_id"])["task_id"]
+        for info in segments
+    ]
     tmp = directory / f".{name}.{os.getpid()}.tmp"
     rows = 0
     with open(tmp, "wb") as sink:
@@ -164,19 +193,35 @@ def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) ->
             sink, TASK_SCHEMA, compression=COMPRESSION, write_page_checksum=True
         ) as writer:
             for n, info in enumerate(segments):
-                table = _read(directory / info.name)
-                newer = [chunk for later in ids[n + 1 :] for chunk in later.chunks]
+                newer = [chunk for later in ids[n + 1 :] if later for chunk in later.chunks]
+                keep = None
                 if newer:
-                    replaced = pc.is_in(
-                        table.column("task_id"), value_set=pa.chunked_array(newer, pa.string())
-                    )
-                    table = table.filter(pc.invert(replaced))
-                rows += table.num_rows
-                writer.write_table(table)
+                    own = _read(directory / info.name, ["task_id"])["task_id"]
+                    replaced = pc.is_in(own, value_set=pa.chunked_array(newer, pa.string()))
+                    keep = pc.invert(replaced)
+                    del own, replaced
+                offset = 0
+                for batch in _batches(directory / info.name):
+                    table = pa.Table.from_batches([batch], schema=TASK_SCHEMA)
+                    if keep is not None:
+                        table = table.filter(keep.slice(offset, batch.num_rows))
+                    offset += batch.num_rows
+                    rows += table.num_rows
+                    if table.num_rows:
+                        writer.write_table(table)
         sink.flush()
         os.fsync(sink.fileno())
     os.replace(tmp, directory / name)
-    return TaskSegmentInfo(name=name, tasks=rows, position=last.position)
+    counts = [info.replacing for info in segments]
+    replacing = None if None in counts else sum(c or 0 for c in counts)
+    return TaskSegmentInfo(name=name, tasks=rows, position=last.position, replacing=replacing)
+
+
+def _batches(path: Path) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from pq.ParquetFile(path).iter_batches(TASK_ROW_GROUP)
+    except (OSError, pa.ArrowException) as exc:
+        raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
 
 
 def plan_merge(segments: Sequence[TaskSegmentInfo]) -> tuple[int, int] | None:
@@ -187,13 +232,18 @@ def plan_merge(segments: Sequence[TaskSegmentInfo]) -> tuple[int, int] | None:
     is rewritten about once per tier, a number of times logarithmic in the job. Segments of
     sizes that never line up are all merged once there are ``MAX_TASK_SEGMENTS``.
     """
-    if len(segments) >= MAX_TASK_SEGMENTS:
-        return 0, len(segments)
-    if len(segments) < MIN_MERGE_RUN:
+    return plan_merge_sizes([s.tasks for s in segments])
+
+
+def plan_merge_sizes(sizes: Sequence[int]) -> tuple[int, int] | None:
+    """``plan_merge`` for segments of ``sizes`` rows (task or key segments)."""
+    if len(sizes) >= MAX_TASK_SEGMENTS:
+        return 0, len(sizes)
+    if len(sizes) < MIN_MERGE_RUN:
         return None
-    tiers = [_tier(s.tasks) for s in segments[-MIN_MERGE_RUN:]]
+    tiers = [_tier(n) for n in sizes[-MIN_MERGE_RUN:]]
     if max(tiers) <= min(tiers) + 1:
-        return len(segments) - MIN_MERGE_RUN, len(segments)
+        return len(sizes) - MIN_MERGE_RUN, len(sizes)
     return None
 
 
@@ -220,9 +270,14 @@ def read_tasks(
 
 
 def iter_task_ids(paths: Iterable[Path]) -> Iterator[str]:
-    """Every task id the segments hold (a task in several segments more than once)."""
+    """Every task id the segments hold (a task in several segments more than once), read a
+    batch at a time: ten million ids as Python strings at once would be a gigabyte."""
     for path in paths:
-        yield from _read(path, ["task_id"]).column("task_id").to_pylist()
+        try:
+            for chunk in pq.ParquetFile(path).iter_batches(ID_BATCH, columns=["task_id"]):
+                yield from chunk.column(0).to_pylist()
+        except (OSError, pa.ArrowException) as exc:
+            raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
 
 
 def summary_rows(paths: Sequence[Path]) -> list[dict[str, object]]:
@@ -242,22 +297,30 @@ def summary_rows(paths: Sequence[Path]) -> list[dict[str, object]]:
 class StoredTasks:
     """What the projector knows of the tasks that left its memory.
 
-    ``hashes`` holds the ``hash`` of every stored task id: a task id an event names that is
-    neither in memory nor in it is a new task (most are: every ``TaskEnqueued``), found with
-    one set lookup and no I/O. A hash that matches is looked up in the segments, so a
-    collision only costs a read that finds nothing. The hashes are this process's own
+    ``hashes`` holds the ``hash`` of every stored task id (8 bytes each, ``HashSet64``, not
+    a set of ints at 60 to 80): a task id an event names that is neither in memory nor in it
+    is a new task (most are: every ``TaskEnqueued``), found with one lookup and no I/O. A
+    hash that matches is looked up in the segments, so a collision only costs a read that
+    finds nothing. The hashes are this process's own
     (Python's string hash is salted per process) and are rebuilt from the segments' task ids
     when the projector starts. ``in_flight`` holds the rows of a commit not landed yet.
     """
 
     def __init__(self) -> None:
-        self.hashes: set[int] = set()
+        self.hashes = HashSet64()
         self.in_flight: dict[str, bytes] = {}
+        self.replacing = 0
+        """Of the rows last added, how many may replace a stored row (their hash was
+        known): ``TaskSegmentInfo.replacing``."""
 
     def add(self, rows: Iterable[TaskRow]) -> None:
         """Rows that leave memory with the commit being started."""
         self.in_flight = {row.task_id: row.state for row in rows}
-        self.hashes.update(hash(task_id) for task_id in self.in_flight)
+        hashes = self.hashes
+        # Before they are added: a hash known already is a task stored before (or a
+        # collision, which only costs the merge a read of task ids).
+        self.replacing = sum(hash(t) in hashes for t in self.in_flight) if len(hashes) else 0
+        hashes.update(map(hash, self.in_flight))
 
     def landed(self) -> None:
         """The commit of the ``in_flight`` rows is in the store now."""
@@ -265,8 +328,9 @@ class StoredTasks:
 
     def missing(self, tasks: Collection[str], task_ids: Iterable[str]) -> set[str]:
         """Those of ``task_ids`` not in ``tasks`` (memory) that may be stored."""
-        hashes = self.hashes
-        return {t for t in task_ids if t not in tasks and hash(t) in hashes}
+        if not len(self.hashes):
+            return set()
+        return set(self.hashes.matching([t for t in task_ids if t not in tasks]))
 
     def load(self, task_ids: Collection[str], paths: Sequence[Path]) -> dict[str, TaskState]:
         """The stored state of ``task_ids`` (those the store has)."""

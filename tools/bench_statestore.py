@@ -38,6 +38,7 @@ from eventlog import (
 )
 from projector._committer import CommitRequest, Committer
 from projector._fold import apply_all
+from projector._keystore import StoredKeys
 from projector._projector import bring_back, evict_terminal
 from projector._state import State, canonical
 from projector._store import Store
@@ -101,6 +102,7 @@ def run_one(tasks: int, commit_events: int, snapshot_every: int, evict: bool) ->
         manifest = store.recover()
         committer = Committer(store, manifest)
         state, stored, summary = State(), StoredTasks(), SummaryTracker()
+        keys = StoredKeys()
         start_kb = rss_kb("VmRSS:")
         seq, buffered, commits, touched = 0, [], 0, set()
         commit_s: list[tuple[int, float]] = []
@@ -108,7 +110,7 @@ def run_one(tasks: int, commit_events: int, snapshot_every: int, evict: bool) ->
         batches = (tasks + BATCH_TASKS - 1) // BATCH_TASKS + LIVE_BATCHES
         for number in range(batches):
             entries, seq = batch(number, tasks, seq)
-            bring_back(store, committer.manifest, stored, state, entries)
+            bring_back(store, committer.manifest, stored, state, entries, keys if evict else None)
             apply_all(state, entries)
             touched |= touched_tasks(entries)
             buffered += entries
@@ -119,9 +121,10 @@ def run_one(tasks: int, commit_events: int, snapshot_every: int, evict: bool) ->
             began = time.perf_counter()
             summary.update(state, touched)
             touched = set()
-            rows, snapshot = [], None
+            rows, item_keys, snapshot = [], [], None
             if last or commits % snapshot_every == 0:
                 rows = evict_terminal(state, stored) if evict else []
+                item_keys = keys.evict(state.item_keys) if evict else []
                 snapshot = canonical(state)
                 snapshot_bytes = len(snapshot)
             request = CommitRequest(
@@ -130,10 +133,13 @@ def run_one(tasks: int, commit_events: int, snapshot_every: int, evict: bool) ->
                 snapshot=snapshot,
                 snapshot_position=state.position,
                 task_rows=rows,
+                task_rows_replacing=stored.replacing,
+                item_keys=item_keys,
                 summary=summary.summary(state),
             )
             committer.commit(request)
             stored.landed()
+            keys.landed()
             commit_s.append((len(buffered), time.perf_counter() - began))
             buffered = []
         peak_kb = rss_kb("VmHWM:")
@@ -150,6 +156,7 @@ def run_one(tasks: int, commit_events: int, snapshot_every: int, evict: bool) ->
             * 1e6,
             "snapshot_bytes": snapshot_bytes,
             "task_segments": len(committer.manifest.task_segments),
+            "key_segments": len(committer.manifest.key_segments),
         }
 
 

@@ -1,0 +1,31 @@
+"""``HashSet64``, the projector's compact set of stored task ids' and item keys' hashes,
+answers as a Python set would, through its bucket splits."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from projector._hashset import FIRST_BITS, SPLIT_AT, HashSet64
+
+INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+@given(st.lists(INT64, max_size=300), st.lists(INT64, max_size=50))
+def test_a_hash_set_answers_as_a_set_does(added: list[int], asked: list[int]) -> None:
+    hashes = HashSet64(added)
+    assert len(hashes) == len(set(added))
+    for value in added + asked:
+        assert (value in hashes) == (value in set(added))
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32))
+def test_a_hash_set_keeps_every_hash_through_its_splits(seed: int) -> None:
+    strings = [f"{seed}-{n}" for n in range((SPLIT_AT << FIRST_BITS) * 5)]
+    hashes = HashSet64(map(hash, strings[::2]))
+    assert len(hashes) == len(strings[::2])
+    assert hashes.matching(strings) == strings[::2]
+    # 8 bytes an entry, and a list of buckets four times smaller than the entries at most.
+    buckets = max(1 << FIRST_BITS, 4 * len(hashes) // SPLIT_AT + 4)
+    assert hashes.nbytes() <= 8 * len(hashes) + 8 * buckets
