@@ -462,6 +462,17 @@ class SiteSpider(Spider):
         return LinkResolver()
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
+        item, links = self.page_outputs(response)
+        yield item
+        for link in links:
+            yield Follow(link)
+
+    def page_outputs(self, response: Response) -> tuple[Item, list[str]]:
+        """What `parse` yields, in bulk: the page's item, and the canonical URLs of the
+        links it follows (those the link rules leave out counted in ``response.dropped``).
+
+        A worker whose spider keeps this `parse` takes them from here, without a `Follow`
+        per link to build and check: link-dense pages give hundreds each."""
         page = (
             parse_page(
                 response.body, response.url, charset=response.charset, resolver=self.link_resolver
@@ -469,7 +480,7 @@ class SiteSpider(Spider):
             if response.content_type in HTML_TYPES
             else None
         )
-        yield Item(
+        item = Item(
             response.url,
             {
                 "url": response.url,
@@ -480,14 +491,13 @@ class SiteSpider(Spider):
                 "content_hash": hashlib.blake2b(response.body, digest_size=16).hexdigest(),
             },
         )
-        links = page.links if page else ()
+        links = page.links if page else []
         if (rules := response.link_rules) is not None:
             kept = [link for link in links if rules.allows(link)]
             if len(kept) < len(links):
                 response.dropped[DENIED_BY_RULE] = len(links) - len(kept)
             links = kept
-        for link in links:
-            yield Follow(link)
+        return item, links
 
 
 class SpiderOutputError(CrawlogError):

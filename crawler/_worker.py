@@ -20,7 +20,7 @@ import math
 import random
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -62,6 +62,7 @@ from crawler._spider import (
     Item,
     NextPage,
     Response,
+    SiteSpider,
     Spider,
     SpiderOutputError,
     accepted_types,
@@ -279,6 +280,9 @@ class Worker:
         """Callback names a Follow named that `check_callback` found good on this spider."""
         # None without steps: the check per output is then one comparison.
         self._pipeline = pipeline_of(spider) or None
+        self._bulk_links = isinstance(spider, SiteSpider) and type(spider).parse is SiteSpider.parse
+        """The spider's ``parse`` is the default spider's: its page's item and links are
+        taken in bulk (`SiteSpider.page_outputs`), with no `Follow` per link."""
         self.policy = config.retry_policy()
         self.circuits = SiteCircuits(config.breaker())
         self.robots = RobotsCache()
@@ -1043,7 +1047,15 @@ class Worker:
             return response.base_url
 
         callback = None if spec is None else spec.callback
-        async for index, yielded in spider_outputs(self.spider, response, callback):
+        links: list[str] = []
+        outputs: AsyncIterator[tuple[int, Any]]
+        if callback is None and self._bulk_links:
+            assert isinstance(self.spider, SiteSpider)
+            item, links = self.spider.page_outputs(response)
+            outputs = _numbered(item)
+        else:
+            outputs = spider_outputs(self.spider, response, callback)
+        async for index, yielded in outputs:
             if self._pipeline is not None and is_item(yielded):
                 # Before the check: a step may make loggable what the spider yielded.
                 yielded = await self._pipeline.run(yielded, response)
@@ -1090,6 +1102,33 @@ class Worker:
                 priority=output.priority,
                 parent_task_id=task.task_id,
                 spec=follow_spec,
+            )
+        # The default spider's links: what its Follows would come to, one plain GET each
+        # (canonical already, so resolving is a lookup for all but a link's first time).
+        resolve, seen, refusal, parent = (
+            self._resolved.resolve,
+            self._seen,
+            self.scope.refusal,
+            task.task_id,
+        )
+        for url in links:
+            known = resolve(url, base)
+            if isinstance(known, Dropped):
+                dropped[known.reason] = dropped.get(known.reason, 0) + 1
+                continue
+            resolved, fp = known
+            if fp in seen or fp in fresh:
+                continue
+            if (why := refusal(resolved, depth)) is not None:
+                dropped[why] = dropped.get(why, 0) + 1
+                continue
+            fresh[fp] = Task(
+                task_id=fp,
+                url=resolved,
+                site=site_of(resolved),
+                depth=depth,
+                priority=0,
+                parent_task_id=parent,
             )
         for reason, count in response.dropped.items():  # left out by the link rules
             dropped[reason] = dropped.get(reason, 0) + count
@@ -1140,6 +1179,11 @@ class Worker:
             self._seen[fp] = None
         while len(self._seen) > SEEN_CACHE_SIZE:
             self._seen.popitem(last=False)
+
+
+async def _numbered(item: Item) -> AsyncIterator[tuple[int, Item]]:
+    """``item`` as `spider_outputs` gives a spider's first output."""
+    yield 0, item
 
 
 def evidence_of(result: FetchResult) -> Evidence | None:
