@@ -170,6 +170,11 @@ class Projector:
             self._stack = stack.pop_all()
         self.position = self.manifest.position
         self._snapshot_at = time.monotonic()
+        if self.position != "0-0":
+            # A projector killed between its manifest's rename and the publish left the
+            # published position behind the committed one: at the end of a job nothing
+            # would be committed again, and whoever waits for that position would wait on.
+            await self._publish_and_trim()
         return self
 
     async def __aexit__(

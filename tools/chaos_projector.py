@@ -2,12 +2,14 @@
 
     python tools/chaos_projector.py [--rounds 20] [--events 200000] [--seed 1]
 
-Starts its own valkey-server, appends ``--events`` events (a realistic crawl mix, in
-batches at a steady pace) while ``crawlog project`` runs as a subprocess; once the projector
-has caught up with what was appended when it started, it is SIGKILLed after a random delay
-(wherever it is then: reading, folding, writing a segment or a snapshot, replacing the
-manifest) and started again, ``--rounds`` times. Then one last ``project --once``, and the
-checks:
+Starts its own valkey-server, appends ``--events`` events (a realistic crawl mix, eight
+events a task, in batches at a steady pace) while ``crawlog project`` runs as a subprocess.
+The kills are spread over the log: round n's projector runs until the appends have passed
+n/(rounds+1) of the events and it has caught up with them, then it is SIGKILLed after a
+random delay (wherever it is then: reading, folding, writing a segment, a snapshot or a
+task or key segment, replacing the manifest) and started again, ``--rounds`` times. So a
+run of 8,000,000 events kills a projector holding a job of up to a million tasks. Then one
+last ``project --once``, and the checks:
 
   archive          every appended event archived exactly once, in log order
   state            the committed snapshot equals a fold of the appended events
@@ -51,6 +53,9 @@ PACE_S = 0.002
 """Pause between two appended batches: a steady stream, not one burst."""
 MAX_KILL_DELAY_S = 0.5
 CATCH_UP_S = 60.0
+CATCH_UP_EVENTS_PER_S = 20_000
+"""The slowest catch-up allowed on top of ``CATCH_UP_S``: a projector restarted far behind
+(a large run's later rounds) has that many events a second to read."""
 
 
 def projector_command(data_dir: Path, *extra: str) -> list[str]:
@@ -69,6 +74,9 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
     env = {**os.environ, "REDIS_URL": url}
     appended: list[LogEntry] = []
     kills: list[float] = []
+    # Round n is killed once the appends have passed n/(rounds+1) of the log.
+    shares = [len(stream) * (n + 1) // (rounds + 1) for n in range(rounds)]
+    reached = [anyio.Event() for _ in shares]
     async with connect(url) as client:
         log = EventLog(client, JOB)
 
@@ -76,6 +84,9 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
             batch = stream[start : start + BATCH]
             ids = await log.append_many(batch)
             appended.extend(LogEntry(i, e, encode(e)) for i, e in zip(ids, batch, strict=True))
+            for share, event in zip(shares, reached, strict=True):
+                if len(appended) >= share:
+                    event.set()
 
         async def append_the_rest() -> None:
             for start in range(BATCH, len(stream), BATCH):
@@ -91,10 +102,12 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
                     projector_command(data_dir), env=env, stdout=subprocess.DEVNULL
                 )
                 try:
-                    # Once it has caught up with what was there when it started, the kill
-                    # lands wherever the projector happens to be.
+                    # Once it has caught up with the appends past its share of the log, the
+                    # kill lands wherever the projector happens to be.
+                    await reached[n].wait()
                     goal = appended[-1].stream_id
-                    if not await wait_for_position(client, JOB, goal, CATCH_UP_S):
+                    patience = CATCH_UP_S + len(appended) / CATCH_UP_EVENTS_PER_S
+                    if not await wait_for_position(client, JOB, goal, patience):
                         raise SystemExit(f"round {n + 1}: the projector never reached {goal}")
                     delay = rng.uniform(0, MAX_KILL_DELAY_S)
                     await anyio.sleep(delay)
@@ -102,7 +115,10 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
                 finally:
                     process.send_signal(signal.SIGKILL)
                     await process.wait()
-                print(f"  round {n + 1:>2}: killed {delay * 1000:.0f} ms after catching up")
+                print(
+                    f"  round {n + 1:>2}: killed {delay * 1000:.0f} ms after catching up "
+                    f"with {len(appended):,} events"
+                )
         await anyio.run_process(projector_command(data_dir, "--once"), env=env)
         seconds = time.monotonic() - started
 
