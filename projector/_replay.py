@@ -55,10 +55,11 @@ FOLD_BATCH: Final = 50_000
 """Entries decoded and folded at a time: a segment's events are not all decoded at once."""
 EVICT_EVENTS: Final = 500_000
 """Events folded between two looks at how many tasks the replayed state holds."""
-EVICT_TASKS: Final = 250_000
-"""Tasks in memory from which the ended ones leave for a run. Eviction costs about half a
-microsecond an event (each task encoded and written once, and every batch's task ids
-looked up among the stored ones), so a small job is replayed without it."""
+EVICT_TASKS: Final = 1_000_000
+"""Tasks in memory from which the ended ones leave for a run. Eviction costs time on every
+later batch (its task ids looked up among the stored ones, each task encoded and written
+once) and, below a million tasks, saves little memory next to what replay holds whatever
+the job's size; past it, memory stays bounded by this many tasks."""
 POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
