@@ -28,10 +28,10 @@ import pyarrow.parquet as pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, stream_id_key
 from projector._hashset import HashSet64
+from projector._taskstore import COMPRESSION, write_store_file
 
 KEYS_DIR: Final = "keys"
 KEY_SEGMENT_SUFFIX: Final = ".parquet"
-COMPRESSION: Final = "zstd"
 KEY_ROW_GROUP: Final = 4_096
 """Rows a row group: a segment is sorted, so a lookup reads the one row group (per sorted
 part) whose key range holds the key, found from the row groups' statistics."""
@@ -47,21 +47,6 @@ class KeySegmentInfo(msgspec.Struct, frozen=True, kw_only=True):
     """The snapshot position its keys are the keys scraped up to (the newest, once merged)."""
 
 
-def _write(directory: Path, name: str, table: pa.Table) -> None:
-    tmp = directory / f".{name}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as sink:
-        pq.write_table(
-            table,
-            sink,
-            compression=COMPRESSION,
-            write_page_checksum=True,
-            row_group_size=KEY_ROW_GROUP,
-        )
-        sink.flush()
-        os.fsync(sink.fileno())
-    os.replace(tmp, directory / name)
-
-
 def _name(position: str, suffix: str = "") -> str:
     ms, seq = stream_id_key(position)
     return f"keys-{ms:015d}-{seq:08d}{suffix}{KEY_SEGMENT_SUFFIX}"
@@ -73,7 +58,7 @@ def write_key_segment(directory: Path, keys: Iterable[str], position: str) -> Ke
     # Sorted by Arrow: cheaper than Python's sort of as many strings.
     table = pa.table({"key": pa.array(list(keys), pa.string())}, schema=KEY_SCHEMA).sort_by("key")
     name = _name(position)
-    _write(directory, name, table)
+    write_store_file(directory, name, table, row_group_size=KEY_ROW_GROUP)
     return KeySegmentInfo(name=name, keys=table.num_rows, position=position)
 
 

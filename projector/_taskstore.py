@@ -112,7 +112,9 @@ def task_from_bytes(data: bytes) -> TaskState:
     return _task_decoder.decode(data)
 
 
-def _write(directory: Path, name: str, table: pa.Table) -> None:
+def write_store_file(directory: Path, name: str, table: pa.Table, *, row_group_size: int) -> None:
+    """Write a task or key segment: temp, fsync, rename (committed only once a manifest
+    names it); page checksums, so a damaged file is an error naming it, not wrong data."""
     tmp = directory / f".{name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as sink:
         pq.write_table(
@@ -120,7 +122,7 @@ def _write(directory: Path, name: str, table: pa.Table) -> None:
             sink,
             compression=COMPRESSION,
             write_page_checksum=True,
-            row_group_size=TASK_ROW_GROUP,
+            row_group_size=row_group_size,
         )
         sink.flush()
         os.fsync(sink.fileno())
@@ -142,7 +144,7 @@ def write_task_segment(
     table = pa.table(columns, schema=TASK_SCHEMA).sort_by("task_id")
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
-    _write(directory, name, table)
+    write_store_file(directory, name, table, row_group_size=TASK_ROW_GROUP)
     return TaskSegmentInfo(name=name, tasks=table.num_rows, position=position, replacing=replacing)
 
 
