@@ -4,8 +4,10 @@ A worker wraps every request in ``async with gate.slot(host):``. Taking a slot i
 script call that, on the server's clock, drops expired slots, checks the host's count
 against ``per_host`` and its next allowed start time, and either takes a slot (advancing
 the next start by the delay) or says how long to wait. Freeing it is one ``MULTI`` (the
-``ZREM`` and its holder's ``HDEL``). So the limits hold across all workers, and a worker's
-clock never matters.
+``ZREM`` and its holder's ``HDEL``); in a worker (`PolitenessGate.free_loop`) it rides on
+its next acquire instead, the same script freeing it first, or is sent on its own
+``DEFERRED_FREE_S`` later if no acquire came. So the limits hold across all workers (a slot
+freed late only holds its host longer), and a worker's clock never matters.
 
 Per host, up to four keys (`JobKeys.host_slot_keys`), each expiring when idle:
 
@@ -68,6 +70,9 @@ MAX_HOST_CHARS = 300
 """A DNS name (253) plus a port, with room for an IPv6 literal's brackets."""
 MS_PER_S = 1000
 TOKEN_BYTES = 8
+DEFERRED_FREE_S = 0.05
+"""With `PolitenessGate.free_loop` running, a slot done with is freed by the gate's next
+acquire, in the same script; this long after it at the latest, when no acquire came."""
 
 
 def _ms(seconds: float) -> int:
@@ -183,6 +188,10 @@ class PolitenessGate:
         self._waiters: dict[str, _Waiters] = {}
         self._release_deadline = math.inf
         self._releasing: set[anyio.CancelScope] = set()
+        self._to_free: dict[str, str] = {}
+        """Slots done with and not freed yet (token -> host), while `free_loop` runs."""
+        self._to_free_added: anyio.Event | None = None
+        """Set when a slot is added to ``_to_free``: made by `free_loop`, which waits on it."""
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[HostSlot]:
@@ -205,7 +214,13 @@ class PolitenessGate:
                 await self._release(host, token)
             raise
         else:
-            await self._release(host, token)
+            if self._to_free_added is not None and self._release_deadline == math.inf:
+                # Freed by the next acquire (a waiter for this host woken below makes it
+                # at once), or by `free_loop`: a round trip a request less.
+                self._to_free[token] = host
+                self._to_free_added.set()
+            else:
+                await self._release(host, token)
         finally:
             waiters.wake()
             waiters.users -= 1
@@ -240,6 +255,47 @@ class PolitenessGate:
             throttled_factor=THROTTLED_FACTOR,
             throttled_min_ms=THROTTLED_MIN_MS,
         )
+
+    async def free_loop(self) -> None:
+        """Run beside the requests (a worker's background): meanwhile a slot done with is
+        freed by this gate's next acquire, in the same script, or by this loop
+        `DEFERRED_FREE_S` later if none came; not by a round trip of its own. Until the
+        gate stops (`release_by`), after which each is freed at once again.
+
+        A slot not freed when the process dies is freed as a killed request's is: by the
+        holder's restart, by the recovery of its leases, or after ``slot_ttl_s``."""
+        self._to_free_added = added = anyio.Event()
+        try:
+            while True:
+                await added.wait()
+                self._to_free_added = added = anyio.Event()
+                await anyio.sleep(DEFERRED_FREE_S)
+                await self.flush()
+        finally:
+            self._to_free_added = None
+
+    async def flush(self) -> None:
+        """Free the slots done with and not freed yet, at once (before a worker exits)."""
+        freeing, self._to_free = self._to_free, {}
+        if not freeing:
+            return
+        with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
+            self._releasing.add(releasing)
+            try:
+                await self._slots.release_all(freeing)
+            except BaseException:
+                self._still_to_free(freeing)
+                raise
+            finally:
+                self._releasing.discard(releasing)
+
+    def _still_to_free(self, freeing: dict[str, str]) -> None:
+        # Freed or not (a reply lost): freeing again is a no-op, forgetting holds the
+        # slots until their ttl.
+        if freeing:
+            self._to_free.update(freeing)
+            if self._to_free_added is not None:
+                self._to_free_added.set()
 
     def release_by(self, deadline: float) -> None:
         """Slot releases, running or to come, stop trying at ``deadline`` (anyio time).
@@ -278,11 +334,17 @@ class PolitenessGate:
 
     async def _try(self, host: str, token: str) -> SlotAnswer:
         p = self.politeness
-        return await self._slots.acquire(
-            host,
-            token,
-            per_host=p.per_host,
-            delay_ms=_ms(p.delay_s),
-            ttl_ms=_ms(p.slot_ttl_s),
-            max_wait_ms=_ms(p.max_poll_s),
-        )
+        freeing, self._to_free = self._to_free, {}
+        try:
+            return await self._slots.acquire(
+                host,
+                token,
+                per_host=p.per_host,
+                delay_ms=_ms(p.delay_s),
+                ttl_ms=_ms(p.slot_ttl_s),
+                max_wait_ms=_ms(p.max_poll_s),
+                freeing=freeing,
+            )
+        except BaseException:
+            self._still_to_free(freeing)
+            raise

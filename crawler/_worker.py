@@ -363,6 +363,7 @@ class Worker:
             background.start_soon(self._renew_loop)
             background.start_soon(self._recovery_loop)
             background.start_soon(self._pending_loop)
+            background.start_soon(self.gate.free_loop)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._open_fetcher, closing)
                 # Once stopping, `_until_grace` has a deadline: a claim stuck on a server
@@ -377,6 +378,8 @@ class Worker:
                         while self._in_flight:
                             await self._capacity.wait()
                 tasks.cancel_scope.cancel()
+            # The slots of the last requests, left for the next acquire (`free_loop`).
+            await self.gate.flush()
             background.cancel_scope.cancel()
         if self._backlog:
             log.warning(
@@ -897,7 +900,7 @@ class Worker:
                 body=spec.body if spec is not None and first else None,
                 headers=None if spec is None else spec.headers,
             )
-        # After the slot is freed: the next request to the host need not wait for this.
+        # After the slot is done with: the next request to the host need not wait for this.
         await self.gate.observe(host, result.elapsed_ms, result.status)
         return result
 
@@ -905,7 +908,8 @@ class Worker:
         """Renew the lease if the server may have seen it idle long enough to let another
         worker take it; LeaseLost if one did."""
         now = time.monotonic()
-        # Only a taken-back lease carries its resume point (``resume`` not None).
+        # A lease with no time of its own and its resume point (``resume`` not None) is a
+        # taken-back one: a claimed lease has its claim's time, from the moment it starts.
         default = self._taken_back_at if lease.resume is not None else 0.0
         fresh = self._fresh.get(lease.entry_id, default)
         if now - fresh < self._fresh_for_s:

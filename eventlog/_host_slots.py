@@ -7,7 +7,8 @@ the script in ``_scripts``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import NamedTuple
 
 import redis.asyncio as aioredis
@@ -15,6 +16,9 @@ import redis.asyncio as aioredis
 from eventlog._connection import redis_errors
 from eventlog._keys import JobKeys
 from eventlog._scripts import POLITENESS_ACQUIRE, POLITENESS_OBSERVE
+
+
+_NONE: Mapping[str, str] = MappingProxyType({})
 
 
 class SlotAnswer(NamedTuple):
@@ -45,21 +49,34 @@ class HostSlots:
         delay_ms: int,
         ttl_ms: int,
         max_wait_ms: int,
+        freeing: Mapping[str, str] = _NONE,
     ) -> SlotAnswer:
         """Take slot ``token`` on ``host`` if one is free and its next start time has come
-        (asking again with the same token finds the slot taken)."""
+        (asking again with the same token finds the slot taken); first free the slots
+        ``freeing`` (token -> host) of the same holder, in the same step."""
         keys = self.keys.host_slot_keys(host, self.holder)
         args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host]
+        for freed, freed_host in freeing.items():
+            keys.append(self.keys.host_slots(freed_host))
+            args.append(freed)
         with redis_errors("taking a host slot"):
             wait_ms, at_ms = await self._acquire(keys=keys, args=args)
         return SlotAnswer(int(wait_ms), int(at_ms))
 
     async def release(self, host: str, token: str) -> None:
         """Free slot ``token`` on ``host`` and its entry in the holder's index, atomically."""
+        await self.release_all({token: host})
+
+    async def release_all(self, slots: Mapping[str, str]) -> None:
+        """Free the slots ``slots`` (token -> host) and their entries in the holder's
+        index, atomically."""
+        if not slots:
+            return
         with redis_errors("freeing a host slot"):
             async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.zrem(self.keys.host_slots(host), token)
-                pipe.hdel(self.keys.slots_held(self.holder), token)
+                for token, host in slots.items():
+                    pipe.zrem(self.keys.host_slots(host), token)
+                pipe.hdel(self.keys.slots_held(self.holder), *slots)
                 await pipe.execute()
 
     async def set_delay(self, host: str, delay_ms: int, *, ttl_ms: int) -> None:

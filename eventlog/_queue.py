@@ -287,11 +287,14 @@ class TaskQueue:
         return [bool(flag) for flag in reply]
 
     async def claim(self, count: int = DEFAULT_CLAIM_COUNT, *, block_ms: int = 0) -> list[Lease]:
-        """New tasks, highest-priority lane first; waits up to ``block_ms`` if there are none."""
+        """New tasks, highest-priority lane first; waits up to ``block_ms`` if there are none.
+
+        What the script reads comes with each task's resume point (`Lease.resume`); what the
+        blocking read waited for comes without it (`resume_point` reads it)."""
         await self.ensure_groups()
         with redis_errors("claiming tasks"):
             reply = await self._claim(
-                keys=list(self.keys.lanes), args=[WORKERS_GROUP, self.consumer, count]
+                keys=[*self.keys.lanes, self.keys.ckpt], args=[WORKERS_GROUP, self.consumer, count]
             )
             if not reply and block_ms > 0:
                 # One blocking read on every lane: whichever gets work first wakes us.
@@ -301,11 +304,13 @@ class TaskQueue:
                     "XREADGROUP", "GROUP", WORKERS_GROUP, self.consumer, "COUNT", count,
                     "BLOCK", block, "STREAMS", *lanes, *([">"] * len(lanes)),
                 )  # fmt: skip
-                reply = [[lanes.index(name.decode()), entries] for name, entries in raw or []]
+                reply = [[lanes.index(name.decode()), entries, None] for name, entries in raw or []]
         leases = []
-        for lane, entries in reply:
-            for entry_id, fields in entries:
-                lease = await self._lease(lane, entry_id, fields, deliveries=1)
+        for lane, entries, resumes in reply:
+            for i, (entry_id, fields) in enumerate(entries):
+                # b"": read, and none; None: not read.
+                resume = None if resumes is None else (resumes[i] or b"")
+                lease = await self._lease(lane, entry_id, fields, deliveries=1, resume=resume)
                 if lease is not None:
                     leases.append(lease)
         return leases
@@ -801,6 +806,7 @@ class TaskQueue:
         *,
         deliveries: int,
         previous_owner: str | None = None,
+        resume: bytes | None = None,
     ) -> Lease | None:
         try:
             task = task_of(fields)
@@ -813,6 +819,7 @@ class TaskQueue:
             task=task,
             deliveries=deliveries,
             previous_owner=previous_owner,
+            resume=resume,
         )
 
     async def _poisoned(

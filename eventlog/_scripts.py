@@ -408,22 +408,35 @@ CLAIM = """
 -- lane, recovered work, then highest-priority lane first. Recovered work still waits
 -- behind most fresh work, but a crawl with an endless frontier would otherwise never come
 -- back to the tasks of a worker that died: they would wait for the frontier to run dry.
--- KEYS: lanes (the last is the recovery lane).  ARGV: group, consumer, count.
--- Returns {lane index, entries} pairs.
+-- Each entry comes with its task's ckpt value (false: none), so that a task starts
+-- without a round trip for its resume point: nobody but the lease's holder writes it
+-- while the entry is leased.
+-- KEYS: lanes (the last is the recovery lane), then ckpt.  ARGV: group, consumer, count.
+-- Returns {lane index, entries, ckpt values} triples.
 local out = {}
 local want = tonumber(ARGV[3])
+local lanes = #KEYS - 1
+local ckpt = KEYS[#KEYS]
 local function read(i, n)
   local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', n,
                        'STREAMS', KEYS[i], '>')
   if r then
-    out[#out + 1] = {i - 1, r[1][2]}
+    local values = {}
+    for j, entry in ipairs(r[1][2]) do
+      -- An entry that is not one msgpack task (a poison entry) has no resume point: the
+      -- worker dead-letters it.
+      local ok, task = pcall(cmsgpack.unpack, entry[2][2] or '')
+      local id = ok and type(task) == 'table' and task['task_id']
+      values[j] = type(id) == 'string' and redis.call('HGET', ckpt, id)
+    end
+    out[#out + 1] = {i - 1, r[1][2], values}
     want = want - #r[1][2]
   end
 end
 if want > 0 then  -- COUNT 0 would mean no limit at all
-  read(#KEYS, math.ceil(want / 4))
+  read(lanes, math.ceil(want / 4))
 end
-for i = 1, #KEYS do
+for i = 1, lanes do
   if want <= 0 then break end
   read(i, want)
 end
@@ -658,7 +671,14 @@ POLITENESS_ACQUIRE = """
 --       the adapted delay (ms: see POLITENESS_OBSERVE)
 -- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
 --       with the index, the host
+-- With the index, it also frees slots the same holder is done with, first (a release
+-- that rides on the holder's next acquire instead of a round trip of its own): KEYS[6..]
+-- the slots key of each one's host, ARGV[7..] their tokens, in the same order.
 -- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
+for i = 7, #ARGV do
+  redis.call('ZREM', KEYS[i - 1], ARGV[i])
+  redis.call('HDEL', KEYS[4], ARGV[i])
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[4])

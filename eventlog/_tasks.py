@@ -54,8 +54,9 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     previous_owner: str | None = None
     """For a reclaimed lease: the consumer it was taken from."""
     resume: bytes | None = None
-    """For a taken-back lease: its task's ``ckpt`` value, read with it and decoded only when
-    the task starts (``b""``: no checkpoint); None: not read (see `TaskQueue.resume_point`)."""
+    """For a taken-back or claimed lease: its task's ``ckpt`` value, read with it and decoded
+    only when the task starts (``b""``: no checkpoint); None: not read (see
+    `TaskQueue.resume_point`)."""
 
     @property
     def recoveries(self) -> int:
