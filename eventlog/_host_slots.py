@@ -17,7 +17,6 @@ from eventlog._connection import redis_errors
 from eventlog._keys import JobKeys
 from eventlog._scripts import POLITENESS_ACQUIRE, POLITENESS_OBSERVE
 
-
 _NONE: Mapping[str, str] = MappingProxyType({})
 
 
