@@ -37,12 +37,27 @@ costs at the least (in this process, with the worker's parser: every page parsed
 distinct pair of an href and the part of its base it depends on resolved once). Its JSON
 has ``vs_scrapy_link_dense`` (target >= 6), ``link_dense_crawl_cpu_s``,
 ``link_dense_parse_cpu_s`` and ``link_dense_cpu_ratio`` (crawl / parse, target <= 2.5),
-medians of the rounds, and their spreads.
+medians of the rounds, and their spreads; and ``link_dense_cpu_by_process`` (the medians
+per process).
+
+The crawl's total counts every process of it: this process is its child subreaper
+(``PR_SET_CHILD_SUBREAPER``), so one that outlives its parent (the projector's segment
+writer, were the projector to exit first) is reaped here, and counted, rather than by
+init. Each round also samples the crawl's processes from ``/proc`` while it runs and
+prints where the CPU went, process by process (``crawl``, ``crawlog-w1``...,
+``crawlog-project``, ``segment-writer``, ``valkey-server``; a process's last few
+milliseconds are missed by the sampling, not by the total).
+
+Before the rounds the checkout's bytecode is written (``compileall``, as
+``tools/bench_tiny_crawl.py`` does): with ``PYTHONDONTWRITEBYTECODE`` set, every process of
+every crawl compiled crawlog's modules again, which an installed crawlog never does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -51,7 +66,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from selectolax.lexbor import LexborHTMLParser
@@ -69,6 +86,11 @@ ROUNDS = 3
 LINK_DENSE_PAGES = 500
 PARSE_RUNS = 3
 """The parse + resolve measure is taken this many times; its median is the baseline."""
+PR_SET_CHILD_SUBREAPER = 36
+SAMPLE_S = 0.005
+"""How often the crawl's processes are sampled for the per-process figures."""
+ORPHANS_WAIT_S = 10.0
+PACKAGES = ("crawler", "eventlog", "projector")
 
 SCRAPY_SPIDER = textwrap.dedent(
     """
@@ -170,6 +192,103 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def compile_checkout() -> None:
+    """Write the bytecode of the crawlog checkout this runs (whose ``crawlog_command``
+    the crawls run), as an installed crawlog has it."""
+    import crawler
+
+    root = Path(crawler.__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "compileall", "-q", *PACKAGES]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(command, cwd=root, env=env, capture_output=True, check=True)
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants are reparented to this process (Linux), so that their CPU is
+    counted in ``RUSAGE_CHILDREN`` once `reap_orphans` has reaped them."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            text = Path(f"/proc/{pid}/task/{task}/children").read_text()
+            found += [int(child) for child in text.split()]
+    return found
+
+
+def reap_orphans(keep: set[int]) -> None:
+    """Wait for the children of this process that are not in ``keep`` (orphans of a crawl)
+    to exit, and reap them."""
+    deadline = time.monotonic() + ORPHANS_WAIT_S
+    while [p for p in _children(os.getpid()) if p not in keep] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _name_of(pid: int) -> tuple[str, float] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    name = raw[raw.index("(") + 1 : raw.rindex(")")] if cmdline else ""
+    if b"projector._writer" in cmdline:
+        name = "segment-writer"
+    elif b"crawler.cli\x00crawl\x00" in cmdline and not name.startswith("crawlog-"):
+        name = "crawl"
+    fields = raw.rpartition(")")[2].split()
+    return name, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ProcessSampler:
+    """Samples the CPU of every process under this one but ``keep`` (the site, the
+    server) from /proc while it runs: each one's latest figure, by pid."""
+
+    def __init__(self, keep: set[int]) -> None:
+        self.keep = keep
+        self.seen: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ProcessSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            stack = [p for p in _children(os.getpid()) if p not in self.keep]
+            while stack:
+                pid = stack.pop()
+                if (found := _name_of(pid)) is not None:
+                    # Named by its latest sample with a command line: an exited process's
+                    # reads empty (and a child is sampled before its exec or rename too).
+                    known = self.seen.get(pid)
+                    named = found[0] if found[0] or known is None else known[0]
+                    self.seen[pid] = (named, found[1])
+                stack += _children(pid)
+            time.sleep(SAMPLE_S)
+
+    def by_name(self) -> dict[str, float]:
+        """CPU seconds by process name (``crawlog-w1``, ...), summed over its pids."""
+        cpu: dict[str, float] = defaultdict(float)
+        for name, seconds in self.seen.values():
+            cpu[name or "?"] += seconds
+        return dict(cpu)
+
+
 def run_scrapy(url: str, concurrency: int, source: str = SCRAPY_SPIDER) -> tuple[int, float]:
     # A file, not ``python -c``: Scrapy reads its callbacks' source (inspect.getsource).
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
@@ -203,9 +322,11 @@ def run_crawlog(
     events: bool,
     spider: str | None = None,
     per_host: int | None = None,
+    sampler: ProcessSampler | None = None,
 ) -> tuple[int, float]:
     """Pages the site served to one ``crawlog crawl`` (of ``spider``'s source, else the
-    default spider), and its wall time."""
+    default spider), and its wall time; with ``sampler``, its processes sampled meanwhile,
+    and every orphan it left reaped before it returns."""
     before = served(request_log)
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as data:
         job = f"bench-{time.time_ns()}"
@@ -222,9 +343,12 @@ def run_crawlog(
             *(() if events else ("--no-events", "--fail-on", "never")),
         )  # fmt: skip
         env = {**os.environ, "REDIS_URL": redis_url}
-        started = time.monotonic()
-        subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-        elapsed = time.monotonic() - started
+        with sampler or contextlib.nullcontext():
+            started = time.monotonic()
+            subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            elapsed = time.monotonic() - started
+            if sampler is not None:
+                reap_orphans(sampler.keep)
     return served(request_log) - before, elapsed
 
 
@@ -243,6 +367,7 @@ def main() -> int:
     except ImportError:
         raise SystemExit("this benchmark needs Scrapy: pip install -e '.[bench]'") from None
     total = args.workers * args.concurrency
+    compile_checkout()
     if args.link_dense:
         return _link_dense(args, total if args.per_host is None else args.per_host)
     with tempfile.TemporaryDirectory(prefix="crawlog-bench-") as tmp:
@@ -355,6 +480,7 @@ def _link_dense(args: argparse.Namespace, per_host: int) -> int:
         request_log = Path(tmp) / "requests.jsonl"
         site, url = start_site(pages, request_log, "link-dense")
         server = ensure_server(Path(tmp) / "server")
+        become_subreaper()
         try:
             sitemap = SiteMap(pages, origin=url, layout="link-dense")
             parse_runs = [parse_resolve_cpu(sitemap) for _ in range(PARSE_RUNS)]
@@ -366,18 +492,21 @@ def _link_dense(args: argparse.Namespace, per_host: int) -> int:
                 f"({', '.join(f'{run[0]:.2f}' for run in parse_runs)})"
             )
             scrapy_rates, crawlog_rates, scrapy_cpus, crawl_cpus = [], [], [], []
+            by_process: list[dict[str, float]] = []
             for r in range(args.rounds):
                 before = children_cpu()
                 pages_s, seconds_s = run_scrapy(url, per_host)
                 scrapy_cpus.append(children_cpu() - before)
                 scrapy_rates.append(pages_s / seconds_s)
                 before, server_before = children_cpu(), process_cpu(server.pid)
+                sampler = ProcessSampler({site.pid, server.pid})
                 pages_c, seconds_c = run_crawlog(
                     url, server.url, args.workers, args.concurrency, request_log,
-                    events=True, per_host=per_host,
+                    events=True, per_host=per_host, sampler=sampler,
                 )  # fmt: skip
                 server_cpu = process_cpu(server.pid) - server_before
                 crawl_cpus.append(children_cpu() - before + server_cpu)
+                by_process.append({**sampler.by_name(), "valkey-server": server_cpu})
                 crawlog_rates.append(pages_c / seconds_c)
                 print(
                     f"  round {r + 1}: scrapy {pages_s} pages in {seconds_s:.2f} s "
@@ -385,6 +514,8 @@ def _link_dense(args: argparse.Namespace, per_host: int) -> int:
                     f"{seconds_c:.2f} s ({crawl_cpus[-1]:.2f} s CPU, "
                     f"{server_cpu:.2f} s of it valkey-server's)"
                 )
+                parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_process[-1].items()))
+                print(f"           by process: {parts}")
         finally:
             stop_server(Path(tmp) / "server")
             site.terminate()
@@ -406,6 +537,10 @@ def _link_dense(args: argparse.Namespace, per_host: int) -> int:
         "link_dense_parse_cpu_s": parse_cpu,
         "link_dense_cpu_ratio": statistics.median(cpu_ratios),
     }
+    names = sorted({name for sample in by_process for name in sample})
+    per_process = {
+        name: round(statistics.median(s.get(name, 0.0) for s in by_process), 3) for name in names
+    }
     print(f"\n{'link-dense':<10} {'pages/s':>10} {'CPU s':>8}   (per host {per_host}, medians)")
     print(
         f"{'scrapy':<10} {result['scrapy_link_dense_pages_per_s']:>10,.0f} "
@@ -422,7 +557,15 @@ def _link_dense(args: argparse.Namespace, per_host: int) -> int:
         f"{result['link_dense_cpu_ratio']:.2f} ({min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}; "
         "target <= 2.5)"
     )
-    print(json.dumps({k: round(v, 3) for k, v in result.items()}))
+    print(f"{'by process':<10} " + ", ".join(f"{k} {v:.2f}" for k, v in per_process.items()))
+    print(
+        json.dumps(
+            {
+                **{k: round(v, 3) for k, v in result.items()},
+                "link_dense_cpu_by_process": per_process,
+            }
+        )
+    )
     return 0
 
 
