@@ -237,9 +237,7 @@ def archived_batches(
         yield decoded(path, stream_ids, payloads)
 
 
-def archived_events(
-    store: Store, manifest: Manifest, until: str | None = None
-) -> Iterator[Batch]:
+def archived_events(store: Store, manifest: Manifest, until: str | None = None) -> Iterator[Batch]:
     """``archived_batches`` as replay folds them: stream IDs and events, no entries."""
     for path, stream_ids, payloads in _archived_rows(store, manifest, until, None):
         yield stream_ids, decoded_events(path, stream_ids, payloads)
