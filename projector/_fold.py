@@ -20,7 +20,7 @@ applied and never raised: a zombie's late write must not stop the projector.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -109,6 +109,59 @@ def apply(state: State, entry: LogEntry) -> State:
     except Refused as refused:
         _record_anomaly(state, entry.stream_id, event, refused)
     return state
+
+
+def apply_events(state: State, stream_ids: Sequence[str], events: Sequence[AnyEvent]) -> State:
+    """``apply_all`` over a batch given as two lists, the entries' stream IDs and events
+    (replay's batches: no ``LogEntry`` is built per event), to the same state.
+
+    The batch's event ids are first checked against the windows all at once (a set, two
+    set comparisons, in C): in the common case, no repeat, they are added in bulk, turning
+    the window where ``apply_all`` would, and the handlers run with no per-event check. A
+    batch with a repeat, or one the bulk check cannot clear, is folded by ``apply_all``.
+    """
+    if not _mark_new(state, [event.event_id for event in events]):
+        return apply_all(state, map(_entry, stream_ids, events))
+    handlers = _HANDLERS
+    try:
+        for stream_id, event in zip(stream_ids, events, strict=True):
+            # Read by ``_checkpoint`` (the ``ckpt`` pointer) and by whoever reads the state.
+            state.position = stream_id
+            try:
+                handlers[type(event)](state, event)
+            except Refused as refused:
+                _record_anomaly(state, stream_id, event, refused)
+    finally:
+        # ``apply_all`` counts the events it got through; here the ids of the whole batch
+        # are in the windows already, and a handler raising (a bug) ends the fold anyway.
+        state.job.events += len(events)
+    return state
+
+
+def _entry(stream_id: str, event: AnyEvent) -> LogEntry:
+    return LogEntry(stream_id, event, b"")  # the fold never reads an entry's payload
+
+
+def _mark_new(state: State, event_ids: list[str]) -> bool:
+    """Add ``event_ids`` to the windows if none is a repeat (of the windows or of another
+    in the list), turning the window at the same event as ``apply_all``; else change
+    nothing and return False."""
+    recent, older = state.recent_event_ids, state.older_event_ids
+    fresh = set(event_ids)
+    if len(fresh) != len(event_ids) or not fresh.isdisjoint(recent) or not fresh.isdisjoint(older):
+        return False
+    # No id of the list is in either window nor twice in it: ``apply_all`` would find no
+    # repeat either, whatever window turns happen in between (an older window only ever
+    # receives ids already seen), so only where the window turns is left to reproduce.
+    at, total = 0, len(event_ids)
+    while at < total:
+        room = max(1, DEDUP_WINDOW - len(recent))
+        recent.update(event_ids[at : at + room])
+        at += room
+        if len(recent) >= DEDUP_WINDOW:
+            state.older_event_ids, state.recent_event_ids = recent, set()
+            recent = state.recent_event_ids
+    return True
 
 
 def fold(entries: Iterable[LogEntry], state: State | None = None) -> State:
@@ -234,8 +287,10 @@ def _enqueued(state: State, event: TaskEnqueued) -> None:
         updated_at=event.at,
         last_actor=event.actor,
     )
-    for counts in (_site(state, event.site).tasks, state.job.tasks):
-        counts[PENDING] = counts.get(PENDING, 0) + 1
+    counts = _site(state, event.site).tasks
+    counts[PENDING] = counts.get(PENDING, 0) + 1
+    counts = state.job.tasks
+    counts[PENDING] = counts.get(PENDING, 0) + 1
 
 
 def _claimed(state: State, event: TaskClaimed) -> None:
@@ -328,23 +383,37 @@ def _released(state: State, event: TaskReleased) -> None:
     _move(state, task, PENDING, event, event.reason)
 
 
-def _terminal(status: TaskStatus) -> Handler:
-    def handle(state: State, event: TaskDone | TaskFailed | TaskAborted) -> None:
-        task = state.tasks.get(event.task_id)
-        if task is None or task.status not in _ACTIVE:
-            task = _task(state, event, _ACTIVE, status)
-        task.attempt = event.attempt
-        task.owner = None
-        if isinstance(event, TaskDone):
-            task.counts = event.counts
-        elif isinstance(event, TaskAborted):
-            task.last_error = event.last_error or task.last_error
-            state.sites[task.site].failures += 1
-        else:
-            state.sites[task.site].failures += 1
-        _move(state, task, status, event, event.reason)
+# One handler per terminal event (rather than one for the three): a task ends once, so
+# every task of a log goes through one of these.
+def _done(state: State, event: TaskDone) -> None:
+    task = state.tasks.get(event.task_id)
+    if task is None or task.status not in _ACTIVE:
+        task = _task(state, event, _ACTIVE, DONE)
+    task.attempt = event.attempt
+    task.owner = None
+    task.counts = event.counts
+    _move(state, task, DONE, event, event.reason)
 
-    return handle
+
+def _failed(state: State, event: TaskFailed) -> None:
+    task = state.tasks.get(event.task_id)
+    if task is None or task.status not in _ACTIVE:
+        task = _task(state, event, _ACTIVE, FAILED)
+    task.attempt = event.attempt
+    task.owner = None
+    state.sites[task.site].failures += 1
+    _move(state, task, FAILED, event, event.reason)
+
+
+def _aborted(state: State, event: TaskAborted) -> None:
+    task = state.tasks.get(event.task_id)
+    if task is None or task.status not in _ACTIVE:
+        task = _task(state, event, _ACTIVE, ABORTED)
+    task.attempt = event.attempt
+    task.owner = None
+    task.last_error = event.last_error or task.last_error
+    state.sites[task.site].failures += 1
+    _move(state, task, ABORTED, event, event.reason)
 
 
 def _paused(state: State, event: TaskPaused) -> None:
@@ -464,9 +533,9 @@ _HANDLERS: dict[type[msgspec.Struct], Handler] = {
     ItemScraped: _item,
     RetryScheduled: _retry_scheduled,
     TaskReleased: _released,
-    TaskDone: _terminal(DONE),
-    TaskFailed: _terminal(FAILED),
-    TaskAborted: _terminal(ABORTED),
+    TaskDone: _done,
+    TaskFailed: _failed,
+    TaskAborted: _aborted,
     TaskPaused: _paused,
     TaskParked: _parked,
     TaskResumed: _resumed,

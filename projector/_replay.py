@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 import redis.asyncio as aioredis
 
 from eventlog import (
+    SCHEMA_VERSION,
     AnyEvent,
     CrawlogError,
     EventLog,
@@ -42,9 +43,8 @@ from eventlog import (
     stream_id_key,
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
-from projector._fold import apply_all
+from projector._fold import apply_events
 from projector._keystore import read_keys
-from projector._projector import named_tasks
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
 from projector._taskstore import TASK_SEGMENT_SUFFIX, StoredTasks, TaskSegmentInfo
@@ -64,6 +64,17 @@ POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
 _task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
+
+
+class _Envelope(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    """``eventlog``'s envelope, ``[schema_version, event]``, decoded here with one call per
+    payload: the fast path of ``eventlog.decode`` without its function call around it."""
+
+    version: int
+    event: AnyEvent
+
+
+_envelope_decoder: Final = msgspec.msgpack.Decoder(_Envelope)
 
 
 class TaskSpill(AbstractContextManager["TaskSpill"]):
@@ -117,11 +128,12 @@ class TaskSpill(AbstractContextManager["TaskSpill"]):
         )
         return len(leaving)
 
-    def bring_back(self, state: State, entries: Sequence[LogEntry]) -> None:
-        """Read the ended tasks ``entries`` name back into ``state``, before the fold."""
+    def bring_back(self, state: State, events: Sequence[AnyEvent]) -> None:
+        """Read the ended tasks ``events`` name back into ``state``, before the fold."""
         if not self.segments:
             return
-        missing = self.stored.missing(state.tasks, named_tasks(entries))
+        named = (t for t in (getattr(e, "task_id", None) for e in events) if t is not None)
+        missing = self.stored.missing(state.tasks, named)
         if missing:
             state.tasks.update(self.stored.load(missing, self.paths()))
 
@@ -177,25 +189,65 @@ class Replayed:
             yield task_id, None
 
 
+def decoded_events(
+    path: Path, stream_ids: Sequence[str], payloads: Sequence[bytes]
+) -> list[AnyEvent]:
+    """The events of a segment's rows; ``ArchiveCorrupt`` naming an entry that does not
+    decode.
+
+    Each payload is decoded as ``eventlog.decode`` does (its fast path inline: one
+    ``msgspec`` call into the current Structs); one of another schema version, or that
+    does not decode so, goes through ``decode`` itself (the upcasters, or the error)."""
+    events: list[AnyEvent] = []
+    append = events.append
+    fast = _envelope_decoder.decode
+    for payload in payloads:
+        try:
+            envelope = fast(payload)
+            if envelope.version == SCHEMA_VERSION:
+                append(envelope.event)
+                continue
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+        stream_id = stream_ids[len(events)]
+        try:
+            append(decode(payload))
+        except CrawlogError as exc:
+            raise ArchiveCorrupt(f"archive segment {path}: entry {stream_id}: {exc}") from None
+    return events
+
+
 def decoded(path: Path, stream_ids: Sequence[str], payloads: Sequence[bytes]) -> list[LogEntry]:
     """Log entries of a segment's rows; ``ArchiveCorrupt`` naming an entry that does not
     decode."""
-    entries: list[LogEntry] = []
-    append = entries.append
-    for stream_id, payload in zip(stream_ids, payloads, strict=True):
-        try:
-            event: AnyEvent = decode(payload)
-        except CrawlogError as exc:
-            raise ArchiveCorrupt(f"archive segment {path}: entry {stream_id}: {exc}") from None
-        append(LogEntry(stream_id, event, payload))
-    return entries
+    events = decoded_events(path, stream_ids, payloads)
+    return list(map(LogEntry, stream_ids, events, payloads))
+
+
+Batch = tuple[list[str], list[AnyEvent]]
+"""A batch of the log as replay folds it: the stream IDs, and the events."""
 
 
 def archived_batches(
     store: Store, manifest: Manifest, until: str | None = None, after: str | None = None
 ) -> Iterator[list[LogEntry]]:
     """The archived entries after ``after`` up to ``until`` (stream IDs), in log order, in
-    batches of at most ``FOLD_BATCH``.
+    batches of at most ``FOLD_BATCH``."""
+    for path, stream_ids, payloads in _archived_rows(store, manifest, until, after):
+        yield decoded(path, stream_ids, payloads)
+
+
+def archived_events(store: Store, manifest: Manifest, until: str | None = None) -> Iterator[Batch]:
+    """``archived_batches`` as replay folds them: stream IDs and events, no entries."""
+    for path, stream_ids, payloads in _archived_rows(store, manifest, until, None):
+        yield stream_ids, decoded_events(path, stream_ids, payloads)
+
+
+def _archived_rows(
+    store: Store, manifest: Manifest, until: str | None, after: str | None
+) -> Iterator[tuple[Path, list[str], list[bytes]]]:
+    """The archived rows after ``after`` up to ``until``: (segment, stream IDs, payloads)
+    in batches of at most ``FOLD_BATCH``.
 
     Each segment is read as two Arrow columns (the next one in a thread while this one is
     folded: Parquet leaves the GIL), and only a segment across ``after`` or ``until`` has
@@ -227,7 +279,7 @@ def archived_batches(
                     stop -= 1
             for at in range(start, stop, FOLD_BATCH):
                 size = min(FOLD_BATCH, stop - at)
-                yield decoded(
+                yield (
                     path,
                     stream_ids.slice(at, size).to_pylist(),
                     payloads.slice(at, size).to_pylist(),
@@ -257,20 +309,22 @@ def fold_archive(
     ended tasks move to ``spill`` if the state holds its limit of tasks."""
     state = State()
     since = 0
-    for batch in archived_batches(store, manifest, until):
+    for batch in archived_events(store, manifest, until):
         since = _fold(state, spill, batch, since, evict_events)
     return state
 
 
-def _fold(
-    state: State, spill: TaskSpill, batch: list[LogEntry], since: int, evict_events: int
-) -> int:
+def _fold(state: State, spill: TaskSpill, batch: Batch, since: int, evict_events: int) -> int:
     """Fold ``batch`` (its ended tasks brought back first); evict when due. Returns the
     events folded since the last eviction."""
-    for at in range(0, len(batch), evict_events):
-        part = batch[at : at + evict_events] if len(batch) > evict_events else batch
+    stream_ids, events = batch
+    for at in range(0, len(events), evict_events):
+        if len(events) > evict_events:
+            ids, part = stream_ids[at : at + evict_events], events[at : at + evict_events]
+        else:
+            ids, part = stream_ids, events
         spill.bring_back(state, part)
-        apply_all(state, part)
+        apply_events(state, ids, part)
         since += len(part)
         if since >= evict_events:
             since = 0
@@ -284,8 +338,8 @@ def replay_archive(store: Store, manifest: Manifest, until: str | None = None) -
     """The whole state folded from scratch out of the archive alone (in memory: for a
     small job, or a test; ``replay_job`` keeps only what is live)."""
     state = State()
-    for batch in archived_batches(store, manifest, until):
-        apply_all(state, batch)
+    for stream_ids, events in archived_events(store, manifest, until):
+        apply_events(state, stream_ids, events)
     return state
 
 
@@ -307,7 +361,8 @@ async def replay_job(
             continue
         if not entries:
             return Replayed(state, spill)
-        since = _fold(state, spill, entries, since, evict_events)
+        batch = [e.stream_id for e in entries], [e.event for e in entries]
+        since = _fold(state, spill, batch, since, evict_events)
         position = entries[-1].stream_id
 
 
