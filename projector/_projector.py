@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
@@ -443,12 +443,13 @@ LOAD_ATTEMPTS = 3
 FOLD_BATCH = 5_000
 
 
-def named_tasks(entries: Iterable[LogEntry]) -> Iterator[str]:
-    """The task ids ``entries`` name (one per task event)."""
-    for entry in entries:
-        task_id = getattr(entry.event, "task_id", None)
-        if task_id is not None:
-            yield task_id
+def named_tasks(entries: Iterable[LogEntry]) -> set[str]:
+    """The task ids ``entries`` name, each once: a batch names each of its tasks about five
+    times (a task's events come together), and each id not in memory is looked up among
+    the stored ones (``StoredTasks.missing``)."""
+    named = {getattr(entry.event, "task_id", None) for entry in entries}
+    named.discard(None)
+    return named  # type: ignore[return-value]  # None was the only other value
 
 
 def load_stored(
