@@ -63,6 +63,7 @@ from projector._fold import apply_all, fold
 from projector._keystore import named_keys, read_keys
 from projector._projector import committed_state, named_tasks
 from projector._replay import archived_batches
+from projector._segment_index import indexed_rows, matching_row_groups
 from projector._state import State, TaskState
 from projector._store import Manifest, Store
 from projector._taskstore import read_tasks
@@ -405,10 +406,29 @@ def _about(
 def _archived_history(
     store: Store, manifest: Manifest, task_ids: Collection[str], page_url: str | None
 ) -> list[LogEntry]:
-    """The archived rows about the tasks, or their sites, or the job (DuckDB, filtered)."""
-    paths = [str(p) for p in store.segment_paths(manifest)]
-    if not paths or not task_ids:
+    """The archived rows about the tasks, or their sites, or the job: the row groups
+    their segments' indexes name, and every segment without an index (DuckDB, filtered)."""
+    if not task_ids:
         return []
+    rows: list[tuple[str, bytes]] = []
+    paths: list[str] = []
+    for segment in manifest.segments:
+        path = store.archive / segment.name
+        groups = matching_row_groups(path, segment.events, task_ids, page_url)
+        if groups is None:
+            paths.append(str(path))
+        else:
+            rows += indexed_rows(path, groups, task_ids, page_url)
+    if paths:
+        rows += _scanned_rows(store, paths, task_ids, page_url)
+    entries = [LogEntry(stream_id, decode(payload), payload) for stream_id, payload in rows]
+    entries.sort(key=lambda e: stream_id_key(e.stream_id))
+    return entries
+
+
+def _scanned_rows(
+    store: Store, paths: list[str], task_ids: Collection[str], page_url: str | None
+) -> list[tuple[str, bytes]]:
     tasks = ", ".join("?" for _ in task_ids)
     sql = (
         "SELECT stream_id, payload FROM read_parquet(?) "
@@ -425,9 +445,7 @@ def _archived_history(
         raise CrawlogError(f"reading the archive of job {store.job!r} failed: {exc}") from None
     finally:
         con.close()
-    entries = [LogEntry(stream_id, decode(payload), payload) for stream_id, payload in rows]
-    entries.sort(key=lambda e: stream_id_key(e.stream_id))
-    return entries
+    return rows
 
 
 async def _with_tail(
