@@ -48,8 +48,9 @@ from eventlog import CrawlogError
 INDEX_SUFFIX = ".idx"
 INDEX_VERSION = 1
 _MAGIC = b"CLXI"
-_HEADER = struct.Struct("<4sIQQIIQ")
-"""magic, version, events, segment bytes, row groups, untasked row groups, keys."""
+_HEADER = struct.Struct("<4sIQQIIQII")
+"""magic, version, events, segment bytes, row groups, untasked row groups, keys, the CRC
+of the segment's name, zero."""
 _TASK_SEED = 0
 _URL_SEED = 0x5A5A5A5A
 """CRC start values: a task id and a URL of the same text get different keys."""
@@ -112,6 +113,8 @@ def write_index(segment: Path, table: pa.Table) -> None:
         len(row_groups),
         len(untasked),
         len(keys),
+        zlib.crc32(segment.name.encode()),
+        0,
     )
     groups = struct.pack(f"<{_padded(len(untasked))}I", *untasked, *[0] * (len(untasked) % 2))
     body = struct.pack(f"<{len(keys)}Q", *keys)
@@ -161,12 +164,15 @@ def _lookup(
     task_ids: Collection[str],
     page_url: str | None,
 ) -> list[int] | None:
-    magic, version, indexed, segment_bytes, groups, untasked, count = _HEADER.unpack_from(mapped)
+    magic, version, indexed, segment_bytes, groups, untasked, count, name, _ = _HEADER.unpack_from(
+        mapped
+    )
     keys_at = _HEADER.size + 4 * _padded(untasked)
     if (
         magic != _MAGIC
         or version != INDEX_VERSION
         or indexed != events
+        or name != zlib.crc32(segment.name.encode())
         or size != keys_at + 8 * count
         or segment_bytes != segment.stat().st_size
     ):
