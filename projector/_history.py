@@ -63,7 +63,7 @@ from projector._fold import apply_all, fold
 from projector._keystore import named_keys, read_keys
 from projector._projector import committed_state, named_tasks
 from projector._replay import archived_batches
-from projector._segment_index import indexed_rows, matching_row_groups
+from projector._segment_index import indexed_history
 from projector._state import State, TaskState
 from projector._store import Manifest, Store
 from projector._taskstore import read_tasks
@@ -414,11 +414,11 @@ def _archived_history(
     paths: list[str] = []
     for segment in manifest.segments:
         path = store.archive / segment.name
-        groups = matching_row_groups(path, segment.events, task_ids, page_url)
-        if groups is None:
+        indexed = indexed_history(path, segment.events, task_ids, page_url)
+        if indexed is None:
             paths.append(str(path))
         else:
-            rows += indexed_rows(path, groups, task_ids, page_url)
+            rows += indexed
     if paths:
         rows += _scanned_rows(store, paths, task_ids, page_url)
     entries = [LogEntry(stream_id, decode(payload), payload) for stream_id, payload in rows]

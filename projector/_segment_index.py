@@ -137,21 +137,49 @@ def _row_group_rows(segment: Path) -> list[int]:
     return [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
 
 
-def matching_row_groups(
+def indexed_history(
     segment: Path, events: int, task_ids: Collection[str], page_url: str | None
+) -> list[tuple[str, bytes]] | None:
+    """(stream ID, payload) of the rows of ``segment`` (committed with ``events`` events)
+    that are events of ``task_ids``, fetches of ``page_url`` or events of no task, read
+    through its index; None if it has no index that matches it (scan it whole then).
+
+    The index is checked against the segment file opened here, and the rows read from
+    that same file: a segment rewritten meanwhile (``index_archive``) cannot pair one
+    file's row groups with another's index."""
+    try:
+        source = pa.OSFile(str(segment))
+    except (OSError, pa.ArrowException) as exc:
+        raise CrawlogError(f"archive segment {segment} cannot be read ({exc})") from None
+    with source:
+        groups = matching_row_groups(segment, events, task_ids, page_url, source.size())
+        if groups is None:
+            return None
+        return indexed_rows(source, groups, task_ids, page_url, name=segment)
+
+
+def matching_row_groups(
+    segment: Path,
+    events: int,
+    task_ids: Collection[str],
+    page_url: str | None,
+    segment_bytes: int | None = None,
 ) -> list[int] | None:
-    """The row groups of ``segment`` (committed with ``events`` events) that may hold an
-    event of ``task_ids``, a fetch of ``page_url``, or an event of no task; None if the
-    segment has no index that matches it (read the whole segment then)."""
+    """The row groups of ``segment`` (committed with ``events`` events, ``segment_bytes``
+    long: its size now if not given) that may hold an event of ``task_ids``, a fetch of
+    ``page_url``, or an event of no task; None if the segment has no index that matches
+    it (read the whole segment then)."""
     if sys.byteorder != "little":  # the keys are read as native integers
         return None
     try:
+        if segment_bytes is None:
+            segment_bytes = segment.stat().st_size
         with open(segment.with_name(index_name(segment.name)), "rb") as source:
             size = os.fstat(source.fileno()).st_size
             if size < _HEADER.size:
                 return None
             with mmap.mmap(source.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                return _lookup(mapped, size, segment, events, task_ids, page_url)
+                return _lookup(mapped, size, segment, events, segment_bytes, task_ids, page_url)
     except (OSError, ValueError, struct.error):
         return None
 
@@ -161,10 +189,11 @@ def _lookup(
     size: int,
     segment: Path,
     events: int,
+    segment_bytes: int,
     task_ids: Collection[str],
     page_url: str | None,
 ) -> list[int] | None:
-    magic, version, indexed, segment_bytes, groups, untasked, count, name, _ = _HEADER.unpack_from(
+    magic, version, indexed, indexed_bytes, groups, untasked, count, name, _ = _HEADER.unpack_from(
         mapped
     )
     keys_at = _HEADER.size + 4 * _padded(untasked)
@@ -174,7 +203,7 @@ def _lookup(
         or indexed != events
         or name != zlib.crc32(segment.name.encode())
         or size != keys_at + 8 * count
-        or segment_bytes != segment.stat().st_size
+        or indexed_bytes != segment_bytes
     ):
         return None
     found = set(struct.unpack_from(f"<{untasked}I", mapped, _HEADER.size))
@@ -200,7 +229,12 @@ def _lookup(
 
 
 def indexed_rows(
-    segment: Path, row_groups: Sequence[int], task_ids: Collection[str], page_url: str | None
+    segment: Path | pa.NativeFile,
+    row_groups: Sequence[int],
+    task_ids: Collection[str],
+    page_url: str | None,
+    *,
+    name: Path | None = None,
 ) -> list[tuple[str, bytes]]:
     """(stream ID, payload) of the rows of ``row_groups`` that are events of ``task_ids``,
     fetches of ``page_url`` or events of no task: the filter ``crawlog history`` puts on
@@ -213,7 +247,7 @@ def indexed_rows(
             list(row_groups), columns=columns
         )
     except (OSError, pa.ArrowException) as exc:
-        raise CrawlogError(f"archive segment {segment} cannot be read ({exc})") from None
+        raise CrawlogError(f"archive segment {name or segment} cannot be read ({exc})") from None
     task = table.column("task_id")
     about = pc.or_(
         pc.is_in(task, pa.array(list(task_ids), pa.string())).fill_null(False),

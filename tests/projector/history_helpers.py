@@ -31,8 +31,7 @@ def crawl(tasks: int) -> list[TaskEvent | SitePaused | SiteResumed | JobPaused |
     claimed, fetched and done in rounds; every 7th task's fetch is redirected to the URL
     of the task before it; a site (of no task) and the job are paused and resumed midway."""
     events: list[TaskEvent | SitePaused | SiteResumed | JobPaused | JobResumed] = [
-        TaskEnqueued(actor="seed", task_id=f"t{n}", url=url_of(n), site=SITE)
-        for n in range(tasks)
+        TaskEnqueued(actor="seed", task_id=f"t{n}", url=url_of(n), site=SITE) for n in range(tasks)
     ]
     for n in range(tasks):
         t = f"t{n}"
@@ -69,7 +68,5 @@ def expected_history(logged: Sequence[LogEntry], task_id: str, url: str | None) 
     about = archived_about(logged, task_id, url)
     sites = {e.event.site for e in about if isinstance(e.event, TaskEnqueued)}
     return [
-        e.stream_id
-        for e in about
-        if not isinstance(e.event, SiteEvent) or e.event.site in sites
+        e.stream_id for e in about if not isinstance(e.event, SiteEvent) or e.event.site in sites
     ]

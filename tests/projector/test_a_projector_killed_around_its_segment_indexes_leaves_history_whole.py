@@ -70,14 +70,14 @@ def commit_or_die(self, manifest):
 
 
 projector._archive.write_index = write_index_or_die
-projector._projector.READ_BATCH = %d  # a segment per read: many, and merges
+projector._projector.READ_BATCH = @BATCH@  # a segment per read: many, and merges
 Store.commit = commit_or_die
 
 
 async def main():
     async with connect(url) as client:
         projector = Projector(
-            client, job, Path(data_dir), commit_events=%d, writer_min_events=10**9
+            client, job, Path(data_dir), commit_events=@BATCH@, writer_min_events=10**9
         )
         async with projector:
             await projector.catch_up()
@@ -85,7 +85,7 @@ async def main():
 
 
 anyio.run(main)
-""" % (COMMIT_EVENTS, COMMIT_EVENTS)
+""".replace("@BATCH@", str(COMMIT_EVENTS))
 
 
 async def shows_every_event(redis_client: aioredis.Redis, store: Store, log: EventLog) -> None:

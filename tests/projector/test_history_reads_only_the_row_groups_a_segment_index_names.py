@@ -26,9 +26,7 @@ ROWS_PER_GROUP = 64
 
 
 def test_history_reads_only_the_row_groups_a_segment_index_names(tmp_path: Path) -> None:
-    entries = [
-        LogEntry(f"{n + 1}-0", event, encode(event)) for n, event in enumerate(crawl(TASKS))
-    ]
+    entries = [LogEntry(f"{n + 1}-0", event, encode(event)) for n, event in enumerate(crawl(TASKS))]
     table = to_table(entries)
     segment = tmp_path / "segment.parquet"
     pq.write_table(table, segment, row_group_size=ROWS_PER_GROUP)
@@ -49,9 +47,7 @@ def test_history_reads_only_the_row_groups_a_segment_index_names(tmp_path: Path)
 
 
 def test_every_row_group_filtered_gives_what_a_whole_segment_filter_gives(tmp_path: Path) -> None:
-    entries = [
-        LogEntry(f"{n + 1}-0", event, encode(event)) for n, event in enumerate(crawl(TASKS))
-    ]
+    entries = [LogEntry(f"{n + 1}-0", event, encode(event)) for n, event in enumerate(crawl(TASKS))]
     table = to_table(entries)
     segment = tmp_path / "segment.parquet"
     pq.write_table(table, segment, row_group_size=ROWS_PER_GROUP)
@@ -59,7 +55,9 @@ def test_every_row_group_filtered_gives_what_a_whole_segment_filter_gives(tmp_pa
     url = url_of(13)
     rows = indexed_rows(segment, range(groups), ["t13", "t14"], url)
     about = pc.or_kleene(
-        pc.or_kleene(pc.is_in(table["task_id"], pa.array(["t13", "t14"])), pc.is_null(table["task_id"])),
+        pc.or_kleene(
+            pc.is_in(table["task_id"], pa.array(["t13", "t14"])), pc.is_null(table["task_id"])
+        ),
         pc.and_kleene(pc.equal(table["type"], PAGE_TYPE), pc.equal(table["url"], url)),
     )
     assert [r[0] for r in rows] == table.filter(about)["stream_id"].to_pylist()
