@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import anyio.to_thread
-import duckdb
 import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -438,6 +437,8 @@ def _scanned_rows(
     if page_url is not None:
         sql += " OR (type = 'task.page' AND url = ?)"
         params.append(page_url)
+    import duckdb  # here: a job whose segments are all indexed never needs DuckDB
+
     con = duckdb.connect(":memory:")
     try:
         rows = con.execute(sql, params).fetchall()
