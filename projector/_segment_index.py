@@ -36,7 +36,7 @@ import struct
 import sys
 import zlib
 from bisect import bisect_left
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -77,33 +77,42 @@ def url_key(url: str) -> int:
     return zlib.crc32(url.encode(), _URL_SEED)
 
 
-def index_keys(table: pa.Table, row_groups: Sequence[int]) -> tuple[list[int], list[int]]:
-    """The sorted keys of a segment's rows split in row groups of ``row_groups`` rows each,
-    and the row groups holding events of no task. Pure: no I/O."""
+def index_keys(table: pa.Table, row_groups: Sequence[int]) -> tuple[pa.Array, list[int]]:
+    """The sorted keys (a ``uint64`` array) of a segment's rows split in row groups of
+    ``row_groups`` rows each, and the row groups holding events of no task. Pure: no I/O.
+
+    Only each distinct task id and URL is hashed in Python; the keys of the rows are
+    built, deduplicated and sorted by Arrow (a Python int per row cost about as much
+    CPU as writing the segment)."""
+    group = pa.concat_arrays(
+        [pa.repeat(pa.scalar(g, pa.uint64()), rows) for g, rows in enumerate(row_groups)]
+    )
     tasks = pc.dictionary_encode(table.column("task_id").combine_chunks())
-    task_hashes = [task_key(t) for t in tasks.dictionary.to_pylist()]
+    task_keys = _keys(tasks, task_key, group)
+    untasked = pc.unique(pc.filter(group, pc.is_null(tasks.indices))).to_pylist()
     pages = pc.equal(table.column("type").combine_chunks(), PAGE_TYPE).fill_null(False)
-    urls = table.column("url").combine_chunks()
-    keys: set[int] = set()
-    untasked: list[int] = []
-    start = 0
-    for group, rows in enumerate(row_groups):
-        indices = tasks.indices.slice(start, rows)
-        if indices.null_count:
-            untasked.append(group)
-        keys.update(
-            task_hashes[i] << 32 | group for i in pc.unique(indices).drop_null().to_pylist()
-        )
-        fetched = pc.filter(urls.slice(start, rows), pages.slice(start, rows))
-        keys.update(url_key(u) << 32 | group for u in pc.unique(fetched).drop_null().to_pylist())
-        start += rows
-    return sorted(keys), untasked
+    urls = pc.dictionary_encode(pc.filter(table.column("url").combine_chunks(), pages))
+    url_keys = _keys(urls, url_key, pc.filter(group, pages))
+    keys = pc.unique(pa.concat_arrays([task_keys, url_keys]))
+    return pc.take(keys, pc.sort_indices(keys)), sorted(untasked)
+
+
+def _keys(values: pa.DictionaryArray, key: Callable[[str], int], group: pa.Array) -> pa.Array:
+    """``key(value) << 32 | row group`` of each non-null row of ``values``."""
+    hashes = pa.array([key(v) << 32 for v in values.dictionary.to_pylist()], pa.uint64())
+    present = pc.is_valid(values.indices)
+    per_row = pc.take(hashes, pc.filter(values.indices, present))
+    return pc.bit_wise_or(per_row, pc.filter(group, present))
 
 
 def write_index(segment: Path, table: pa.Table) -> None:
     """Write the index of the segment file ``segment`` (just written from ``table``):
     temp, fsync, rename, so a reader sees a whole index or none."""
+    if sys.byteorder != "little":  # the keys are written and read as native integers
+        return
     row_groups = _row_group_rows(segment)
+    if sum(row_groups) != table.num_rows:  # not the file of this table: no index, a scan
+        return
     keys, untasked = index_keys(table, row_groups)
     header = _HEADER.pack(
         _MAGIC,
@@ -117,7 +126,8 @@ def write_index(segment: Path, table: pa.Table) -> None:
         0,
     )
     groups = struct.pack(f"<{_padded(len(untasked))}I", *untasked, *[0] * (len(untasked) % 2))
-    body = struct.pack(f"<{len(keys)}Q", *keys)
+    # Arrow's buffer as it is: native byte order, little-endian where an index is written.
+    body = keys.buffers()[1].to_pybytes()[keys.offset * 8 : (keys.offset + len(keys)) * 8]
     final = segment.with_name(index_name(segment.name))
     tmp = segment.with_name(f".{final.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as sink:
