@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         wait_for_position,
     )
     from projector._query import QueryResult, query
+    from projector._reindex import index_archive
     from projector._repair import rebuild_from_redis
     from projector._replay import (
         Replayed,
@@ -131,6 +132,7 @@ _LAZY: dict[str, str] = {
     "fetch_attempts": "projector._history",
     "find_archived": "projector._replay",
     "fold": "projector._fold",
+    "index_archive": "projector._reindex",
     "job_dir": "projector._store",
     "position_path": "projector._feed",
     "projected_jobs": "projector._store",
@@ -202,6 +204,7 @@ __all__ = [
     "fetch_attempts",
     "find_archived",
     "fold",
+    "index_archive",
     "job_dir",
     "position_path",
     "projected_jobs",

@@ -22,6 +22,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, decode, stream_id_key
+from projector._segment_index import ARCHIVE_ROW_GROUP, write_index
 
 SEGMENT_SUFFIX = ".parquet"
 COMPRESSION = "zstd"
@@ -163,10 +164,12 @@ def write_table(directory: Path, table: pa.Table) -> SegmentInfo:
             compression=COMPRESSION,
             use_dictionary=DICTIONARY_COLUMNS,
             write_page_checksum=True,
+            row_group_size=ARCHIVE_ROW_GROUP,
         )
         sink.flush()
         os.fsync(sink.fileno())
     os.replace(tmp, directory / name)
+    write_index(directory / name, table)  # after the segment: its size is in the index
     return SegmentInfo(name=name, first_id=first_id, last_id=last_id, events=table.num_rows)
 
 

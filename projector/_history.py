@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import anyio.to_thread
-import duckdb
 import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -63,6 +62,7 @@ from projector._fold import apply_all, fold
 from projector._keystore import named_keys, read_keys
 from projector._projector import committed_state, named_tasks
 from projector._replay import archived_batches
+from projector._segment_index import indexed_history
 from projector._state import State, TaskState
 from projector._store import Manifest, Store
 from projector._taskstore import read_tasks
@@ -405,10 +405,29 @@ def _about(
 def _archived_history(
     store: Store, manifest: Manifest, task_ids: Collection[str], page_url: str | None
 ) -> list[LogEntry]:
-    """The archived rows about the tasks, or their sites, or the job (DuckDB, filtered)."""
-    paths = [str(p) for p in store.segment_paths(manifest)]
-    if not paths or not task_ids:
+    """The archived rows about the tasks, or their sites, or the job: the row groups
+    their segments' indexes name, and every segment without an index (DuckDB, filtered)."""
+    if not task_ids:
         return []
+    rows: list[tuple[str, bytes]] = []
+    paths: list[str] = []
+    for segment in manifest.segments:
+        path = store.archive / segment.name
+        indexed = indexed_history(path, segment.events, task_ids, page_url)
+        if indexed is None:
+            paths.append(str(path))
+        else:
+            rows += indexed
+    if paths:
+        rows += _scanned_rows(store, paths, task_ids, page_url)
+    entries = [LogEntry(stream_id, decode(payload), payload) for stream_id, payload in rows]
+    entries.sort(key=lambda e: stream_id_key(e.stream_id))
+    return entries
+
+
+def _scanned_rows(
+    store: Store, paths: list[str], task_ids: Collection[str], page_url: str | None
+) -> list[tuple[str, bytes]]:
     tasks = ", ".join("?" for _ in task_ids)
     sql = (
         "SELECT stream_id, payload FROM read_parquet(?) "
@@ -418,6 +437,8 @@ def _archived_history(
     if page_url is not None:
         sql += " OR (type = 'task.page' AND url = ?)"
         params.append(page_url)
+    import duckdb  # here: a job whose segments are all indexed never needs DuckDB
+
     con = duckdb.connect(":memory:")
     try:
         rows = con.execute(sql, params).fetchall()
@@ -425,9 +446,7 @@ def _archived_history(
         raise CrawlogError(f"reading the archive of job {store.job!r} failed: {exc}") from None
     finally:
         con.close()
-    entries = [LogEntry(stream_id, decode(payload), payload) for stream_id, payload in rows]
-    entries.sort(key=lambda e: stream_id_key(e.stream_id))
-    return entries
+    return rows
 
 
 async def _with_tail(

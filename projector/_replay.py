@@ -24,7 +24,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-import duckdb
 import msgspec
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -149,6 +148,8 @@ class Replayed:
         """Every task id only in the runs (not in memory), once."""
         if not self.spill.segments:
             return
+        import duckdb  # here: history imports this module, and DuckDB costs its start
+
         memory = pa.table({"task_id": pa.array(list(self.state.tasks), pa.string())})
         con = duckdb.connect(":memory:")
         try:
@@ -451,6 +452,8 @@ def _task_differences(
 ) -> list[str]:
     if limit <= 0:
         return []
+    import duckdb  # here: history imports this module, and DuckDB costs its start
+
     con = duckdb.connect(":memory:")
     try:
         con.register("live_memory", _relation(live_tasks))

@@ -4,6 +4,7 @@ Layout, under ``<data dir>/jobs/<job>/``::
 
     manifest.json           what is committed: position, segments, latest snapshot
     archive/*.parquet       immutable segments of the log (``_archive``)
+    archive/*.parquet.idx   each segment's index: its row groups by task (``_segment_index``)
     snapshots/*.msgpack     the folded state's live part at some position
     tasks/*.parquet         terminal tasks that left the in-memory state (``_taskstore``)
     keys/*.parquet          item keys scraped before the snapshot (``_keystore``)
@@ -37,6 +38,7 @@ from eventlog import (
 )
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
 from projector._keystore import KEYS_DIR, KeySegmentInfo, read_keys
+from projector._segment_index import INDEX_SUFFIX, index_name
 from projector._state import State, state_from_bytes
 from projector._summary import Summary
 from projector._taskstore import TASKS_DIR, TaskSegmentInfo, read_tasks
@@ -160,6 +162,7 @@ class Store:
         """
         manifest = self.read_manifest()
         keep = {s.name for s in manifest.segments}
+        keep |= {index_name(name) for name in keep}  # an index goes with its segment
         for path in self.archive.iterdir():
             if path.name not in keep:
                 path.unlink()
@@ -235,6 +238,9 @@ class Store:
         keep = {s.name for s in manifest.segments}
         for path in self.archive.glob(f"*{SEGMENT_SUFFIX}"):
             if path.name not in keep:
+                path.unlink(missing_ok=True)
+        for path in self.archive.glob(f"*{INDEX_SUFFIX}"):
+            if path.name.removesuffix(INDEX_SUFFIX) not in keep:
                 path.unlink(missing_ok=True)
         for path in self.snapshots.glob("*.msgpack"):
             if path.name != manifest.snapshot:

@@ -217,6 +217,7 @@ API: dict[str, list[str]] = {
         "fetch_attempts",
         "find_archived",
         "fold",
+        "index_archive",
         "job_dir",
         "position_path",
         "projected_jobs",

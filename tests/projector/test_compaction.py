@@ -19,6 +19,7 @@ from projector._compaction import (
     plan,
 )
 from projector._projector import Projector
+from projector._segment_index import index_name
 from projector._store import Store
 from tests.projector.test_projector import task_events
 
@@ -63,7 +64,7 @@ async def test_the_projector_compacts_its_archive_and_keeps_every_event_once(
     manifest = store.read_manifest()
     assert len(manifest.segments) < MIN_RUN
     assert sorted(p.name for p in store.archive.iterdir()) == sorted(
-        s.name for s in manifest.segments
+        name for s in manifest.segments for name in (s.name, index_name(s.name))
     )
     archived = [e for p in store.segment_paths(manifest) for e in read_entries(p)]
     assert [e.stream_id for e in archived] == [e.stream_id for e in await log.read_range()]

@@ -21,6 +21,7 @@ from eventlog import EventLog, LogEntry
 from projector._archive import read_entries, read_table, to_table
 from projector._fold import fold
 from projector._projector import Projector, read_committed
+from projector._segment_index import index_name
 from projector._state import canonical
 from projector._store import Store
 from projector._writer import pack, table_of
@@ -123,7 +124,9 @@ async def test_a_projector_killed_while_its_writer_is_busy_leaves_no_writer_and_
     assert [e.stream_id for e in archived] == [e.stream_id for e in logged]
     assert manifest.events == len(logged) == len(events)
     assert canonical(read_committed(store)[1]) == canonical(fold(logged))
-    assert sorted(os.listdir(store.archive)) == sorted(s.name for s in manifest.segments)
+    assert sorted(os.listdir(store.archive)) == sorted(
+        name for s in manifest.segments for name in (s.name, index_name(s.name))
+    )
 
 
 async def test_a_projector_behind_the_log_writes_the_same_segments_through_its_writer(
