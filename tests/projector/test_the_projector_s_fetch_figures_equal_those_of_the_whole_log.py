@@ -97,7 +97,7 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
     return figures
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(logs, st.data())
 def test_figures_kept_batch_by_batch_equal_those_of_the_whole_log(
     log: list[LogEntry], data: st.DataObject
