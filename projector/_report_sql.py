@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 
+from projector._fetches import RefetchedPage
 from projector._fold import HTTP_ERROR
 from projector._projector import committed_state
 from projector._report import (
@@ -16,7 +17,6 @@ from projector._report import (
     TOP_REASONS,
     Failures,
     Recoveries,
-    RefetchedPage,
     Report,
     ResponseTimes,
     assemble,

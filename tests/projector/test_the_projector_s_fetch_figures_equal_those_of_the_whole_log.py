@@ -71,7 +71,7 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
             errors[event.error] += 1
         key = (event.task_id, event.page)
         good = event.error is None and 0 < event.status < HTTP_ERROR
-        if key in had and had[key]:
+        if had.get(key):
             extra += 1
             refetched.setdefault(key, [1, event.url])[0] += 1  # type: ignore[operator]
         elif key in had:
