@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -297,15 +298,23 @@ def _sql_string(text: str) -> str:
 
 
 # The same figures from the archive's events (``src``: the archive's columns): what a
-# projector starting without them computes once, and what a report of a manifest without
-# them computes every time (``projector._report``).
+# projector starting without them computes once. Only pages fetched more than once need the
+# window over their fetches (a page fetched once is neither retried nor refetched), so the
+# window runs over those alone; the pages of every task are one grouping, kept in a table
+# DuckDB may spill to disk (``REBUILD_MEMORY``).
 _FETCHES_SQL = f"""
-CREATE TEMP TABLE fetches AS
+CREATE TEMP VIEW fetches AS
 SELECT task_id, page, url, status, error, elapsed_ms, "at",
        CAST(split_part(stream_id, '-', 1) AS BIGINT) AS ms,
        CAST(split_part(stream_id, '-', 2) AS BIGINT) AS seq,
        (error IS NULL AND status > 0 AND status < {HTTP_ERROR}) AS good
 FROM src WHERE type = 'task.page'
+"""
+_PAGES_SQL = """
+CREATE TEMP TABLE pages AS
+SELECT task_id, page, count(*) AS n, bool_or(good) AS good,
+       min([ms, seq]) AS first, max([ms, seq]) AS last
+FROM fetches GROUP BY task_id, page
 """
 _HISTORY_SQL = """
 CREATE TEMP TABLE history AS
@@ -314,17 +323,15 @@ SELECT task_id, page, url, ms, seq, good,
            PARTITION BY task_id, page ORDER BY ms, seq
            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
        ) AS had_it
-FROM fetches
+FROM fetches AS f
+SEMI JOIN (SELECT task_id, page FROM pages WHERE n > 1) AS m
+    ON f.task_id = m.task_id AND f.page = m.page
 """
 # Tasks the fold's figures may not describe: a page fetched more than once or never good,
 # pages with a gap, a fetch before the task's enqueue (or without one) or after it ended.
 # More than the tracker would keep, never fewer: each is kept with its pages as they are.
 _DIRTY_SQL = """
-WITH pages AS (
-    SELECT task_id, page, count(*) AS n, bool_or(good) AS good,
-           min([ms, seq]) AS first, max([ms, seq]) AS last
-    FROM fetches GROUP BY task_id, page
-), tasks AS (
+WITH tasks AS (
     SELECT task_id, count(*) AS pages, min(page) AS lo, max(page) AS hi,
            bool_and(n = 1 AND good) AS simple, min(first) AS first, max(last) AS last
     FROM pages GROUP BY task_id
@@ -347,6 +354,9 @@ WITH pages AS (
 SELECT p.task_id, p.page, p.n, p.good FROM pages AS p SEMI JOIN dirty AS d ON p.task_id = d.task_id
 """
 
+REBUILD_MEMORY: Final = "2GB"
+"""DuckDB's memory limit for a rebuild: past it, it spills to its temporary directory."""
+
 
 def _source(con: Any, paths: Sequence[Path]) -> None:
     if paths:
@@ -365,6 +375,7 @@ def counts_from_archive(con: Any) -> FetchTracker:
     """The counts of a tracker that observed every event of ``src`` (a view of the archive
     on ``con``), but the pages kept apart (see :func:`rebuild`)."""
     con.execute(_FETCHES_SQL)
+    con.execute(_PAGES_SQL)
     con.execute(_HISTORY_SQL)
     tracker = FetchTracker()
     row = con.execute("SELECT count(*), coalesce(sum(elapsed_ms), 0.0) FROM fetches").fetchone()
@@ -386,13 +397,16 @@ def counts_from_archive(con: Any) -> FetchTracker:
             ).fetchall()
         )
     )
-    # Bucketed here, not in SQL: DuckDB's logarithm need not round as Python's does, and a
-    # time on a bucket's edge would land in the other bucket.
-    buckets: Counter[int] = Counter()
-    for elapsed, count in con.execute(
-        "SELECT elapsed_ms, count(*) FROM fetches GROUP BY elapsed_ms"
-    ).fetchall():
-        buckets[bucket(elapsed)] += count
+    # Bucketed by DuckDB (a million distinct times are not a million rows for Python): its
+    # logarithm may round a time on a bucket's edge into the next bucket, whose value is
+    # within the bound of it all the same.
+    sql_bucket = (
+        f"CASE WHEN elapsed_ms > 0 AND isfinite(elapsed_ms) "
+        f"THEN CAST(ceil(ln(elapsed_ms) / {_LOG_GAMMA!r}) AS BIGINT) ELSE {ZERO_BUCKET} END"
+    )
+    buckets = Counter(
+        dict(con.execute(f"SELECT {sql_bucket} AS b, count(*) FROM fetches GROUP BY b").fetchall())
+    )
     tracker.elapsed_buckets = buckets
     retried = con.execute(
         "SELECT count(DISTINCT (task_id, page)), count(*) FROM history WHERE NOT had_it"
@@ -415,8 +429,12 @@ def rebuild(paths: Sequence[Path]) -> FetchTracker:
     import duckdb  # only a projector starting over such an archive needs it
 
     con = duckdb.connect(":memory:")
+    spill = tempfile.TemporaryDirectory(prefix="crawlog-rebuild-")
     try:
         con.execute("SET enable_progress_bar = false")
+        con.execute(f"SET temp_directory = {_sql_string(spill.name)}")
+        con.execute(f"SET memory_limit = '{REBUILD_MEMORY}'")
+        con.execute("SET preserve_insertion_order = false")
         _source(con, paths)
         tracker = counts_from_archive(con)
         dirty: dict[str, dict[int, int]] = {}
@@ -427,4 +445,5 @@ def rebuild(paths: Sequence[Path]) -> FetchTracker:
         tracker._fetched = set(dirty)  # pruned at the next commit
     finally:
         con.close()
+        spill.cleanup()
     return tracker
