@@ -183,52 +183,70 @@ class FetchTracker:
     def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
         """Count a batch's fetches and releases; ``state`` is the fold's before the batch
         (with the tasks it names in memory)."""
-        tasks, dirty, fetched = state.tasks, self._dirty, self._fetched
+        # It runs on the projector's main thread over every event: names are local, the
+        # counts kept in locals until the end, the bucket computed inline (as ``bucket``).
+        tasks, dirty, fetched, refetched = state.tasks, self._dirty, self._fetched, self.refetched
         per_minute, statuses, buckets = self.per_minute, self.statuses, self.elapsed_buckets
+        errors = self.errors
+        log, ceil, floor, log_gamma, inf = math.log, math.ceil, math.floor, _LOG_GAMMA, math.inf
+        fetches = released = retry_fetches = pages_retried = extra_fetches = 0
+        elapsed_sum = self.elapsed_sum_ms
+        page_fetched, task_released = PageFetched, TaskReleased
         for entry in entries:
             event: Any = entry.event
             kind = type(event)
-            if kind is TaskReleased:
-                self.released += 1
+            if kind is not page_fetched:
+                if kind is task_released:
+                    released += 1
                 continue
-            if kind is not PageFetched:
-                continue
-            self.fetches += 1
-            per_minute[math.floor(event.at / SECONDS_PER_MINUTE)] += 1
-            statuses[event.status] += 1
+            fetches += 1
+            # As the SQL has it: floor(at / 60), not at // 60 (which may differ by one).
+            per_minute[floor(event.at / SECONDS_PER_MINUTE)] += 1
+            status = event.status
+            statuses[status] += 1
             error = event.error
             if error is not None:
-                self.errors[error] += 1
+                errors[error] += 1
             elapsed = event.elapsed_ms
-            self.elapsed_sum_ms += elapsed
-            buckets[bucket(elapsed)] += 1
-            good = error is None and 0 < event.status < HTTP_ERROR
+            elapsed_sum += elapsed
+            if 0 < elapsed < inf:
+                buckets[ceil(log(elapsed) / log_gamma)] += 1
+            else:
+                buckets[ZERO_BUCKET] += 1
+            good = error is None and 0 < status < HTTP_ERROR
             task_id, n = event.task_id, event.page
             pages = dirty.get(task_id)
             if pages is None:
                 task = tasks.get(task_id)
-                if task is None or task.pages_fetched == 0:
-                    pages = {}
-                else:
-                    top = task.furthest_page
-                    pages = dict.fromkeys(range(top - task.pages_fetched + 1, top + 1), _GOOD)
+                if task is None or not task.pages_fetched:
+                    dirty[task_id] = {n: _GOOD if good else _FAILED}
+                    fetched.add(task_id)
+                    continue
+                top = task.furthest_page
+                pages = dict.fromkeys(range(top - task.pages_fetched + 1, top + 1), _GOOD)
                 dirty[task_id] = pages
                 fetched.add(task_id)
             had = pages.get(n)
             if had is None:
                 pages[n] = _GOOD if good else _FAILED
             elif had == _GOOD:
-                self.extra_fetches += 1
-                again = self.refetched.get((task_id, n))
+                extra_fetches += 1
+                again = refetched.get((task_id, n))
                 if again is None:
-                    self.refetched[(task_id, n)] = [2, event.url]
+                    refetched[(task_id, n)] = [2, event.url]
                 else:
                     again[0] += 1
             else:
-                self.retry_fetches += 1
+                retry_fetches += 1
                 if had == _FAILED:
-                    self.pages_retried += 1
+                    pages_retried += 1
                 pages[n] = _GOOD if good else _RETRIED
+        self.fetches += fetches
+        self.released += released
+        self.retry_fetches += retry_fetches
+        self.pages_retried += pages_retried
+        self.extra_fetches += extra_fetches
+        self.elapsed_sum_ms = elapsed_sum
 
     def prune(self, state: State) -> None:
         """Forget the pages of the tasks fetched lately that the fold's figures describe
