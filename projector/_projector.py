@@ -166,6 +166,11 @@ class Projector:
             )
             self._summary.load_rows(rows)
             self._summary.update(self.state, self.state.tasks)
+            await anyio.to_thread.run_sync(
+                self._summary.start_fetches,
+                self.store.segment_paths(self.manifest),
+                self.manifest.summary,
+            )
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
             self._stack = stack.pop_all()
         self.position = self.manifest.position
@@ -220,6 +225,7 @@ class Projector:
             if not self._pending:
                 self._buffer_since = time.monotonic()
             self._bring_back(entries)
+            self._summary.observe(self.state, entries)  # before the fold: it reads the old state
             apply_all(self.state, entries)
             # Now, while the batch is in the CPU's caches: over a whole commit's buffer at
             # commit time it cost much more.
@@ -276,11 +282,14 @@ class Projector:
             self._snapshot_at = time.monotonic()
         committed = self.manifest.summary
         dead_known = (committed.dead_letters if committed else 0) == self._dead_letters
+        # A manifest without the fetch figures (written before them) gets them now.
+        figures_known = committed is None or committed.fetches is not None
         if (
             not self._pending
             and self.position == self.manifest.position
             and not snapshot_bytes
             and dead_known
+            and figures_known
         ):
             return
         self._summary.update(self.state, self._touched)

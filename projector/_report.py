@@ -1,7 +1,9 @@
 """A job's progress report: its model (msgspec structs, what ``--json`` prints) and how it is
-built from one committed manifest: the sections from the state come from the summary the
-manifest carries, those from the log are SQL over the archive views (``projector._views``).
-``crawler.cli._report_text`` draws it for a terminal."""
+built from one committed manifest: every section comes from the summary the manifest carries
+(the state's figures, and the projector's figures over every page fetch,
+``projector._fetches``), so a report costs the same whatever the size of the job. A manifest
+written before those figures existed is reported the slow way, by SQL over the archive views
+(``projector._report_sql``). ``crawler.cli._report_text`` draws it for a terminal."""
 
 from __future__ import annotations
 
@@ -9,13 +11,11 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable
 from operator import attrgetter
-from typing import Any, Final
+from typing import Final
 
-import duckdb
 import msgspec
 
-from projector._fold import HTTP_ERROR
-from projector._projector import committed_state
+from projector._fetches import RELATIVE_ERROR, FetchFigures, RefetchedPage, quantiles
 from projector._state import STATUSES, JobState, SiteState
 from projector._store import Manifest, Store
 from projector._summary import (
@@ -24,15 +24,11 @@ from projector._summary import (
     RecoveredTask,
     RunningTask,
     Summary,
-    summarize,
 )
-from projector._views import Committed, run_on_committed
 
 TOP_REASONS: Final = 10
 ANOMALIES_SHOWN: Final = ANOMALIES_LISTED
 SECONDS_PER_MINUTE: Final = 60
-
-_PAGE_EVENTS = "FROM events WHERE type = 'task.page'"
 
 
 class Totals(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,15 +132,10 @@ class ResponseTimes(msgspec.Struct, frozen=True, kw_only=True):
     avg_ms: float | None
     p50_ms: float | None
     p95_ms: float | None
-
-
-class RefetchedPage(msgspec.Struct, frozen=True, kw_only=True):
-    """A page of a task fetched more than once, and how many times in all."""
-
-    task_id: str
-    page: int
-    url: str
-    times: int
+    quantiles_error: float = 0.0
+    """How far p50 and p95 may be from the exact (interpolated) quantiles, relative to them:
+    0 when they are exact, ``projector._fetches.RELATIVE_ERROR`` from the projector's
+    histogram."""
 
 
 class Recoveries(msgspec.Struct, frozen=True, kw_only=True):
@@ -214,32 +205,56 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     anomalies: Anomalies
 
 
-def build_report(store: Store, *, lease_s: float, now: float) -> Report:
+def build_report(store: Store, *, lease_s: float, now: float, from_archive: bool = False) -> Report:
     """The report of the committed data; stuck = running, last event before ``now - lease_s``.
 
-    Sections from the state come from the summary the manifest carries (decoding the state
-    of a million tasks would cost seconds); sections from the log are SQL over the archive.
-    A manifest written before summaries existed has its state read and summarized instead.
+    Every section comes from the summary the manifest carries: the state's figures, and
+    those the projector keeps over the log's page fetches. A manifest without the latter
+    (written before them), or ``from_archive``, has them computed by SQL over the archive
+    (with exact quantiles): the slow way, in proportion to the job.
     """
-    return run_on_committed(
-        store,
-        lambda committed: _report(committed, lease_s=lease_s, now=now),
-        read_state=False,
-        doing="building the report",
+    manifest = store.read_manifest()
+    summary = manifest.summary
+    committed = bool(manifest.segments) or manifest.snapshot is not None
+    if summary is not None and summary.fetches is not None and committed and not from_archive:
+        return _report(manifest, summary, summary.fetches, lease_s=lease_s, now=now)
+    from projector._report_sql import report_from_archive  # imports DuckDB
+
+    return report_from_archive(store, lease_s=lease_s, now=now)
+
+
+def _report(
+    manifest: Manifest, summary: Summary, figures: FetchFigures, *, lease_s: float, now: float
+) -> Report:
+    return assemble(
+        manifest,
+        summary,
+        events=manifest.events,
+        throughput=throughput(figures.per_minute),
+        failures=_failures(summary, figures),
+        retries=_retries(summary, figures),
+        response_times=_response_times(figures),
+        recoveries=_recoveries(summary, figures),
+        lease_s=lease_s,
+        now=now,
     )
 
 
-def _summary(store: Store, manifest: Manifest) -> Summary:
-    if manifest.summary is not None:
-        return manifest.summary
-    # An older manifest, with no summary: the same figures, the slow way.
-    return summarize(committed_state(store, manifest))
-
-
-def _report(committed: Committed, *, lease_s: float, now: float) -> Report:
-    manifest, con = committed.manifest, committed.con
-    summary = _summary(committed.store, manifest)
-    (events,) = _one(con, "SELECT count(*) FROM events")
+def assemble(
+    manifest: Manifest,
+    summary: Summary,
+    *,
+    events: int,
+    throughput: Throughput,
+    failures: Failures,
+    retries: Retries,
+    response_times: ResponseTimes,
+    recoveries: Recoveries,
+    lease_s: float,
+    now: float,
+) -> Report:
+    """The report of ``manifest``: the sections from the log as given, the others from
+    ``summary``."""
     return Report(
         job=manifest.job,
         position=manifest.position,
@@ -247,20 +262,14 @@ def _report(committed: Committed, *, lease_s: float, now: float) -> Report:
         events=events,
         totals=_totals(summary.job),
         sites=_sites(summary.sites),
-        throughput=_throughput(con),
-        failures=_failures(con, summary),
-        retries=_retries(con, summary),
-        response_times=_response_times(con),
-        recoveries=_recoveries(con, summary),
+        throughput=throughput,
+        failures=failures,
+        retries=retries,
+        response_times=response_times,
+        recoveries=recoveries,
         stuck=_stuck(summary.running, lease_s=lease_s, now=now),
         anomalies=_anomalies(summary),
     )
-
-
-def _one(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[Any, ...]:
-    row = con.execute(sql).fetchone()
-    assert row is not None
-    return row
 
 
 def _by_status(counts: dict[str, int]) -> dict[str, int]:
@@ -306,15 +315,12 @@ def _sites(sites: Iterable[SiteState]) -> list[SiteProgress]:
     ]
 
 
-def _throughput(con: duckdb.DuckDBPyConnection) -> Throughput:
-    rows = con.execute(
-        f"SELECT CAST(floor(epoch_s / {SECONDS_PER_MINUTE}) AS BIGINT) AS minute, count(*) "
-        f"{_PAGE_EVENTS} GROUP BY minute ORDER BY minute"
-    ).fetchall()
-    if not rows:
+def throughput(per_minute: dict[int, int]) -> Throughput:
+    """The throughput section from the fetches of each minute (``floor(at / 60)``)."""
+    counts = {m: n for m, n in per_minute.items() if n}
+    if not counts:
         return Throughput(minutes=0, per_minute_avg=0.0, peak=0, peak_minute=None, series=[])
-    counts = dict(rows)
-    first, last = rows[0][0], rows[-1][0]
+    first, last = min(counts), max(counts)
     series = [
         MinuteCount(minute=float(m * SECONDS_PER_MINUTE), pages=counts.get(m, 0))
         for m in range(first, last + 1)
@@ -329,101 +335,84 @@ def _throughput(con: duckdb.DuckDBPyConnection) -> Throughput:
     )
 
 
-def _failures(con: duckdb.DuckDBPyConnection, summary: Summary) -> Failures:
+def failures(
+    summary: Summary, errors: list[tuple[str, int]], error_pages: int, statuses: dict[int, int]
+) -> Failures:
+    """The failures section: ``errors`` are the most frequent page errors, in order."""
     failed = Counter(summary.failure_reasons)
-    errors = con.execute(
-        f"SELECT error, count(*) AS n {_PAGE_EVENTS} AND error IS NOT NULL "
-        f"GROUP BY error ORDER BY n DESC, error LIMIT {TOP_REASONS}"
-    ).fetchall()
-    (error_pages,) = _one(con, f"SELECT count(*) {_PAGE_EVENTS} AND error IS NOT NULL")
-    statuses = con.execute(
-        f"SELECT status, count(*) {_PAGE_EVENTS} GROUP BY status ORDER BY status"
-    ).fetchall()
     return Failures(
         tasks=sum(failed.values()),
         task_reasons=_top(failed),
         pages=error_pages,
         page_errors=[ReasonCount(reason=e, count=n) for e, n in errors],
-        http_statuses=[StatusCount(status=s, pages=n) for s, n in statuses],
+        http_statuses=[StatusCount(status=s, pages=n) for s, n in sorted(statuses.items())],
     )
 
 
-# Every fetch with whether an earlier fetch of the same page of the task got it (NULL for
-# the first fetch): true makes it a refetch (a recovery redid it), false a retry's fetch.
-_FETCH_HISTORY_SQL = f"""
-CREATE TEMP TABLE fetch_history AS
-SELECT task_id, page, stream_ms, stream_seq,
-       bool_or(error IS NULL AND status > 0 AND status < {HTTP_ERROR}) OVER (
-           PARTITION BY task_id, page ORDER BY stream_ms, stream_seq
-           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-       ) AS had_it
-{_PAGE_EVENTS}
-"""
+def _failures(summary: Summary, figures: FetchFigures) -> Failures:
+    errors = _top(Counter(figures.errors))
+    return failures(
+        summary,
+        [(e.reason, e.count) for e in errors],
+        sum(figures.errors.values()),
+        figures.statuses,
+    )
 
 
-def _fetch_history(con: duckdb.DuckDBPyConnection) -> None:
-    if not con.execute(
-        "SELECT 1 FROM duckdb_tables() WHERE table_name = 'fetch_history'"
-    ).fetchone():
-        con.execute(_FETCH_HISTORY_SQL)
-
-
-def _retries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Retries:
+def retries(summary: Summary, *, pages_retried: int, retry_fetches: int, released: int) -> Retries:
+    """The retries section."""
     counts = summary.retries
-    _fetch_history(con)
-    pages, fetches = _one(
-        con,
-        "SELECT count(DISTINCT (task_id, page)), count(*) FROM fetch_history WHERE NOT had_it",
-    )
     return Retries(
         total=sum(r * n for r, n in counts.items()),
         peak=max(counts, default=0),
         distribution=[RetryCount(retries=r, tasks=counts[r]) for r in sorted(counts)],
-        pages_retried=pages,
-        retry_fetches=fetches,
-        released=_one(con, "SELECT count(*) FROM events WHERE type = 'task.released'")[0],
+        pages_retried=pages_retried,
+        retry_fetches=retry_fetches,
+        released=released,
     )
 
 
-def _response_times(con: duckdb.DuckDBPyConnection) -> ResponseTimes:
-    pages, avg, quantiles = _one(
-        con,
-        f"SELECT count(*), avg(elapsed_ms), quantile_cont(elapsed_ms, [0.5, 0.95]) {_PAGE_EVENTS}",
+def _retries(summary: Summary, figures: FetchFigures) -> Retries:
+    return retries(
+        summary,
+        pages_retried=figures.pages_retried,
+        retry_fetches=figures.retry_fetches,
+        released=figures.released,
     )
-    p50, p95 = quantiles if quantiles is not None else (None, None)
-    return ResponseTimes(pages=pages, avg_ms=avg, p50_ms=p50, p95_ms=p95)
 
 
-def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
-    # Every fetch of a page after the first, as the log has them (a zombie's late fetch, which
-    # the fold refuses, counts too: it was fetched again all the same). The URLs are looked up
-    # for the listed pages only: carrying them through the grouping of every page would make
-    # it much slower.
-    # ``times``: the good fetch and every fetch after it (the retries of a page that failed
-    # before are the Retries section's).
-    _fetch_history(con)
-    con.execute("""
-        CREATE TEMP TABLE refetched AS
-        SELECT task_id, page, count(*) + 1 AS times
-        FROM fetch_history WHERE had_it GROUP BY task_id, page
-    """)
-    pairs, extra = _one(con, "SELECT count(*), coalesce(sum(times - 1), 0) FROM refetched")
-    listed = con.execute(f"""
-        SELECT r.task_id, r.page, arg_min(p.url, [p.stream_ms, p.stream_seq]), r.times
-        FROM (SELECT * FROM refetched ORDER BY times DESC, task_id, page LIMIT {LISTED}) AS r
-        JOIN events AS p ON p.type = 'task.page' AND p.task_id = r.task_id AND p.page = r.page
-        GROUP BY r.task_id, r.page, r.times
-        ORDER BY r.times DESC, r.task_id, r.page
-    """).fetchall()
+def _response_times(figures: FetchFigures) -> ResponseTimes:
+    if not figures.fetches:
+        return ResponseTimes(pages=0, avg_ms=None, p50_ms=None, p95_ms=None)
+    p50, p95 = quantiles(figures.elapsed_buckets, (0.5, 0.95)) or (None, None)
+    return ResponseTimes(
+        pages=figures.fetches,
+        avg_ms=figures.elapsed_sum_ms / figures.fetches,
+        p50_ms=p50,
+        p95_ms=p95,
+        quantiles_error=RELATIVE_ERROR,
+    )
+
+
+def recoveries(
+    summary: Summary, *, pages_refetched: int, extra_fetches: int, refetched: list[RefetchedPage]
+) -> Recoveries:
+    """The recoveries section."""
     return Recoveries(
         tasks_resumed=summary.recovered_tasks,
         resumed=list(summary.recovered[:LISTED]),
-        pages_refetched=pairs,
-        extra_fetches=int(extra),
-        refetched=[
-            RefetchedPage(task_id=task, page=page, url=url, times=times)
-            for task, page, url, times in listed
-        ],
+        pages_refetched=pages_refetched,
+        extra_fetches=extra_fetches,
+        refetched=refetched,
+    )
+
+
+def _recoveries(summary: Summary, figures: FetchFigures) -> Recoveries:
+    return recoveries(
+        summary,
+        pages_refetched=figures.pages_refetched,
+        extra_fetches=figures.extra_fetches,
+        refetched=list(figures.refetched),
     )
 
 

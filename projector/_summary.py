@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import msgspec
@@ -31,6 +32,7 @@ from eventlog import (
     PageFetched,
     TaskEvent,
 )
+from projector._fetches import FetchFigures, FetchTracker, needs_archive, rebuild
 from projector._state import (
     ABORTED,
     FAILED,
@@ -89,6 +91,9 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     """The ``LISTED`` tasks recovered most often (then by task id)."""
     running: tuple[RunningTask, ...]
     """Every running task, longest idle first."""
+    fetches: FetchFigures | None = None
+    """The figures over every page fetch of the log (``projector._fetches``); None in a
+    manifest written before the projector kept them, and in a summary of a state alone."""
     dead_letters: int = 0
     """Entries in the job's dead stream when the projector last counted them: events it could
     not decode (so never folded: no anomaly counts them) and task entries no worker could."""
@@ -146,6 +151,27 @@ class SummaryTracker:
         # failed and retried tasks.
         self._reasons: Counter[str] = Counter()
         self._retry_counts: Counter[int] = Counter()
+        self.fetches: FetchTracker | None = None
+        """The figures over the log's fetches: None until ``start_fetches`` (``summarize``
+        of a state alone cannot know them)."""
+
+    def start_fetches(self, segments: Sequence[Path], committed: Summary | None) -> None:
+        """Go on from the fetch figures of the ``committed`` summary, or compute them from
+        the archive ``segments`` it commits when they are missing or incomplete."""
+        figures = committed.fetches if committed is not None else None
+        if not segments and figures is None:
+            self.fetches = FetchTracker()  # a new job
+        elif needs_archive(figures):
+            self.fetches = rebuild(segments)
+        else:
+            assert figures is not None
+            self.fetches = FetchTracker()
+            self.fetches.load(figures)
+
+    def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
+        """Count a batch's fetches; ``state`` is the fold's before the batch."""
+        if self.fetches is not None:
+            self.fetches.observe(state, entries)
 
     def load_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Take the figures of stored tasks (``_taskstore.summary_rows``: task id, URL,
@@ -194,6 +220,9 @@ class SummaryTracker:
                 self._running.add(task_id)
             else:
                 self._running.discard(task_id)
+        if self.fetches is not None:
+            # Here, not in ``summary``: a commit takes ended tasks out of memory in between.
+            self.fetches.prune(state)
 
     def summary(self, state: State, *, dead_letters: int = 0) -> Summary:
         """The summary of ``state``, given that every task it changed was ``update``d;
@@ -209,6 +238,9 @@ class SummaryTracker:
             LISTED, self._recovered.values(), key=lambda r: (-r.recoveries, r.task_id)
         )
         running = sorted((tasks[t] for t in self._running), key=_idle_order)
+        fetches = None
+        if self.fetches is not None:
+            fetches = self.fetches.figures()
         summary = Summary(
             position=state.position,
             job=state.job,
@@ -219,6 +251,7 @@ class SummaryTracker:
             recovered_tasks=len(self._recovered),
             recovered=tuple(most),
             running=tuple(_running(t) for t in running),
+            fetches=fetches,
             dead_letters=dead_letters,
         )
         # A copy: the job and site structs are the fold's own, and it goes on changing them

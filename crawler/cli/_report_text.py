@@ -134,9 +134,12 @@ def _text_throughput(report: Report) -> list[str]:
 
 def _text_response_times(report: Report) -> list[str]:
     r = report.response_times
+    # Quantiles from the projector's histogram are within a bound, not exact: said so.
+    near = "~" if r.quantiles_error else ""
+    bound = f", p50 and p95 within {r.quantiles_error:.0%}" if r.quantiles_error else ""
     return [
-        f"Response time: avg {_ms(r.avg_ms)}, p50 {_ms(r.p50_ms)}, p95 {_ms(r.p95_ms)} "
-        f"({_n(r.pages)} fetches)"
+        f"Response time: avg {_ms(r.avg_ms)}, p50 {near}{_ms(r.p50_ms)}, "
+        f"p95 {near}{_ms(r.p95_ms)} ({_n(r.pages)} fetches{bound})"
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import msgspec
 import pytest
 import redis.asyncio as aioredis
 from hypothesis import given
@@ -14,8 +15,13 @@ from eventlog import EventLog, LogEntry, TaskEnqueued, TaskFailed
 from projector._fold import fold
 from projector._projector import Projector, read_committed
 from projector._state import State
-from projector._summary import LISTED, SummaryTracker, summarize, touched_tasks
+from projector._summary import LISTED, Summary, SummaryTracker, summarize, touched_tasks
 from tests.projector.strategies import logs
+
+
+def of_state(summary: Summary | None) -> Summary | None:
+    """The summary but its figures over the log's fetches, which no state holds."""
+    return None if summary is None else msgspec.structs.replace(summary, fetches=None)
 
 
 @given(logs, st.data())
@@ -65,5 +71,5 @@ async def test_every_commit_carries_the_summary_of_the_state_it_commits(
             await projector.catch_up()
         manifest, state = read_committed(projector.store)
     assert manifest.summary is not None
-    assert manifest.summary == summarize(state)
+    assert of_state(manifest.summary) == summarize(state)
     assert manifest.summary.failure_reasons == {"http 404": 10}

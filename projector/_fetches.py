@@ -1,0 +1,467 @@
+"""The report's figures over every page fetch, kept by the projector as it reads the log.
+
+``crawlog report``'s throughput, response-time, page-error, retry and recovery sections are
+figures over every ``task.page`` event. Computed by SQL over the archive at each report they
+cost time in proportion to the job (a window over every fetch, partitioned by task and page,
+seconds at a million tasks). The projector sees every event once, in log order, so it keeps
+them as running counts instead (:class:`FetchTracker`, one call a batch before the fold) and
+commits them with the summary in each manifest (:class:`FetchFigures`): a report reads them in
+constant time, and they are exactly as recent as the archive beside them.
+
+Every count is the one the SQL gives. Two figures are not counts:
+
+* the average response time is a sum over a count (the same sum, added in another order:
+  equal to the last few bits of a double);
+* p50 and p95 come from a histogram of log-spaced buckets (:data:`RELATIVE_ERROR`): each is
+  within 1 % of the interpolated quantile (``quantile_cont``) of the fetches' ``elapsed_ms``.
+
+The retry and recovery figures need, for each fetch, whether an earlier fetch of the same page
+of the task was good. Keeping that bit for every page of every task would cost a million
+entries at a million tasks; instead the tracker keeps the pages of a task only while they
+say more than the fold's ``TaskState`` does. A task is *clean* when its pages fetched are
+exactly ``furthest_page - pages_fetched + 1 .. furthest_page``, each fetched once and good:
+the fold's two numbers then give them back. Every other task (a failed fetch, a refetch, a
+fetch the fold refused) keeps its pages here (``_dirty``). They are not committed: a
+projector that starts over a manifest whose figures name dirty tasks rebuilds them from the
+archive it commits (:func:`rebuild`, one pass over its page fetches), as it does for a
+manifest written before these figures existed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from eventlog import LogEntry, PageFetched, TaskReleased
+from projector._fold import HTTP_ERROR
+from projector._state import State
+
+LISTED: Final = 20
+"""Refetched pages a report names (the rest are only counted)."""
+
+SECONDS_PER_MINUTE: Final = 60
+
+RELATIVE_ERROR: Final = 0.01
+"""The most a p50 or p95 from the histogram is off, relative to the exact quantile."""
+GAMMA: Final = (1 + RELATIVE_ERROR) / (1 - RELATIVE_ERROR)
+"""Bucket ``i`` holds the response times in ``(GAMMA ** (i - 1), GAMMA ** i]``: its value
+``2 * GAMMA ** i / (GAMMA + 1)`` is within ``RELATIVE_ERROR`` of every one of them (about 700
+buckets from a tenth of a millisecond to a hundred seconds)."""
+_LOG_GAMMA: Final = math.log(GAMMA)
+ZERO_BUCKET: Final = -(2**31)
+"""The bucket of response times of 0 or less (and of none a log could place): valued 0."""
+
+# A page's history as the tracker keeps it: fetched and never good, the same after its
+# first retry's fetch was counted, and fetched good at least once.
+_FAILED: Final = 0
+_RETRIED: Final = 1
+_GOOD: Final = 2
+
+
+class RefetchedPage(msgspec.Struct, frozen=True, kw_only=True):
+    """A page of a task fetched again after a good fetch of it, and how many times in all
+    since that good fetch (it included); ``url``: its first fetch after the good one."""
+
+    task_id: str
+    page: int
+    url: str
+    times: int
+
+
+class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """Every figure a report shows over the log's page fetches (and releases), as of the
+    summary's position."""
+
+    fetches: int = 0
+    """``task.page`` events in the log (refused and repeated ones included)."""
+    released: int = 0
+    """``task.released`` events."""
+    per_minute: dict[int, int] = {}
+    """Fetches by UTC minute (``floor(at / 60)``), minutes without any left out."""
+    statuses: dict[int, int] = {}
+    """Fetches by HTTP status (0: no response)."""
+    errors: dict[str, int] = {}
+    """Fetches with an error, by error."""
+    elapsed_sum_ms: float = 0.0
+    elapsed_buckets: dict[int, int] = {}
+    """Fetches by response-time bucket (see :data:`GAMMA`)."""
+    retry_fetches: int = 0
+    """Fetches of a page every earlier fetch of which had failed."""
+    pages_retried: int = 0
+    """Pages (of a task) with at least one such fetch."""
+    extra_fetches: int = 0
+    """Fetches of a page after a good fetch of it."""
+    pages_refetched: int = 0
+    """Pages (of a task) with at least one such fetch."""
+    refetched: tuple[RefetchedPage, ...] = ()
+    """The ``LISTED`` pages refetched most (then by task and page)."""
+    dirty_tasks: int = 0
+    """Tasks whose pages the projector keeps apart (see the module's doc): more than none, and
+    a projector starting from these figures reads the archive to get them back."""
+
+
+def bucket(elapsed_ms: float) -> int:
+    """The histogram bucket of a response time."""
+    if elapsed_ms > 0 and math.isfinite(elapsed_ms):
+        return math.ceil(math.log(elapsed_ms) / _LOG_GAMMA)
+    return ZERO_BUCKET
+
+
+def bucket_value(key: int) -> float:
+    """The value a bucket stands for: within ``RELATIVE_ERROR`` of each time in it."""
+    if key == ZERO_BUCKET:
+        return 0.0
+    return 2 * GAMMA**key / (GAMMA + 1)
+
+
+def quantiles(buckets: dict[int, int], qs: Sequence[float]) -> list[float] | None:
+    """``quantile_cont`` of the times counted in ``buckets``, each within ``RELATIVE_ERROR``.
+
+    The exact quantile interpolates between the two times ranked around ``q * (n - 1)``;
+    each is replaced by its bucket's value, within the bound, and so is their interpolation.
+    """
+    n = sum(buckets.values())
+    if n == 0:
+        return None
+    ordered = sorted(buckets.items())
+    cumulative: list[int] = []
+    total = 0
+    for _, count in ordered:
+        total += count
+        cumulative.append(total)
+
+    def ranked(rank: int) -> float:
+        # The bucket holding the time of this rank (0-based).
+        lo, hi = 0, len(cumulative) - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cumulative[mid] > rank:
+                hi = mid
+            else:
+                lo = mid + 1
+        return bucket_value(ordered[lo][0])
+
+    values = []
+    for q in qs:
+        h = q * (n - 1)
+        below = math.floor(h)
+        low = ranked(below)
+        high = ranked(min(below + 1, n - 1))
+        values.append(low + (h - below) * (high - low))
+    return values
+
+
+class FetchTracker:
+    """The running figures of :class:`FetchFigures`, fed every batch before it is folded."""
+
+    def __init__(self) -> None:
+        self.fetches = 0
+        self.released = 0
+        self.per_minute: Counter[int] = Counter()
+        self.statuses: Counter[int] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.elapsed_sum_ms = 0.0
+        self.elapsed_buckets: Counter[int] = Counter()
+        self.retry_fetches = 0
+        self.pages_retried = 0
+        self.extra_fetches = 0
+        # (task, page) -> [times, url]: every refetched page (recoveries are rare).
+        self.refetched: dict[tuple[str, int], list[Any]] = {}
+        self._dirty: dict[str, dict[int, int]] = {}
+        """The pages of the tasks the fold's figures do not describe (and of those fetched
+        since the last ``prune``): page -> _FAILED, _RETRIED or _GOOD."""
+        self._fetched: set[str] = set()
+        """Tasks fetched since the last ``prune``."""
+
+    def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
+        """Count a batch's fetches and releases; ``state`` is the fold's before the batch
+        (with the tasks it names in memory)."""
+        # It runs on the projector's main thread over every event: names are local, the
+        # counts kept in locals until the end, the bucket computed inline (as ``bucket``).
+        tasks, dirty, fetched, refetched = state.tasks, self._dirty, self._fetched, self.refetched
+        per_minute, statuses, buckets = self.per_minute, self.statuses, self.elapsed_buckets
+        errors = self.errors
+        log, ceil, floor, log_gamma, inf = math.log, math.ceil, math.floor, _LOG_GAMMA, math.inf
+        fetches = released = retry_fetches = pages_retried = extra_fetches = 0
+        elapsed_sum = self.elapsed_sum_ms
+        page_fetched, task_released = PageFetched, TaskReleased
+        for entry in entries:
+            event: Any = entry.event
+            kind = type(event)
+            if kind is not page_fetched:
+                if kind is task_released:
+                    released += 1
+                continue
+            fetches += 1
+            # As the SQL has it: floor(at / 60), not at // 60 (which may differ by one).
+            per_minute[floor(event.at / SECONDS_PER_MINUTE)] += 1
+            status = event.status
+            statuses[status] += 1
+            error = event.error
+            if error is not None:
+                errors[error] += 1
+            elapsed = event.elapsed_ms
+            elapsed_sum += elapsed
+            if 0 < elapsed < inf:
+                buckets[ceil(log(elapsed) / log_gamma)] += 1
+            else:
+                buckets[ZERO_BUCKET] += 1
+            good = error is None and 0 < status < HTTP_ERROR
+            task_id, n = event.task_id, event.page
+            pages = dirty.get(task_id)
+            if pages is None:
+                task = tasks.get(task_id)
+                if task is None or not task.pages_fetched:
+                    dirty[task_id] = {n: _GOOD if good else _FAILED}
+                    fetched.add(task_id)
+                    continue
+                top = task.furthest_page
+                pages = dict.fromkeys(range(top - task.pages_fetched + 1, top + 1), _GOOD)
+                dirty[task_id] = pages
+                fetched.add(task_id)
+            had = pages.get(n)
+            if had is None:
+                pages[n] = _GOOD if good else _FAILED
+            elif had == _GOOD:
+                extra_fetches += 1
+                again = refetched.get((task_id, n))
+                if again is None:
+                    refetched[(task_id, n)] = [2, event.url]
+                else:
+                    again[0] += 1
+            else:
+                retry_fetches += 1
+                if had == _FAILED:
+                    pages_retried += 1
+                pages[n] = _GOOD if good else _RETRIED
+        self.fetches += fetches
+        self.released += released
+        self.retry_fetches += retry_fetches
+        self.pages_retried += pages_retried
+        self.extra_fetches += extra_fetches
+        self.elapsed_sum_ms = elapsed_sum
+
+    def prune(self, state: State) -> None:
+        """Forget the pages of the tasks fetched lately that the fold's figures describe
+        (``state`` has folded everything observed)."""
+        tasks, dirty = state.tasks, self._dirty
+        for task_id in self._fetched:
+            pages = dirty.get(task_id)
+            task = tasks.get(task_id)
+            if pages is not None and task is not None and _clean(pages, task.pages_fetched):
+                top = task.furthest_page
+                if not pages or (min(pages) == top - len(pages) + 1 and max(pages) == top):
+                    del dirty[task_id]
+        self._fetched = set()
+
+    def figures(self) -> FetchFigures:
+        """The figures as of everything observed (after a ``prune``)."""
+        most = heapq.nsmallest(
+            LISTED, self.refetched.items(), key=lambda kv: (-kv[1][0], kv[0][0], kv[0][1])
+        )
+        return FetchFigures(
+            fetches=self.fetches,
+            released=self.released,
+            per_minute=dict(sorted(self.per_minute.items())),
+            statuses=dict(sorted(self.statuses.items())),
+            errors=dict(sorted(self.errors.items())),
+            elapsed_sum_ms=self.elapsed_sum_ms,
+            elapsed_buckets=dict(sorted(self.elapsed_buckets.items())),
+            retry_fetches=self.retry_fetches,
+            pages_retried=self.pages_retried,
+            extra_fetches=self.extra_fetches,
+            pages_refetched=len(self.refetched),
+            refetched=tuple(
+                RefetchedPage(task_id=task, page=page, url=url, times=times)
+                for (task, page), (times, url) in most
+            ),
+            dirty_tasks=len(self._dirty),
+        )
+
+    def load(self, figures: FetchFigures) -> None:
+        """Take committed figures that name no page kept apart (``needs_archive`` false)."""
+        self.fetches, self.released = figures.fetches, figures.released
+        self.per_minute = Counter(figures.per_minute)
+        self.statuses = Counter(figures.statuses)
+        self.errors = Counter(figures.errors)
+        self.elapsed_sum_ms = figures.elapsed_sum_ms
+        self.elapsed_buckets = Counter(figures.elapsed_buckets)
+        self.retry_fetches, self.pages_retried = figures.retry_fetches, figures.pages_retried
+        self.extra_fetches = figures.extra_fetches
+        self.refetched = {(r.task_id, r.page): [r.times, r.url] for r in figures.refetched}
+        self._dirty, self._fetched = {}, set()
+
+
+def needs_archive(figures: FetchFigures | None) -> bool:
+    """Whether a projector starting from ``figures`` must read the archive to go on: they
+    are missing (a manifest written before them), or name pages the tracker kept apart."""
+    if figures is None:
+        return True
+    return figures.dirty_tasks > 0 or figures.pages_refetched > len(figures.refetched)
+
+
+def _clean(pages: dict[int, int], pages_fetched: int) -> bool:
+    return len(pages) == pages_fetched and all(v == _GOOD for v in pages.values())
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+# The same figures from the archive's events (``src``: the archive's columns): what a
+# projector starting without them computes once. Only pages fetched more than once need the
+# window over their fetches (a page fetched once is neither retried nor refetched), so the
+# window runs over those alone; the pages of every task are one grouping, kept in a table
+# DuckDB may spill to disk (``REBUILD_MEMORY``).
+_FETCHES_SQL = f"""
+CREATE TEMP VIEW fetches AS
+SELECT task_id, page, url, status, error, elapsed_ms, "at",
+       CAST(split_part(stream_id, '-', 1) AS BIGINT) AS ms,
+       CAST(split_part(stream_id, '-', 2) AS BIGINT) AS seq,
+       (error IS NULL AND status > 0 AND status < {HTTP_ERROR}) AS good
+FROM src WHERE type = 'task.page'
+"""
+_PAGES_SQL = """
+CREATE TEMP TABLE pages AS
+SELECT task_id, page, count(*) AS n, bool_or(good) AS good,
+       min([ms, seq]) AS first, max([ms, seq]) AS last
+FROM fetches GROUP BY task_id, page
+"""
+_HISTORY_SQL = """
+CREATE TEMP TABLE history AS
+SELECT task_id, page, url, ms, seq, good,
+       bool_or(good) OVER (
+           PARTITION BY task_id, page ORDER BY ms, seq
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+       ) AS had_it
+FROM fetches AS f
+SEMI JOIN (SELECT task_id, page FROM pages WHERE n > 1) AS m
+    ON f.task_id = m.task_id AND f.page = m.page
+"""
+# Tasks the fold's figures may not describe: a page fetched more than once or never good,
+# pages with a gap, a fetch before the task's enqueue (or without one) or after it ended.
+# More than the tracker would keep, never fewer: each is kept with its pages as they are.
+_DIRTY_SQL = """
+WITH tasks AS (
+    SELECT task_id, count(*) AS pages, min(page) AS lo, max(page) AS hi,
+           bool_and(n = 1 AND good) AS simple, min(first) AS first, max(last) AS last
+    FROM pages GROUP BY task_id
+), marks AS (
+    SELECT task_id,
+           min([ms, seq]) FILTER (WHERE type = 'task.enqueued') AS enqueued,
+           min([ms, seq]) FILTER (WHERE type IN ('task.done', 'task.failed', 'task.aborted'))
+               AS ended
+    FROM (SELECT task_id, type,
+                 CAST(split_part(stream_id, '-', 1) AS BIGINT) AS ms,
+                 CAST(split_part(stream_id, '-', 2) AS BIGINT) AS seq
+          FROM src
+          WHERE type IN ('task.enqueued', 'task.done', 'task.failed', 'task.aborted'))
+    GROUP BY task_id
+), dirty AS (
+    SELECT t.task_id FROM tasks AS t LEFT JOIN marks AS m ON t.task_id = m.task_id
+    WHERE NOT t.simple OR t.hi - t.lo + 1 <> t.pages OR m.enqueued IS NULL
+       OR t.first < m.enqueued OR (m.ended IS NOT NULL AND t.last > m.ended)
+)
+SELECT p.task_id, p.page, p.n, p.good FROM pages AS p SEMI JOIN dirty AS d ON p.task_id = d.task_id
+"""
+
+REBUILD_MEMORY: Final = "2GB"
+"""DuckDB's memory limit for a rebuild: past it, it spills to its temporary directory."""
+
+
+def _source(con: Any, paths: Sequence[Path]) -> None:
+    if paths:
+        files = ", ".join(_sql_string(str(p)) for p in paths)
+        con.execute(f"CREATE VIEW src AS SELECT * FROM read_parquet([{files}])")
+    else:
+        con.execute(
+            "CREATE VIEW src AS SELECT NULL::VARCHAR AS task_id, NULL::INTEGER AS page, "
+            "NULL::VARCHAR AS url, NULL::INTEGER AS status, NULL::VARCHAR AS error, "
+            'NULL::DOUBLE AS elapsed_ms, NULL::DOUBLE AS "at", NULL::VARCHAR AS stream_id, '
+            "NULL::VARCHAR AS type WHERE false"
+        )
+
+
+def counts_from_archive(con: Any) -> FetchTracker:
+    """The counts of a tracker that observed every event of ``src`` (a view of the archive
+    on ``con``), but the pages kept apart (see :func:`rebuild`)."""
+    con.execute(_FETCHES_SQL)
+    con.execute(_PAGES_SQL)
+    con.execute(_HISTORY_SQL)
+    tracker = FetchTracker()
+    row = con.execute("SELECT count(*), coalesce(sum(elapsed_ms), 0.0) FROM fetches").fetchone()
+    tracker.fetches, tracker.elapsed_sum_ms = row
+    (tracker.released,) = con.execute(
+        "SELECT count(*) FROM src WHERE type = 'task.released'"
+    ).fetchone()
+    minute = f'CAST(floor("at" / {SECONDS_PER_MINUTE}) AS BIGINT)'
+    tracker.per_minute = Counter(
+        dict(con.execute(f"SELECT {minute} AS m, count(*) FROM fetches GROUP BY m").fetchall())
+    )
+    tracker.statuses = Counter(
+        dict(con.execute("SELECT status, count(*) FROM fetches GROUP BY status").fetchall())
+    )
+    tracker.errors = Counter(
+        dict(
+            con.execute(
+                "SELECT error, count(*) FROM fetches WHERE error IS NOT NULL GROUP BY error"
+            ).fetchall()
+        )
+    )
+    # Bucketed by DuckDB (a million distinct times are not a million rows for Python): its
+    # logarithm may round a time on a bucket's edge into the next bucket, whose value is
+    # within the bound of it all the same.
+    sql_bucket = (
+        f"CASE WHEN elapsed_ms > 0 AND isfinite(elapsed_ms) "
+        f"THEN CAST(ceil(ln(elapsed_ms) / {_LOG_GAMMA!r}) AS BIGINT) ELSE {ZERO_BUCKET} END"
+    )
+    buckets = Counter(
+        dict(con.execute(f"SELECT {sql_bucket} AS b, count(*) FROM fetches GROUP BY b").fetchall())
+    )
+    tracker.elapsed_buckets = buckets
+    retried = con.execute(
+        "SELECT count(DISTINCT (task_id, page)), count(*) FROM history WHERE NOT had_it"
+    ).fetchone()
+    tracker.pages_retried, tracker.retry_fetches = retried
+    tracker.refetched = {
+        (task, page): [times, url]
+        for task, page, times, url in con.execute(
+            "SELECT task_id, page, count(*) + 1, arg_min(url, [ms, seq]) FROM history "
+            "WHERE had_it GROUP BY task_id, page"
+        ).fetchall()
+    }
+    tracker.extra_fetches = sum(times - 1 for times, _ in tracker.refetched.values())
+    return tracker
+
+
+def rebuild(paths: Sequence[Path]) -> FetchTracker:
+    """A tracker that observed every event of the archive segments ``paths``: the counts,
+    and the pages of every task the fold's figures might not describe."""
+    import duckdb  # only a projector starting over such an archive needs it
+
+    con = duckdb.connect(":memory:")
+    spill = tempfile.TemporaryDirectory(prefix="crawlog-rebuild-")
+    try:
+        con.execute("SET enable_progress_bar = false")
+        con.execute(f"SET temp_directory = {_sql_string(spill.name)}")
+        con.execute(f"SET memory_limit = '{REBUILD_MEMORY}'")
+        con.execute("SET preserve_insertion_order = false")
+        _source(con, paths)
+        tracker = counts_from_archive(con)
+        dirty: dict[str, dict[int, int]] = {}
+        for task_id, page, n, good in con.execute(_DIRTY_SQL).fetchall():
+            state = _GOOD if good else (_RETRIED if n > 1 else _FAILED)
+            dirty.setdefault(task_id, {})[page] = state
+        tracker._dirty = dirty  # its own class, built from the archive
+        tracker._fetched = set(dirty)  # pruned at the next commit
+    finally:
+        con.close()
+        spill.cleanup()
+    return tracker
