@@ -24,7 +24,7 @@ from typing import Final, Literal, get_args
 from publicsuffixlist import PublicSuffixList
 from yarl import URL
 
-from crawler._urls import HTTP_SCHEMES, DropReason, check_seed_url
+from crawler._urls import HTTP_SCHEMES, DropReason, check_seed_url, parse_url
 from eventlog import ConfigError
 
 ScopeMode = Literal["prefix", "host", "domain"]
@@ -112,7 +112,7 @@ class Scope:
         if self.max_depth is not None and depth > self.max_depth:
             return False
         try:
-            parsed = URL(url)
+            parsed = parse_url(url)
         except ValueError:
             return False
         host = parsed.raw_host

@@ -66,6 +66,16 @@ def _query_key(pair: str) -> str:
     return pair.partition("=")[0]
 
 
+def parse_url(text: str) -> URL:
+    """``URL(text)``, with ValueError for any text yarl cannot split: it raises IndexError
+    for some authorities (``//[]@``, an empty host after userinfo), which would otherwise
+    escape every ``except ValueError`` that guards an href a page or a spider gave."""
+    try:
+        return URL(text)
+    except IndexError:
+        raise ValueError(f"{text!r} does not parse as a URL") from None
+
+
 def canonical_url(url: str) -> str:
     """The form of an http(s) URL used for dedup; ValueError if it is not one.
 
@@ -73,7 +83,7 @@ def canonical_url(url: str) -> str:
     dropped, query parameters in a stable order, percent-encoding normalised, dot segments
     resolved, ``/`` for an empty path. ``canonical_url(canonical_url(u)) == canonical_url(u)``.
     """
-    return _serialise(_http_url(URL(url)))
+    return _serialise(_http_url(parse_url(url)))
 
 
 def clean_href(href: str) -> str:
@@ -154,7 +164,7 @@ def base_key(base: URL, part: BasePart) -> str:
 
 
 def _join(base: URL, href: str) -> URL:
-    reference = URL(href)
+    reference = parse_url(href)
     merge_path = reference.raw_path
     if (
         "%" in base.raw_path
@@ -167,7 +177,7 @@ def _join(base: URL, href: str) -> URL:
         # escaped "/" or space there would change the path (aio-libs/yarl#1774): merge the
         # raw text instead, and let the parser resolve dot segments.
         directory = base.raw_path[: base.raw_path.rfind("/") + 1]
-        return URL(f"{base.scheme}://{base.raw_authority}{directory}{href}")
+        return parse_url(f"{base.scheme}://{base.raw_authority}{directory}{href}")
     return base.join(reference)
 
 
@@ -198,7 +208,7 @@ def resolve_yielded(url: str, base: URL | Callable[[], URL]) -> str | Dropped:
     """
     href = clean_href(url)
     try:
-        reference = URL(href)
+        reference = parse_url(href)
     except ValueError:  # yarl's parse errors and IDNA's UnicodeError
         return MALFORMED
     if reference.scheme and reference.scheme not in HTTP_SCHEMES:
@@ -282,7 +292,7 @@ def request_fingerprint(url: str, method: str = "GET", body: bytes | None = None
 
 def site_of(url: str) -> str:
     """``scheme://host[:port]`` (port only when not the default): what politeness keys on."""
-    parsed = _http_url(URL(url))
+    parsed = _http_url(parse_url(url))
     return f"{parsed.scheme}://{parsed.host_port_subcomponent}"
 
 
@@ -294,7 +304,7 @@ def check_seed_url(url: str) -> str:
     if not _WHITESPACE.isdisjoint(url):
         raise ConfigError(f"seed {url!r} contains whitespace: {expected}")
     try:
-        parsed = URL(url)
+        parsed = parse_url(url)
     except ValueError as error:
         raise ConfigError(f"seed {url!r} cannot be parsed ({error}): {expected}") from None
     if not parsed.scheme:

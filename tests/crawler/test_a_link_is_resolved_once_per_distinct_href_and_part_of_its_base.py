@@ -123,6 +123,7 @@ def test_two_bases_alike_in_the_part_an_href_reads_resolve_it_alike(
     ),
     st.integers(1, 20),
 )
+@example([("http://a.example/docs/guide/p1.html", ["//[]@", "a.html"])], 20)
 def test_the_resolver_gives_what_resolving_every_href_gives(
     pages: list[tuple[str, list[str]]], max_entries: int
 ) -> None:
@@ -174,3 +175,11 @@ def test_a_page_s_base_href_is_what_its_links_resolve_against_through_the_resolv
     assert links == [f"{ORIGIN}/other/dir/y.html", f"{ORIGIN}/other/z/"]
     again = parse_page(b'<a href="y.html">y</a>', f"{ORIGIN}/docs/guide/p.html", resolver=resolver)
     assert again.links == [f"{ORIGIN}/docs/guide/y.html"]
+
+
+def test_an_href_yarl_cannot_split_is_no_link_and_the_page_keeps_its_others() -> None:
+    base = URL(f"{ORIGIN}/docs/guide/page-9.html")
+    assert join_href("//[]@", base) is None
+    assert LinkResolver().links(["//[]@", "page-1.html"], base) == [
+        f"{ORIGIN}/docs/guide/page-1.html"
+    ]

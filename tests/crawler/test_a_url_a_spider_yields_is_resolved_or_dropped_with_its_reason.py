@@ -49,6 +49,8 @@ def test_a_relative_or_absolute_url_resolves_against_the_page(href: str, resolve
         ("http://[::1", "malformed"),
         ("http://a b.test/", "malformed"),
         ("http://exa%mple.test/", "malformed"),
+        ("//[]@", "malformed"),  # yarl raises IndexError on this authority
+        ("http://@ ].[@/", "malformed"),
     ],
 )
 def test_what_is_not_an_http_url_is_dropped_with_its_reason(href: str, reason: str) -> None:

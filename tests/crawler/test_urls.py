@@ -230,6 +230,7 @@ def test_a_valid_seed_comes_back_canonical() -> None:
         (" http://example.com/", "contains whitespace"),
         ("http://example.com:99999/", "cannot be parsed"),
         ("http://[::1/", "cannot be parsed"),
+        ("http://[]@/x", "cannot be parsed"),
         ("http://ex%41mple.com/", "host"),
         ("", "empty"),
     ],
