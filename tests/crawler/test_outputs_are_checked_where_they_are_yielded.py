@@ -91,7 +91,8 @@ def test_an_item_either_is_refused_or_decodes_from_the_log(key: Any, data: dict[
         return
     assert isinstance(checked, Item)
     event = ItemScraped(actor="w", task_id="t", key=checked.key, data=checked.data)
-    assert decode(encode(event)) == event
+    # Compared as bytes: a NaN in the data comes back as NaN, which equals nothing.
+    assert encode(decode(encode(event))) == encode(event)
 
 
 class _Plain(Spider):
