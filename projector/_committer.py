@@ -34,6 +34,9 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     empty)."""
     snapshot: bytes | None = None
     snapshot_position: str = ""
+    snapshot_fetches: bytes | None = None
+    """The fetch tracker at ``snapshot_position`` (``FetchTracker.dump``), written beside
+    the snapshot."""
     task_rows: list[TaskRow] = msgspec.field(default_factory=list)
     """Terminal tasks that left the in-memory state with this commit's snapshot: written as
     a task segment before the manifest that names it with the snapshot."""
@@ -64,6 +67,7 @@ class Committer:
         if segment is not None:
             segments = (*segments, segment)
         name, snapshot_position = old.snapshot, old.snapshot_position
+        fetches_name = old.snapshot_fetches
         task_segments = old.task_segments
         if request.task_rows:
             assert request.snapshot is not None, "tasks leave memory only with a snapshot"
@@ -82,12 +86,18 @@ class Committer:
         if request.snapshot is not None:
             name = self.store.write_snapshot(request.snapshot, request.snapshot_position)
             snapshot_position = request.snapshot_position
+            fetches_name = None
+            if request.snapshot_fetches is not None:
+                fetches_name = self.store.write_snapshot_fetches(
+                    request.snapshot_fetches, request.snapshot_position
+                )
         manifest = Manifest(
             job=old.job,
             position=request.position,
             segments=segments,
             snapshot=name,
             snapshot_position=snapshot_position,
+            snapshot_fetches=fetches_name,
             events=old.events + (segment.events if segment is not None else 0),
             summary=request.summary,
             task_segments=task_segments,

@@ -21,10 +21,15 @@ entries at a million tasks; instead the tracker keeps the pages of a task only w
 say more than the fold's ``TaskState`` does. A task is *clean* when its pages fetched are
 exactly ``furthest_page - pages_fetched + 1 .. furthest_page``, each fetched once and good:
 the fold's two numbers then give them back. Every other task (a failed fetch, a refetch, a
-fetch the fold refused) keeps its pages here (``_dirty``). They are not committed: a
-projector that starts over a manifest whose figures name dirty tasks rebuilds them from the
-archive it commits (:func:`rebuild`, one pass over its page fetches), as it does for a
-manifest written before these figures existed.
+fetch the fold refused) keeps its pages here (``_dirty``).
+
+The manifest's figures hold the counts but not those pages. The whole tracker is committed
+beside each snapshot instead (:class:`TrackedFetches`, at the snapshot's position): a
+projector restarting from that snapshot restores it and observes the archived events after
+the snapshot as it folds them, reading nothing else. Only a snapshot written before these
+files existed, under figures that name kept-apart pages (or no figures at all), makes a
+projector rebuild them from the whole archive (:func:`rebuild`, one pass over its page
+fetches).
 """
 
 from __future__ import annotations
@@ -105,6 +110,31 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     dirty_tasks: int = 0
     """Tasks whose pages the projector keeps apart (see the module's doc): more than none, and
     a projector starting from these figures reads the archive to get them back."""
+
+
+class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
+    """All a :class:`FetchTracker` holds, as committed beside a snapshot (at its position):
+    a projector starting from that snapshot goes on from it, observing the archived events
+    after it as it folds them, and reads no other archive."""
+
+    fetches: int
+    released: int
+    per_minute: dict[int, int]
+    statuses: dict[int, int]
+    errors: dict[str, int]
+    elapsed_sum_ms: float
+    elapsed_buckets: dict[int, int]
+    retry_fetches: int
+    pages_retried: int
+    extra_fetches: int
+    refetched: list[tuple[str, int, int, str]]
+    """Every refetched page: task, page, times, URL."""
+    dirty: dict[str, dict[int, int]]
+    """The pages of every task kept apart: page -> failed (0), retried (1) or good (2)."""
+
+
+_TRACKED_ENCODER: Final = msgspec.msgpack.Encoder()
+_TRACKED_DECODER: Final = msgspec.msgpack.Decoder(TrackedFetches)
 
 
 def bucket(elapsed_ms: float) -> int:
@@ -287,16 +317,52 @@ class FetchTracker:
 
     def load(self, figures: FetchFigures) -> None:
         """Take committed figures that name no page kept apart (``needs_archive`` false)."""
-        self.fetches, self.released = figures.fetches, figures.released
-        self.per_minute = Counter(figures.per_minute)
-        self.statuses = Counter(figures.statuses)
-        self.errors = Counter(figures.errors)
-        self.elapsed_sum_ms = figures.elapsed_sum_ms
-        self.elapsed_buckets = Counter(figures.elapsed_buckets)
-        self.retry_fetches, self.pages_retried = figures.retry_fetches, figures.pages_retried
-        self.extra_fetches = figures.extra_fetches
+        self._take_counts(figures)
         self.refetched = {(r.task_id, r.page): [r.times, r.url] for r in figures.refetched}
         self._dirty, self._fetched = {}, set()
+
+    def dump(self) -> bytes:
+        """Everything the tracker holds (after a ``prune``), for :meth:`restore`."""
+        tracked = TrackedFetches(
+            fetches=self.fetches,
+            released=self.released,
+            per_minute=dict(self.per_minute),
+            statuses=dict(self.statuses),
+            errors=dict(self.errors),
+            elapsed_sum_ms=self.elapsed_sum_ms,
+            elapsed_buckets=dict(self.elapsed_buckets),
+            retry_fetches=self.retry_fetches,
+            pages_retried=self.pages_retried,
+            extra_fetches=self.extra_fetches,
+            refetched=[
+                (task, page, times, url) for (task, page), (times, url) in self.refetched.items()
+            ],
+            dirty=self._dirty,
+        )
+        return _TRACKED_ENCODER.encode(tracked)
+
+    @classmethod
+    def restore(cls, data: bytes) -> FetchTracker:
+        """The tracker that was ``dump``ed as ``data``; ``msgspec.DecodeError`` if damaged."""
+        tracked = _TRACKED_DECODER.decode(data)
+        tracker = cls()
+        tracker._take_counts(tracked)
+        tracker.refetched = {
+            (task, page): [times, url] for task, page, times, url in tracked.refetched
+        }
+        tracker._dirty = tracked.dirty
+        return tracker
+
+    def _take_counts(self, source: FetchFigures | TrackedFetches) -> None:
+        """Take the counts both committed forms hold under the same names."""
+        self.fetches, self.released = source.fetches, source.released
+        self.per_minute = Counter(source.per_minute)
+        self.statuses = Counter(source.statuses)
+        self.errors = Counter(source.errors)
+        self.elapsed_sum_ms = source.elapsed_sum_ms
+        self.elapsed_buckets = Counter(source.elapsed_buckets)
+        self.retry_fetches, self.pages_retried = source.retry_fetches, source.pages_retried
+        self.extra_fetches = source.extra_fetches
 
 
 def needs_archive(figures: FetchFigures | None) -> bool:

@@ -45,6 +45,7 @@ from projector._defaults import (
     DEFAULT_KEEP_TAIL_S,
     DEFAULT_SNAPSHOT_INTERVAL_S,
 )
+from projector._fetches import FetchTracker
 from projector._fold import apply_all, fold
 from projector._keystore import StoredKeys, named_keys
 from projector._state import TERMINAL, State, TaskState, canonical
@@ -158,19 +159,25 @@ class Projector:
                 # short stream never needs one).
                 await writer.start()
                 await writer.wait_ready()
+            fetches = await anyio.to_thread.run_sync(restored_fetches, self.store, self.manifest)
             self.state, self.stored, self.stored_keys = await anyio.to_thread.run_sync(
-                live_state, self.store, self.manifest
+                live_state,
+                self.store,
+                self.manifest,
+                None if fetches is None else fetches.observe,
             )
             rows = await anyio.to_thread.run_sync(
                 summary_rows, self.store.task_segment_paths(self.manifest)
             )
             self._summary.load_rows(rows)
+            self._summary.fetches = fetches
             self._summary.update(self.state, self.state.tasks)
-            await anyio.to_thread.run_sync(
-                self._summary.start_fetches,
-                self.store.segment_paths(self.manifest),
-                self.manifest.summary,
-            )
+            if fetches is None:
+                await anyio.to_thread.run_sync(
+                    self._summary.start_fetches,
+                    self.store.segment_paths(self.manifest),
+                    self.manifest.summary,
+                )
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
             self._stack = stack.pop_all()
         self.position = self.manifest.position
@@ -267,11 +274,14 @@ class Projector:
         Waits for the previous commit first; with ``wait``, for this one as well.
         """
         await self._wait_committed()
-        snapshot_bytes = None
+        snapshot_bytes = fetches_bytes = None
         leaving: list[TaskRow] = []
         keys: list[str] = []
         due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
-        if due and self.manifest.snapshot_position != self.state.position:
+        # A snapshot without the fetch tracker beside it (an older projector's) is written
+        # again with it, even at the same position: a restart from it reads the whole archive.
+        untracked = self.manifest.snapshot is not None and self.manifest.snapshot_fetches is None
+        if due and (self.manifest.snapshot_position != self.state.position or untracked):
             # The summary first: it reads the tasks about to leave memory.
             self._summary.update(self.state, self._touched)
             self._touched = set()
@@ -279,6 +289,8 @@ class Projector:
             keys = self.stored_keys.evict(self.state.item_keys)
             # Encoded now: the fold goes on changing the state while the commit runs.
             snapshot_bytes = canonical(self.state)
+            if self._summary.fetches is not None:
+                fetches_bytes = self._summary.fetches.dump()
             self._snapshot_at = time.monotonic()
         committed = self.manifest.summary
         dead_known = (committed.dead_letters if committed else 0) == self._dead_letters
@@ -303,6 +315,7 @@ class Projector:
             entries=self._buffer,
             snapshot=snapshot_bytes,
             snapshot_position=self.state.position,
+            snapshot_fetches=fetches_bytes,
             task_rows=leaving,
             task_rows_replacing=self.stored.replacing,
             item_keys=keys,
@@ -490,11 +503,31 @@ def _retrying_manifest(store: Store, manifest: Manifest, read: Callable[[Manifes
     raise AssertionError("unreachable")
 
 
-def live_state(store: Store, manifest: Manifest) -> tuple[State, StoredTasks, StoredKeys]:
+def restored_fetches(store: Store, manifest: Manifest) -> FetchTracker | None:
+    """The fetch tracker at the manifest's snapshot, to go on from as ``live_state`` folds
+    the archive after it; None if that snapshot has none (written before them, or
+    unreadable): the tracker must then be rebuilt from the whole archive."""
+    if manifest.snapshot is None:
+        return FetchTracker()  # ``live_state`` folds, and so observes, the whole archive
+    data = store.read_snapshot_fetches(manifest)
+    if data is None:
+        return None
+    try:
+        return FetchTracker.restore(data)
+    except msgspec.DecodeError:
+        return None  # damaged: the archive gives the same tracker back
+
+
+def live_state(
+    store: Store,
+    manifest: Manifest,
+    observe: Callable[[State, list[LogEntry]], None] | None = None,
+) -> tuple[State, StoredTasks, StoredKeys]:
     """The live part of the state a manifest commits, and what is in its task and key
     stores: the snapshot's live part, then every archived event after it, folded with the
     stored tasks they name and the stored item keys they scrape brought back (as the
-    projector folds)."""
+    projector folds). ``observe`` sees each batch after its tasks are back, before it is
+    folded (as the projector's fetch tracker does)."""
     state = store.read_snapshot(manifest, stored=False)
     stored = StoredTasks()
     stored.hashes.update(map(hash, iter_task_ids(store.task_segment_paths(manifest))))
@@ -509,9 +542,9 @@ def live_state(store: Store, manifest: Manifest) -> tuple[State, StoredTasks, St
         for entry in read_entries(path, after=state.position):
             batch.append(entry)
             if len(batch) >= FOLD_BATCH:
-                _fold_bringing_back(store, manifest, stored, keys, state, batch)
+                _fold_bringing_back(store, manifest, stored, keys, state, batch, observe)
                 batch = []
-    _fold_bringing_back(store, manifest, stored, keys, state, batch)
+    _fold_bringing_back(store, manifest, stored, keys, state, batch, observe)
     return state, stored, keys
 
 
@@ -522,8 +555,11 @@ def _fold_bringing_back(
     keys: StoredKeys,
     state: State,
     batch: list[LogEntry],
+    observe: Callable[[State, list[LogEntry]], None] | None,
 ) -> None:
     bring_back(store, manifest, stored, state, batch, keys)
+    if observe is not None:
+        observe(state, batch)
     apply_all(state, batch)
 
 

@@ -5,7 +5,8 @@ Layout, under ``<data dir>/jobs/<job>/``::
     manifest.json           what is committed: position, segments, latest snapshot
     archive/*.parquet       immutable segments of the log (``_archive``)
     archive/*.parquet.idx   each segment's index: its row groups by task (``_segment_index``)
-    snapshots/*.msgpack     the folded state's live part at some position
+    snapshots/state-*       the folded state's live part at some position
+    snapshots/fetches-*     the fetch figures' tracker at the same position (``_fetches``)
     tasks/*.parquet         terminal tasks that left the in-memory state (``_taskstore``)
     keys/*.parquet          item keys scraped before the snapshot (``_keystore``)
     projector.lock          held by the one projector of the job
@@ -66,6 +67,9 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     snapshot: str | None = None
     snapshot_position: str = START
     """Stream ID of the last event folded into the snapshot."""
+    snapshot_fetches: str | None = None
+    """The fetch figures' tracker at ``snapshot_position`` (``FetchTracker.dump``); None with
+    no snapshot, or one written before these files."""
     events: int = 0
     """Events archived in all segments."""
     summary: Summary | None = None
@@ -166,8 +170,9 @@ class Store:
         for path in self.archive.iterdir():
             if path.name not in keep:
                 path.unlink()
+        snapshots = _snapshot_files(manifest)
         for path in self.snapshots.iterdir():
-            if path.name != manifest.snapshot:
+            if path.name not in snapshots:
                 path.unlink()
         tasks = {s.name for s in manifest.task_segments}
         for path in self.tasks.iterdir():
@@ -194,6 +199,24 @@ class Store:
         name = f"state-{ms:015d}-{seq:08d}.msgpack"
         write_atomic(self.snapshots / name, data)
         return name
+
+    def write_snapshot_fetches(self, data: bytes, position: str) -> str:
+        """Write a fetch tracker's ``dump`` beside the snapshot at ``position`` (not yet
+        committed)."""
+        ms, seq = stream_id_key(position)
+        name = f"fetches-{ms:015d}-{seq:08d}.msgpack"
+        write_atomic(self.snapshots / name, data)
+        return name
+
+    def read_snapshot_fetches(self, manifest: Manifest) -> bytes | None:
+        """The fetch tracker committed beside the manifest's snapshot; None if there is
+        none or it cannot be read (the archive gives it back, at the cost of reading it)."""
+        if manifest.snapshot_fetches is None:
+            return None
+        try:
+            return (self.snapshots / manifest.snapshot_fetches).read_bytes()
+        except OSError:
+            return None
 
     def read_snapshot(
         self, manifest: Manifest, *, stored: bool = True, item_keys: bool = True
@@ -242,8 +265,9 @@ class Store:
         for path in self.archive.glob(f"*{INDEX_SUFFIX}"):
             if path.name.removesuffix(INDEX_SUFFIX) not in keep:
                 path.unlink(missing_ok=True)
+        snapshots = _snapshot_files(manifest)
         for path in self.snapshots.glob("*.msgpack"):
-            if path.name != manifest.snapshot:
+            if path.name not in snapshots:
                 path.unlink(missing_ok=True)
         tasks = {s.name for s in manifest.task_segments}
         for path in self.tasks.glob("*.parquet"):
@@ -253,3 +277,8 @@ class Store:
         for path in self.keys.glob("*.parquet"):
             if path.name not in keys:
                 path.unlink(missing_ok=True)
+
+
+def _snapshot_files(manifest: Manifest) -> set[str | None]:
+    """The files of the snapshot directory that ``manifest`` names."""
+    return {manifest.snapshot, manifest.snapshot_fetches}

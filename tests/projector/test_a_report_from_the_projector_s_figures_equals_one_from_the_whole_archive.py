@@ -3,6 +3,10 @@ the whole archive by SQL (the way every report was computed before): on real job
 a real projector, restarted between batches, SIGKILLed at the worst moments of a commit, and
 on a job whose manifest was written before those figures existed.
 
+A restarted projector goes on from the fetch tracker committed beside its snapshot and the
+archive after it: it rebuilds the figures from the whole archive only for a snapshot written
+before those files.
+
 Counts are equal; p50 and p95 are within the histogram's bound, and the average within the
 last bits of a double (the same sum, added in another order)."""
 
@@ -10,12 +14,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 import pytest
 
+import projector._summary
 from eventlog import (
     AnyEvent,
     EventLog,
@@ -28,9 +33,10 @@ from eventlog import (
     TaskFailed,
     TaskReclaimed,
     TaskReleased,
+    stream_id_key,
 )
 from projector._archive import read_entries
-from projector._fetches import RELATIVE_ERROR
+from projector._fetches import RELATIVE_ERROR, FetchTracker, rebuild
 from projector._projector import Projector
 from projector._report import Report, build_report
 from projector._store import Store
@@ -124,6 +130,20 @@ def assert_same(report: Report, expected: Report) -> None:
     assert msgspec.structs.replace(report, response_times=x) == expected
 
 
+@pytest.fixture
+def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each rebuild of the fetch figures from the whole archive by an in-process projector
+    (its segments' count)."""
+    calls: list[int] = []
+
+    def counted(paths: Sequence[Path]) -> FetchTracker:
+        calls.append(len(paths))
+        return rebuild(paths)
+
+    monkeypatch.setattr(projector._summary, "rebuild", counted)
+    return calls
+
+
 def reports(store: Store) -> tuple[Report, Report]:
     """The report, and the one computed from the whole archive."""
     fast = build_report(store, lease_s=30, now=NOW)
@@ -132,7 +152,11 @@ def reports(store: Store) -> tuple[Report, Report]:
 
 
 async def test_a_projector_restarted_between_batches_reports_as_the_whole_archive(
-    log: EventLog, make_projector: Callable[..., Projector], data_dir: Path, job: str
+    log: EventLog,
+    make_projector: Callable[..., Projector],
+    data_dir: Path,
+    job: str,
+    rebuilds: list[int],
 ) -> None:
     events = log_of(400)
     store = Store(data_dir, job)
@@ -145,14 +169,20 @@ async def test_a_projector_restarted_between_batches_reports_as_the_whole_archiv
         assert_same(fast, slow)
     summary = store.read_manifest().summary
     assert summary is not None and summary.fetches is not None
-    assert summary.fetches.dirty_tasks > 0  # the restarts went through the archive
+    # Every restart went on from pages kept apart, and none read the archive for them.
+    assert summary.fetches.dirty_tasks > 0
+    assert rebuilds == []
     assert fast.retries.pages_retried > 0 and fast.recoveries.pages_refetched > 0
     assert fast.retries.released > 0 and fast.throughput.minutes > 10
     assert fast.recoveries.refetched[0].url.endswith("?again")
 
 
 async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_until_projected(
-    log: EventLog, make_projector: Callable[..., Projector], data_dir: Path, job: str
+    log: EventLog,
+    make_projector: Callable[..., Projector],
+    data_dir: Path,
+    job: str,
+    rebuilds: list[int],
 ) -> None:
     await log.append_many(log_of(100))
     async with make_projector(commit_events=200) as projector:
@@ -163,7 +193,9 @@ async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_u
     # As a projector before them wrote it.
     store.commit(
         msgspec.structs.replace(
-            manifest, summary=msgspec.structs.replace(manifest.summary, fetches=None)
+            manifest,
+            summary=msgspec.structs.replace(manifest.summary, fetches=None),
+            snapshot_fetches=None,
         )
     )
     old = build_report(store, lease_s=30, now=NOW)
@@ -172,9 +204,15 @@ async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_u
     # A projector over it commits them, with nothing new in the log.
     async with make_projector() as projector:
         await projector.catch_up()
+    assert rebuilds == [len(manifest.segments)]
     migrated = store.read_manifest()
     assert migrated.position == manifest.position
     assert migrated.summary is not None and migrated.summary.fetches is not None
+    # Its snapshot was written again with the tracker beside it: no later start rebuilds.
+    assert migrated.snapshot_fetches is not None
+    async with make_projector() as projector:
+        await projector.catch_up()
+    assert rebuilds == [len(manifest.segments)]
     fast, slow = reports(store)
     assert slow == old
     assert_same(fast, slow)
@@ -182,7 +220,8 @@ async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_u
 
 # A real projector process that SIGKILLs itself as it is about to replace the manifest of its
 # third commit whose figures keep pages apart (every file before the manifest is written), or
-# just after it replaced it (before it published its position).
+# just after it replaced it (before it published its position). It snapshots with every
+# commit, or never (before its stop, which never comes).
 KILLED_PROJECTOR = """
 import os
 import signal
@@ -197,7 +236,7 @@ from projector._projector import Projector
 from projector._store import Store
 
 projector._projector.READ_BATCH = 250  # a commit every few reads, not one for the whole log
-url, job, data_dir, moment = sys.argv[1:]
+url, job, data_dir, moment, snapshot_interval_s = sys.argv[1:]
 commit = Store.commit
 seen = []
 
@@ -219,7 +258,11 @@ Store.commit = commit_or_die
 async def main():
     async with connect(url) as client:
         projector = Projector(
-            client, job, Path(data_dir), commit_events=300, snapshot_interval_s=0
+            client,
+            job,
+            Path(data_dir),
+            commit_events=300,
+            snapshot_interval_s=float(snapshot_interval_s),
         )
         async with projector:
             await projector.catch_up()
@@ -232,31 +275,50 @@ anyio.run(main)
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("moment", ["before", "after"])
+@pytest.mark.parametrize("snapshots", ["with every commit", "only before it started"])
 async def test_a_projector_killed_at_its_manifest_reports_as_the_whole_log(
     moment: str,
+    snapshots: str,
     log: EventLog,
     make_projector: Callable[..., Projector],
     valkey_url: str,
     job: str,
     data_dir: Path,
+    rebuilds: list[int],
 ) -> None:
-    await log.append_many(log_of(600))
+    events = log_of(600)
+    store = Store(data_dir, job)
+    interval = "0"
+    if snapshots == "only before it started":
+        # A projector stopped after a third of the log (its stop snapshots), and the killed
+        # one never snapshots: its restart folds and observes everything after that snapshot.
+        await log.append_many(events[: len(events) // 3])
+        async with make_projector(commit_events=300) as projector:
+            await projector.catch_up()
+        events = events[len(events) // 3 :]
+        interval = "3600"
+    first = store.read_manifest()
+    await log.append_many(events)
     child = subprocess.run(
-        [sys.executable, "-c", KILLED_PROJECTOR, valkey_url, job, str(data_dir), moment],
+        [sys.executable, "-c", KILLED_PROJECTOR, valkey_url, job, str(data_dir), moment, interval],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=100,
     )
     assert child.returncode == -9, child.stderr[-3000:]
-    store = Store(data_dir, job)
     killed_at = store.read_manifest()
     logged = await log.read_range()
     assert killed_at.position != logged[-1].stream_id
+    if snapshots == "only before it started":
+        assert killed_at.snapshot == first.snapshot is not None
+        assert killed_at.snapshot_fetches == first.snapshot_fetches is not None
+        assert stream_id_key(killed_at.position) > stream_id_key(killed_at.snapshot_position)
     # What the killed projector committed reports as its archive does.
     assert_same(*reports(store))
     async with make_projector(commit_events=300, snapshot_interval_s=0) as projector:
         await projector.catch_up()
+    assert rebuilds == []  # it went on from the tracker beside the snapshot
     manifest = store.read_manifest()
     archived = [e for path in store.segment_paths(manifest) for e in read_entries(path)]
     assert [e.stream_id for e in archived] == [e.stream_id for e in logged]

@@ -111,9 +111,12 @@ def test_figures_kept_batch_by_batch_equal_those_of_the_whole_log(
         if data.draw(st.booleans()):  # a commit: tasks the fold describes are forgotten
             tracker.prune(state)
             figures = tracker.figures()
-            if not needs_archive(figures):  # a projector restarted from this commit
+            restart = data.draw(st.sampled_from(["none", "from its figures", "from a snapshot"]))
+            if restart == "from its figures" and not needs_archive(figures):
                 tracker = FetchTracker()
                 tracker.load(figures)
+            elif restart == "from a snapshot":  # the tracker committed beside it
+                tracker = FetchTracker.restore(tracker.dump())
     tracker.prune(state)
     figures = tracker.figures()
     expected = whole_log(log)
