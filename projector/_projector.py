@@ -167,7 +167,7 @@ class Projector:
                 None if fetches is None else fetches.observe,
             )
             rows = await anyio.to_thread.run_sync(
-                summary_rows, self.store.task_segment_paths(self.manifest)
+                summary_rows, self.store.tasks, self.manifest.task_segments
             )
             self._summary.load_rows(rows)
             self._summary.fetches = fetches

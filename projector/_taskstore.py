@@ -282,18 +282,30 @@ def iter_task_ids(paths: Iterable[Path]) -> Iterator[str]:
             raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
 
 
-def summary_rows(paths: Sequence[Path]) -> list[dict[str, object]]:
+def summary_rows(directory: Path, segments: Sequence[TaskSegmentInfo]) -> list[dict[str, object]]:
     """The latest row of each stored task that counts in a summary (failed or aborted,
     retried, recovered): what the projector's summary tracker starts from."""
-    table = latest_rows([_read(p, list(SUMMARY_COLUMNS)) for p in paths])
+    tables = [_read(directory / s.name, list(SUMMARY_COLUMNS)) for s in segments]
+    if not tables:
+        return []
+    if all(s.replacing == 0 for s in segments[1:]):
+        # No task is in two segments: each row is its task's latest, and the rows that
+        # count are picked from each segment without sorting every stored task by id.
+        table = pa.concat_tables([t.filter(_counts(t)) for t in tables])
+        return table.to_pylist()  # type: ignore[no-any-return]
+    table = latest_rows(tables)
     if not table.num_rows:
         return []
+    return table.filter(_counts(table)).to_pylist()  # type: ignore[no-any-return]
+
+
+def _counts(table: pa.Table) -> pa.ChunkedArray:
+    """Which of ``table``'s rows count in a summary."""
     status = table.column("status")
-    mask = pc.or_(
+    return pc.or_(
         pc.or_(pc.equal(status, FAILED), pc.equal(status, ABORTED)),
         pc.or_(pc.greater(table.column("retries"), 0), pc.greater(table.column("recoveries"), 0)),
     )
-    return table.filter(mask).to_pylist()  # type: ignore[no-any-return]
 
 
 class StoredTasks:

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from eventlog import EventLog, TaskClaimed, TaskEnqueued, TaskFailed, TaskRetried
+from eventlog import EventLog, TaskClaimed, TaskDone, TaskEnqueued, TaskFailed, TaskRetried
 from projector._fold import fold
 from projector._projector import Projector, read_committed
 from projector._state import TERMINAL, canonical
@@ -93,3 +93,35 @@ async def test_a_restarted_projector_summarizes_the_stored_tasks_as_before(
     manifest, state = read_committed(Store(data_dir, job))
     assert of_state(manifest.summary) == summarize(state)
     assert manifest.summary is not None and manifest.summary.failure_reasons == {"http 500": 1}
+
+
+async def test_a_restarted_projector_summarizes_a_task_stored_twice_by_its_latest_row(
+    log: EventLog, make_projector: Callable[..., Projector], data_dir: Path, job: str
+) -> None:
+    failed = [
+        TaskEnqueued(actor="seed", task_id="bad", url=f"{SITE}/bad", site=SITE),
+        TaskClaimed(actor="w1", task_id="bad", attempt=1),
+        TaskFailed(actor="w1", task_id="bad", attempt=1, reason="http 500"),
+    ]
+    # Failed and stored; retried, done and stored again (its row replaces the first).
+    for batch in (
+        failed,
+        [
+            TaskRetried(actor="operator", task_id="bad", reason="again"),
+            TaskClaimed(actor="w1", task_id="bad", attempt=2),
+            TaskDone(actor="w1", task_id="bad", attempt=2),
+        ],
+    ):
+        await log.append_many(batch)
+        async with make_projector(snapshot_interval_s=0) as projector:
+            await projector.catch_up()
+            assert "bad" not in projector.state.tasks
+    store = Store(data_dir, job)
+    assert [s.replacing for s in store.read_manifest().task_segments] == [0, 1]
+    await log.append_many([e for n in range(3) for e in task_events(n)])
+    async with make_projector(snapshot_interval_s=0) as projector:
+        await projector.catch_up()
+    manifest, state = read_committed(store)
+    assert of_state(manifest.summary) == summarize(state)
+    assert manifest.summary is not None and manifest.summary.failure_reasons == {}
+    assert manifest.summary.retries == {0: 4}  # an operator's retry is not a retry scheduled
