@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from eventlog import EventLog
 from projector._archive import SegmentInfo, read_entries
 from projector._compaction import (
     MAX_SMALL_BEHIND,
+    MAX_SMALL_SEGMENTS,
     MIN_RUN,
     SMALL_SEGMENT_EVENTS,
     TARGET_SEGMENT_EVENTS,
@@ -76,3 +78,62 @@ def test_a_projector_behind_the_log_lets_small_segments_pile_up_before_merging()
     assert plan(few, behind=True) is None
     many = segments([10] * MAX_SMALL_BEHIND)
     assert plan(many, behind=True) == (0, len(many))
+
+
+def commit_all(sizes: list[int]) -> tuple[int, list[SegmentInfo]]:
+    """Commit segments of ``sizes`` one by one, merging as the committer does after each
+    (one merge at most);
+    the events written in all (merges included), and the segments left."""
+    archive: list[SegmentInfo] = []
+    written = 0
+    for size in sizes:
+        archive.append(SegmentInfo(name="", first_id="0-0", last_id="0-0", events=size))
+        written += size
+        if (run := plan(archive)) is not None:
+            start, end = run
+            merged = sum(s.events for s in archive[start:end])
+            written += merged
+            archive[start:end] = [
+                SegmentInfo(name="", first_id="0-0", last_id="0-0", events=merged)
+            ]
+    return written, archive
+
+
+@pytest.mark.parametrize("commit_events", [100, 500, 2_500, 10_000])
+def test_an_event_is_rewritten_about_once_per_eightfold_growth_of_its_segment(
+    commit_events: int,
+) -> None:
+    # A crawl committing every second: the slower it is, the smaller its segments.
+    sizes = [commit_events] * (2_000_000 // commit_events)
+    written, _ = commit_all(sizes)
+    growths = math.log(SMALL_SEGMENT_EVENTS / commit_events, MIN_RUN)
+    assert written / sum(sizes) <= 2 + math.ceil(growths)
+
+
+def test_a_merged_segment_waits_for_enough_newer_ones_of_its_size() -> None:
+    assert plan(segments([20_000] + [2_500] * (MIN_RUN - 1))) is None
+    assert plan(segments([20_000] + [2_500] * MIN_RUN)) == (1, 1 + MIN_RUN)
+    assert plan(segments([20_000] * MIN_RUN + [2_500] * 3)) == (0, MIN_RUN)
+
+
+def test_a_smaller_straggler_joins_the_run_around_it() -> None:
+    sizes = [2_500] * 5 + [300] + [2_500] * 3
+    assert plan(segments(sizes)) == (0, len(sizes))
+
+
+def test_short_runs_between_big_segments_are_merged_once_they_pile_up() -> None:
+    # A projector catching up between bursts commits big segments among short runs.
+    sizes = ([2_500] * (MIN_RUN - 1) + [SMALL_SEGMENT_EVENTS]) * 10
+    small = [n for n in sizes if n < SMALL_SEGMENT_EVENTS]
+    assert len(small) >= MAX_SMALL_SEGMENTS
+    assert plan(segments(sizes)) == (0, MIN_RUN - 1)
+    fewer = sizes[: len(sizes) - 2 * MIN_RUN]
+    assert plan(segments(fewer)) is None
+
+
+@given(st.lists(st.integers(1, 2 * SMALL_SEGMENT_EVENTS), max_size=400))
+def test_small_segments_never_pile_up_past_the_bound(sizes: list[int]) -> None:
+    _, archive = commit_all(sizes)
+    small = sum(s.events < SMALL_SEGMENT_EVENTS for s in archive)
+    # Past the bound only if no two are side by side: each between big segments.
+    assert small < MAX_SMALL_SEGMENTS or small <= len(archive) - small + 1
