@@ -144,6 +144,9 @@ class Projector:
         self._dead_letters = 0
         """The dead stream's length when last read (the summary reports it)."""
         self._dead_read_at = -DEAD_LETTER_POLL_S
+        self._untracked_snapshot = False
+        """The committed snapshot has no readable fetch tracker beside it (an older
+        projector's, or a damaged file): the next snapshot is due even at its position."""
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
@@ -172,6 +175,7 @@ class Projector:
             self._summary.load_rows(rows)
             self._summary.fetches = fetches
             self._summary.update(self.state, self.state.tasks)
+            self._untracked_snapshot = fetches is None
             if fetches is None:
                 await anyio.to_thread.run_sync(
                     self._summary.start_fetches,
@@ -278,10 +282,12 @@ class Projector:
         leaving: list[TaskRow] = []
         keys: list[str] = []
         due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
-        # A snapshot without the fetch tracker beside it (an older projector's) is written
-        # again with it, even at the same position: a restart from it reads the whole archive.
-        untracked = self.manifest.snapshot is not None and self.manifest.snapshot_fetches is None
-        if due and (self.manifest.snapshot_position != self.state.position or untracked):
+        # A snapshot without a tracker beside it is written again with one, even at the same
+        # position: a restart from it would read the whole archive again.
+        if due and (
+            self.manifest.snapshot_position != self.state.position or self._untracked_snapshot
+        ):
+            self._untracked_snapshot = False
             # The summary first: it reads the tasks about to leave memory.
             self._summary.update(self.state, self._touched)
             self._touched = set()

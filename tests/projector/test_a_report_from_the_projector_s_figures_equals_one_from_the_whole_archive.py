@@ -218,6 +218,29 @@ async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_u
     assert_same(fast, slow)
 
 
+async def test_a_damaged_tracker_beside_the_snapshot_is_rebuilt_from_the_archive_once(
+    log: EventLog,
+    make_projector: Callable[..., Projector],
+    data_dir: Path,
+    job: str,
+    rebuilds: list[int],
+) -> None:
+    await log.append_many(log_of(100))
+    async with make_projector(commit_events=200) as projector:
+        await projector.catch_up()
+    store = Store(data_dir, job)
+    manifest = store.read_manifest()
+    assert manifest.snapshot_fetches is not None
+    expected = reports(store)
+    (store.snapshots / manifest.snapshot_fetches).write_bytes(b"\x93not a tracker")
+    for _ in range(2):  # the first start rebuilds and writes it again; the second needs not
+        async with make_projector() as projector:
+            await projector.catch_up()
+        assert rebuilds == [len(manifest.segments)]
+        assert_same(*reports(store))
+        assert reports(store) == expected
+
+
 # A real projector process that SIGKILLs itself as it is about to replace the manifest of its
 # third commit whose figures keep pages apart (every file before the manifest is written), or
 # just after it replaced it (before it published its position). It snapshots with every
