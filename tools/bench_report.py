@@ -509,11 +509,14 @@ def generate(data_dir: Path, events: int, segment_events: int) -> dict[str, floa
             ),
         )
     )
-    archive_mb = sum(p.stat().st_size for p in store.archive.iterdir()) / 1e6
+    # The segments alone: each has an index file beside it (``.idx``), counted apart.
+    archive_mb = sum(p.stat().st_size for p in store.segment_paths(store.read_manifest())) / 1e6
+    index_mb = sum(p.stat().st_size for p in store.archive.glob("*.idx")) / 1e6
     return {
         "tasks": len(state.tasks),
         "segments": len(segments),
         "archive_mb": archive_mb,
+        "index_mb": index_mb,
         "snapshot_mb": len(snapshot) / 1e6,
         "generate_archive_s": archive_s,
         "generate_state_s": state_s,
@@ -591,7 +594,10 @@ def main() -> None:
     rows = [
         ("events", f"{f['events']:,}"),
         ("tasks", f"{f['tasks']:,}"),
-        ("segments", f"{f['segments']} (archive {f['archive_mb']:,.0f} MB)"),
+        (
+            "segments",
+            f"{f['segments']} (archive {f['archive_mb']:,.0f} MB, indexes {f['index_mb']:,.0f} MB)",
+        ),
         ("snapshot", f"{f['snapshot_mb']:,.0f} MB"),
         (
             "generated in",
