@@ -16,11 +16,16 @@ last ``project --once``, and the checks:
   replay           ``crawlog replay --verify`` says identical
   duckdb           ``crawlog sql``: count(*) and count(DISTINCT stream_id) of ``events``
                    both equal the events appended
+  report           ``crawlog report``'s figures over the page fetches, which the
+                   projector keeps across restarts (beside each snapshot), equal those SQL
+                   computes from the whole archive (p50 and p95 within their bound); one
+                   task in ten has a failed fetch before its first page, so the projector
+                   keeps those tasks' pages apart
 
 Prints a table, then one JSON object as its last line (``rounds``, ``events``,
 ``archived_once``, ``state_identical``, ``replay_identical``, ``duckdb_events``,
-``duckdb_distinct``, ``ok``). Exit 0 only if every check holds. The suite runs a short
-version (``tests/projector/test_killed_projector.py``).
+``duckdb_distinct``, ``report_identical``, ``ok``). Exit 0 only if every check holds. The
+suite runs a short version (``tests/projector/test_killed_projector.py``).
 """
 
 from __future__ import annotations
@@ -34,18 +39,38 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_projector import crawl_events
 
 from crawler.cli import crawlog_command
-from eventlog import EventLog, LogEntry, connect, encode, ensure_server, stop_server
-from projector import Store, canonical, fold, read_entries, wait_for_position
+from eventlog import (
+    AnyEvent,
+    EventLog,
+    LogEntry,
+    PageFetched,
+    connect,
+    encode,
+    ensure_server,
+    new_event_id,
+    stop_server,
+)
+from projector import (
+    Report,
+    Store,
+    build_report,
+    canonical,
+    fold,
+    read_entries,
+    wait_for_position,
+)
 
 JOB = "chaos-projector"
 BATCH = 500
@@ -56,6 +81,44 @@ CATCH_UP_S = 60.0
 CATCH_UP_EVENTS_PER_S = 20_000
 """The slowest catch-up allowed on top of ``CATCH_UP_S``: a projector restarted far behind
 (a large run's later rounds) has that many events a second to read."""
+
+
+FAILED_FETCH_EVERY = 10
+"""One task in this many has a failed fetch (a 503) before its first page."""
+
+
+def with_failed_fetches(events: Sequence[AnyEvent]) -> list[AnyEvent]:
+    """``events`` with a 503 before the first page of one task in ``FAILED_FETCH_EVERY``."""
+    mixed: list[AnyEvent] = []
+    tasks = 0
+    for event in events:
+        if isinstance(event, PageFetched) and event.page == 1:
+            tasks += 1
+            if tasks % FAILED_FETCH_EVERY == 0:
+                failed = msgspec.structs.replace(
+                    event,
+                    event_id=new_event_id(),
+                    status=503,
+                    error="http 503",
+                    elapsed_ms=event.elapsed_ms * 3,
+                )
+                mixed.append(failed)
+        mixed.append(event)
+    return mixed
+
+
+def same_report(fast: Report, slow: Report) -> bool:
+    """Equal, but p50 and p95 within their bound and the average to the last bits."""
+    r, x = fast.response_times, slow.response_times
+    close = all(
+        (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= bound * b)
+        for a, b, bound in (
+            (r.p50_ms, x.p50_ms, r.quantiles_error),
+            (r.p95_ms, x.p95_ms, r.quantiles_error),
+            (r.avg_ms, x.avg_ms, 1e-12),
+        )
+    )
+    return close and msgspec.structs.replace(fast, response_times=x) == slow
 
 
 def projector_command(data_dir: Path, *extra: str) -> list[str]:
@@ -70,7 +133,7 @@ def projector_command(data_dir: Path, *extra: str) -> list[str]:
 async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> dict[str, Any]:
     """The chaos run and its checks, as the figures of the last line."""
     rng = random.Random(seed)
-    stream = crawl_events(events)
+    stream = with_failed_fetches(crawl_events(events))
     env = {**os.environ, "REDIS_URL": url}
     appended: list[LogEntry] = []
     kills: list[float] = []
@@ -135,6 +198,10 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
         crawlog_command("sql", *common, "--format", "json", query), env=env
     )
     [row] = json.loads(sql.stdout)
+    now = time.time()
+    report = build_report(store, lease_s=30, now=now)
+    from_archive = build_report(store, lease_s=30, now=now, from_archive=True)
+    fetches = manifest.summary.fetches if manifest.summary is not None else None
     counted, distinct = list(row.values())
     figures = {
         "rounds": rounds,
@@ -145,12 +212,16 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
         "replay_identical": replay.returncode == 0 and b"identical" in replay.stdout,
         "duckdb_events": counted,
         "duckdb_distinct": distinct,
+        "report_identical": same_report(report, from_archive),
+        "pages_retried": report.retries.pages_retried,
+        "kept_apart_tasks": fetches.dirty_tasks if fetches is not None else None,
         "seconds": round(seconds, 1),
     }
     figures["ok"] = bool(
         figures["archived_once"]
         and figures["state_identical"]
         and figures["replay_identical"]
+        and figures["report_identical"]
         and manifest.events == counted == distinct == len(appended)
     )
     return figures
@@ -178,6 +249,11 @@ def main() -> int:
         (
             "DuckDB sees every event once",
             figures["duckdb_events"] == figures["duckdb_distinct"] == figures["events"],
+        ),
+        (
+            f"report == SQL over the archive ({figures['pages_retried']:,} pages retried, "
+            f"{figures['kept_apart_tasks']:,} tasks kept apart)",
+            figures["report_identical"],
         ),
     ]
     for name, held in checks:
