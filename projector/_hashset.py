@@ -76,8 +76,37 @@ class HashSet64:
 
     def update(self, values: Iterable[int]) -> None:
         """Add every one of ``values``."""
-        for value in values:
-            self.add(value)
+        if self._len:
+            for value in values:
+                self.add(value)
+        else:
+            self._fill(values)
+
+    def _fill(self, values: Iterable[int]) -> None:
+        """Add ``values`` to the empty set: gathered first (so the buckets are split to
+        their final number at once), appended to their buckets, then each bucket sorted
+        once. A projector's start adds every stored task id's and item key's hash this way,
+        at about half the cost of a binary search and an insert each."""
+        flat = array("q", values)
+        bits = self._bits
+        while len(flat) > SPLIT_AT << bits and bits < MAX_BITS:
+            bits += 2
+        mask = (1 << bits) - 1
+        buckets: list[array[int] | None] = [None] * (1 << bits)
+        for value in flat:
+            bucket = buckets[value & mask]
+            if bucket is None:
+                buckets[value & mask] = array("q", (value,))
+            else:
+                bucket.append(value)
+        del flat
+        length = 0
+        for index, bucket in enumerate(buckets):
+            if bucket is not None:
+                # Sorted without repeats (a task stored twice has its hash twice).
+                buckets[index] = bucket = array("q", sorted(set(bucket)))
+                length += len(bucket)
+        self._bits, self._mask, self._buckets, self._len = bits, mask, buckets, length
 
     def nbytes(self) -> int:
         """Bytes its buckets hold (entries and the bucket list), for the benchmarks."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Final
 
@@ -148,8 +149,9 @@ class StoredKeys:
     def rebuild(self, paths: Sequence[Path]) -> None:
         """The hashes of every key the segments at ``paths`` hold."""
         hashes = HashSet64()
-        for chunk in iter_key_chunks(paths):
-            hashes.update(map(hash, chunk))
+        # One update: the empty set is filled at once (``HashSet64.update``), not a hash at
+        # a time after the first batch.
+        hashes.update(map(hash, chain.from_iterable(iter_key_chunks(paths))))
         self.hashes = hashes
 
     def evict(self, item_keys: set[str]) -> list[str]:

@@ -29,3 +29,20 @@ def test_a_hash_set_keeps_every_hash_through_its_splits(seed: int) -> None:
     # 8 bytes an entry, and a list of buckets four times smaller than the entries at most.
     buckets = max(1 << FIRST_BITS, 4 * len(hashes) // SPLIT_AT + 4)
     assert hashes.nbytes() <= 8 * len(hashes) + 8 * buckets
+
+
+@given(st.lists(INT64, max_size=300), st.lists(INT64, max_size=300), st.lists(INT64, max_size=50))
+def test_a_hash_set_filled_at_once_answers_as_one_added_to_hash_by_hash(
+    filled: list[int], added: list[int], asked: list[int]
+) -> None:
+    at_once = HashSet64()
+    at_once.update(iter(filled + filled[:5]))  # an iterator, with repeats
+    one_by_one = HashSet64()
+    for value in filled:
+        one_by_one.add(value)
+    for hashes in (at_once, one_by_one):
+        hashes.update(added)  # the second update adds hash by hash
+        expected = set(filled) | set(added)
+        assert len(hashes) == len(expected)
+        for value in filled + added + asked:
+            assert (value in hashes) == (value in expected)
