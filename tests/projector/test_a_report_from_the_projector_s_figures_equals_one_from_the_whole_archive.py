@@ -177,17 +177,21 @@ async def test_a_projector_restarted_between_batches_reports_as_the_whole_archiv
     assert fast.recoveries.refetched[0].url.endswith("?again")
 
 
-async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_until_projected(
-    log: EventLog,
-    make_projector: Callable[..., Projector],
-    data_dir: Path,
-    job: str,
-    rebuilds: list[int],
-) -> None:
+@pytest.fixture
+async def projected(
+    log: EventLog, make_projector: Callable[..., Projector], data_dir: Path, job: str
+) -> Store:
+    """The store of a job of 100 tasks, projected to its end by a projector now stopped."""
     await log.append_many(log_of(100))
     async with make_projector(commit_events=200) as projector:
         await projector.catch_up()
-    store = Store(data_dir, job)
+    return Store(data_dir, job)
+
+
+async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_until_projected(
+    projected: Store, make_projector: Callable[..., Projector], rebuilds: list[int]
+) -> None:
+    store = projected
     manifest = store.read_manifest()
     assert manifest.summary is not None
     # As a projector before them wrote it.
@@ -219,16 +223,9 @@ async def test_a_job_projected_before_the_figures_is_reported_from_its_archive_u
 
 
 async def test_a_damaged_tracker_beside_the_snapshot_is_rebuilt_from_the_archive_once(
-    log: EventLog,
-    make_projector: Callable[..., Projector],
-    data_dir: Path,
-    job: str,
-    rebuilds: list[int],
+    projected: Store, make_projector: Callable[..., Projector], rebuilds: list[int]
 ) -> None:
-    await log.append_many(log_of(100))
-    async with make_projector(commit_events=200) as projector:
-        await projector.catch_up()
-    store = Store(data_dir, job)
+    store = projected
     manifest = store.read_manifest()
     assert manifest.snapshot_fetches is not None
     expected = reports(store)
