@@ -195,16 +195,14 @@ class Store:
 
     def write_snapshot(self, data: bytes, position: str) -> str:
         """Write a state's ``canonical`` bytes as a new snapshot file (not yet committed)."""
-        ms, seq = stream_id_key(position)
-        name = f"state-{ms:015d}-{seq:08d}.msgpack"
+        name = _snapshot_name("state", position)
         write_atomic(self.snapshots / name, data)
         return name
 
     def write_snapshot_fetches(self, data: bytes, position: str) -> str:
         """Write a fetch tracker's ``dump`` beside the snapshot at ``position`` (not yet
         committed)."""
-        ms, seq = stream_id_key(position)
-        name = f"fetches-{ms:015d}-{seq:08d}.msgpack"
+        name = _snapshot_name("fetches", position)
         write_atomic(self.snapshots / name, data)
         return name
 
@@ -282,3 +280,9 @@ class Store:
 def _snapshot_files(manifest: Manifest) -> set[str | None]:
     """The files of the snapshot directory that ``manifest`` names."""
     return {manifest.snapshot, manifest.snapshot_fetches}
+
+
+def _snapshot_name(kind: str, position: str) -> str:
+    """A snapshot directory file's name: what it holds and the position it holds it at."""
+    ms, seq = stream_id_key(position)
+    return f"{kind}-{ms:015d}-{seq:08d}.msgpack"

@@ -294,8 +294,6 @@ def summary_rows(directory: Path, segments: Sequence[TaskSegmentInfo]) -> list[d
         table = pa.concat_tables([t.filter(_counts(t)) for t in tables])
         return table.to_pylist()  # type: ignore[no-any-return]
     table = latest_rows(tables)
-    if not table.num_rows:
-        return []
     return table.filter(_counts(table)).to_pylist()  # type: ignore[no-any-return]
 
 
