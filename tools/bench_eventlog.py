@@ -111,7 +111,7 @@ async def bench_round(
 
     async def raw_xrange() -> None:
         start, count = "-", 0
-        while entries := await client.execute_command(
+        while entries := await client.execute_command(  # type: ignore[no-untyped-call]
             "XRANGE", log.keys.events, start, "+", "COUNT", BATCH
         ):
             start, count = "(" + entries[-1][0].decode(), count + len(entries)

@@ -192,7 +192,7 @@ async def bench_memory(client: aioredis.Redis, n: int) -> dict[str, float]:
 
 def bench_report(n: int) -> float | None:
     try:
-        import bench_report  # type: ignore[import-not-found]
+        import bench_report
     except ImportError:
         return None
     return float(bench_report.measure(n))

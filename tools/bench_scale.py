@@ -347,6 +347,8 @@ def timed_reads(data_dir: Path, tasks: int, runs: int, exe: str | None) -> dict[
             times[name].append(timed_cli(*args, exe=exe))
     figures: dict[str, float] = {}
     for name, values in times.items():
+        if not values:  # ``--reads 0``: the job built and projected, no read timed
+            continue
         figures[name] = statistics.median(values)
         figures[name.replace("_s", "_min_s")] = min(values)
         figures[name.replace("_s", "_max_s")] = max(values)

@@ -152,7 +152,8 @@ def main() -> int:
         server_dir = Path(tmp) / "server"
         redis_url = ensure_server(server_dir).url
         try:
-            plain_rates, plugin_rates = [], []
+            plain_rates: list[float] = []
+            plugin_rates: list[float] = []
             for r in range(args.rounds):
                 job, data_dir = f"bench-{r}-{time.time_ns()}", Path(tmp) / f"data-{r}"
                 runs = {

@@ -146,7 +146,9 @@ async def run(url: str, data_dir: Path, rounds: int, events: int, seed: int) -> 
         async def append(start: int) -> None:
             batch = stream[start : start + BATCH]
             ids = await log.append_many(batch)
-            appended.extend(LogEntry(i, e, encode(e)) for i, e in zip(ids, batch, strict=True))
+            appended.extend(
+                LogEntry(i, e, encode(e)) for i, e in zip(ids, batch, strict=True) if i is not None
+            )
             for share, event in zip(shares, reached, strict=True):
                 if len(appended) >= share:
                     event.set()

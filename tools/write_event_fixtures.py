@@ -72,7 +72,7 @@ def main() -> int:
         if payload.exists():
             continue
         event = example(event_type)
-        payload.write_bytes(encode(event))  # type: ignore[arg-type]
+        payload.write_bytes(encode(event))
         builtins = msgspec.to_builtins(event)
         expected.write_text(json.dumps(builtins, indent=2, sort_keys=True) + "\n")
         print(f"wrote {stem}")
