@@ -40,7 +40,6 @@ from eventlog import (
 )
 from projector._archive import read_entries
 from projector._committer import CommitRequest, Committer
-from projector._compaction import SMALL_SEGMENT_EVENTS
 from projector._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,
     DEFAULT_KEEP_TAIL_S,
@@ -55,11 +54,7 @@ from projector._summary import SummaryTracker, touched_tasks
 from projector._taskstore import StoredTasks, TaskRow, iter_task_ids, summary_rows, task_row
 from projector._writer import WRITER_MIN_EVENTS, SegmentWriter
 
-DEFAULT_COMMIT_EVENTS = SMALL_SEGMENT_EVENTS
-"""Events from which a commit is due before its interval, and, behind the log, the events
-a commit waits for: a projector catching up then commits segments big enough that no
-merge rewrites them (``_compaction``). At half this, or cut by the interval, catching up
-wrote every event twice, once in its segment and once in a merge."""
+DEFAULT_COMMIT_EVENTS = 50_000
 READ_BATCH = 5_000
 TRICKLE_EVENTS = 500
 TRICKLE_PAUSE_S = 0.1
@@ -415,13 +410,9 @@ class Projector:
             # A commit is in flight: read and fold on, and let the next commit take more,
             # rather than wait with one core idle; only a buffer this far behind waits.
             return self._pending >= self.commit_events * MAX_BUFFERED_COMMITS
-        # Behind the log, the interval does not cut a segment short: one smaller than
-        # ``commit_events`` would be rewritten by a merge. The snapshot's interval still
-        # bounds how long the published position waits.
-        interval = self.snapshot_interval_s if self._behind else self.commit_interval_s
         return (
             self._pending >= self.commit_events
-            or time.monotonic() - self._buffer_since >= interval
+            or time.monotonic() - self._buffer_since >= self.commit_interval_s
         )
 
     def _block_ms(self) -> int:
