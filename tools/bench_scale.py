@@ -3,6 +3,7 @@ state size, replay and report times, Redis bytes per URL, and a one-page crawl.
 
     python tools/bench_scale.py [--quick] [--sizes 10000,100000] [--redis-urls N]
                                 [--tiny-runs 5] [--keep DIR] [--reads N] [--crawlog EXE]
+                                [--small-runs 3]
 
 Everything runs on one private valkey-server as crawlog starts it (``ensure_server``), in
 a fresh data directory, and is measured through the public API and the command line only
@@ -343,7 +344,7 @@ def timed_cli(*args: str, exe: str | None = None) -> float:
 
 def timed_reads(data_dir: Path, tasks: int, runs: int, exe: str | None) -> dict[str, float]:
     """Median (and spread) of ``runs`` times of each read command on a built job."""
-    where = ("--job", f"scale-{tasks}", "--data-dir", str(data_dir))
+    where = ("--job", job_name(tasks), "--data-dir", str(data_dir))
     url = task_url(tasks // 2)
     commands = {
         "replay_s": ("replay", *where),
@@ -418,9 +419,9 @@ def measure_size(
     """One size built, projected and read; ``run`` > 1: another build of it, as job
     ``scale-<tasks>-<run>``, whose reads are not timed."""
     job = job_name(tasks, run)
-    if run > 1 and built(data_dir, tasks, run):
-        raise RuntimeError(f"{job} is built already: use another --keep directory")
     if run > 1:
+        if built(data_dir, tasks, run):
+            raise RuntimeError(f"{job} is built already: use another --keep directory")
         reads = 0
     elif built(data_dir, tasks):
         return {"tasks": tasks, **timed_reads(data_dir, tasks, reads, exe)}
