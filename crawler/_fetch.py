@@ -20,6 +20,7 @@ decides what to retry. Only misuse raises (fetching outside ``async with``, a
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import os
 import socket
@@ -152,7 +153,7 @@ class Fetcher:
         self._too_large = too_large(self.config.max_response_bytes)
         # Built here, not on entry: the worker builds its fetcher in a thread, where reading
         # the CA bundle does not hold up the event loop.
-        self._ssl_context = _tls_context()
+        self._ssl_context = tls_context()
 
     async def __aenter__(self) -> Self:
         if self._client is not None:
@@ -392,8 +393,17 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port
 
 
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """httpx's TLS context (certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR if set)."""
+    return _tls_context_for(tuple(os.environ.get(name) for name in _CA_ENV))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context_for(ca_settings: tuple[str | None, ...]) -> ssl.SSLContext:
+    # One per process and CA setting: loading the CA bundle is most of a worker's fetcher
+    # set-up, and a crawl that imported this module before forking its workers builds it
+    # once for all of them (``fork_children``). Nothing changes a context once built.
+    del ca_settings  # the cache's key: httpx reads the same variables itself
     try:
         return httpx.create_ssl_context()
     except OSError as exc:  # ssl.SSLError included

@@ -8,7 +8,9 @@ starts the children, prints progress, and when every task is terminal stops the 
 before the children are forked (the progress table, the projector's archive): they would
 inherit it, and a restart after a crash is timed to its first request
 (``tools/bench_restart.py``), a 1-page crawl to its summary (``tools/bench_tiny_crawl.py``);
-so the children's own imports overlap each other and the crawl's start of the server.
+so the children's own imports overlap each other and the crawl's start of the server. The
+one exception is the HTTP stack of two workers or more, imported once here rather than
+once a worker (``_import_http_stack``).
 A crawl that stops before the projector started runs it once
 (``project --once``), so the summary is still read from a commit of the whole log; one
 that stops it while it is still starting finds the stop waiting for it (it is started
@@ -118,16 +120,11 @@ def fork_children(
     # collection, a child's collector neither walks it nor copies its pages by writing to it.
     gc.freeze()
     most = _most_tasks(config)
+    count = workers if most is None else min(workers, most)
     output = ChildOutput(relay=False)
-    forked: list[Forked] = []
+    forked: list[Forked] = []  # the projector, then the workers
     try:
-        for n in range(1, (workers if most is None else min(workers, most)) + 1):
-            command = _worker_args(job, data_dir, concurrency, n, metrics)
-            forked.append(
-                fork_command(
-                    command, name=f"crawlog-w{n}", preload=WORKER_PRELOAD, stderr=output.fd
-                )
-            )
+        # First, so that it inherits none of the workers' HTTP stack.
         projector = fork_command(
             _projector_args(job, data_dir, metrics),
             name="crawlog-project",
@@ -137,13 +134,33 @@ def fork_children(
             new_session=True,
             blocked=_STOPS,
         )
+        forked.append(projector)
+        if count > 1:
+            _import_http_stack()
+        for n in range(1, count + 1):
+            command = _worker_args(job, data_dir, concurrency, n, metrics)
+            forked.append(
+                fork_command(
+                    command, name=f"crawlog-w{n}", preload=WORKER_PRELOAD, stderr=output.fd
+                )
+            )
     except BaseException:
         for child in forked:
             child.dismiss()
         raise
     finally:
         output.relay()
-    return Forks(forked, projector, output)
+    return Forks(forked[1:], projector, output)
+
+
+def _import_http_stack() -> None:
+    """Import the workers' HTTP stack and build their TLS context here, once, rather than
+    in every worker, each paying the same CPU for it. A crawl of one worker leaves it to
+    the worker, where it overlaps the crawl's start of the server."""
+    from crawler._fetch import tls_context
+
+    tls_context()
+    gc.freeze()  # as what was imported before: out of every collection, shared
 
 
 def _worker_args(

@@ -2,7 +2,8 @@
 the crawl had imported by then, and must still be light. A spider run by the worker
 writes down the worker's modules: neither Arrow, DuckDB nor rich (the crawl's progress
 table), nor the projector's archive; and it is the crawl's own child, not a new
-interpreter."""
+interpreter; also where the crawl imported the workers' HTTP stack for them (two
+workers)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ class ModulesSpider(Spider):
 TABLE = ("rich", "crawler.cli._progress_view", "crawler.cli._progress_source")
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 async def test_a_crawl_s_forked_worker_imports_no_analytics_or_table(
-    valkey_url: str, data_dir: Path, job: str, tmp_path: Path
+    valkey_url: str, data_dir: Path, job: str, tmp_path: Path, workers: int
 ) -> None:
     spider = tmp_path / "modules_spider.py"
     spider.write_text(SPIDER)
@@ -45,7 +47,7 @@ async def test_a_crawl_s_forked_worker_imports_no_analytics_or_table(
     env = clean_env(REDIS_URL=valkey_url, **{MODULES_ENV: str(record)})
     async with serve_testsite(pages=5, seed=1) as site:
         command = (
-            "crawl", site.url + "/", "--depth", "0", "--job", job, "--workers", "1",
+            "crawl", site.url + "/", "--depth", "0", "--job", job, "--workers", str(workers),
             "--spider", f"{spider}:ModulesSpider", "--data-dir", str(data_dir),
         )  # fmt: skip
         with anyio.fail_after(CLI_TIMEOUT_S):

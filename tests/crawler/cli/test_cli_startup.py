@@ -89,17 +89,32 @@ def test_a_worker_serving_metrics_imports_neither_arrow_nor_duckdb(tmp_path: Pat
     assert modules & set(ANALYTICS) == set()
 
 
-def test_a_crawl_imports_no_analytics_or_table_before_it_starts_its_workers(
-    tmp_path: Path,
-) -> None:
+def _crawl_modules(*extra: str, cwd: Path) -> set[str]:
     # The crawl starts its workers first thing in its event loop: what it imported by then
     # runs before a restarted crawl's first request (tools/bench_restart.py).
-    args = ("crawl", "http://127.0.0.1:9/", "--job", "w")
+    args = ("crawl", "http://127.0.0.1:9/", "--job", "w", *extra)
     # It would go on to sum up the crawl the stub never ran: stop at the event loop.
     code = RUN_UNTIL_THE_EVENT_LOOP.replace(
         "sorted(sys.modules)))", "sorted(sys.modules)))\n    sys.exit(0)"
     )
-    modules = _modules_after(code, *args, cwd=tmp_path)
+    modules = _modules_after(code, *args, cwd=cwd)
     assert "crawler.cli._processes" in modules  # the command's body did run
-    progress = {"crawler.cli._progress_source", "crawler.cli._progress_view", "rich"}
-    assert modules & {*ANALYTICS, *progress, *HTTP_STACK, *SELECTORS} == set()
+    return modules
+
+
+PROGRESS = {"crawler.cli._progress_source", "crawler.cli._progress_view", "rich"}
+
+
+def test_a_crawl_of_one_worker_imports_no_analytics_table_or_http_stack_before_it(
+    tmp_path: Path,
+) -> None:
+    modules = _crawl_modules("--workers", "1", cwd=tmp_path)
+    assert modules & {*ANALYTICS, *PROGRESS, *HTTP_STACK, *SELECTORS} == set()
+
+
+def test_a_crawl_of_two_workers_imports_their_http_stack_once_for_both_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    modules = _crawl_modules("--workers", "2", cwd=tmp_path)
+    assert set(HTTP_STACK) <= modules
+    assert modules & {*ANALYTICS, *PROGRESS, *SELECTORS} == set()
