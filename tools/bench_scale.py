@@ -739,8 +739,8 @@ def main() -> int:
             f"{fmt(r.get('own_us_per_event'), '.2f'):>9} "
             f"{fmt(r.get('wall_us_per_event'), '.2f'):>10} {fmt(state_mb, '.1f'):>9} "
             f"{fmt(r.get('snapshot_bytes_per_task'), '.0f'):>7} "
-            f"{fmt(r.get('snapshot_s'), '.2f'):>7} {r['replay_s']:>8.2f} {r['report_s']:>8.2f} "
-            f"{r['history_s']:>9.2f}"
+            f"{fmt(r.get('snapshot_s'), '.2f'):>7} {fmt(r.get('replay_s'), '.2f'):>8} "
+            f"{fmt(r.get('report_s'), '.2f'):>8} {fmt(r.get('history_s'), '.2f'):>9}"
         )
     if redis is not None:
         urls = redis.urls
