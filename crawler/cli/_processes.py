@@ -122,7 +122,8 @@ def fork_children(
     most = _most_tasks(config)
     count = workers if most is None else min(workers, most)
     output = ChildOutput(relay=False)
-    forked: list[Forked] = []  # the projector, then the workers
+    projector: Forked | None = None
+    forked: list[Forked] = []
     try:
         # First, so that it inherits none of the workers' HTTP stack.
         projector = fork_command(
@@ -134,7 +135,6 @@ def fork_children(
             new_session=True,
             blocked=_STOPS,
         )
-        forked.append(projector)
         if count > 1:
             _import_http_stack()
         for n in range(1, count + 1):
@@ -145,12 +145,12 @@ def fork_children(
                 )
             )
     except BaseException:
-        for child in forked:
+        for child in (*forked, *([projector] if projector is not None else [])):
             child.dismiss()
         raise
     finally:
         output.relay()
-    return Forks(forked[1:], projector, output)
+    return Forks(forked, projector, output)
 
 
 def _import_http_stack() -> None:
