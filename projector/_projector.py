@@ -51,7 +51,14 @@ from projector._keystore import StoredKeys, named_keys
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
 from projector._summary import SummaryTracker, touched_tasks
-from projector._taskstore import StoredTasks, TaskRow, iter_task_ids, summary_rows, task_row
+from projector._taskstore import (
+    StoredTasks,
+    TaskRow,
+    iter_task_ids,
+    named_task_ids,
+    summary_rows,
+    task_row,
+)
 from projector._writer import WRITER_MIN_EVENTS, SegmentWriter
 
 DEFAULT_COMMIT_EVENTS = 50_000
@@ -472,12 +479,8 @@ FOLD_BATCH = 5_000
 
 
 def named_tasks(entries: Iterable[LogEntry]) -> set[str]:
-    """The task ids ``entries`` name, each once: a batch names each of its tasks about five
-    times (a task's events come together), and each id not in memory is looked up among
-    the stored ones (``StoredTasks.missing``)."""
-    named = {getattr(entry.event, "task_id", None) for entry in entries}
-    named.discard(None)
-    return named  # type: ignore[return-value]  # None was the only other value
+    """The task ids ``entries`` name, each once (``named_task_ids``)."""
+    return named_task_ids([entry.event for entry in entries])
 
 
 def load_stored(

@@ -46,12 +46,20 @@ from projector._fold import apply_events
 from projector._keystore import read_keys
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
-from projector._taskstore import TASK_SEGMENT_SUFFIX, StoredTasks, TaskSegmentInfo
+from projector._taskstore import (
+    TASK_SEGMENT_SUFFIX,
+    StoredTasks,
+    TaskSegmentInfo,
+    named_task_ids,
+)
 
 READ_BATCH = 10_000
 MAX_DIFFERENCES = 20
-FOLD_BATCH: Final = 50_000
-"""Entries decoded and folded at a time: a segment's events are not all decoded at once."""
+FOLD_BATCH: Final = 2_000
+"""Entries decoded and folded at a time: a segment's events are not all decoded at once.
+Small enough that a batch's decoded events stay in the CPU's cache between the passes made
+over them (decode, ids looked up among the stored tasks, fold); a batch of tens of
+thousands leaves it, and every pass reads memory again."""
 EVICT_EVENTS: Final = 500_000
 """Events folded between two looks at how many tasks the replayed state holds."""
 EVICT_TASKS: Final = 1_000_000
@@ -131,8 +139,7 @@ class TaskSpill(AbstractContextManager["TaskSpill"]):
         """Read the ended tasks ``events`` name back into ``state``, before the fold."""
         if not self.segments:
             return
-        named = (t for t in (getattr(e, "task_id", None) for e in events) if t is not None)
-        missing = self.stored.missing(state.tasks, named)
+        missing = self.stored.missing(state.tasks, named_task_ids(events))
         if missing:
             state.tasks.update(self.stored.load(missing, self.paths()))
 

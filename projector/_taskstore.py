@@ -306,6 +306,22 @@ def _counts(table: pa.Table) -> pa.ChunkedArray:
     )
 
 
+_task_id: Final = attrgetter("task_id")
+
+
+def named_task_ids(events: Sequence[object]) -> set[str]:
+    """The task ids ``events`` name, each once: a batch names each of its tasks about five
+    times (a task's events come together), and each id not in memory is looked up among
+    the stored ones (``StoredTasks.missing``)."""
+    try:
+        # Every event of the common batch is a task's: one call into C for all of them.
+        return set(map(_task_id, events))
+    except AttributeError:  # a site's or the job's event among them
+        named = {getattr(event, "task_id", None) for event in events}
+        named.discard(None)
+        return named  # type: ignore[return-value]  # None was the only other value
+
+
 class StoredTasks:
     """What the projector knows of the tasks that left its memory.
 
