@@ -67,10 +67,13 @@ EVICT_TASKS: Final = 1_000_000
 later batch (its task ids looked up among the stored ones, each task encoded and written
 once) and, below a million tasks, saves little memory next to what replay holds whatever
 the job's size; past it, memory stays bounded by this many tasks."""
+EVICT_SLICE: Final = 50_000
+"""Ended tasks encoded and written at a time when they leave (a row group of the run)."""
 POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
 _task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
+_RUN_SCHEMA: Final = pa.schema([("task_id", pa.string()), ("state", pa.binary())])
 
 
 class _Envelope(msgspec.Struct, array_like=True, frozen=True, gc=False):
@@ -88,8 +91,15 @@ class TaskSpill(AbstractContextManager["TaskSpill"]):
     """The ended tasks a replay took out of its state: task segments in a temporary
     directory (deleted on exit), and the hashes of their ids (``StoredTasks``)."""
 
-    def __init__(self, parent: Path | None = None, *, evict_tasks: int = EVICT_TASKS) -> None:
+    def __init__(
+        self,
+        parent: Path | None = None,
+        *,
+        evict_tasks: int = EVICT_TASKS,
+        evict_slice: int = EVICT_SLICE,
+    ) -> None:
         self.evict_tasks = evict_tasks
+        self.evict_slice = evict_slice
         self.limit = evict_tasks
         """Tasks in memory from which the next eviction happens: at least twice those left
         after the last one, so a state of many live tasks is not scanned at every look."""
@@ -120,16 +130,26 @@ class TaskSpill(AbstractContextManager["TaskSpill"]):
         if not leaving:
             return 0
         encode = _task_encoder.encode  # the task store's bytes: ``verify`` compares them
-        states = [encode(tasks.pop(t)) for t in leaving]
-        self.stored.hashes.update(map(hash, leaving))
+        pop = tasks.pop
         self._written += 1
         name = f"run-{self._written:06d}{TASK_SEGMENT_SUFFIX}"
         # Two columns, unsorted, lightly compressed: a run is read once (by DuckDB, or
-        # for the few tasks that come back), so it is written as cheaply as it can be.
-        table = pa.table(
-            {"task_id": pa.array(leaving, pa.string()), "state": pa.array(states, pa.binary())}
-        )
-        pq.write_table(table, self.directory / name, compression="zstd", compression_level=1)
+        # for the few tasks that come back), so it is written as cheaply as it can be. A
+        # slice at a time: the memory of one slice's bytes is reused by the next, where a
+        # run's bytes all at once are fresh pages for the kernel to hand over.
+        with pq.ParquetWriter(
+            self.directory / name, _RUN_SCHEMA, compression="zstd", compression_level=1
+        ) as writer:
+            for at in range(0, len(leaving), self.evict_slice):
+                ids = leaving[at : at + self.evict_slice]
+                states = [encode(pop(t)) for t in ids]
+                writer.write_table(
+                    pa.table(
+                        [pa.array(ids, pa.string()), pa.array(states, pa.binary())],
+                        schema=_RUN_SCHEMA,
+                    )
+                )
+        self.stored.hashes.update(map(hash, leaving))
         self.segments.append(
             TaskSegmentInfo(name=name, tasks=len(leaving), position=state.position)
         )

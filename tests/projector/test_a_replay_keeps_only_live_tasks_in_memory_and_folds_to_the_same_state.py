@@ -36,16 +36,16 @@ def archived(data_dir: Path, log: list[LogEntry], cuts: list[int]) -> tuple[Stor
 
 
 @settings(max_examples=60, deadline=None)
-@given(logs, st.integers(1, 12), st.lists(st.integers(0, 80), max_size=3))
+@given(logs, st.integers(1, 12), st.lists(st.integers(0, 80), max_size=3), st.integers(1, 3))
 def test_a_replay_evicting_ended_tasks_at_any_interval_folds_to_the_plain_fold(
-    log: list[LogEntry], evict_events: int, cuts: list[int]
+    log: list[LogEntry], evict_events: int, cuts: list[int], evict_slice: int
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store, manifest = archived(Path(tmp), log, cuts)
         assert [e.stream_id for e in archived_entries(store, manifest)] == [
             e.stream_id for e in log
         ]
-        with TaskSpill(Path(tmp), evict_tasks=0) as spill:
+        with TaskSpill(Path(tmp), evict_tasks=0, evict_slice=evict_slice) as spill:
             state = fold_archive(store, manifest, spill, evict_events=evict_events)
             replayed = Replayed(state, spill)
             # Ended tasks left memory (and a retried one came back to be folded again).
