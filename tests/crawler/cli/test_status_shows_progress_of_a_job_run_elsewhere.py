@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +12,22 @@ import anyio
 import pytest
 
 from crawler.cli._argv import crawlog_command
-from crawler.testsite import RunningSite
+from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import EventLog
 from projector._fold import fold
 from tests.crawler.conftest import ROOT, run_projector
 
 pytestmark = pytest.mark.anyio
+
+# Every page answered a second late: the crawl outlasts a `status` process's start even on a
+# loaded machine, where a fast site was crawled to the end before status first looked.
+SLOW_PAGES = Faults(slow_rate=1.0, slow_s=1.0)
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[RunningSite]:
+    async with serve_testsite(pages=12, seed=1, faults=SLOW_PAGES) as running:
+        yield running
 
 
 async def crawlog_status(valkey_url: str, job: str, data_dir: Path, *extra: str) -> Any:
