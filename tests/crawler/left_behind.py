@@ -3,8 +3,12 @@ the tests of a worker restarted under the same name (``w1``)."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Awaitable, Callable
+
 import anyio
 import redis.asyncio as aioredis
+from anyio.abc import Process
 
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
@@ -92,3 +96,17 @@ async def wait_until_delivered(
     """Return once the server has delivered ``lease``'s entry to ``w1`` ``times`` times."""
     while (await deliveries(redis, queue, lease, lease)).get(lease.entry_id, 0) < times:
         await anyio.sleep(0.001)
+
+
+async def kill_while(process: Process, holds: Callable[[], Awaitable[bool]]) -> None:
+    """SIGKILL ``process`` at a moment ``holds()`` is true: it is stopped (SIGSTOP) before
+    the look that decides, so nothing it does between that look and the kill can make the
+    look untrue; if the look fails, it goes on (SIGCONT) until the next time."""
+    while True:
+        if await holds():
+            process.send_signal(signal.SIGSTOP)
+            if await holds():
+                break
+            process.send_signal(signal.SIGCONT)
+        await anyio.sleep(0.002)
+    process.send_signal(signal.SIGKILL)

@@ -9,7 +9,6 @@ request log says when the next page was asked for.
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ import redis.asyncio as aioredis
 from crawler._politeness import DEFAULT_PER_HOST, DEFAULT_SLOT_TTL_S, Politeness
 from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import JobKeys
+from tests.crawler.left_behind import kill_while
 from tests.crawler.operator_cli import crawlog
 
 pytestmark = pytest.mark.anyio
@@ -88,15 +88,7 @@ async def kill_with_pages_in_flight(
     """Start w1, SIGKILL it while it holds every slot of the host; the time of the kill."""
     host = site.url.removeprefix("http://")
     w1 = await worker_process("w1")
-    while True:
-        if await every_slot_taken_lately(redis, keys, host):
-            # Stopped, it cannot free a slot between this look and the kill.
-            w1.send_signal(signal.SIGSTOP)
-            if await held_slots(redis, keys, host) == DEFAULT_PER_HOST:
-                break
-            w1.send_signal(signal.SIGCONT)
-        await anyio.sleep(0.005)
-    w1.send_signal(signal.SIGKILL)
+    await kill_while(w1, lambda: every_slot_taken_lately(redis, keys, host))
     killed = time.time()
     await w1.wait()
     assert await held_slots(redis, keys, host) == DEFAULT_PER_HOST, "the kill left them held"

@@ -13,7 +13,6 @@ before).
 from __future__ import annotations
 
 import itertools
-import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ import redis.asyncio as aioredis
 
 from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import JobKeys
+from tests.crawler.left_behind import kill_while
 from tests.crawler.scrapy.conftest import SCRAPY_PAGES
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -74,18 +74,13 @@ async def test_two_processes_never_overlap_on_a_host_and_a_killed_one_frees_its_
         with anyio.fail_after(DEADLINE_S):
             doomed = await scrapy_process(site=site, env={**env, "CRAWLOG_WORKER": "doomed"})
             survivor = await scrapy_process(site=site, env={**env, "CRAWLOG_WORKER": "survivor"})
-            while True:
-                if site.request_count >= KILL_AFTER and await slot_holders(
-                    redis_client, keys, host
-                ) == {"doomed"}:
-                    # Stopped, it cannot free the slot between this look and the kill: it
-                    # still holds it, or it freed it before it stopped and goes on.
-                    doomed.send_signal(signal.SIGSTOP)
-                    if await slot_holders(redis_client, keys, host) == {"doomed"}:
-                        break
-                    doomed.send_signal(signal.SIGCONT)
-                await anyio.sleep(0.002)
-            doomed.send_signal(signal.SIGKILL)
+
+            async def doomed_holds_it() -> bool:
+                if site.request_count < KILL_AFTER:
+                    return False
+                return await slot_holders(redis_client, keys, host) == {"doomed"}
+
+            await kill_while(doomed, doomed_holds_it)
             await doomed.wait()
             assert await redis_client.zcard(keys.host_slots(host)) == 1, "the kill left it held"
             assert await survivor.wait() == 0
