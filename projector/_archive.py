@@ -10,6 +10,7 @@ renamed, so a reader sees a whole segment or none.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -22,7 +23,14 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, decode, stream_id_key
-from projector._segment_index import ARCHIVE_ROW_GROUP, write_index
+from projector._segment_index import (
+    ARCHIVE_ROW_GROUP,
+    merged_index,
+    read_index,
+    row_group_rows,
+    write_index,
+    write_index_keys,
+)
 
 SEGMENT_SUFFIX = ".parquet"
 COMPRESSION = "zstd"
@@ -149,34 +157,69 @@ def write_segment(directory: Path, entries: Sequence[LogEntry]) -> SegmentInfo:
 
 def write_table(directory: Path, table: pa.Table) -> SegmentInfo:
     """Write a table of ``SCHEMA`` rows, in log order, as a segment: temp, fsync, rename."""
+    segment = _write_rows(directory, table, [table])
+    write_index(segment, table)  # after the segment: its size is in the index
+    return _segment_info(segment, table)
+
+
+def merge_segments(directory: Path, segments: Sequence[SegmentInfo]) -> SegmentInfo:
+    """Write consecutive segments as one new segment (the old files stay until uncommitted).
+
+    Each old row group stays a row group of the new segment, so the new index is the old
+    ones with their row groups renumbered (``merged_index``); if one of them is missing or
+    does not match its segment, the new one is built from the rows, as for a new segment.
+    """
+    paths = [directory / s.name for s in segments]
+    tables = [read_table(path) for path in paths]
+    groups = [row_group_rows(path) for path in paths]
+    parts = [
+        table.slice(at, rows)
+        for table, sizes in zip(tables, groups, strict=True)
+        for at, rows in zip(itertools.accumulate(sizes, initial=0), sizes, strict=False)
+    ]
+    merged = pa.concat_tables(tables)
+    segment = _write_rows(directory, merged, parts)
+    indexes = [read_index(path, s.events) for path, s in zip(paths, segments, strict=True)]
+    known = [i for i in indexes if i is not None]
+    if len(known) == len(indexes) and [i.row_groups for i in known] == list(map(len, groups)):
+        keys, untasked = merged_index(known)
+        write_index_keys(segment, merged.num_rows, len(parts), keys, untasked)
+    else:
+        write_index(segment, merged)
+    return _segment_info(segment, merged)
+
+
+def _write_rows(directory: Path, table: pa.Table, parts: Sequence[pa.Table]) -> Path:
+    """Write ``table`` as a segment file (temp, fsync, rename), each of ``parts`` (its
+    rows, in order) in row groups of at most ``ARCHIVE_ROW_GROUP`` rows; returns its path."""
     ids = table.column("stream_id")
-    first_id, last_id = ids[0].as_py(), ids[-1].as_py()
-    name = segment_name(first_id, last_id)
+    name = segment_name(ids[0].as_py(), ids[-1].as_py())
     # The pid: a segment writer process still finishing a dead projector's segment never
     # shares a temporary file with the next projector's (``_writer``).
     tmp = directory / f".{name}.{os.getpid()}.tmp"
     with open(tmp, "wb") as sink:
         # Page checksums: a bit flipped on disk is an error naming the file when read,
         # not a wrong event (without them 1 flip in 9 read back silently as other data).
-        pq.write_table(
-            table,
+        with pq.ParquetWriter(
             sink,
+            table.schema,
             compression=COMPRESSION,
             use_dictionary=DICTIONARY_COLUMNS,
             write_page_checksum=True,
-            row_group_size=ARCHIVE_ROW_GROUP,
-        )
+        ) as writer:
+            for part in parts:
+                writer.write_table(part, row_group_size=ARCHIVE_ROW_GROUP)
         sink.flush()
         os.fsync(sink.fileno())
     os.replace(tmp, directory / name)
-    write_index(directory / name, table)  # after the segment: its size is in the index
-    return SegmentInfo(name=name, first_id=first_id, last_id=last_id, events=table.num_rows)
+    return directory / name
 
 
-def merge_segments(directory: Path, segments: Sequence[SegmentInfo]) -> SegmentInfo:
-    """Write consecutive segments as one new segment (the old files stay until uncommitted)."""
-    tables = [read_table(directory / s.name) for s in segments]
-    return write_table(directory, pa.concat_tables(tables))
+def _segment_info(segment: Path, table: pa.Table) -> SegmentInfo:
+    ids = table.column("stream_id")
+    return SegmentInfo(
+        name=segment.name, first_id=ids[0].as_py(), last_id=ids[-1].as_py(), events=table.num_rows
+    )
 
 
 def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:

@@ -38,6 +38,7 @@ import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,6 +57,7 @@ _URL_SEED = 0x5A5A5A5A
 """CRC start values: a task id and a URL of the same text get different keys."""
 PAGE_TYPE = "task.page"
 _ROW_GROUP_MASK = 0xFFFFFFFF
+_KEY_MASK = 0xFFFFFFFF_00000000
 ARCHIVE_ROW_GROUP = 16_384
 """Rows per row group of an archive segment: what history reads for one key."""
 
@@ -110,16 +112,26 @@ def write_index(segment: Path, table: pa.Table) -> None:
     temp, fsync, rename, so a reader sees a whole index or none."""
     if sys.byteorder != "little":  # the keys are written and read as native integers
         return
-    row_groups = _row_group_rows(segment)
+    row_groups = row_group_rows(segment)
     if sum(row_groups) != table.num_rows:  # not the file of this table: no index, a scan
         return
     keys, untasked = index_keys(table, row_groups)
+    write_index_keys(segment, table.num_rows, len(row_groups), keys, untasked)
+
+
+def write_index_keys(
+    segment: Path, events: int, row_groups: int, keys: pa.Array, untasked: Sequence[int]
+) -> None:
+    """Write the index of the segment file ``segment`` (``events`` rows in ``row_groups``
+    row groups) from its sorted ``keys`` and ``untasked`` row groups: temp, fsync, rename."""
+    if sys.byteorder != "little":
+        return
     header = _HEADER.pack(
         _MAGIC,
         INDEX_VERSION,
-        table.num_rows,
+        events,
         segment.stat().st_size,
-        len(row_groups),
+        row_groups,
         len(untasked),
         len(keys),
         zlib.crc32(segment.name.encode()),
@@ -137,12 +149,60 @@ def write_index(segment: Path, table: pa.Table) -> None:
     os.replace(tmp, final)
 
 
+class SegmentIndex(NamedTuple):
+    """What a segment's index holds: its sorted keys, the row groups of events of no task,
+    and how many row groups the segment has."""
+
+    keys: pa.Array
+    untasked: list[int]
+    row_groups: int
+
+
+def read_index(segment: Path, events: int) -> SegmentIndex | None:
+    """The index of ``segment`` (committed with ``events`` events), whole; None if it has
+    no index that matches the segment file as it is now (as ``matching_row_groups``)."""
+    if sys.byteorder != "little":
+        return None
+    try:
+        segment_bytes = segment.stat().st_size
+        body = segment.with_name(index_name(segment.name)).read_bytes()
+        header = _valid_header(body, len(body), segment, events, segment_bytes)
+        if header is None:
+            return None
+        groups, untasked, count, keys_at = header
+        found = list(struct.unpack_from(f"<{untasked}I", body, _HEADER.size))
+    except (OSError, ValueError, struct.error):
+        return None
+    keys = pa.Array.from_buffers(pa.uint64(), count, [None, pa.py_buffer(body[keys_at:])])
+    return SegmentIndex(keys, found, groups)
+
+
+def merged_index(parts: Sequence[SegmentIndex]) -> tuple[pa.Array, list[int]]:
+    """The keys and untasked row groups of a segment whose row groups are those of the
+    segments indexed by ``parts``, in order: each part's row groups shifted past those
+    before it. Pure: no I/O, and no task id or URL hashed again (a merge's own index
+    cost about as much CPU as writing the merged segment)."""
+    shifted, untasked, offset = [], [], 0
+    for part in parts:
+        keys = part.keys
+        if offset:
+            high = pc.bit_wise_and(keys, pa.scalar(_KEY_MASK, pa.uint64()))
+            groups = pc.bit_wise_and(keys, pa.scalar(_ROW_GROUP_MASK, pa.uint64()))
+            keys = pc.bit_wise_or(high, pc.add(groups, pa.scalar(offset, pa.uint64())))
+        shifted.append(keys)
+        untasked += [group + offset for group in part.untasked]
+        offset += part.row_groups
+    keys = pa.concat_arrays(shifted) if shifted else pa.array([], pa.uint64())
+    return pc.take(keys, pc.sort_indices(keys)), untasked
+
+
 def _padded(count: int) -> int:
     """Row group numbers (4 bytes each) padded so the keys start 8-byte aligned."""
     return count + count % 2
 
 
-def _row_group_rows(segment: Path) -> list[int]:
+def row_group_rows(segment: Path) -> list[int]:
+    """The rows of each row group of the Parquet file ``segment``."""
     metadata = pq.read_metadata(segment)
     return [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
 
@@ -203,19 +263,10 @@ def _lookup(
     task_ids: Collection[str],
     page_url: str | None,
 ) -> list[int] | None:
-    magic, version, indexed, indexed_bytes, groups, untasked, count, name, _ = _HEADER.unpack_from(
-        mapped
-    )
-    keys_at = _HEADER.size + 4 * _padded(untasked)
-    if (
-        magic != _MAGIC
-        or version != INDEX_VERSION
-        or indexed != events
-        or name != zlib.crc32(segment.name.encode())
-        or size != keys_at + 8 * count
-        or indexed_bytes != segment_bytes
-    ):
+    header = _valid_header(mapped, size, segment, events, segment_bytes)
+    if header is None:
         return None
+    groups, untasked, count, keys_at = header
     found = set(struct.unpack_from(f"<{untasked}I", mapped, _HEADER.size))
     wanted = [task_key(t) for t in task_ids]
     if page_url is not None:
@@ -236,6 +287,28 @@ def _lookup(
     if any(g >= groups for g in found):
         return None
     return sorted(found)
+
+
+def _valid_header(
+    index: mmap.mmap | bytes, size: int, segment: Path, events: int, segment_bytes: int
+) -> tuple[int, int, int, int] | None:
+    """(row groups, untasked row groups, keys, where the keys start) of an index ``size``
+    bytes long, if its header matches ``segment`` (committed with ``events`` events, now
+    ``segment_bytes`` long); None otherwise."""
+    magic, version, indexed, indexed_bytes, groups, untasked, count, name, _ = _HEADER.unpack_from(
+        index
+    )
+    keys_at = _HEADER.size + 4 * _padded(untasked)
+    if (
+        magic != _MAGIC
+        or version != INDEX_VERSION
+        or indexed != events
+        or name != zlib.crc32(segment.name.encode())
+        or size != keys_at + 8 * count
+        or indexed_bytes != segment_bytes
+    ):
+        return None
+    return groups, untasked, count, keys_at
 
 
 def indexed_rows(
