@@ -166,26 +166,25 @@ def merge_segments(directory: Path, segments: Sequence[SegmentInfo]) -> SegmentI
     """Write consecutive segments as one new segment (the old files stay until uncommitted).
 
     Each old row group stays a row group of the new segment, so the new index is the old
-    ones with their row groups renumbered (``merged_index``); if one of them is missing or
-    does not match its segment, the new one is built from the rows, as for a new segment.
+    ones with their row groups renumbered (``merged_index``). If one of them is missing or
+    does not match its segment (a job from before indexes, whose segments were one row
+    group each), the rows are written and indexed as a new segment's.
     """
     paths = [directory / s.name for s in segments]
-    tables = [read_table(path) for path in paths]
+    merged = pa.concat_tables([read_table(path) for path in paths])
     groups = [row_group_rows(path) for path in paths]
-    parts = [
-        table.slice(at, rows)
-        for table, sizes in zip(tables, groups, strict=True)
-        for at, rows in zip(itertools.accumulate(sizes, initial=0), sizes, strict=False)
-    ]
-    merged = pa.concat_tables(tables)
-    segment = _write_rows(directory, merged, parts)
     indexes = [read_index(path, s.events) for path, s in zip(paths, segments, strict=True)]
-    known = [i for i in indexes if i is not None]
-    if len(known) == len(indexes) and [i.row_groups for i in known] == list(map(len, groups)):
-        keys, untasked = merged_index(known)
-        write_index_keys(segment, merged.num_rows, len(parts), keys, untasked)
-    else:
-        write_index(segment, merged)
+    known = [
+        i for i, g in zip(indexes, groups, strict=True) if i is not None and i.row_groups == len(g)
+    ]
+    if len(known) < len(segments):
+        return write_table(directory, merged)
+    rows = list(itertools.chain.from_iterable(groups))
+    starts = itertools.accumulate(rows, initial=0)
+    parts = [merged.slice(at, count) for at, count in zip(starts, rows, strict=False)]
+    segment = _write_rows(directory, merged, parts)
+    keys, untasked = merged_index(known)
+    write_index_keys(segment, merged.num_rows, len(parts), keys, untasked)
     return _segment_info(segment, merged)
 
 
