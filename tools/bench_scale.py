@@ -3,7 +3,7 @@ state size, replay and report times, Redis bytes per URL, and a one-page crawl.
 
     python tools/bench_scale.py [--quick] [--sizes 10000,100000] [--redis-urls N]
                                 [--tiny-runs 5] [--keep DIR] [--reads N] [--crawlog EXE]
-                                [--small-runs 3]
+                                [--small-runs 5]
 
 Everything runs on one private valkey-server as crawlog starts it (``ensure_server``), in
 a fresh data directory, and is measured through the public API and the command line only
@@ -42,7 +42,7 @@ starts (importing Arrow, a few tenths of a second of CPU), before the measured s
 its own start is; started in the middle of a 10k-task run, that import alone would be
 several microseconds an event. The seed's events are not counted.
 
-**Small sizes are built ``--small-runs`` times** (3; sizes up to 100k tasks, the later builds
+**Small sizes are built ``--small-runs`` times** (5; sizes up to 100k tasks, the later builds
 as jobs ``scale-<tasks>-<n>``): a 10k-task log is projected in about a second and one
 build's CPU per event varied by a third between runs, so the per-event costs are the
 median of the builds (``*_min``, ``*_max``: their spread); the reads are timed on the first.
@@ -119,9 +119,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_dedup import fingerprints  # a tool beside this one
 
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
-SMALL_RUNS = 3
+SMALL_RUNS = 5
 """Builds of each size under ``SMALL_MAX``: a 10k-task log is projected in about a second,
-and one build's CPU per event varied by a third between runs; the median is reported."""
+and one build's CPU per event varied by a third between runs, and by half on a busy
+machine (of three builds, one could decide the median); the median is reported."""
 SMALL_MAX = 100_000
 QUICK_MAX = 1_000_000
 REDIS_URLS = 1_000_000
