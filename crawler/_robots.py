@@ -9,13 +9,13 @@ What a response means follows RFC 9309 (and Google's reading of it):
   other hosts too, each hop through the crawl's address check (`crawler._addresses`).
 - 3xx left unfollowed (a sixth redirect, a loop), 4xx other than 429: there are no rules;
   everything is allowed.
-- 429, 5xx, no response (``status`` 0), a 2xx whose body broke off (connection closed, bad
-  content encoding), a redirect to a refused address: the rules are unreachable for now, so nothing is
-  allowed; the cache keeps this verdict only briefly (`DEFAULT_UNREACHABLE_TTL_S`), and
-  then the worker asks again. The worker does not fail a task as "disallowed" for this: it
-  retries it (waiting at least that long), so a robots.txt that comes back lets the crawl
-  go on, and one that stays down fails the task, after the job's attempts, with the
-  reason "robots.txt unreachable: ...".
+- 429, 5xx, no response (``status`` 0), a 2xx whose body broke off (connection closed,
+  bad content encoding), a redirect to a refused address: the rules are unreachable for
+  now, so nothing is allowed; the cache keeps this verdict only briefly
+  (`DEFAULT_UNREACHABLE_TTL_S`), and then the worker asks again. The worker does not fail
+  a task as "disallowed" for this: it retries it (waiting at least that long), so a
+  robots.txt that comes back lets the crawl go on, and one that stays down fails the task,
+  after the job's attempts, with the reason "robots.txt unreachable: ...".
 
 RFC 9309 (section 2.3.1.4) and Google read a 5xx as a complete disallow for a while;
 Scrapy instead parses whatever body a 5xx had (an error page: allow all), and allows all

@@ -32,9 +32,9 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 from yarl import URL
 
+from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
-from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from crawler._fetch_spec import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator, Callable
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +119,35 @@ def make_response() -> Callable[..., Response]:
         )  # fmt: skip
 
     return make
+
+
+@pytest.fixture
+def ssrf_namespace() -> Iterator[str]:
+    """A network namespace of this test's own, its name: ``lo`` up with the addresses of
+    `tests.crawler.ssrf_sites` (10.9.9.9 and 169.254.169.254, nowhere but in it) and an
+    ``/etc/hosts`` naming them, which ``ip netns exec`` puts in place of the machine's.
+    Skipped, saying why, where one cannot be made (not root, no ``ip``)."""
+    from tests.crawler.ssrf_sites import HOSTS
+
+    name = f"crawlog-test-{os.getpid()}"
+    ip = shutil.which("ip")
+    if ip is None:
+        pytest.skip("no `ip` command: cannot create a network namespace")
+    made = subprocess.run([ip, "netns", "add", name], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot create a network namespace: {made.stderr.strip()}")
+    etc = Path("/etc/netns") / name
+    try:
+        etc.mkdir(parents=True)
+        hosts = "".join(f"{address} {host}\n" for host, address in HOSTS.items())
+        (etc / "hosts").write_text(f"127.0.0.1 localhost\n::1 localhost\n{hosts}")
+        inside = [ip, "netns", "exec", name, ip]
+        subprocess.run([*inside, "link", "set", "lo", "up"], check=True)
+        for address in sorted(set(HOSTS.values())):
+            subprocess.run([*inside, "addr", "add", f"{address}/32", "dev", "lo"], check=True)
+        yield name
+    finally:
+        shutil.rmtree(etc, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            etc.parent.rmdir()  # unless something else keeps files there
+        subprocess.run([ip, "netns", "del", name], check=False)
