@@ -21,7 +21,18 @@ from crawler._spider import Response
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite, serve_testsite
-from eventlog import JobKeys, TaskQueue
+from eventlog import (
+    EventLog,
+    ItemScraped,
+    JobKeys,
+    PageFetched,
+    TaskClaimed,
+    TaskDone,
+    TaskEnqueued,
+    TaskQueue,
+)
+from projector import Projector
+from tests.server_helpers import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,3 +162,27 @@ def ssrf_namespace() -> Iterator[str]:
         with contextlib.suppress(OSError):
             etc.parent.rmdir()  # unless something else keeps files there
         subprocess.run([ip, "netns", "del", name], check=False)
+
+
+@pytest.fixture
+async def projected_job(
+    tmp_path: Path, redis_client: aioredis.Redis, job: str, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A data directory holding ``job``: three tasks of site.test, each with a page and an
+    item, projected and committed (for the commands that read committed data)."""
+    clean_env(monkeypatch)
+    directory = tmp_path / "projected"
+    events: list[Any] = []
+    for n in range(3):
+        task, url = f"t{n}", f"http://site.test/{n}"
+        events += [
+            TaskEnqueued(actor="seed", task_id=task, url=url, site="http://site.test"),
+            TaskClaimed(actor="w1", task_id=task, attempt=1),
+            PageFetched(actor="w1", task_id=task, attempt=1, url=url, status=200, page=1),
+            ItemScraped(actor="w1", task_id=task, key=f"item-{n}", data={"n": n}),
+            TaskDone(actor="w1", task_id=task, attempt=1),
+        ]
+    await EventLog(redis_client, job).append_many(events)
+    async with Projector(redis_client, job, directory) as projector:
+        await projector.catch_up()
+    return directory
