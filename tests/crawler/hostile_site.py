@@ -27,6 +27,8 @@ class Route:
     """Accept the request and never answer."""
     unavailable_first: int = 0
     """Answer the first this many requests with 503 instead."""
+    cut_after: int | None = None
+    """Send only this many bytes of the body (its Content-Length says all), then hang up."""
 
 
 @dataclass
@@ -80,7 +82,7 @@ async def serve_hostile(
                     await writer.drain()
                     await asyncio.sleep(route.trickle_s)
             else:
-                writer.write(route.body)
+                writer.write(route.body[: route.cut_after])
             await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass  # the client gave up (a timeout): nothing to answer
