@@ -18,9 +18,9 @@ async def test_the_first_500_kib_of_a_larger_robots_txt_are_its_rules() -> None:
     padding = b"# " + b"x" * 1000 + b"\n"
     filler = padding * (MAX_ROBOTS_BYTES // len(padding) + 1)
     body = RULES + filler + b"Disallow: /late\n" + filler
-    async with serve_hostile({"/robots.txt": Route(body, content_type="text/plain")}) as site:
-        async with Fetcher(FetchConfig()) as fetcher:
-            result = await fetcher.fetch_robots(site.url)
+    route = Route(body, content_type="text/plain")
+    async with serve_hostile({"/robots.txt": route}) as site, Fetcher(FetchConfig()) as fetcher:
+        result = await fetcher.fetch_robots(site.url)
     assert result.error is None and result.truncated
     assert len(result.body) == MAX_ROBOTS_BYTES
     rules = parse_robots(result.body, result.status)
@@ -39,9 +39,8 @@ def test_a_2xx_that_did_not_arrive_whole_is_unreachable_not_allow_all() -> None:
 async def test_a_robots_txt_whose_body_breaks_off_is_unreachable() -> None:
     body = RULES + b"Allow: /\n" * 1000
     route = Route(body, content_type="text/plain", cut_after=len(RULES))
-    async with serve_hostile({"/robots.txt": route}) as site:
-        async with Fetcher(FetchConfig()) as fetcher:
-            result = await fetcher.fetch_robots(site.url)
+    async with serve_hostile({"/robots.txt": route}) as site, Fetcher(FetchConfig()) as fetcher:
+        result = await fetcher.fetch_robots(site.url)
     assert result.error is not None
     rules = parse_robots(result.body, result.status, error=result.error)
     assert rules.verdict is RobotsVerdict.UNREACHABLE
