@@ -32,6 +32,10 @@ from crawler._addresses import (
 
 __all__ = ["GuardedResolver"]
 
+_MAX_HOSTS_PASSED = 65_536
+"""Hosts remembered as passing `GuardedResolver.check_host` (past that it starts afresh):
+telling a name from an address costs more than a set lookup, on every request."""
+
 
 class GuardedResolver(AbstractResolver):
     """aiohttp's default resolver, its answers filtered by an :class:`AddressPolicy`."""
@@ -42,6 +46,8 @@ class GuardedResolver(AbstractResolver):
         self._trusted = frozenset(h.lower() for h in (*policy.own_hosts, *trusted_hosts))
         """Hosts connected to whatever their addresses: the crawl's own, its proxies'."""
         self._own: frozenset[IPAddress] | None = None
+        self._passed: set[str] = set()
+        """Hosts ``check_host`` let through without resolving them: it would again."""
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -69,7 +75,10 @@ class GuardedResolver(AbstractResolver):
         """AddressRefused unless ``host`` may be connected to: checked here if it is an
         address; if it is a name, only with ``resolve`` (the connect will not resolve it
         here: a proxy's request), else the connect's own resolution checks it."""
+        if host in self._passed:
+            return
         if self.policy.allow_private or _bare(host) in self._trusted:
+            self._remember(host)
             return
         address = parse_address(host)
         if address is None:
@@ -77,9 +86,17 @@ class GuardedResolver(AbstractResolver):
                 # A name only the proxy knows (no answer here) is the proxy's to resolve.
                 with contextlib.suppress(socket.gaierror):
                     await self.resolve(host, port, socket.AF_UNSPEC)
+            else:
+                self._remember(host)  # a name: the connect's own resolution checks it
             return
         if (kind := await self._refusal(address)) is not None:
             raise AddressRefused(host, address, kind)
+        self._remember(host)
+
+    def _remember(self, host: str) -> None:
+        if len(self._passed) >= _MAX_HOSTS_PASSED:
+            self._passed.clear()
+        self._passed.add(host)
 
     async def _refusal(self, address: IPAddress) -> AddressKind | None:
         kind = refusal(address, self.policy)
