@@ -69,3 +69,21 @@ async def test_robots_txt_follows_five_redirects_to_other_hosts_and_not_six() ->
         assert six.error == ERROR_TOO_MANY_REDIRECTS
         assert five.error is None and five.body.startswith(b"User-agent")
         assert len(five.redirects) == 5
+
+
+async def test_no_spelling_of_a_refused_address_reaches_it() -> None:
+    async with serve_hostile({"/": Route(b"secret")}, host=WITNESS_HOST) as witness:
+        port = witness.port
+        spellings = [
+            f"http://[::ffff:{WITNESS_HOST}]:{port}/",  # IPv4-mapped IPv6
+            f"http://[0:0:0:0:0:ffff:7f00:2]:{port}/",
+            f"http://0x7f.0.0.2:{port}/",  # a name to the resolver, which knows better
+            f"http://2130706434:{port}/",  # the address as one number
+            f"http://0177.0.0.02:{port}/",  # octal
+            f"http://127.2:{port}/",
+        ]
+        own = AddressPolicy(own_hosts=("127.0.0.1",))
+        async with Fetcher(FetchConfig(addresses=own)) as fetcher:
+            results = [await fetcher.fetch(url) for url in spellings]
+    assert all(r.error is not None and r.status == 0 for r in results), results
+    assert witness.connections == 0
