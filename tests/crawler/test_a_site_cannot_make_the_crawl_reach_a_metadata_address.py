@@ -69,6 +69,13 @@ def test_no_request_reaches_the_metadata_address_however_the_site_points_there(
     assert f"robots.txt {WWW}/robots.txt not read: {refused}" in out
     assert f"sitemap http://meta.shop.test/named.xml not read: {refused}" in out
     assert f"sitemap {BLOG}/moved.xml not read: {refused}" in out
+    # The report says why the www site was not crawled: its robots.txt could not be read.
+    report = subprocess.run(
+        crawlog_command("report", "--job", "ssrf", "--data-dir", str(tmp_path / "data")),
+        cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert report.returncode == 0, report.stderr
+    assert f"robots.txt unreachable: {refused}" in report.stdout, report.stdout
 
 
 def test_with_allow_private_the_same_crawl_reaches_it(ssrf_namespace: str, tmp_path: Path) -> None:
