@@ -1,0 +1,65 @@
+"""Claims shared between sites: a worker's free places do not go to a site that is busy.
+
+A site is busy for a worker when at least ``per_host`` of the worker's requests to its host
+already wait for a politeness slot (`PolitenessGate.busy_hosts`): one more task of it would
+only wait too, holding a place (and a lease) another site could use now. The worker then
+claims with `TaskQueue.claim_around`, which moves such sites' entries to the end of their
+lane instead of handing them out. Nothing is shared but the lanes: each worker judges from
+its own requests, so several workers together keep a few tasks of each busy site each.
+
+When a claim around busy sites finds nothing else, the lanes' fronts are all busy sites'
+tasks: the worker waits a little before looking again (`ClaimPause`), longer each time it
+finds nothing, so that a crawl of one slow site does not move entries round and round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+
+import anyio
+
+LEASES_PER_PLACE = 4
+"""A task waiting for its host's politeness slot takes none of a worker's ``concurrency``
+places; but a worker holds at most this many leases per place."""
+FIRST_PAUSE_S = 0.02
+LONGEST_PAUSE_S = 0.5
+"""A site's tasks newly enqueued behind busy ones wait at most about this long to be claimed."""
+
+
+def busy_sites(sites: Iterable[str], busy_hosts: set[str]) -> set[str]:
+    """The sites (``scheme://host[:port]``) among ``sites`` whose host is busy."""
+    if not busy_hosts:
+        return set()
+    return {site for site in sites if site.partition("://")[2] in busy_hosts}
+
+
+class ClaimPause:
+    """How long to wait after a claim around busy sites that found nothing: doubling from
+    `FIRST_PAUSE_S` to `LONGEST_PAUSE_S`, back to the first once a claim finds work."""
+
+    __slots__ = ("_next",)
+
+    def __init__(self) -> None:
+        self._next = FIRST_PAUSE_S
+
+    def found(self) -> None:
+        """A claim found work (or nothing was busy): the next pause is short again."""
+        self._next = FIRST_PAUSE_S
+
+    def empty(self) -> float:
+        """A claim around busy sites found nothing: the seconds to wait before the next."""
+        pause = self._next
+        self._next = min(pause * 2, LONGEST_PAUSE_S)
+        return pause
+
+
+async def first_of(*waits: Callable[[], Awaitable[object]]) -> None:
+    """Return as soon as one of ``waits`` returns (the others are cancelled)."""
+    async with anyio.create_task_group() as either:
+
+        async def until(wait: Callable[[], Awaitable[object]]) -> None:
+            await wait()
+            either.cancel_scope.cancel()
+
+        for wait in waits:
+            either.start_soon(until, wait)
