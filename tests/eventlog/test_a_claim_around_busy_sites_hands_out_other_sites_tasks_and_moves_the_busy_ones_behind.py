@@ -47,7 +47,8 @@ async def test_other_sites_tasks_are_handed_out_past_a_busy_site_s(
     # Not busy any more: the same claim takes them, in their order.
     rest = await queue.claim_around(20, set())
     assert [lease.task.task_id for lease in rest.leases] == [
-        "task-12", *(f"task-{n}" for n in range(10))
+        "task-12",
+        *(f"task-{n}" for n in range(10)),
     ]
 
 
