@@ -191,9 +191,17 @@ def main() -> int:
             for name, by_code in results.items()
         }
         figures[f"{prefix}multi_site_efficiency"] = efficiency
+        figures[f"{prefix}multi_site_efficiency_spread"] = {
+            name: [round(f(r["efficiency"] for r in by_code[code]), 3) for f in (min, max)]
+            for name, by_code in results.items()
+        }
         if "mixed" in results:
-            slow = statistics.median(r["small_slowdown"] for r in results["mixed"][code])
-            figures[f"{prefix}small_site_slowdown"] = round(slow, 3)
+            slow = [r["small_slowdown"] for r in results["mixed"][code]]
+            figures[f"{prefix}small_site_slowdown"] = round(statistics.median(slow), 3)
+            figures[f"{prefix}small_site_slowdown_spread"] = [
+                round(min(slow), 3),
+                round(max(slow), 3),
+            ]
     print(json.dumps(figures))
     return 0
 
