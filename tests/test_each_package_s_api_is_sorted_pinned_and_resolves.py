@@ -266,18 +266,10 @@ API: dict[str, list[str]] = {
         "save_config",
     ],
     "crawler.cli": [
-        "LiveProgress",
-        "OpenJob",
-        "Progress",
-        "Row",
-        "Tracker",
         "cli",
         "crawlog_command",
-        "format_duration",
-        "format_eta",
         "main",
         "stop_processes",
-        "task_id_of",
     ],
     "crawler.console": [
         "ConsoleSettings",
@@ -286,6 +278,39 @@ API: dict[str, list[str]] = {
         "new_token",
         "serve",
         "url_of",
+    ],
+    "crawler.ops": [
+        "BODY_STEM",
+        "RETRY_BATCH",
+        "TOTAL",
+        "Failure",
+        "JobRow",
+        "LiveProgress",
+        "OpenJob",
+        "Progress",
+        "Row",
+        "Tracker",
+        "body_extension",
+        "control_site",
+        "default_operator",
+        "detail_of",
+        "evidence_summary",
+        "export_command_line",
+        "format_duration",
+        "format_eta",
+        "last_failure",
+        "open_job",
+        "open_log",
+        "pause_or_resume",
+        "read_job_rows",
+        "request_summary",
+        "resolve",
+        "resolve_site",
+        "response_text",
+        "retry_of",
+        "retry_tasks",
+        "table_lines",
+        "task_id_of",
     ],
     "crawler.scrapy": [
         "DupeFilter",
@@ -339,7 +364,14 @@ API: dict[str, list[str]] = {
 }
 """What each package exports: one name a line, in ``__all__``'s order."""
 
-LAZY_PACKAGES = ("projector", "crawler", "crawler.cli", "crawler.console", "crawler.testsite")
+LAZY_PACKAGES = (
+    "projector",
+    "crawler",
+    "crawler.cli",
+    "crawler.console",
+    "crawler.ops",
+    "crawler.testsite",
+)
 """Packages that load some or all of their names on first use (``_LAZY``)."""
 HEAVY = ("pyarrow", "duckdb", "aiohttp", "httpx", "prometheus_client", "rich")
 """What no importer of a package's API should pay for until it uses the part that needs it."""

@@ -5,10 +5,10 @@ workers and projector) both run :func:`main`. The commands use the crawler, the 
 the projector through their public APIs; what they share (options, settings, logging, exit
 statuses, progress) lives in this package's private modules. ``crawlog_command`` builds
 a command line that runs crawlog; what the tools use to stop crawlog processes loads on
-first use (``_LAZY``), as no command but ``crawl`` and ``demo`` needs it. So do the parts
-the web console (``crawler.console``) shows and acts with as the commands do: live
-progress (``LiveProgress``, ``Tracker``, ``Progress``), how durations and ETAs are written,
-and the operator's handle on a job (``OpenJob``, ``task_id_of``).
+first use (``_LAZY``), as no command but ``crawl`` and ``demo`` needs it. What the
+commands read and do about a job (opening it, retries, pauses, progress, how durations and
+tables are written) is the library's, ``crawler.ops``, shared with the web console
+(``crawler.console``), which this package imports only to start it (``console.py``).
 """
 
 from __future__ import annotations
@@ -20,38 +20,18 @@ from crawler.cli._argv import crawlog_command
 from crawler.cli._main import cli, main
 
 if TYPE_CHECKING:
-    from crawler.cli._format import format_duration
-    from crawler.cli._operator import OpenJob, task_id_of
     from crawler.cli._processes import stop_processes
-    from crawler.cli._progress import Progress, Row, Tracker, format_eta
-    from crawler.cli._progress_source import LiveProgress
 
 _LAZY: dict[str, str] = {
-    "LiveProgress": "crawler.cli._progress_source",
-    "OpenJob": "crawler.cli._operator",
-    "Progress": "crawler.cli._progress",
-    "Row": "crawler.cli._progress",
-    "Tracker": "crawler.cli._progress",
-    "format_duration": "crawler.cli._format",
-    "format_eta": "crawler.cli._progress",
     "stop_processes": "crawler.cli._processes",
-    "task_id_of": "crawler.cli._operator",
 }
 """Each name loaded on first use → the module that defines it."""
 
 __all__ = [
-    "LiveProgress",
-    "OpenJob",
-    "Progress",
-    "Row",
-    "Tracker",
     "cli",
     "crawlog_command",
-    "format_duration",
-    "format_eta",
     "main",
     "stop_processes",
-    "task_id_of",
 ]
 
 if not TYPE_CHECKING:

@@ -63,8 +63,7 @@ from eventlog import (
 )
 
 if TYPE_CHECKING:
-    from crawler.cli._progress import Progress
-    from crawler.cli._progress_source import LiveProgress
+    from crawler.ops import LiveProgress, Progress
 
 PROGRESS_EVERY_S = 1.0
 _STOPS = {signal.SIGTERM, signal.SIGINT}
@@ -339,7 +338,7 @@ async def run_crawl(
 
             def progress() -> LiveProgress:
                 # Imported once the workers are under way (it reads the projector's archive).
-                from crawler.cli._progress_source import LiveProgress
+                from crawler.ops import LiveProgress
 
                 return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
 
@@ -412,7 +411,7 @@ async def _import_progress_source() -> None:
     thread, beside the children's start: imported once the workers had exited, it held up
     a small crawl's last refresh and summary after its projector's last commit. In a
     thread, so the loop still sends the projector its stop the moment the workers exit."""
-    await anyio.to_thread.run_sync(importlib.import_module, "crawler.cli._progress_source")
+    await anyio.to_thread.run_sync(importlib.import_module, "crawler.ops._progress_source")
 
 
 def _most_tasks(config: JobConfig) -> int | None:

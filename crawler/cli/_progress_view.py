@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import msgspec
 
-from crawler.cli._format import format_duration
-from crawler.cli._progress import TOTAL, Progress, Row, format_eta
 from crawler.cli._terminal import TERMINAL as _TERMINAL
+from crawler.ops import TOTAL, Progress, Row, format_duration, format_eta
 from eventlog import WorkerInfo
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Final
 
-from crawler.cli._format import table_lines
+from crawler.ops import table_lines
 from projector import LISTED
 
 if TYPE_CHECKING:

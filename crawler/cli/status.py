@@ -20,7 +20,7 @@ from crawler.cli._options import data_dir_option, job_option, json_option
 from eventlog import JobKeys, connect, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
-    from crawler.cli._progress import Progress
+    from crawler.ops import Progress
 
 WATCH_EVERY_S = 0.5
 """Half the promised second: a refresh sees everything appended before it starts."""
@@ -70,8 +70,8 @@ def status_command(
     the ETA) as unknown, --watch measures them over the last 10 s.
     With --json, one JSON object per refresh, one per line.
     """
-    from crawler.cli._progress_source import LiveProgress
     from crawler.cli._progress_view import PlainDisplay, as_dict, display_for
+    from crawler.ops import LiveProgress
 
     directory = resolve_data_dir(data_dir)
     url = resolve_url(data_dir, create=False)  # reading a job starts no server of its own

@@ -8,9 +8,9 @@ import anyio
 import click
 import msgspec
 
-from crawler.cli._format import format_duration, table_lines
-from crawler.cli._operator import SHOWN, echo_json, open_job
+from crawler.cli._operator import SHOWN, echo_json
 from crawler.cli._options import data_dir_option, job_option, json_option
+from crawler.ops import format_duration, open_job, table_lines
 from eventlog import LeaseInfo, TaskQueue, read_leases, read_workers
 
 

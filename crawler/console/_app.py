@@ -38,9 +38,6 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from crawler._job import load_config
-from crawler.cli import OpenJob, task_id_of
-from crawler.cli.evidence import last_failure
-from crawler.cli.jobs import JobRow, read_job_rows
 from crawler.console import _pages as pages
 from crawler.console._actions import (
     FormLedger,
@@ -58,6 +55,7 @@ from crawler.console._actions import (
 from crawler.console._guard import TOKEN_COOKIE, TOKEN_PARAM, access, same_token
 from crawler.console._live import JobWatch
 from crawler.console._sse import log_messages, start_position
+from crawler.ops import JobRow, OpenJob, last_failure, read_job_rows, task_id_of
 from eventlog import ConfigError, CrawlogError, EventLog, Evidence, JobKeys, LogEntry, connect
 from projector import TaskState
 

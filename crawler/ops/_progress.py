@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from crawler.cli._format import format_duration
+from crawler.ops._format import format_duration
 from eventlog import LogEntry, RetryScheduled, TaskReclaimed, WorkerInfo
 from projector import ABORTED, DONE, FAILED, PAUSED, PENDING, RUNNING, State, apply
 
