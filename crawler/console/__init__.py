@@ -17,11 +17,12 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from crawler.console._app import ConsoleSettings, bind_socket, serve, url_of
+    from crawler.console._app import bind_socket, serve, url_of
     from crawler.console._guard import is_loopback_address, new_token
+    from crawler.console._state import ConsoleSettings
 
 _LAZY: dict[str, str] = {
-    "ConsoleSettings": "crawler.console._app",
+    "ConsoleSettings": "crawler.console._state",
     "bind_socket": "crawler.console._app",
     "is_loopback_address": "crawler.console._guard",
     "new_token": "crawler.console._guard",
