@@ -15,6 +15,7 @@ import msgspec
 from crawler.cli._options import data_dir_option, job_option
 from crawler.ops import (
     BODY_STEM,
+    Failure,
     body_extension,
     evidence_summary,
     last_failure,
@@ -70,33 +71,12 @@ def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) ->
         raise ConfigError(
             f"{what} ended with no response to keep ({error or failure.reason}): no evidence"
         )
-    enqueued = [
-        e.event for e in entries if isinstance(e.event, TaskEnqueued) and e.event.task_id == task_id
-    ]
-    task_url = enqueued[0].url if enqueued else evidence.url
     try:
         out.mkdir(parents=True, exist_ok=True)
         body_path = out / (BODY_STEM + body_extension(evidence))
         (out / "response.txt").write_text(response_text(evidence), encoding="utf-8")
         body_path.write_bytes(evidence.body)
-        meta = {
-            "job": job,
-            "task": task_id,
-            "url": task_url,
-            "response_url": evidence.url,
-            "status": evidence.status,
-            "attempt": failure.attempt,
-            "outcome": "failed" if isinstance(failure, TaskFailed) else "aborted",
-            "error": failure.reason,
-            "when": dt.datetime.fromtimestamp(failure.at, dt.UTC).isoformat(),
-            "worker": failure.actor,
-            "stream_id": entry.stream_id,
-            "content_type": evidence.content_type,
-            "body_bytes": evidence.body_bytes,
-            "body_kept_bytes": len(evidence.body),
-            "truncated": evidence.truncated,
-            "body_file": body_path.name,
-        }
+        meta = _meta(job, task_id, entries, entry, failure, body_path.name)
         (out / "meta.json").write_bytes(msgspec.json.format(msgspec.json.encode(meta)) + b"\n")
     except OSError as exc:
         raise ConfigError(f"cannot write the evidence to {out}: {exc.strerror or exc}") from None
@@ -104,3 +84,32 @@ def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) ->
         f"{what}: {evidence_summary(evidence)}; wrote {out / 'response.txt'}, {body_path}, "
         f"{out / 'meta.json'}"
     )
+
+
+def _meta(
+    job: str, task_id: str, entries: list[LogEntry], entry: LogEntry, failure: Failure, body: str
+) -> dict[str, object]:
+    """What meta.json says of the evidence: the task, its failure, the files written."""
+    evidence = failure.evidence
+    assert evidence is not None, "only a failure with evidence is written"
+    enqueued = [
+        e.event for e in entries if isinstance(e.event, TaskEnqueued) and e.event.task_id == task_id
+    ]
+    return {
+        "job": job,
+        "task": task_id,
+        "url": enqueued[0].url if enqueued else evidence.url,
+        "response_url": evidence.url,
+        "status": evidence.status,
+        "attempt": failure.attempt,
+        "outcome": "failed" if isinstance(failure, TaskFailed) else "aborted",
+        "error": failure.reason,
+        "when": dt.datetime.fromtimestamp(failure.at, dt.UTC).isoformat(),
+        "worker": failure.actor,
+        "stream_id": entry.stream_id,
+        "content_type": evidence.content_type,
+        "body_bytes": evidence.body_bytes,
+        "body_kept_bytes": len(evidence.body),
+        "truncated": evidence.truncated,
+        "body_file": body,
+    }

@@ -1,8 +1,9 @@
 """``crawlog status``: a job's live progress, from any process that can reach its Redis.
 
 Not ``crawlog server status`` (is the server up?): this is about one job. The numbers are
-the projector's committed state plus the stream's tail folded here (``_progress_source``),
-so they are as recent as the log itself, whether or not the projector keeps up.
+the projector's committed state plus the stream's tail folded here
+(``crawler.ops.LiveProgress``), so they are as recent as the log itself, whether or not the
+projector keeps up.
 """
 
 from __future__ import annotations
