@@ -10,13 +10,15 @@ tables are written. ``crawler/cli/`` and ``crawler/console/`` are two front ends
 imports neither, nor click, nor a web stack (rq keeps its operator actions the same way,
 in a library module its command line calls).
 
-Every name loads on first use (``_LAZY``): the command line imports this package at start.
+Every name loads on first use (:func:`eventlog.install_lazy_importer`): the command line
+imports this package at start.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
     from crawler.ops._control import control_site, pause_or_resume
@@ -45,40 +47,6 @@ if TYPE_CHECKING:
     from crawler.ops._resolve import resolve
     from crawler.ops._retry import RETRY_BATCH, retry_of, retry_tasks
 
-_LAZY: dict[str, str] = {
-    "BODY_STEM": "crawler.ops._evidence",
-    "Failure": "crawler.ops._evidence",
-    "JobRow": "crawler.ops._jobs",
-    "LiveProgress": "crawler.ops._progress_source",
-    "OpenJob": "crawler.ops._job",
-    "Progress": "crawler.ops._progress",
-    "RETRY_BATCH": "crawler.ops._retry",
-    "Row": "crawler.ops._progress",
-    "TOTAL": "crawler.ops._progress",
-    "Tracker": "crawler.ops._progress",
-    "body_extension": "crawler.ops._evidence",
-    "control_site": "crawler.ops._control",
-    "default_operator": "crawler.ops._job",
-    "detail_of": "crawler.ops._history",
-    "evidence_summary": "crawler.ops._evidence",
-    "export_command_line": "crawler.ops._evidence",
-    "format_duration": "crawler.ops._format",
-    "format_eta": "crawler.ops._progress",
-    "last_failure": "crawler.ops._evidence",
-    "open_job": "crawler.ops._job",
-    "open_log": "crawler.ops._job",
-    "pause_or_resume": "crawler.ops._control",
-    "read_job_rows": "crawler.ops._jobs",
-    "request_summary": "crawler.ops._history",
-    "resolve": "crawler.ops._resolve",
-    "resolve_site": "crawler.ops._job",
-    "response_text": "crawler.ops._evidence",
-    "retry_of": "crawler.ops._retry",
-    "retry_tasks": "crawler.ops._retry",
-    "table_lines": "crawler.ops._format",
-    "task_id_of": "crawler.ops._job",
-}
-"""Each name loaded on first use → the module that defines it."""
 
 __all__ = [
     "BODY_STEM",
@@ -114,17 +82,4 @@ __all__ = [
     "task_id_of",
 ]
 
-if not TYPE_CHECKING:
-    # Hidden from mypy, so that a name missing from the imports above is an error there
-    # rather than an ``Any``.
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+_install_lazy_importer(globals())
