@@ -1,4 +1,4 @@
-"""The command line has one duration formatter and one table renderer (``_format``): ETAs,
+"""The command line has one duration formatter and one table renderer (``crawler.ops``): ETAs,
 uptimes, ages and leases read alike, and every table lines up the same way."""
 
 from __future__ import annotations
