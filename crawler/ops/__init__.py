@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from crawler.ops._progress import TOTAL, Progress, Row, Tracker, format_eta
     from crawler.ops._progress_source import LiveProgress
     from crawler.ops._resolve import resolve
-    from crawler.ops._retry import RETRY_BATCH, retry_of, retry_tasks
+    from crawler.ops._retry import RETRY_BATCH, retry_tasks
 
 
 __all__ = [
@@ -76,7 +76,6 @@ __all__ = [
     "resolve",
     "resolve_site",
     "response_text",
-    "retry_of",
     "retry_tasks",
     "table_lines",
     "task_id_of",
