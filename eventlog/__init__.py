@@ -73,6 +73,7 @@ from eventlog._exceptions import (
     ConfigError,
     CrawlogError,
     EventDecodeError,
+    JobAlreadyCrawled,
     LeaseLost,
     OperatorRefused,
     PoisonEntry,
@@ -97,7 +98,7 @@ from eventlog._keys import (
     check_job_name,
     cookie_field,
 )
-from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_worker_name
+from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_job_crawl, hold_worker_name
 from eventlog._log import (
     DEFAULT_DEDUP_WINDOW_S,
     START,
@@ -206,6 +207,7 @@ __all__ = [
     "ItemScraped",
     "JarCopy",
     "JarWrite",
+    "JobAlreadyCrawled",
     "JobKeys",
     "JobPaused",
     "JobResumed",
@@ -268,6 +270,7 @@ __all__ = [
     "find_dead_letter",
     "flock_within",
     "fsync_dir",
+    "hold_job_crawl",
     "hold_worker_name",
     "is_seen",
     "job_config",

@@ -52,6 +52,7 @@ class CrawlOptions:
     sitemap: tuple[str, ...]
     sitemaps_from_robots: bool
     fail_on: FailOn
+    spider_error_share: float
     no_events: bool
     with_console: bool
     console_port: int
@@ -174,3 +175,10 @@ def _start_urls(spider: Spider, path: str | None, *, required: bool) -> tuple[st
 def _job_name(seed: str) -> str:
     host = seed.split("://", 1)[1].split("/", 1)[0]
     return "".join(c if c.isalnum() or c in "._-" else "-" for c in host)[:64]
+
+
+def bound_line(max_pages: int) -> str:
+    """What a crawl says of its page bound (``--max-pages``) as it starts."""
+    if max_pages == 0:
+        return "bound: none (--max-pages 0): the crawl runs until no page in scope is left"
+    return f"bound: {max_pages:,} pages (raise it with --max-pages N, --max-pages 0 for none)"

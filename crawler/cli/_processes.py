@@ -41,21 +41,29 @@ import anyio
 import msgspec
 from anyio.abc import Process
 
-from crawler._defaults import FailOn
+from crawler._defaults import (
+    DEFAULT_SPIDER_ERROR_SHARE,
+    PAST_MAX_PAGES,
+    FailOn,
+    is_spider_failure,
+)
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
+from crawler.cli._crawl_settings import bound_line
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._light import without_httpx_cli
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
+    JobKeys,
     ServerError,
     ServerInfo,
     TaskQueue,
     answers,
     connect,
+    hold_job_crawl,
     redacted,
     supervise_server,
 )
@@ -64,6 +72,7 @@ if TYPE_CHECKING:
     from crawler.cli._crawl_settings import CrawlSettings
     from crawler.cli._progress import Progress
     from crawler.cli._progress_source import LiveProgress
+    from projector import Store
 
 PROGRESS_EVERY_S = 1.0
 _STOPS = {signal.SIGTERM, signal.SIGINT}
@@ -184,6 +193,10 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     """Entries nobody could decode (the dead stream), as of the projector's last commit."""
     exits: tuple[int | None, ...] = ()
     """Exit statuses of the projector and the workers, in that order."""
+    past_bound: int = 0
+    """URLs (and next pages) not crawled because the job had fetched ``--max-pages`` pages."""
+    spider_failures: int = 0
+    """Failed tasks whose spider failed them (``is_spider_failure``), not the site."""
 
 
 async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
@@ -201,8 +214,14 @@ async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
     return left == 0
 
 
-def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
-    """Why a finished crawl fails under ``fail_on`` (see ``FailOn``), or None if it does not."""
+def failure(
+    summary: CrawlSummary,
+    fail_on: FailOn,
+    spider_error_share: float = DEFAULT_SPIDER_ERROR_SHARE,
+) -> str | None:
+    """Why a finished crawl fails under ``fail_on`` (see ``FailOn``), or None if it does not;
+    ``spider_error_share``: the share of ended tasks that may fail through spider errors
+    under ``spider-errors``."""
     if fail_on == "never":
         return None
     done, failed = summary.tasks.get("done", 0), summary.tasks.get("failed", 0)
@@ -214,6 +233,13 @@ def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
         return None
     if aborted:
         return f"{aborted} task(s) aborted: recovered too often (each killed its workers)"
+    tasks, spider = sum(summary.tasks.values()), summary.spider_failures
+    if fail_on == "spider-errors" and spider > spider_error_share * tasks:
+        return (
+            f"{spider} of {tasks} task(s) ({spider / tasks:.0%}) failed through spider errors, "
+            f"more than {spider_error_share:.0%} (--spider-error-share {spider_error_share:g}): "
+            f"`crawlog report --job {summary.job}` says where"
+        )
     if fail_on == "failed" and failed:
         return f"{failed} task(s) failed: `crawlog report --job {summary.job}` says why"
     return None
@@ -238,8 +264,12 @@ async def run_crawl(
     """
     started = time.monotonic()
     job, data_dir = settings.job, settings.data_dir
-    # Like its workers and projector, the crawl waits out a Redis restart.
-    async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+    # Like its workers and projector, the crawl waits out a Redis restart. One crawl of a
+    # job at a time: a second one says so up front, before it stores or starts anything.
+    async with (
+        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client,
+        hold_job_crawl(client, JobKeys(job)),
+    ):
         queue = TaskQueue(client, job, "crawl")
         config, new = await _store_and_seed(queue, settings.config, echo)
         most = _most_tasks(config)
@@ -248,6 +278,7 @@ async def run_crawl(
             f"job {job}: {new} new seed(s), {workers} worker(s) x {settings.concurrency}, "
             f"data in {data_dir}"
         )
+        echo(bound_line(config.max_pages))
         children = _Children(settings, url, workers, forks)
         try:
             await children.start_workers()
@@ -303,7 +334,10 @@ def _summary(
     from projector import Store, read_committed
 
     job = settings.job
-    manifest, state = read_committed(Store(settings.data_dir, job), tasks=False)  # totals only
+    store = Store(settings.data_dir, job)
+    manifest, state = read_committed(store, tasks=False)  # totals only
+    # Every task's state is read only if some task failed: to tell the spider's from the site's.
+    spider_failures = _spider_failures(store) if state.job.tasks.get("failed") else 0
     return CrawlSummary(
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job,
@@ -316,6 +350,20 @@ def _summary(
         anomalies=sum(state.job.anomalies.values()),
         seconds=seconds,
         exits=exits,
+        past_bound=state.job.dropped.get(PAST_MAX_PAGES, 0),
+        spider_failures=spider_failures,
+    )
+
+
+def _spider_failures(store: Store) -> int:
+    """How many of the job's failed tasks (as committed) their spider failed."""
+    from projector import read_committed
+
+    _, state = read_committed(store)
+    return sum(
+        1
+        for task in state.tasks.values()
+        if task.status == "failed" and is_spider_failure(task.last_reason)
     )
 
 

@@ -21,7 +21,13 @@ from crawler._autothrottle import (
     DEFAULT_TARGET_CONCURRENCY,
     MAX_TARGET_CONCURRENCY,
 )
-from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES, FailOn
+from crawler._defaults import (
+    DEFAULT_FAIL_ON,
+    DEFAULT_GRACE_S,
+    DEFAULT_MAX_PAGES,
+    DEFAULT_SPIDER_ERROR_SHARE,
+    FAIL_ON_CHOICES,
+)
 from crawler._job import load_config
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
@@ -112,7 +118,13 @@ log = logging.getLogger("crawlog.worker")
 )
 @click.option("--depth", type=click.IntRange(0), default=None, help="Follow links this deep.")
 @click.option(
-    "--max-pages", type=click.IntRange(0), default=0, help="Enqueue at most N tasks (0: no limit)."
+    "--max-pages",
+    type=click.IntRange(0),
+    default=DEFAULT_MAX_PAGES,
+    show_default=True,
+    metavar="N",
+    help="Fetch at most N pages: each task's first page and every next page count (0: no "
+    "bound). The crawl says so at its start, and its summary and report when it was reached.",
 )
 @click.option(
     "--scope",
@@ -172,7 +184,18 @@ log = logging.getLogger("crawlog.worker")
     default=DEFAULT_FAIL_ON,
     show_default=True,
     help="Exit 1 when the finished crawl had: none-done: no task done; aborted: that, or an "
-    "aborted task; failed: that, or any failed task (strict, for CI); never: exit 0.",
+    "aborted task; spider-errors: that, or more than --spider-error-share of the tasks failed "
+    "by the spider (it raised), not by the site (a 404); failed: that, or any failed task "
+    "(strict, for CI); never: exit 0.",
+)
+@click.option(
+    "--spider-error-share",
+    type=click.FloatRange(0, 1),
+    default=DEFAULT_SPIDER_ERROR_SHARE,
+    show_default=True,
+    metavar="FRACTION",
+    help="With --fail-on spider-errors: the share of the tasks that may fail through spider "
+    "errors (0.1: 10 %) before the crawl exits 1.",
 )
 @click.option(
     "--no-events",
@@ -233,12 +256,13 @@ def crawl_command(**params: Any) -> None:
         if forks is not None:
             forks.dismiss()
     summary, refused = said_once_if_unwritable(url, settings.data_dir, summary)
-    _exit_now(_summed_up(summary, refused=refused, fail_on=options.fail_on))
+    _exit_now(_summed_up(summary, options, refused=refused))
 
 
-def _summed_up(summary: CrawlSummary, *, refused: bool, fail_on: FailOn) -> int:
+def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -> int:
     """Print the crawl's summary (and why it failed, if it did); its exit status."""
     from crawler.cli._processes import failure
+    from crawler.cli._report_text import bound_reached_line
 
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"
@@ -253,12 +277,15 @@ def _summed_up(summary: CrawlSummary, *, refused: bool, fail_on: FailOn) -> int:
             else ""
         )
     )
+    if (bound := bound_reached_line(summary.past_bound)) is not None:
+        click.echo(bound)
     click.echo(f"next: crawlog report --job {summary.job}")
     if refused:
         return EXIT_ERROR
     if not summary.complete:
         return 1
-    reason = failure(summary, fail_on)
+    fail_on = options.fail_on
+    reason = failure(summary, fail_on, options.spider_error_share)
     if reason is not None:
         click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
         return 1
