@@ -28,6 +28,7 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib
 import os
@@ -69,6 +70,8 @@ from eventlog import (
 )
 
 if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+
     from crawler.cli._crawl_settings import CrawlSettings
     from crawler.cli._progress import Progress
     from crawler.cli._progress_source import LiveProgress
@@ -290,18 +293,13 @@ async def run_crawl(
             # later, with --once, is started before the pipe is closed, in ``stop``).
             children.output.started()
 
-            def progress() -> LiveProgress:
-                # Imported once the workers are under way (it reads the projector's archive).
-                from crawler.cli._progress_source import LiveProgress
-
-                return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
-
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_forward_signals, children.worker_processes, echo)
                 tg.start_soon(children.stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(children.supervise, server, echo)
                 tg.start_soon(_import_progress_source)
+                progress = functools.partial(_live_progress, client, settings, config.lease_ms)
                 await _watch(progress, children.workers_exited, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
@@ -476,6 +474,14 @@ class _Children:
         """Exit statuses of the projector and the workers, in that order."""
         projector = self.projector.returncode if self.projector is not None else None
         return (projector, *(p.returncode for p in self.worker_processes))
+
+
+def _live_progress(client: aioredis.Redis, settings: CrawlSettings, lease_ms: int) -> LiveProgress:
+    """The crawl's progress source; imported once the workers are under way (it reads the
+    projector's archive)."""
+    from crawler.cli._progress_source import LiveProgress
+
+    return LiveProgress(client, settings.job, settings.data_dir, lease_ms=lease_ms)
 
 
 async def _import_progress_source() -> None:
