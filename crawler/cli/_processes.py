@@ -533,6 +533,7 @@ async def _seed_from_sitemaps(
         f"sitemaps: {seeds.sitemaps_read} read, {seeds.urls} URL(s) in scope "
         f"({seeds.new} new), {seeds.out_of_scope} out of scope"
         + (f", {seeds.malformed} malformed" if seeds.malformed else "")
+        + (f"; {seeds.past_bound} past --max-pages, not enqueued" if seeds.past_bound else "")
     )
 
 

@@ -1,7 +1,8 @@
 """A crawl is bounded by default (``--max-pages``, `DEFAULT_MAX_PAGES`): it says so as it
 starts, with how to raise it; a site larger than the bound gets no more requests than the
 bound allows, a spider whose next page never ends stops there too, and the summary and
-``crawlog report`` say that the bound stopped the crawl."""
+``crawlog report`` say that the bound stopped the crawl; a sitemap listing more pages than
+the bound says how many it left out as it seeds."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from crawler._defaults import DEFAULT_MAX_PAGES
 from crawler.cli._argv import crawlog_command
-from crawler.testsite import serve_testsite
+from crawler.testsite import SITEMAP_PATH, serve_testsite, sitemap_children
 from tests.crawler.cli_run import clean_env, crawlog
 
 pytestmark = pytest.mark.anyio
@@ -80,3 +81,22 @@ async def test_the_default_bound_is_said_at_the_start_and_0_says_there_is_none(
     assert f"bound: {DEFAULT_MAX_PAGES:,} pages (raise it with --max-pages N" in default, default
     assert "bound: none (--max-pages 0)" in unbounded, unbounded
     assert "bound reached" not in default + unbounded
+
+
+@pytest.mark.timeout(120)
+async def test_a_sitemap_longer_than_the_bound_seeds_the_bound_and_says_how_many_it_left(
+    valkey_url: str, tmp_path: Path, job: str
+) -> None:
+    async with serve_testsite(pages=60, seed=5) as site:
+        status, out = await _crawl(
+            tmp_path, valkey_url, "--sitemap", site.url + SITEMAP_PATH, "--depth", "0",
+            "--job", job, "--max-pages", str(BOUND),
+        )  # fmt: skip
+        counts = site.fetch_counts()
+        listed = len(site.sitemap.pages_ok)
+        sitemaps = {SITEMAP_PATH, *sitemap_children(site.sitemap)}
+    assert status == 0, out
+    pages = {path: n for path, n in counts.items() if path != ROBOTS and path not in sitemaps}
+    assert sum(pages.values()) == BOUND, pages
+    assert f"{listed} URL(s) in scope ({BOUND} new)" in out, out
+    assert f"; {listed - BOUND} past --max-pages, not enqueued" in out, out
