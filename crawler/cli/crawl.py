@@ -223,9 +223,11 @@ def crawl_command(**params: Any) -> None:
 
     Starts the embedded server if REDIS_URL is not set (and restarts it if it dies),
     enqueues the seeds, runs the workers and the projector, shows progress, and prints a
-    summary from the log. Exit status 0 when every task ended and --fail-on finds nothing
-    wrong (by default: some task done, none aborted); 1 with a one-line reason when it
-    does, or when the crawl was stopped (Ctrl-C, SIGTERM) before every task ended.
+    summary from the log. Fetches at most --max-pages pages (10,000 unless told). Exit
+    status 0 when every task ended and --fail-on finds nothing wrong (by default: some
+    task done, none aborted, at most 10 % failed by the spider itself); 1 with a one-line
+    reason when it does, or when the crawl was stopped (Ctrl-C, SIGTERM) before every task
+    ended; 2 for an error, such as the job being crawled by another live crawl.
 
     With --metrics-port P the projector serves its metrics on port P and worker wN on
     P+N (the crawl process itself serves none).
