@@ -44,10 +44,11 @@ if TYPE_CHECKING:
         read_live,
         task_history,
     )
+    from projector._integrity import files_warning, stream_gap
     from projector._projector import Projector, tune_gc
     from projector._query import QueryResult, query
     from projector._reindex import index_archive
-    from projector._repair import rebuild_from_redis
+    from projector._repair import rebuild_from_redis, repair
     from projector._replay import (
         Replayed,
         TaskSpill,
@@ -128,6 +129,7 @@ __all__ = [
     "current_tasks",
     "export",
     "fetch_attempts",
+    "files_warning",
     "find_archived",
     "fold",
     "index_archive",
@@ -140,9 +142,11 @@ __all__ = [
     "read_live",
     "rebuild_checkpoint_index",
     "rebuild_from_redis",
+    "repair",
     "replay",
     "replay_archive",
     "replay_job",
+    "stream_gap",
     "summarize",
     "task_history",
     "tune_gc",

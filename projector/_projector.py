@@ -42,6 +42,7 @@ from projector._defaults import (
 )
 from projector._fold import apply_all
 from projector._keystore import StoredKeys
+from projector._repair import recover
 from projector._state import TERMINAL, State, canonical
 from projector._store import Manifest, Store
 from projector._summary import SummaryTracker, touched_tasks
@@ -150,7 +151,8 @@ class Projector:
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
             lock_fd = stack.enter_context(self.store.lock())
-            self.manifest = await anyio.to_thread.run_sync(self.store.recover)
+            # A missing manifest over segment files, or a damaged one, is rebuilt from them.
+            self.manifest = await anyio.to_thread.run_sync(recover, self.store)
             self._committer = Committer(self.store, self.manifest)
             # Left after the task group, which waits for the commit in flight.
             writer = SegmentWriter(self.store.archive, lock_fd)

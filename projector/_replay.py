@@ -43,6 +43,7 @@ from eventlog import (
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
 from projector._fold import apply_events
+from projector._integrity import archive_problems, archived_up_to
 from projector._keystore import read_keys
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
@@ -442,13 +443,21 @@ def verify(
     by DuckDB; only differing tasks are decoded, to say how they differ.
     """
     manifest = store.read_manifest()
+    # An archive with a hole replays to the same hole: the files are checked first.
+    found = archive_problems(store, manifest)
     live = store.read_snapshot(manifest, stored=False)
     # The tasks are compared as streams below; the item keys (a set of strings each) whole.
     live.item_keys |= read_keys(store.key_segment_paths(manifest))
     with TaskSpill(evict_tasks=evict_tasks) as spill:
         replayed = fold_archive(store, manifest, spill, live.position, evict_events=evict_events)
         spill.evict(replayed)
-        found = differences(_without_tasks(live), _without_tasks(replayed))
+        archived = archived_up_to(store, manifest, live.position)
+        if replayed.job.events != archived:
+            found.append(
+                f"the replay folded {replayed.job.events} events, the archive counts "
+                f"{archived} up to {live.position}"
+            )
+        found += differences(_without_tasks(live), _without_tasks(replayed))
         found += _task_differences(
             store.task_segment_paths(manifest), live.tasks, spill.paths(), replayed.tasks,
             MAX_DIFFERENCES - len(found),
