@@ -279,37 +279,8 @@ class Projector:
         Waits for the previous commit first; with ``wait``, for this one as well.
         """
         await self._wait_committed()
-        snapshot_bytes = fetches_bytes = None
-        leaving: list[TaskRow] = []
-        keys: list[str] = []
-        due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
-        # A snapshot without a tracker beside it is written again with one, even at the same
-        # position: a restart from it would read the whole archive again.
-        if due and (
-            self.manifest.snapshot_position != self.state.position or self._untracked_snapshot
-        ):
-            self._untracked_snapshot = False
-            # The summary first: it reads the tasks about to leave memory.
-            self._summary.update(self.state, self._touched)
-            self._touched = set()
-            leaving = self._evict()
-            keys = self.stored_keys.evict(self.state.item_keys)
-            # Encoded now: the fold goes on changing the state while the commit runs.
-            snapshot_bytes = canonical(self.state)
-            if self._summary.fetches is not None:
-                fetches_bytes = self._summary.fetches.dump()
-            self._snapshot_at = time.monotonic()
-        committed = self.manifest.summary
-        dead_known = (committed.dead_letters if committed else 0) == self._dead_letters
-        # A manifest without the fetch figures (written before them) gets them now.
-        figures_known = committed is None or committed.fetches is not None
-        if (
-            not self._pending
-            and self.position == self.manifest.position
-            and not snapshot_bytes
-            and dead_known
-            and figures_known
-        ):
+        snapshot_bytes, fetches_bytes, leaving, keys = self._snapshot_if_due(snapshot)
+        if snapshot_bytes is None and self._nothing_to_commit():
             return
         self._summary.update(self.state, self._touched)
         self._touched = set()
@@ -335,6 +306,44 @@ class Projector:
         self._tasks.start_soon(self._commit, work, done, streamed)
         if wait:
             await self._wait_committed()
+
+    def _snapshot_if_due(
+        self, snapshot: bool
+    ) -> tuple[bytes | None, bytes | None, list[TaskRow], list[str]]:
+        """The snapshot's bytes, its fetch tracker's, and the tasks and keys leaving memory
+        with it, if one is due (``snapshot``, or the interval passed); Nones and nothing
+        otherwise."""
+        due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
+        # A snapshot without a tracker beside it is written again with one, even at the same
+        # position: a restart from it would read the whole archive again.
+        if not due or (
+            self.manifest.snapshot_position == self.state.position and not self._untracked_snapshot
+        ):
+            return None, None, [], []
+        self._untracked_snapshot = False
+        # The summary first: it reads the tasks about to leave memory.
+        self._summary.update(self.state, self._touched)
+        self._touched = set()
+        leaving = self._evict()
+        keys = self.stored_keys.evict(self.state.item_keys)
+        # Encoded now: the fold goes on changing the state while the commit runs.
+        snapshot_bytes = canonical(self.state)
+        fetches = self._summary.fetches
+        self._snapshot_at = time.monotonic()
+        return snapshot_bytes, fetches.dump() if fetches is not None else None, leaving, keys
+
+    def _nothing_to_commit(self) -> bool:
+        """Nothing read since the last commit, and its summary says all it should."""
+        committed = self.manifest.summary
+        dead_known = (committed.dead_letters if committed else 0) == self._dead_letters
+        # A manifest without the fetch figures (written before them) gets them now.
+        figures_known = committed is None or committed.fetches is not None
+        return (
+            not self._pending
+            and self.position == self.manifest.position
+            and dead_known
+            and figures_known
+        )
 
     def _evict(self) -> list[TaskRow]:
         """Take the terminal tasks out of memory, as the rows of the next task segment."""
