@@ -89,9 +89,12 @@ def archive_problems(store: Store, manifest: Manifest) -> list[str]:
 def unnamed_segments(store: Store, manifest: Manifest) -> list[Path]:
     """Segment files on disk that ``manifest`` does not name though they start at or
     before its position: not a merge's replaced part (inside a named segment), not a
-    commit in flight (after the position), so a manifest that lost them."""
+    merge whose manifest was never written (from a named segment's start to a named
+    segment's end), not a commit in flight (after the position), so a manifest that
+    lost them."""
     named = {s.name for s in manifest.segments}
     spans = [(stream_id_key(s.first_id), stream_id_key(s.last_id)) for s in manifest.segments]
+    starts, ends = {a for a, _ in spans}, {b for _, b in spans}
     end = stream_id_key(manifest.position)
     unnamed = []
     for path in sorted(store.archive.glob(f"*{SEGMENT_SUFFIX}")):
@@ -99,7 +102,9 @@ def unnamed_segments(store: Store, manifest: Manifest) -> list[Path]:
         if span is None or path.name in named:
             continue
         first, last = stream_id_key(span[0]), stream_id_key(span[1])
-        if first <= end and not any(a <= first and last <= b for a, b in spans):
+        merge_in_flight = first in starts and last in ends
+        inside = any(a <= first and last <= b for a, b in spans)
+        if first <= end and not merge_in_flight and not inside:
             unnamed.append(path)
     return unnamed
 

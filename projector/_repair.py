@@ -27,7 +27,7 @@ The other files are rebuilt from the segments on disk, which need no Redis at al
 - **A damaged snapshot** (``rewrite_snapshot``): the archive up to the committed position,
   folded from scratch in memory, becomes the snapshot, holding every task and item key
   (the task and key segments it replaces are deleted: the snapshot's tasks are newer).
-  ``crawlog repair`` and ``crawlog replay`` do it.
+  ``crawlog repair``, ``crawlog replay`` and a starting projector do it.
 """
 
 from __future__ import annotations
@@ -184,23 +184,19 @@ def rewrite_snapshot(store: Store) -> Manifest:
 
 def repair(store: Store) -> list[str]:
     """Rebuild what of the job's files can be rebuilt without Redis: a missing (with
-    segments on disk) or damaged manifest, then an unreadable snapshot. Holds the lock
-    (``ProjectorBusy`` if a projector runs). Returns what was done, one line each."""
+    segments on disk), damaged or incomplete manifest, then an unreadable snapshot or lost
+    task and key segments. Holds the lock (``ProjectorBusy`` if a projector runs). Returns
+    what was done, one line each."""
     done: list[str] = []
     with store.lock():
-        problem: str | None = store.manifest_problem()
-        if problem is None and unnamed_segments(store, store.read_manifest()):
-            problem = "incomplete"
+        problem = _manifest_problem(store)
         if problem is not None:
             manifest = rebuild_manifest(store)
             done.append(
                 f"{problem} manifest rebuilt from {len(manifest.segments)} archive segment(s): "
                 f"{manifest.events} events up to {manifest.position}"
             )
-        manifest = store.read_manifest()
-        lost = [p for p in store.task_segment_paths(manifest) + store.key_segment_paths(manifest)
-                if not p.exists()]  # fmt: skip
-        if problem is not None or lost or not store.snapshot_readable(manifest):
+        if problem is not None or _snapshot_lost(store, store.read_manifest()):
             manifest = rewrite_snapshot(store)
             done.append(f"snapshot written again from the archive at {manifest.snapshot_position}")
     return done
@@ -208,8 +204,27 @@ def repair(store: Store) -> list[str]:
 
 def recover(store: Store) -> Manifest:
     """What a starting projector commits from: ``Store.recover``, after rebuilding a
-    missing (with segments on disk) or damaged manifest from the segments, so that the
-    segments are never deleted as files no manifest names. The caller holds the lock."""
-    if store.manifest_problem() is not None:
-        rebuild_manifest(store)
+    missing (with segments on disk), damaged or incomplete manifest from the segments, so
+    that committed segments are never deleted as files no manifest names, or else a lost
+    snapshot from the archive. The caller holds the lock."""
+    if _manifest_problem(store) is not None:
+        rebuild_manifest(store)  # names no snapshot: the projector folds the archive
+    elif _snapshot_lost(store, store.read_manifest()):
+        log.warning("the snapshot of %s cannot be read: writing it again", store.root)
+        rewrite_snapshot(store)
     return store.recover()
+
+
+def _manifest_problem(store: Store) -> str | None:
+    """Why the manifest must be rebuilt from the segments: missing (with segments on disk),
+    damaged, or incomplete (segment files inside its committed range it does not name)."""
+    problem = store.manifest_problem()
+    if problem is None and unnamed_segments(store, store.read_manifest()):
+        return "incomplete"
+    return problem
+
+
+def _snapshot_lost(store: Store, manifest: Manifest) -> bool:
+    """Whether the snapshot cannot be read, or a task or key segment it goes with is gone."""
+    paths = store.task_segment_paths(manifest) + store.key_segment_paths(manifest)
+    return any(not path.exists() for path in paths) or not store.snapshot_readable(manifest)

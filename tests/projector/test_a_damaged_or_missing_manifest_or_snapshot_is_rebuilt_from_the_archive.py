@@ -113,6 +113,19 @@ async def test_a_damaged_snapshot_is_written_again_by_replay(
     await carries_on(log, make_projector)
 
 
+async def test_a_projector_starting_over_a_damaged_snapshot_writes_it_again(
+    log: EventLog, make_projector: Callable[..., Projector], data_dir: Path, job: str
+) -> None:
+    store, before = await trimmed_job(log, make_projector, data_dir, job)
+    damaged = store.snapshots / str(store.read_manifest().snapshot)
+    damaged.write_bytes(b"\x00" * 64)
+    async with make_projector(keep_tail_s=0) as projector:
+        assert store.snapshot_readable(projector.manifest)  # written again, at its position
+        await projector.catch_up()
+    assert canonical(committed_state(store, store.read_manifest())) == before
+    await carries_on(log, make_projector)
+
+
 async def test_an_archive_rebuilt_empty_after_the_stream_was_trimmed_is_never_identical(
     log: EventLog,
     make_projector: Callable[..., Projector],
