@@ -25,6 +25,7 @@ from crawler.cli._format import format_duration
 from crawler.cli._options import data_dir_option, json_option
 from eventlog import (
     REDIS_URL_ENV,
+    CrawlogError,
     EventLog,
     JobKeys,
     TaskQueue,
@@ -128,7 +129,10 @@ async def read_job_rows(directory: Path, url: str | None) -> list[JobRow]:
     def committed() -> list[JobRow]:
         rows = []
         for job in sorted(set(server) | set(projected_jobs(directory))):
-            summary = Store(directory, job).read_manifest().summary
+            try:
+                summary = Store(directory, job).read_manifest().summary
+            except CrawlogError:
+                summary = None  # a damaged manifest: its warning line says what to run
             rows.append(_row(job, server.get(job), summary.job.tasks if summary else None))
         return rows
 

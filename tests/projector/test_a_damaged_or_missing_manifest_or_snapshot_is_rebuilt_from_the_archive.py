@@ -62,6 +62,8 @@ async def test_a_manifest_cut_short_is_rebuilt_by_repair_from_the_segment_files(
 
     code, out = await crawlog(valkey_url, data_dir, "report", "--job", job)
     assert code == 2 and f"crawlog repair --job {job}" in out, out
+    code, out = await crawlog(valkey_url, data_dir, "jobs")  # the job still listed
+    assert code == 0 and f"crawlog repair --job {job}" in out and f"\n{job} " in out, out
     code, out = await crawlog(valkey_url, data_dir, "repair", "--job", job)
     assert code == 0, out
     assert f"damaged manifest rebuilt from {segments} archive segment(s)" in out, out
