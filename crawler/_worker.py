@@ -34,7 +34,7 @@ from yarl import URL
 
 from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from crawler._circuit import SiteCircuits, verdict_of
-from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
+from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S, PAST_MAX_PAGES
 from crawler._fetch_spec import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
@@ -738,13 +738,13 @@ class Worker:
                 reason = self._spider_failure(exc, url)
                 await self._end(lease, self._task_failed(task, reason, result), pending)
                 return
+            await self._admit(parsed)
             if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
             if parsed.items_dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(
                     pending[fetched_at], items_dropped=parsed.items_dropped
                 )
-            await self._enqueue(parsed.fresh)
             items = parsed.items
             pending += [
                 ItemScraped(actor=self.name, task_id=task.task_id, key=i.key, data=i.data)
@@ -1170,11 +1170,22 @@ class Worker:
             # Resolved between the pause and the park: the task runs again, by the decision.
             await self.queue.requeue(lease, [], task, lease.lane)
 
-    async def _enqueue(self, fresh: dict[str, Task]) -> None:
-        """New tasks (by fingerprint) for the links a page gave, in one round trip."""
+    async def _admit(self, parsed: _Parsed) -> None:
+        """Enqueue a page's new links and take its next page from the job's page bound
+        (``--max-pages``); what the bound refuses is counted as dropped, by that reason."""
+        past = await self._enqueue(parsed.fresh)
+        cap = self.config.max_pages
+        if parsed.next_page is not None and cap and not await self.queue.take_page(cap):
+            parsed.next_page, past = None, past + 1
+        if past:
+            parsed.dropped[PAST_MAX_PAGES] = parsed.dropped.get(PAST_MAX_PAGES, 0) + past
+
+    async def _enqueue(self, fresh: dict[str, Task]) -> int:
+        """New tasks (by fingerprint) for the links a page gave, in one round trip; how
+        many of them the job's page bound refused."""
         if not fresh:
-            return
-        new = await self.queue.enqueue(
+            return 0
+        new, past = await self.queue.enqueue_within(
             list(fresh.values()), actor=self.name, cap=self.config.max_pages
         )
         self.stats.enqueued += sum(new)
@@ -1182,6 +1193,7 @@ class Worker:
             self._seen[fp] = None
         while len(self._seen) > SEEN_CACHE_SIZE:
             self._seen.popitem(last=False)
+        return past
 
 
 async def _numbered(item: Item) -> AsyncIterator[tuple[int, Item]]:

@@ -44,8 +44,14 @@ def jobs_command(ctx: click.Context, data_dir: Path | None, as_json: bool) -> No
     failed counts are the projector's last commit; remaining is live when the server runs.
     Exit status 1 when there is no job.
     """
+    from projector import Store, files_warning, projected_jobs
+
     directory = resolve_data_dir(data_dir)
     url = _server_url(directory)
+    for job in projected_jobs(directory):
+        warning = files_warning(Store(directory, job))
+        if warning:
+            click.echo(f"crawlog: warning: {warning}", err=True)
     rows = anyio.run(read_job_rows, directory, url)
     if as_json:
         click.echo(

@@ -75,6 +75,7 @@ def status_command(
 
     directory = resolve_data_dir(data_dir)
     url = resolve_url(data_dir, create=False)  # reading a job starts no server of its own
+    _warn_of_missing_files(directory, job)
 
     async def run() -> None:
         async with connect(url) as client:
@@ -126,3 +127,13 @@ async def _show(source: LiveProgress, *, watch: bool, as_json: bool, interval: f
                 # redrawing the same numbers.
                 return
             await anyio.sleep(interval)
+
+
+def _warn_of_missing_files(directory: Path, job: str) -> None:
+    """One line on stderr if a file the projector committed is missing or cut short."""
+    from projector import Store, files_warning, job_dir
+
+    if job_dir(directory, job).is_dir():
+        warning = files_warning(Store(directory, job))
+        if warning:
+            click.echo(f"crawlog: warning: {warning}", err=True)

@@ -18,6 +18,7 @@ import anyio.to_thread
 import msgspec
 
 from eventlog import (
+    CrawlogError,
     EventLog,
     JobKeys,
     TaskQueue,
@@ -66,7 +67,10 @@ async def read_job_rows(directory: Path, url: str | None) -> list[JobRow]:
     def committed() -> list[JobRow]:
         rows = []
         for job in sorted(set(server) | set(projected_jobs(directory))):
-            summary = Store(directory, job).read_manifest().summary
+            try:
+                summary = Store(directory, job).read_manifest().summary
+            except CrawlogError:
+                summary = None  # a damaged manifest: its warning line says what to run
             rows.append(_row(job, server.get(job), summary.job.tasks if summary else None))
         return rows
 
