@@ -118,6 +118,11 @@ def replicas_dir(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / REPLICAS_DIR
 
 
+def replica_set_password_path(data_dir: str | os.PathLike[str]) -> Path:
+    """The file that holds the replica set's password (mode 600)."""
+    return replicas_dir(data_dir) / PASSWORD_FILE
+
+
 def replica_set_url(data_dir: str | os.PathLike[str]) -> str | None:
     """The Sentinel URL of the replica set of ``data_dir`` (password included), None if it
     never had one. Says nothing of whether it runs."""
@@ -235,7 +240,9 @@ async def supervise_replica_set(
     root = replicas_dir(data_dir)
     members, password = _read_set(root)
     if members is None:
-        raise ServerError(f"no replica set in {root}: start it with `crawlog server start --replica`")
+        raise ServerError(
+            f"no replica set in {root}: start it with `crawlog server start --replica`"
+        )
     primary = await anyio.to_thread.run_sync(_ask_sentinels, members, password)
     while True:
         await anyio.sleep(every_s)
@@ -335,7 +342,8 @@ def _common_config(where: Path, member: Member, password: str) -> list[str]:
 
 
 def _node_config(where: Path, member: Member, primary: Member | None, password: str) -> str:
-    lines = _common_config(where, member, password) + [
+    lines = [
+        *_common_config(where, member, password),
         f"masterauth {_quote_config(password)}",
         'save ""',
         "appendonly yes",
@@ -351,9 +359,15 @@ def _node_config(where: Path, member: Member, primary: Member | None, password: 
 
 
 def _sentinel_config(
-    where: Path, member: Member, primary: Member, password: str, down_after_ms: int, failover_ms: int
+    where: Path,
+    member: Member,
+    primary: Member,
+    password: str,
+    down_after_ms: int,
+    failover_ms: int,
 ) -> str:
-    lines = _common_config(where, member, password) + [
+    lines = [
+        *_common_config(where, member, password),
         f"sentinel monitor {SERVICE} {HOST} {primary.port} {QUORUM}",
         f"sentinel auth-pass {SERVICE} {_quote_config(password)}",
         f"sentinel down-after-milliseconds {SERVICE} {down_after_ms}",

@@ -103,7 +103,7 @@ class FollowingConnection(SentinelManagedConnection):
     async def _connect(self) -> None:
         if self.connection_pool.is_master:
             self.host, self.port = await self.connection_pool.get_master_address()
-        await super()._connect()
+        await super()._connect()  # type: ignore[no-untyped-call]
 
 
 def sentinel_client(url: str, **connection_kwargs: Any) -> aioredis.Redis:
