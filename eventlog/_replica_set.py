@@ -154,15 +154,22 @@ def start_replica_set(
     deadline = time.monotonic() + timeout_s
     with _start_lock(root, timeout_s):
         members, password = _read_set(root)
+        created = members is None or password is None
         if members is None or password is None:
             members, password = _create_set(root, down_after_ms, failover_timeout_ms)
         started = []
-        for member in members:
-            if _member_pid(root, member) is None:
-                _launch(root, member)
-                started.append(member.name)
-        for member in members:
-            _await_member(root, member, password, deadline)
+        # The data servers first, the Sentinels once the replica is in sync: a Sentinel
+        # learns of replicas from the primary's INFO, which it asks for only every ten
+        # seconds.
+        for group in ([m for m in members if not m.sentinel], [m for m in members if m.sentinel]):
+            for member in group:
+                if _member_pid(root, member) is None:
+                    _launch(root, member)
+                    started.append(member.name)
+            for member in group:
+                _await_member(root, member, password, deadline)
+            if created and not group[0].sentinel:
+                _await_replica(root, group[0], password, deadline)
         primary = _await_settled(root, members, password, deadline)
     url = sentinel_url([(HOST, m.port) for m in members if m.sentinel], SERVICE, password)
     return ReplicaSetInfo(directory, url, primary, tuple(members), tuple(started))
@@ -232,10 +239,10 @@ async def supervise_replica_set(
     """Restart any member of ``data_dir``'s replica set that dies, and say when the primary
     moves; runs until cancelled.
 
-    A data server restarted after its death comes back on its append-only file; if it was
-    the primary, the Sentinels have promoted the replica meanwhile and turn the restarted
-    one into its replica (its data is replaced by the new primary's). ``ServerError`` if
-    the set is stopped (`stop_replica_set`) while this runs.
+    A dead primary is restarted only once the Sentinels have promoted its replica (unless
+    that replica is dead too); it comes back on its append-only file and the Sentinels
+    turn it into the new primary's replica (its data is replaced by the new primary's).
+    ``ServerError`` if the set is stopped (`stop_replica_set`) while this runs.
     """
     root = replicas_dir(data_dir)
     members, password = _read_set(root)
@@ -246,8 +253,19 @@ async def supervise_replica_set(
     primary = await anyio.to_thread.run_sync(_ask_sentinels, members, password)
     while True:
         await anyio.sleep(every_s)
+        now = await anyio.to_thread.run_sync(_ask_sentinels, members, password)
+        running = {m.name for m in members if _member_pid(root, m) is not None}
         for member in members:
-            if _member_pid(root, member) is not None:
+            if member.name in running:
+                continue
+            if (
+                not member.sentinel
+                and now == (HOST, member.port)
+                and any(m.name in running for m in members if not m.sentinel)
+            ):
+                # The dead primary waits for the promotion of its replica: restarted at once
+                # on its own append-only file it would come back without what it had not
+                # fsynced yet, and its replica would copy that loss.
                 continue
             if not (root / member.name / PID_FILE).exists():
                 raise ServerError(
@@ -256,8 +274,8 @@ async def supervise_replica_set(
                     "start --replica`, then run the same command again to resume"
                 )
             await anyio.to_thread.run_sync(_launch, root, member)
-            say(f"{member.name} of the replica set (port {member.port}) died; restarted it")
-        now = await anyio.to_thread.run_sync(_ask_sentinels, members, password)
+            role = "Sentinel" if member.sentinel else "as a replica of the new primary"
+            say(f"{member.name} of the replica set (port {member.port}) died; restarted it {role}")
         if now is not None and primary is not None and now != primary:
             say(
                 f"failover: the Sentinels promoted {now[0]}:{now[1]} to primary in place of "
@@ -498,6 +516,17 @@ def _await_settled(
                 "valkey.log of each member)"
             )
         time.sleep(0.1)
+
+
+def _await_replica(root: Path, primary: Member, password: str, deadline: float) -> None:
+    """Wait until the first primary of a new set has its replica in sync."""
+    while not _replica_in_sync(primary.port, password):
+        if time.monotonic() >= deadline:
+            raise ServerStartError(
+                f"the replica of the new replica set in {root} did not sync in time (see "
+                f"{root / 'node-b' / LOG_FILE})"
+            )
+        time.sleep(0.05)
 
 
 def _sentinel_view(sentinel: Member, password: str | None) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import redis.asyncio as aioredis
-from redis.asyncio.sentinel import Sentinel, SentinelManagedConnection
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from eventlog._exceptions import ConfigError
 
@@ -106,6 +106,18 @@ class FollowingConnection(SentinelManagedConnection):
         await super()._connect()  # type: ignore[no-untyped-call]
 
 
+class _PoolClosingItsSentinels(SentinelConnectionPool):
+    """A pool whose full disconnect (the client's ``aclose``) closes the connections to
+    the Sentinels too: redis-py leaves them to the `Sentinel` object, which no one else
+    holds here."""
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        await super().disconnect(inuse_connections)
+        if inuse_connections:
+            for sentinel in self.sentinel_manager.sentinels:
+                await sentinel.connection_pool.disconnect()
+
+
 def sentinel_client(url: str, **connection_kwargs: Any) -> aioredis.Redis:
     """A client of the primary the Sentinels of ``url`` name, not yet connected.
 
@@ -121,6 +133,9 @@ def sentinel_client(url: str, **connection_kwargs: Any) -> aioredis.Redis:
         **connection_kwargs,
     )
     client: aioredis.Redis = sentinel.master_for(
-        parsed.service, redis_class=aioredis.Redis, connection_class=FollowingConnection
+        parsed.service,
+        redis_class=aioredis.Redis,
+        connection_pool_class=_PoolClosingItsSentinels,
+        connection_class=FollowingConnection,
     )
     return client

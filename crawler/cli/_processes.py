@@ -46,6 +46,7 @@ from crawler._defaults import FailOn
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
+from crawler.cli._durability_option import durability_in_force
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._light import without_httpx_cli
@@ -59,6 +60,9 @@ from eventlog import (
     answers,
     connect,
     redacted,
+    replica_set_url,
+    require_replica,
+    supervise_replica_set,
     supervise_server,
 )
 
@@ -257,6 +261,8 @@ async def run_crawl(
     env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
     # Like its workers and projector, the crawl waits out a Redis restart.
     async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        if durability_in_force() == "replica":
+            await require_replica(client, redacted(url))
         config = await save_config(client, keys, config)
         queue = TaskQueue(client, job, "crawl")
         new = await enqueue_seeds(
@@ -280,6 +286,15 @@ async def run_crawl(
             nonlocal server_lost
             try:
                 await supervise_server(own, echo)
+            except ServerError:
+                server_lost = True
+                raise
+
+        async def supervise_set() -> None:
+            # The data directory's replica set: members restarted, a failover said.
+            nonlocal server_lost
+            try:
+                await supervise_replica_set(data_dir, echo)
             except ServerError:
                 server_lost = True
                 raise
@@ -363,6 +378,8 @@ async def run_crawl(
                 tg.start_soon(stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(supervise, server)
+                elif replica_set_url(data_dir) == url:
+                    tg.start_soon(supervise_set)
                 tg.start_soon(_import_progress_source)
                 await _watch(progress, workers_exited, echo, url)
                 tg.cancel_scope.cancel()

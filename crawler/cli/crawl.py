@@ -27,6 +27,7 @@ from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES, ScopeMode
 from crawler._spider import Spider, load_spider, spider_path
 from crawler._urls import check_seed_url
+from crawler.cli._durability_option import durability_in_force, durability_option
 from crawler.cli._exit import EXIT_ERROR
 from crawler.cli._identity_options import identity_options, identity_settings
 from crawler.cli._lifeline import die_with_parent
@@ -49,6 +50,7 @@ from eventlog import (
     TaskQueue,
     connect,
     ensure_server,
+    replica_set_url,
     resolve_data_dir,
     resolve_url,
 )
@@ -192,6 +194,7 @@ log = logging.getLogger("crawlog.worker")
 )
 @identity_options
 @metrics_options
+@durability_option
 def crawl_command(
     seeds: tuple[str, ...],
     job: str | None,
@@ -287,7 +290,8 @@ def crawl_command(
     try:
         # crawlog's own server is supervised by the crawl (restarted if it dies); a server
         # of the user's (REDIS_URL) is theirs to run.
-        server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
+        own = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)  # a set: its own
+        server = None if own else ensure_server(directory)
         url = server.url if server is not None else resolve_url(data_dir)
         beside = console_of_crawl(url, directory, job, port=console_port) if with_console else None
         with beside or nullcontext():
@@ -400,6 +404,7 @@ def _job_name(seed: str) -> str:
     help="Seconds in-flight tasks get to finish their page on SIGTERM.",
 )
 @metrics_options
+@durability_option
 def worker_command(
     log_level: str,
     job: str,
@@ -447,7 +452,14 @@ def worker_command(
                 concurrency=concurrency,
                 exit_when_done=exit_when_done,
                 grace_s=grace,
-                queue=worker_queue(client, job, worker_name, config, observer=observer),
+                queue=worker_queue(
+                    client,
+                    job,
+                    worker_name,
+                    config,
+                    observer=observer,
+                    durability=durability_in_force(),
+                ),
             )
             log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
             async with anyio.create_task_group() as tg:
