@@ -4,6 +4,8 @@ connections ask the Sentinels where the primary is on every (re)connect."""
 
 from __future__ import annotations
 
+import string
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,8 +15,10 @@ from eventlog._sentinel import FollowingConnection, parse_sentinel_url, sentinel
 
 hosts = st.sampled_from(["127.0.0.1", "localhost", "sentinel-1.internal"])
 ports = st.integers(min_value=1, max_value=65535)
-services = st.from_regex(r"[a-z][a-z0-9_-]{0,15}", fullmatch=True)
-passwords = st.none() | st.from_regex(r"[A-Za-z0-9]{1,32}", fullmatch=True)
+services = st.text(alphabet=string.ascii_lowercase + string.digits + "_-", min_size=1, max_size=16)
+passwords = st.none() | st.text(
+    alphabet=string.ascii_letters + string.digits, min_size=1, max_size=32
+)
 
 
 @given(st.lists(st.tuples(hosts, ports), min_size=1, max_size=4), services, passwords)
