@@ -159,7 +159,7 @@ from eventlog._replica_set import (
     supervise_replica_set,
 )
 from eventlog._robots import ROBOTS_LOCK_MS, RobotsFile, SharedRobots
-from eventlog._sentinel import is_sentinel_url
+from eventlog._sentinel import is_sentinel_url, watch_primary
 from eventlog._server import (
     DATA_DIR_ENV,
     FSYNC_POLICIES,
@@ -345,5 +345,6 @@ __all__ = [
     "uncertain_action",
     "upcast",
     "wait_for_projector_position",
+    "watch_primary",
     "write_atomic",
 ]

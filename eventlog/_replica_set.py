@@ -49,7 +49,7 @@ from redis.retry import Retry
 
 from eventlog._exceptions import ConfigError, ServerError, ServerStartError
 from eventlog._files import write_atomic
-from eventlog._sentinel import sentinel_url
+from eventlog._sentinel import failover_line, sentinel_url
 from eventlog._server import (
     HASH_LISTPACK_ENTRIES,
     LOG_FILE,
@@ -277,10 +277,7 @@ async def supervise_replica_set(
             role = "Sentinel" if member.sentinel else "as a replica of the new primary"
             say(f"{member.name} of the replica set (port {member.port}) died; restarted it {role}")
         if now is not None and primary is not None and now != primary:
-            say(
-                f"failover: the Sentinels promoted {now[0]}:{now[1]} to primary in place of "
-                f"{primary[0]}:{primary[1]}; workers and projector follow it"
-            )
+            say(failover_line(primary, now))
         if now is not None:
             primary = now
 

@@ -27,17 +27,22 @@ What redis-py's asyncio Sentinel client does, which crawlog relies on:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import unquote, urlsplit
 
+import anyio
 import redis.asyncio as aioredis
+import redis.exceptions
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 
 from eventlog._exceptions import ConfigError
 
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
+WATCH_PRIMARY_EVERY_S = 1.0
+_WATCH_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,3 +144,44 @@ def sentinel_client(url: str, **connection_kwargs: Any) -> aioredis.Redis:
         connection_class=FollowingConnection,
     )
     return client
+
+
+def failover_line(old: tuple[str, int], new: tuple[str, int]) -> str:
+    """The one line that says the Sentinels promoted ``new`` in place of ``old``."""
+    return (
+        f"failover: the Sentinels promoted {new[0]}:{new[1]} to primary in place of "
+        f"{old[0]}:{old[1]}; workers and projector follow it"
+    )
+
+
+async def watch_primary(
+    url: str, say: Callable[[str], None], *, every_s: float = WATCH_PRIMARY_EVERY_S
+) -> NoReturn:
+    """Ask the Sentinels of ``url`` where the primary is every ``every_s``, and tell ``say``
+    (`failover_line`) when it moved; runs until cancelled. Sentinels that do not answer, or
+    agree on no primary (mid-failover), are asked again at the next turn."""
+    parsed = parse_sentinel_url(url)
+    sentinels = Sentinel(
+        list(parsed.sentinels),
+        sentinel_kwargs={
+            "password": parsed.password,
+            "socket_timeout": _WATCH_TIMEOUT_S,
+            "socket_connect_timeout": _WATCH_TIMEOUT_S,
+        },
+    )
+    primary: tuple[str, int] | None = None
+    try:
+        while True:
+            try:
+                host, port = await sentinels.discover_master(parsed.service)
+            except redis.exceptions.ConnectionError:  # MasterNotFoundError among them
+                pass
+            else:
+                now = (str(host), int(port))
+                if primary is not None and now != primary:
+                    say(failover_line(primary, now))
+                primary = now
+            await anyio.sleep(every_s)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await sentinels.aclose()

@@ -59,11 +59,13 @@ from eventlog import (
     TaskQueue,
     answers,
     connect,
+    is_sentinel_url,
     redacted,
     replica_set_url,
     require_replica,
     supervise_replica_set,
     supervise_server,
+    watch_primary,
 )
 
 if TYPE_CHECKING:
@@ -380,6 +382,9 @@ async def run_crawl(
                     tg.start_soon(supervise, server)
                 elif replica_set_url(data_dir) == url:
                     tg.start_soon(supervise_set)
+                elif is_sentinel_url(url):
+                    # Sentinels of the user's: nothing to restart, a failover to say.
+                    tg.start_soon(watch_primary, url, echo)
                 tg.start_soon(_import_progress_source)
                 await _watch(progress, workers_exited, echo, url)
                 tg.cancel_scope.cancel()

@@ -32,6 +32,7 @@ from eventlog import (
     connect,
     replica_set_status,
     supervise_replica_set,
+    watch_primary,
 )
 from tests.crawler.spiders import ListingSpider
 from tests.eventlog.helpers import RecordingObserver
@@ -64,6 +65,7 @@ async def test_the_crawl_follows_the_promoted_replica_and_keeps_every_acknowledg
 ) -> None:
     job, url, data_dir = "failover", replica_set.url, replica_set.data_dir
     said: list[str] = []
+    watched: list[str] = []  # what a crawl on Sentinels of the user's would say
     witnesses = [CheckpointWitness() for _ in range(WORKERS)]
     async with serve_testsite(pages=PAGES, seed=7) as site:
         sitemap = site.sitemap
@@ -108,6 +110,7 @@ async def test_the_crawl_follows_the_promoted_replica_and_keeps_every_acknowledg
         with anyio.fail_after(55):
             async with anyio.create_task_group() as supervision:
                 supervision.start_soon(supervise_replica_set, data_dir, said.append)
+                supervision.start_soon(watch_primary, url, watched.append)
                 async with anyio.create_task_group() as crawl:
                     for n in range(WORKERS):
                         crawl.start_soon(work, n)
@@ -120,7 +123,9 @@ async def test_the_crawl_follows_the_promoted_replica_and_keeps_every_acknowledg
         served = Counter(r.path for r in site.requests if 200 <= r.status < 300)
     assert fetched_at_kill < len(listings)  # the kill really was mid-crawl
     assert listings <= set(served)
-    assert any("failover" in line for line in said), said
+    failovers = [line for line in said if line.startswith("failover: ")]
+    assert failovers, said
+    assert watched[:1] == failovers[:1]
     async with connect(url) as client:
         entries = await EventLog(client, job).read_range()
     logged = {e.event.event_id for e in entries}
