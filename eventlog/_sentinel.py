@@ -21,6 +21,8 @@ What redis-py's asyncio Sentinel client does, which crawlog relies on:
   (redis-py's ``connect_check_health`` calls ``_connect``, which does not ask the
   Sentinels: redis/redis-py#3874, open), so a retry would knock at the dead primary until
   its budget ran out. `FollowingConnection` asks the Sentinels on every connect.
+* a promoted replica has none of the scripts: redis-py's scripts load themselves again on
+  NOSCRIPT, once; `_ReloadingScript` does it as often as it takes.
 * the pool connections' retry is not used for the Sentinels themselves: a Sentinel that
   does not answer is skipped and the next one asked.
 """
@@ -36,11 +38,13 @@ import anyio
 import redis.asyncio as aioredis
 import redis.exceptions
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
+from redis.commands.core import AsyncScript
 
 from eventlog._exceptions import ConfigError
 
 SENTINEL_SCHEME = "redis+sentinel"
 DEFAULT_SENTINEL_PORT = 26379
+_NOSCRIPT_RELOADS = 3
 WATCH_PRIMARY_EVERY_S = 1.0
 _WATCH_TIMEOUT_S = 1.0
 
@@ -111,6 +115,28 @@ class FollowingConnection(SentinelManagedConnection):
         await super()._connect()  # type: ignore[no-untyped-call]
 
 
+class _ReloadingScript(AsyncScript):
+    """A script that is loaded again as often as it meets NOSCRIPT, not once: redis-py's
+    own reload (``SCRIPT LOAD``, then ``EVALSHA``) can land on two servers when a failover
+    (or a fail-back to a replica whose full sync emptied its script cache) comes between."""
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for reload in range(_NOSCRIPT_RELOADS + 1):
+            try:
+                return await super().__call__(*args, **kwargs)
+            except redis.exceptions.NoScriptError:
+                if reload == _NOSCRIPT_RELOADS:
+                    raise
+        raise AssertionError("unreachable")
+
+
+class _PrimaryClient(aioredis.Redis):
+    """The client of the primary the Sentinels name: its scripts reload on NOSCRIPT."""
+
+    def register_script(self, script: str | bytes) -> AsyncScript:  # type: ignore[override]
+        return _ReloadingScript(self, script)
+
+
 class _PoolClosingItsSentinels(SentinelConnectionPool):
     """A pool whose full disconnect (the client's ``aclose``) closes the connections to
     the Sentinels too: redis-py leaves them to the `Sentinel` object, which no one else
@@ -139,7 +165,7 @@ def sentinel_client(url: str, **connection_kwargs: Any) -> aioredis.Redis:
     )
     client: aioredis.Redis = sentinel.master_for(
         parsed.service,
-        redis_class=aioredis.Redis,
+        redis_class=_PrimaryClient,
         connection_pool_class=_PoolClosingItsSentinels,
         connection_class=FollowingConnection,
     )
