@@ -289,9 +289,10 @@ def crawl_command(
     )
     try:
         # crawlog's own server is supervised by the crawl (restarted if it dies); a server
-        # of the user's (REDIS_URL) is theirs to run.
-        own = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)  # a set: its own
-        server = None if own else ensure_server(directory)
+        # of the user's (REDIS_URL) is theirs to run; the data directory's replica set is
+        # supervised by `run_crawl`, and no single server is started beside it.
+        elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
+        server = None if elsewhere else ensure_server(directory)
         url = server.url if server is not None else resolve_url(data_dir)
         beside = console_of_crawl(url, directory, job, port=console_port) if with_console else None
         with beside or nullcontext():
