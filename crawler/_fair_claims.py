@@ -8,8 +8,10 @@ lane instead of handing them out. Nothing is shared but the lanes: each worker j
 its own requests, so several workers together keep a few tasks of each busy site each.
 
 When a claim around busy sites finds nothing else, the lanes' fronts are all busy sites'
-tasks: the worker waits a little before looking again (`ClaimPause`), longer each time it
-finds nothing, so that a crawl of one slow site does not move entries round and round.
+tasks (moved behind if more follow them): the worker claims around them again only a
+little later (`ClaimPause`), longer each time it finds nothing, so that a crawl of one
+slow site does not move entries round and round. Meanwhile it claims as usual as soon as
+no site of its is busy any more.
 """
 
 from __future__ import annotations
@@ -34,23 +36,28 @@ def busy_sites(sites: Iterable[str], busy_hosts: set[str]) -> set[str]:
 
 
 class ClaimPause:
-    """How long to wait after a claim around busy sites that found nothing: doubling from
-    `FIRST_PAUSE_S` to `LONGEST_PAUSE_S`, back to the first once a claim finds work."""
+    """When the next claim around busy sites may be made: after one that found nothing, a
+    pause doubling from `FIRST_PAUSE_S` to `LONGEST_PAUSE_S`; none once one finds work."""
 
-    __slots__ = ("_next",)
+    __slots__ = ("_next", "_until")
 
     def __init__(self) -> None:
         self._next = FIRST_PAUSE_S
+        self._until = 0.0
 
     def found(self) -> None:
-        """A claim found work (or nothing was busy): the next pause is short again."""
+        """A claim around busy sites found work: the next may follow at once."""
         self._next = FIRST_PAUSE_S
+        self._until = 0.0
 
-    def empty(self) -> float:
-        """A claim around busy sites found nothing: the seconds to wait before the next."""
-        pause = self._next
-        self._next = min(pause * 2, LONGEST_PAUSE_S)
-        return pause
+    def empty(self, now: float) -> None:
+        """A claim around busy sites found nothing at ``now`` (any monotonic clock)."""
+        self._until = now + self._next
+        self._next = min(self._next * 2, LONGEST_PAUSE_S)
+
+    def wait_s(self, now: float) -> float:
+        """Seconds from ``now`` before the next claim around busy sites (0: at once)."""
+        return max(self._until - now, 0.0)
 
 
 async def first_of(*waits: Callable[[], Awaitable[object]]) -> None:

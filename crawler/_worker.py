@@ -429,9 +429,12 @@ class Worker:
             busy = self._busy_sites()
             leases: list[Lease] | None
             if busy:
+                if wait := self._claim_pause.wait_s(time.monotonic()):
+                    with anyio.move_on_after(wait):
+                        await first_of(self.stopping.wait, self.gate.eased)
+                    continue
                 leases = await self._claim_around(free, busy)
             else:
-                self._claim_pause.found()
                 leases = await self._claim_unless_done(free)
             if leases is None:
                 return
@@ -454,8 +457,7 @@ class Worker:
         if leases:
             self._claim_pause.found()
         else:
-            with anyio.move_on_after(self._claim_pause.empty()):
-                await first_of(self.stopping.wait, self.gate.eased)
+            self._claim_pause.empty(time.monotonic())
         return leases
 
     # --- end of sharing claims between sites ----------------------------------------------

@@ -835,8 +835,9 @@ CLAIM_AROUND = """
 -- A worker whose tasks of a site already wait for that site's politeness slots names it,
 -- so that its free places go to sites that can be fetched now instead of to more waiting.
 -- Each lane's next entries (up to budget of them) are read first without delivering them:
--- only busy entries in front of an entry handed out are moved, so a call that finds
--- nothing but busy sites' tasks writes nothing.
+-- only busy entries in front of an entry handed out are moved; when every one of them is
+-- busy, they are all moved if the lane goes on past them (so that the next call looks
+-- further), and nothing is written if they are the whole rest of the lane.
 -- KEYS: lanes (the last is the recovery lane), then ckpt.
 -- ARGV: group, consumer, count, budget, then the busy sites (a task's 'site').
 -- Returns {moved, {lane index, entries, ckpt values} triples}.
@@ -874,6 +875,7 @@ local function read(i, n)
       take, found = j, found + 1
     end
   end
+  if take == 0 and #ahead >= budget then take = #ahead end
   if take == 0 then return end
   local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', take,
                        'STREAMS', KEYS[i], '>')
@@ -895,8 +897,10 @@ local function read(i, n)
       values[#entries] = type(id) == 'string' and redis.call('HGET', ckpt, id)
     end
   end
-  out[#out + 1] = {i - 1, entries, values}
-  want = want - #entries
+  if #entries > 0 then
+    out[#out + 1] = {i - 1, entries, values}
+    want = want - #entries
+  end
 end
 if want > 0 then
   read(lanes, math.ceil(want / 4))

@@ -4,6 +4,7 @@ for a politeness slot), and how long it waits after a claim around them found no
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,11 +24,17 @@ def test_each_empty_claim_waits_twice_as_long_up_to_the_bound_and_work_resets_it
 ) -> None:
     pause = ClaimPause()
     expected = FIRST_PAUSE_S
+    now = 1000.0
+    assert pause.wait_s(now) == 0
     for work in found:
+        now += 10 * LONGEST_PAUSE_S
         if work:
             pause.found()
+            assert pause.wait_s(now) == 0
             expected = FIRST_PAUSE_S
         else:
-            assert pause.empty() == expected
+            pause.empty(now)
+            assert pause.wait_s(now) == pytest.approx(expected)
+            assert pause.wait_s(now + expected / 2) == pytest.approx(expected / 2)
+            assert pause.wait_s(now + 2 * expected) == 0
             expected = min(expected * 2, LONGEST_PAUSE_S)
-    assert FIRST_PAUSE_S <= pause.empty() <= LONGEST_PAUSE_S

@@ -67,13 +67,17 @@ async def test_a_claim_that_finds_only_busy_sites_tasks_moves_and_leases_nothing
     assert await queue.leases_of("w1") == []
 
 
-async def test_the_scan_stops_at_its_budget(
+async def test_a_scan_that_meets_only_busy_entries_moves_them_if_the_lane_goes_on(
     make_queue: MakeQueue, redis_client: aioredis.Redis
 ) -> None:
     queue = make_queue("w1")
     tasks = [task(n, site=BIG) for n in range(8)] + [task(8, site=SMALL)]
     await queue.enqueue(tasks, actor="seed")
 
-    assert await queue.claim_around(1, {BIG}, budget=8) == ([], 0)
-    found = await queue.claim_around(1, {BIG}, budget=9)
+    # The budget reaches only the big site's entries: moved behind, nothing handed out...
+    assert await queue.claim_around(1, {BIG}, budget=4) == ([], 4)
+    assert await _lane_sites(redis_client, queue) == [BIG] * 4 + [SMALL] + [BIG] * 4
+    # ...so that the next call reaches the small site's task.
+    found = await queue.claim_around(1, {BIG}, budget=8)
     assert [lease.task.task_id for lease in found.leases] == ["task-8"]
+    assert found.moved == 4
