@@ -23,8 +23,8 @@ import anyio
 LEASES_PER_PLACE = 4
 """A task waiting for its host's politeness slot takes none of a worker's ``concurrency``
 places; but a worker holds at most this many leases per place."""
-FIRST_PAUSE_S = 0.02
-LONGEST_PAUSE_S = 0.5
+FIRST_PAUSE_S = 0.01
+LONGEST_PAUSE_S = 0.1
 """A site's tasks newly enqueued behind busy ones wait at most about this long to be claimed."""
 
 
