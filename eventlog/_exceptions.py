@@ -12,6 +12,9 @@ this tree and the classes in step::
     ├── ServerError ............ the Redis/Valkey server is not there or not usable:
     │   ├── ServerUnreachable .. the Redis/Valkey server cannot be reached
     │   ├── ServerCannotPersist  it refuses writes: it cannot save them (a full disk)
+    │   ├── ServerOutOfMemory .. it refused writes at its ``maxmemory`` for longer than a
+    │   │                        long-running process rides out
+    │   ├── ServerEvicts ....... its ``maxmemory-policy`` may evict the job's keys
     │   └── ServerStartError ... the embedded valkey-server did not come up
     ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
@@ -66,6 +69,20 @@ class ServerCannotPersist(ServerError):
         self.detail = detail
         """The server's own words, e.g. "Errors writing to the AOF file: No space left..."."""
         self.disk_full = disk_full
+
+
+class ServerOutOfMemory(ServerError):
+    """The server refused writes with ``OOM`` (``maxmemory`` reached, policy ``noeviction``)
+    for longer than the caller waits it out. The refused writes were not applied."""
+
+
+class ServerEvicts(ServerError):
+    """The server's ``maxmemory-policy`` evicts keys when memory runs out: it would delete a
+    job's tasks, leases or log without a word, so crawlog does not write to it."""
+
+    def __init__(self, message: str, policy: str) -> None:
+        super().__init__(message)
+        self.policy = policy
 
 
 class ServerStartError(ServerError):

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
+import redis.asyncio as aioredis
 from anyio.abc import Process
 
 from crawler._defaults import FailOn
@@ -52,12 +53,17 @@ from crawler.cli._light import without_httpx_cli
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
+    MEMORY_CHECK_S,
     JobKeys,
     ServerError,
+    ServerEvicts,
     ServerInfo,
     TaskQueue,
     answers,
     connect,
+    evicting_server,
+    out_of_memory_advice,
+    read_memory,
     redacted,
     supervise_server,
 )
@@ -255,8 +261,9 @@ async def run_crawl(
     started = time.monotonic()
     keys = JobKeys(job)
     env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
-    # Like its workers and projector, the crawl waits out a Redis restart.
-    async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+    # Like its workers and projector, the crawl waits out a Redis restart (and refuses a
+    # server that evicts keys); it says itself when the server is out of memory.
+    async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client:
         config = await save_config(client, keys, config)
         queue = TaskQueue(client, job, "crawl")
         new = await enqueue_seeds(
@@ -275,6 +282,7 @@ async def run_crawl(
         projector: Child | None = None
         server_lost = False
         projector_told = False  # sent its SIGTERM once the workers had exited
+        evicting: list[ServerEvicts] = []  # set by watch_memory: the crawl stops with it
 
         async def supervise(own: ServerInfo) -> None:
             nonlocal server_lost
@@ -363,6 +371,9 @@ async def run_crawl(
                 tg.start_soon(stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(supervise, server)
+                tg.start_soon(
+                    watch_memory, client, job, url, worker_processes, evicting.append, echo
+                )
                 tg.start_soon(_import_progress_source)
                 await _watch(progress, workers_exited, echo, url)
                 tg.cancel_scope.cancel()
@@ -386,6 +397,10 @@ async def run_crawl(
                     # Never started (all over before the workers wrote): once, to the end.
                     await (await start_projector(once=True)).wait()
                 await anyio.to_thread.run_sync(output.close)
+    if evicting:
+        # Stopped cleanly (the workers handed their tasks back, the projector committed):
+        # the same command carries on once the server no longer evicts.
+        raise evicting[0]
     from projector import Store, read_committed
 
     manifest, state = read_committed(Store(data_dir, job), tasks=False)  # totals only
@@ -512,6 +527,41 @@ async def _watch(
                         "retrying"
                     )
             tg.cancel_scope.cancel()
+
+
+async def watch_memory(
+    client: aioredis.Redis,
+    job: str,
+    url: str,
+    workers: Sequence[Child],
+    evicting: Callable[[ServerEvicts], None],
+    echo: Callable[[str], None],
+) -> None:
+    """Read the server's memory every ``MEMORY_CHECK_S`` while the crawl runs.
+
+    Full (``OOM``: its workers and projector wait, each write retried): one progress line
+    an outage, saying what to do. A ``maxmemory-policy`` that evicts (changed since the
+    crawl's start): ``evicting`` is told, the workers are stopped as by Ctrl-C (they hand
+    their tasks back, then the projector commits) and the crawl ends with that error.
+    """
+    said_full = False
+    while True:
+        await anyio.sleep(MEMORY_CHECK_S)
+        memory = await read_memory(client)
+        if memory is None:
+            return  # this user may not read it: nothing to watch
+        if memory.evicts:
+            evicting(evicting_server(memory.policy, redacted(url)))
+            for process in workers:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+            return
+        if memory.full and not said_full:
+            echo(
+                f"progress {job}: {out_of_memory_advice(redacted(url))}; workers and "
+                "projector wait and carry on once it has room"
+            )
+        said_full = memory.full
 
 
 def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from anyio.abc import TaskStatus
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._logs import set_log_level
 from crawler.cli._options import data_dir_option, job_option, log_level_option, metrics_options
+from crawler.cli._unwritable import said_by_the_crawl
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
     ConfigError,
@@ -131,8 +132,9 @@ def project_command(
         serve(registry, metrics_host, metrics_port)
 
     async def run() -> None:
-        # A Redis restart is waited out: the projector reads again after its position.
-        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        # A Redis restart or a full server is waited out: the projector reads again after
+        # its position (a crawl says it once for all of its processes).
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=said_by_the_crawl()) as client:
             await _require_job(client, job, directory)
             async with (
                 Projector(
