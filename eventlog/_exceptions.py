@@ -20,6 +20,9 @@ this tree and the classes in step::
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
     ├── WorkerNameTaken ........ another live process holds this worker name
+    ├── ProjectorHeld .......... another projector, on any machine, holds the job's lease
+    ├── ProjectorLeaseLost ..... a projector stalled past its lease, which another took (or
+    │                            committed under) since: it neither commits nor trims
     ├── OperatorRefused ........ an operator command that does not apply now (a retry of a
     │   │                        task still running...): nothing was written
     │   └── UnknownTask ........ a task id or URL the job's log has no task for
@@ -31,6 +34,8 @@ this tree and the classes in step::
     │                            logged as done (its worker died mid-way): the task is
     │                            paused for an operator to resolve
     ├── ArchiveCorrupt ......... [projector] an archive segment cannot be read back
+    ├── ArchiveBehind .......... [projector] a data directory's archive ends before what
+    │                            the job's log was trimmed to: it lacks events
     ├── NoProjectedData ........ [projector] a report, query or export of a job that has
     │                            nothing committed yet (no projector has run)
     ├── ProjectorBusy .......... [projector] another projector process holds the job's lock
@@ -127,6 +132,34 @@ class WorkerNameTaken(CrawlogError):
         )
         self.worker = worker
         self.expires_in_ms = expires_in_ms
+
+
+class ProjectorHeld(CrawlogError):
+    """Another projector holds the job's lease (one per job, wherever it runs)."""
+
+    def __init__(self, job: str, holder: str, expires_in_ms: int) -> None:
+        super().__init__(
+            f"another projector holds job {job!r} ({holder}): one per job is enough; stop "
+            f"that one first (a killed one lets the job go within {expires_in_ms} ms)"
+        )
+        self.job = job
+        self.holder = holder
+        self.expires_in_ms = expires_in_ms
+
+
+class ProjectorLeaseLost(CrawlogError):
+    """A projector's lease is another's now (it stalled past it): what it read since its
+    last commit is neither committed nor trimmed; the projector that holds the job goes on."""
+
+    def __init__(self, job: str, data_dir: str) -> None:
+        super().__init__(
+            f"the projector of job {job!r} with data directory {data_dir} lost its lease (it "
+            "was stalled past it and another projector took the job, or committed since): "
+            "it stopped without committing or trimming. Nothing is lost: the log keeps "
+            "what was not committed; run one projector for the job"
+        )
+        self.job = job
+        self.data_dir = data_dir
 
 
 class OperatorRefused(CrawlogError):

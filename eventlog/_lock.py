@@ -56,7 +56,7 @@ async def hold_worker_name(
     within ``release_timeout_s``: a server that does not answer must not hold up a stop
     (the name then expires after its TTL, as a killed holder's does).
     """
-    key, token = keys.worker_lock(worker), f"{secrets.token_hex(16)}|{_this_process()}"
+    key, token = keys.worker_lock(worker), f"{secrets.token_hex(16)}|{this_process()}"
     acquire = redis.register_script(LOCK_ACQUIRE)
     deadline = anyio.current_time() + wait_s
     with redis_errors("taking the worker name"):
@@ -118,7 +118,7 @@ def _machine() -> str:
         return ""
 
 
-def _this_process() -> str:
+def this_process() -> str:
     """``machine|pid|start time`` of this process, or '' where /proc cannot tell."""
     machine, pid = _machine(), os.getpid()
     start = _start_time(pid)

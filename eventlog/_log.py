@@ -50,7 +50,11 @@ class StreamInfo(msgspec.Struct, frozen=True, kw_only=True):
     last_id: str
     """Stream ID of the last entry ever added (it may be trimmed since)."""
     max_deleted_id: str | None
-    """The highest stream ID trimmed or deleted from the log; None if none was."""
+    """The highest stream ID deleted from the log (XDEL; Valkey does not count a trim
+    here); None if none was."""
+    length: int = 0
+    """Entries the log holds now: ``entries_added - length`` were trimmed (crawlog never
+    deletes an event otherwise)."""
 
 
 def parse_stream_info(reply: object) -> StreamInfo:
@@ -67,6 +71,7 @@ def parse_stream_info(reply: object) -> StreamInfo:
         entries_added=int(info.get("entries-added", 0)),
         last_id=_text(info.get("last-generated-id", START)),
         max_deleted_id=None if max_deleted == START else max_deleted,
+        length=int(info.get("length", 0)),
     )
 
 

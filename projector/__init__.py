@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         write_segment,
         write_table,
     )
+    from projector._continuity import ArchiveBehind
     from projector._defaults import (
         DEFAULT_COMMIT_INTERVAL_S,
         DEFAULT_KEEP_TAIL_S,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "ABORTED": "projector._state",
+    "ArchiveBehind": "projector._continuity",
     "ArchiveCorrupt": "projector._archive",
     "DEDUP_WINDOW": "projector._state",
     "DEFAULT_COMMIT_INTERVAL_S": "projector._defaults",
@@ -172,6 +174,7 @@ __all__ = [
     "RUNNING",
     "SCHEMA",
     "TERMINAL",
+    "ArchiveBehind",
     "ArchiveCorrupt",
     "ExportFormat",
     "ExportWhat",

@@ -19,6 +19,7 @@ from crawler.cli._logs import set_log_level
 from crawler.cli._options import data_dir_option, job_option, log_level_option, metrics_options
 from crawler.cli._unwritable import said_by_the_crawl
 from eventlog import (
+    DEFAULT_PROJECTOR_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
     ConfigError,
     CrawlogError,
@@ -92,6 +93,14 @@ log = logging.getLogger("crawlog.projector")
     help="Seconds of committed events left in Redis when trimming.",
 )
 @click.option("--no-trim", is_flag=True, help="Never trim the stream in Redis.")
+@click.option(
+    "--lease",
+    type=click.FloatRange(min=0.3),
+    default=DEFAULT_PROJECTOR_LEASE_MS / 1000,
+    show_default=True,
+    help="Seconds the job's projector lease lasts unless renewed: how long a projector "
+    "killed on another machine holds the job.",
+)
 @metrics_options
 @click.pass_context
 def project_command(
@@ -106,6 +115,7 @@ def project_command(
     snapshot_interval: float,
     keep_tail: float,
     no_trim: bool,
+    lease: float,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
@@ -144,6 +154,7 @@ def project_command(
                     commit_interval_s=commit_interval,
                     snapshot_interval_s=snapshot_interval,
                     keep_tail_s=None if no_trim else keep_tail,
+                    lease_ms=int(lease * 1000),
                 ) as projector,
                 anyio.create_task_group() as tg,
             ):
