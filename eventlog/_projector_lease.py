@@ -121,7 +121,7 @@ class ProjectorLease:
             except ProjectorLeaseLost:
                 return
 
-    async def publish(self, position: str, minid: str | None) -> int:
+    async def publish_and_trim(self, position: str, minid: str | None) -> int:
         """Publish ``position`` as committed and trim the log below ``minid`` (None: no
         trim), fenced by the lease; the entries trimmed. ``ProjectorLeaseLost`` (and
         nothing done) if the lease is not this holder's."""

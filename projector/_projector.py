@@ -446,7 +446,7 @@ class Projector:
             floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
             minid = f"{max(floor[0], 0)}-{floor[1]}"
         assert self.lease is not None
-        await self.lease.publish(position, minid)
+        await self.lease.publish_and_trim(position, minid)
 
     async def _require_whole_archive(self) -> None:
         """``ArchiveBehind`` if the log was trimmed past the committed position: reading on
