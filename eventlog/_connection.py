@@ -235,8 +235,7 @@ async def connect(
     try:
         await ping(client, url)
         if ride_out_s is not None:
-            with redis_errors("reading its memory policy"):
-                await require_noeviction(client, redacted(url))
+            await require_noeviction(client, redacted(url))
             client.set_retry(ride_out_retry(ride_out_s, where=redacted(url), quiet=quiet))
         yield client
     finally:

@@ -19,7 +19,7 @@ import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from eventlog._exceptions import ServerEvicts
+from eventlog._exceptions import ServerError, ServerEvicts
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +52,15 @@ class ServerMemory(msgspec.Struct, frozen=True):
 
 async def read_memory(client: aioredis.Redis) -> ServerMemory | None:
     """The server's memory; None if this user may not ask (``INFO`` denied by its ACL)."""
+    # Imported here: ``_connection`` checks the policy with this module as it connects.
+    from eventlog._connection import redis_errors
+
     try:
-        info = await client.info("memory")
-    except redis.exceptions.NoPermissionError:
+        with redis_errors("reading the server's memory"):
+            info = await client.info("memory")
+    except ServerError as exc:
+        if not isinstance(exc.__cause__, redis.exceptions.NoPermissionError):
+            raise
         log.debug("INFO is denied to this user: the server's memory policy is not checked")
         return None
     return ServerMemory(
