@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+from anyio.abc import Process
 
 from crawler.cli._argv import crawlog_command
 from eventlog import EventLog, TaskEnqueued
@@ -66,3 +68,15 @@ def project_env(valkey_url: str) -> dict[str, str]:
     """The environment of a ``crawlog project`` process on the test's server."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAWLOG_")}
     return {**env, "REDIS_URL": valkey_url, "PYTHONPATH": str(ROOT)}
+
+
+@contextlib.asynccontextmanager
+async def killed_at_exit(process: Process) -> AsyncIterator[Process]:
+    """``process`` (as ``async with process``), SIGKILLed at exit if it still runs: a
+    failed assertion must not leave the test waiting for it."""
+    async with process:
+        try:
+            yield process
+        finally:
+            if process.returncode is None:
+                process.kill()

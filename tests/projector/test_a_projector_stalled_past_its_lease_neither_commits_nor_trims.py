@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 
 from eventlog import EventLog, JobKeys, hold_projector_lease, read_projector_position
 from projector import Store, wait_for_position
+from tests.projector.conftest import killed_at_exit
 
 pytestmark = pytest.mark.anyio
 LEASE = ("--lease", "0.6", "--keep-tail", "0", "--commit-interval", "0.1")
@@ -42,7 +43,7 @@ async def test_a_projector_stalled_past_its_lease_neither_commits_nor_trims(
     stalled = await anyio.open_process(
         project_command(data, *LEASE), env=project_env, stderr=subprocess.PIPE
     )
-    async with stalled:
+    async with killed_at_exit(stalled):
         with anyio.fail_after(30):
             assert await wait_for_position(redis_client, job, ids[-1], 30) == ids[-1]
         committed = Store(data, job).read_manifest().position
@@ -77,7 +78,7 @@ async def test_a_projector_stalled_while_nobody_took_the_job_goes_on(
     ids = await seed_events(0, 30)
     data = tmp_path / "stalled"
     stalled = await anyio.open_process(project_command(data, *LEASE), env=project_env)
-    async with stalled:
+    async with killed_at_exit(stalled):
         with anyio.fail_after(30):
             assert await wait_for_position(redis_client, job, ids[-1], 30) == ids[-1]
         stalled.send_signal(signal.SIGSTOP)

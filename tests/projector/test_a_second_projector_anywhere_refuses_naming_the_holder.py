@@ -14,6 +14,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from projector import Store, wait_for_position
+from tests.projector.conftest import killed_at_exit
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,7 @@ async def test_a_second_projector_anywhere_refuses_naming_the_holder(
         env=project_env,
         stderr=subprocess.PIPE,
     )
-    async with holder:
+    async with killed_at_exit(holder):
         with anyio.fail_after(30):
             assert await wait_for_position(redis_client, job, ids[-1], 30) == ids[-1]
         refused = await anyio.run_process(
