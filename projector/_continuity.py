@@ -10,6 +10,7 @@ archive of the projector that trimmed them (``last_committer``).
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from eventlog import CrawlogError, ProjectorHolder
@@ -41,7 +42,18 @@ def archive_behind(
     ``committer`` (None if unknown)."""
     ends = "is empty" if position == "0-0" else f"ends at {position}"
     left = f", the first left is {first_left}" if first_left else ""
-    if committer is not None:
+    here = root.parent.parent.resolve()  # root is <data dir>/jobs/<job>
+    if (
+        committer is not None
+        and committer.host == socket.gethostname()
+        and Path(committer.data_dir) == here
+    ):
+        where = (
+            f"They were committed here, by the projector of {committer.describe()}: this "
+            f"archive was moved, deleted or restored from an older copy since. Put {root} "
+            "back as it was"
+        )
+    elif committer is not None:
         where = (
             f"The projector that trimmed them has them: {committer.describe()}. Run the "
             f"projector with that data directory (on {committer.host}: --data-dir "
