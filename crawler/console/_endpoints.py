@@ -92,7 +92,14 @@ def _flash(request: Request) -> Outcome | None:
 def _html(
     request: Request, title: str, body: str, job: str | None, after: str | None
 ) -> HTMLResponse:
-    page = pages.layout(title, body, job=job, events_after=after, flash=_flash(request))
+    page = pages.layout(
+        title,
+        body,
+        job=job,
+        events_after=after,
+        flash=_flash(request),
+        actor=actor_of(session_of(request).operator),
+    )
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
 

@@ -82,8 +82,10 @@ def layout(
     job: str | None,
     events_after: str | None,
     flash: Outcome | None = None,
+    actor: str | None = None,
 ) -> str:
-    """A whole page: navigation, the outcome of the form just submitted, the body."""
+    """A whole page: navigation (and who acts from it), the outcome of the form just
+    submitted, the body."""
     nav = ['<a href="/">Jobs</a>']
     if job is not None:
         base = f"/jobs/{quote(job, safe='')}"
@@ -99,6 +101,7 @@ def layout(
     if job is not None and events_after is not None:
         query = urlencode({"after": events_after})
         stream = f' data-events="/jobs/{quote(job, safe="")}/events?{query}"'
+    acting = "" if actor is None else f' <span id="actor">acting as {escape(actor)}</span>'
     said = ""
     if flash is not None:
         kind = "ok" if flash.ok else "refused"
@@ -107,7 +110,7 @@ def layout(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>{escape(title)} · crawlog console</title><style>{STYLE}</style>"
         f'<script src="{SCRIPT_URL}" defer></script></head>'
-        f"<body{stream}><nav>crawlog console · {' '.join(nav)}"
+        f"<body{stream}><nav>crawlog console · {' '.join(nav)}{acting}"
         '<span id="stream-state" style="float:right"></span></nav>'
         f"{said}<main><h1>{escape(title)}</h1>{body}</main></body></html>"
     )

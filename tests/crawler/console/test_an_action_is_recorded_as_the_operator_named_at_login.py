@@ -1,6 +1,7 @@
 """In a real browser: the operator named at login (``&as=alice`` on the printed URL) is who
-an action from the page is recorded as, in the log and on the page, not the user the
-console runs as; a login that names nobody acts as the console's ``--user``."""
+an action from the page is recorded as, in the log and on the page (which says who acts
+from it), not the user the console runs as; a login that names nobody acts as the
+console's ``--user``."""
 
 from __future__ import annotations
 
@@ -40,11 +41,13 @@ async def test_the_actor_in_the_log_is_the_name_given_at_login(
         with anyio.fail_after(60):
             await alice.goto(running.login_url("alice"))
             await alice.goto(f"{running.base}/jobs/{job}/sites")
+            assert await alice.inner_text("#actor") == "acting as alice@console"
             said = await act_on_the_site(alice, site.url, "pause", "asked to wait")
             assert "by alice@console" in said
 
             await nobody.goto(running.url)
             await nobody.goto(f"{running.base}/jobs/{job}/sites")
+            assert await nobody.inner_text("#actor") == f"acting as {CONSOLE_ACTOR}"
             said = await act_on_the_site(nobody, site.url, "resume", "go on")
             assert f"by {CONSOLE_ACTOR}" in said
     actors = [
