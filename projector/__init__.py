@@ -60,7 +60,7 @@ if TYPE_CHECKING:
         verify,
     )
     from projector._report import build_report
-    from projector._report_model import Report
+    from projector._report_model import CLOCK_SKEW_WARNING_S, ClockSkew, Report, clock_skew
     from projector._state import (
         ABORTED,
         DEDUP_WINDOW,
@@ -84,6 +84,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED",
+    "CLOCK_SKEW_WARNING_S",
     "DEDUP_WINDOW",
     "DEFAULT_COMMIT_INTERVAL_S",
     "DEFAULT_KEEP_TAIL_S",
@@ -100,6 +101,7 @@ __all__ = [
     "SCHEMA",
     "TERMINAL",
     "ArchiveCorrupt",
+    "ClockSkew",
     "ExportFormat",
     "ExportWhat",
     "Feed",
@@ -124,6 +126,7 @@ __all__ = [
     "bring_back_named",
     "build_report",
     "canonical",
+    "clock_skew",
     "committed_position",
     "current_state",
     "current_tasks",

@@ -29,6 +29,9 @@ from projector._summary import (
 TOP_REASONS: Final = 10
 ANOMALIES_SHOWN: Final = ANOMALIES_LISTED
 SECONDS_PER_MINUTE: Final = 60
+CLOCK_SKEW_WARNING_S: Final = 5.0
+"""A worker whose clock is further than this from the server's is named in a warning: its
+events' own times (``at``) are off by that much (rates and durations are the server's)."""
 
 
 class Totals(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,9 +43,14 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
     by_status: dict[str, int]
     pages: int
     refetches: int
+    """Fetches the fold counted as a page fetched again after a good fetch of it."""
     bytes: int
     items: int
     duplicate_items: int
+    requests_maybe_twice: int = 0
+    """Requests that may have reached the site twice: fetches of a page after a good fetch
+    of it as the log has them, and first fetches written by a task taken again after a lost
+    lease (the lost lease's request may have been sent and never written)."""
     dropped: dict[str, int] = {}
     """URLs spiders yielded that are not crawled, by reason."""
     items_dropped: dict[str, int] = {}
@@ -148,6 +156,9 @@ class Recoveries(msgspec.Struct, frozen=True, kw_only=True):
     pages_refetched: int
     extra_fetches: int
     refetched: list[RefetchedPage]
+    unrecorded_refetches: int = 0
+    """First fetches of a page written by a task taken again after a lost lease
+    (``projector._fetches.FetchFigures.unrecorded_refetches``)."""
 
 
 class StuckTask(RunningTask, frozen=True, kw_only=True):
@@ -185,6 +196,14 @@ class Anomalies(msgspec.Struct, frozen=True, kw_only=True):
     fold ever saw them, so they are not among the refused events (``crawlog dead list``)."""
 
 
+class ClockSkew(msgspec.Struct, frozen=True, kw_only=True):
+    """A worker (an event's actor) whose clock is off the server's by ``offset_s`` (ahead
+    if positive), as its page fetches' times and stream IDs tell."""
+
+    worker: str
+    offset_s: float
+
+
 class Report(msgspec.Struct, frozen=True, kw_only=True):
     """A job's progress report, as of one committed manifest."""
 
@@ -203,6 +222,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     recoveries: Recoveries
     stuck: Stuck
     anomalies: Anomalies
+    clock_skew: list[ClockSkew] = []
+    """Workers whose clock is off the server's by more than ``CLOCK_SKEW_WARNING_S``."""
 
 
 def assemble(
@@ -217,15 +238,20 @@ def assemble(
     recoveries: Recoveries,
     lease_s: float,
     now: float,
+    clock_offsets: dict[str, float] | None = None,
 ) -> Report:
     """The report of ``manifest``: the sections from the log as given, the others from
     ``summary``."""
+    totals = msgspec.structs.replace(
+        _totals(summary.job),
+        requests_maybe_twice=recoveries.extra_fetches + recoveries.unrecorded_refetches,
+    )
     return Report(
         job=manifest.job,
         position=manifest.position,
         generated_at=now,
         events=events,
-        totals=_totals(summary.job),
+        totals=totals,
         sites=_sites(summary.sites),
         throughput=throughput,
         failures=failures,
@@ -234,7 +260,18 @@ def assemble(
         recoveries=recoveries,
         stuck=_stuck(summary.running, lease_s=lease_s, now=now),
         anomalies=_anomalies(summary),
+        clock_skew=clock_skew(clock_offsets or {}),
     )
+
+
+def clock_skew(offsets: dict[str, float]) -> list[ClockSkew]:
+    """The workers of ``offsets`` (actor -> seconds ahead of the server) off by more than
+    ``CLOCK_SKEW_WARNING_S``, furthest first."""
+    return [
+        ClockSkew(worker=worker, offset_s=offset)
+        for worker, offset in sorted(offsets.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+        if abs(offset) > CLOCK_SKEW_WARNING_S
+    ]
 
 
 def _by_status(counts: dict[str, int]) -> dict[str, int]:
@@ -281,7 +318,8 @@ def _sites(sites: Iterable[SiteState]) -> list[SiteProgress]:
 
 
 def throughput(per_minute: dict[int, int]) -> Throughput:
-    """The throughput section from the fetches of each minute (``floor(at / 60)``)."""
+    """The throughput section from the fetches of each minute of the server's clock (the
+    minute of their stream IDs)."""
     counts = {m: n for m, n in per_minute.items() if n}
     if not counts:
         return Throughput(minutes=0, per_minute_avg=0.0, peak=0, peak_minute=None, series=[])
@@ -328,7 +366,12 @@ def retries(summary: Summary, *, pages_retried: int, retry_fetches: int, release
 
 
 def recoveries(
-    summary: Summary, *, pages_refetched: int, extra_fetches: int, refetched: list[RefetchedPage]
+    summary: Summary,
+    *,
+    pages_refetched: int,
+    extra_fetches: int,
+    refetched: list[RefetchedPage],
+    unrecorded_refetches: int = 0,
 ) -> Recoveries:
     """The recoveries section."""
     return Recoveries(
@@ -337,6 +380,7 @@ def recoveries(
         pages_refetched=pages_refetched,
         extra_fetches=extra_fetches,
         refetched=refetched,
+        unrecorded_refetches=unrecorded_refetches,
     )
 
 

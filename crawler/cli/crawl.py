@@ -28,6 +28,7 @@ from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES, ScopeMode
 from crawler._spider import Spider, load_spider, spider_path
 from crawler._urls import check_seed_url
 from crawler.cli._exit import EXIT_ERROR
+from crawler.cli._format import twice_phrase
 from crawler.cli._identity_options import identity_options, identity_settings
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._light import without_httpx_cli
@@ -313,7 +314,8 @@ def crawl_command(
     ended = "finished" if summary.complete else "stopped"
     click.echo(
         f"{ended} {summary.job} in {summary.seconds:.1f} s: "
-        f"{tasks or 'no tasks'}; {summary.pages} pages ({summary.refetches} refetched), "
+        f"{tasks or 'no tasks'}; {summary.pages} pages "
+        f"({twice_phrase(summary.requests_maybe_twice)}), "
         f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
         f"{summary.anomalies} anomalies"
         + (

@@ -51,6 +51,29 @@ def _store(data_dir: Path | None, job: str) -> Store:
     return Store(directory, job)
 
 
+def _stored_lease_s(job: str, data_dir: Path | None) -> float:
+    """The lease the job was crawled with (``--lease`` of its crawl, kept with the job in
+    its server); ``DEFAULT_LEASE_S``, said on stderr, if the server cannot tell."""
+    import anyio
+
+    from crawler._job import load_config
+    from eventlog import JobKeys, connect, resolve_url
+
+    async def read() -> float:
+        async with connect(resolve_url(data_dir, create=False)) as client:
+            return (await load_config(client, JobKeys(job))).lease_ms / 1000
+
+    try:
+        return anyio.run(read)
+    except CrawlogError as exc:
+        click.echo(
+            f"crawlog: warning: the job's lease is unknown ({exc}): stuck means silent for "
+            f"{DEFAULT_LEASE_S:g} s (--lease S to say otherwise)",
+            err=True,
+        )
+        return DEFAULT_LEASE_S
+
+
 @click.command(
     "report", epilog="Example:  crawlog report --job books --lease 60 --data-dir ~/crawls"
 )
@@ -61,12 +84,12 @@ def _store(data_dir: Path | None, job: str) -> Store:
     "--lease",
     "lease_s",
     type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_LEASE_S,
-    show_default=True,
+    default=None,
     metavar="S",
-    help="Lease in seconds: a running task silent for longer is reported as stuck.",
+    help="Lease in seconds: a running task silent for longer is reported as stuck "
+    f"[default: the job's own lease, or {DEFAULT_LEASE_S:g} if its server cannot be asked].",
 )
-def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: float) -> None:
+def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: float | None) -> None:
     """Report a job's progress: tasks, sites, throughput, failures, recoveries, anomalies.
 
     Reads what the projector committed, so it works while the crawl runs; it is as recent
@@ -79,6 +102,8 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     warning = files_warning(store)
     if warning:
         click.echo(f"crawlog: warning: {warning}", err=True)
+    if lease_s is None:
+        lease_s = _stored_lease_s(job, data_dir)
     report = build_report(store, lease_s=lease_s, now=time.time())
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())

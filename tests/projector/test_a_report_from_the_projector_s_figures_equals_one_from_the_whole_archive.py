@@ -65,7 +65,8 @@ def fetch(task: str, page: int, at: float, *, status: int = 200, url: str = "") 
 
 
 def crawl(n: int) -> list[AnyEvent]:
-    """Task ``n`` in one of the ways a crawl goes, at a clock spread over many minutes."""
+    """Task ``n`` in one of the ways a crawl goes, its events made at times spread over many
+    minutes (by their workers' clocks: the report's minutes are the server's)."""
     t, at = f"t{n}", T0 + 7 * n
     events: list[AnyEvent] = [
         TaskEnqueued(actor="seed", task_id=t, url=f"{SITE}/{t}", site=SITE, at=at),
@@ -174,7 +175,7 @@ async def test_a_projector_restarted_between_batches_reports_as_the_whole_archiv
     assert summary.fetches.dirty_tasks > 0
     assert rebuilds == []
     assert fast.retries.pages_retried > 0 and fast.recoveries.pages_refetched > 0
-    assert fast.retries.released > 0 and fast.throughput.minutes > 10
+    assert fast.retries.released > 0 and fast.throughput.minutes >= 1
     assert fast.recoveries.refetched[0].url.endswith("?again")
 
 

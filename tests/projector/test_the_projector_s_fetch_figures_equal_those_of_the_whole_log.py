@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventlog import LogEntry, PageFetched, TaskReleased
+from eventlog import LogEntry, PageFetched, TaskClaimed, TaskReclaimed, TaskReleased
 from projector._fetches import (
     LISTED,
     RELATIVE_ERROR,
@@ -59,13 +59,25 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
     minutes: Counter[int] = Counter()
     statuses: Counter[int] = Counter()
     errors: Counter[str] = Counter()
+    offsets: dict[str, float] = {}
+    taken_again: set[str] = set()  # taken again after a lost lease, not fetched since
+    unrecorded = 0
     for entry in log:
         event = entry.event
         if isinstance(event, TaskReleased):
             released += 1
+        if isinstance(event, TaskReclaimed) or (
+            isinstance(event, TaskClaimed) and event.deliveries > 1
+        ):
+            taken_again.add(event.task_id)
         if not isinstance(event, PageFetched):
             continue
-        minutes[math.floor(event.at / 60)] += 1
+        server_ms = int(entry.stream_id.split("-")[0])
+        minutes[server_ms // 60_000] += 1
+        offsets[event.actor] = max(offsets.get(event.actor, -math.inf), event.at - server_ms / 1000)
+        if event.task_id in taken_again and (event.task_id, event.page) not in had:
+            unrecorded += 1
+        taken_again.discard(event.task_id)
         statuses[event.status] += 1
         if event.error is not None:
             errors[event.error] += 1
@@ -93,6 +105,9 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
             RefetchedPage(task_id=t, page=p, url=url, times=times)  # type: ignore[arg-type]
             for (t, p), (times, url) in most
         ),
+        unrecorded_refetches=unrecorded,
+        retaken=tuple(sorted(taken_again)),
+        clock_offsets=dict(sorted(offsets.items())),
     )
     return figures
 
