@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from projector._export import export
     from projector._feed import Feed, FeedPosition, position_path
+    from projector._fetches import CLOCK_SKEW_WARNING_S, ClockSkew, clock_offset, clock_skew
     from projector._fold import apply, fold
     from projector._history import (
         TaskFilter,
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
         verify,
     )
     from projector._report import build_report
-    from projector._report_model import CLOCK_SKEW_WARNING_S, ClockSkew, Report, clock_skew
+    from projector._report_model import Report
     from projector._state import (
         ABORTED,
         DEDUP_WINDOW,
@@ -126,6 +127,7 @@ __all__ = [
     "bring_back_named",
     "build_report",
     "canonical",
+    "clock_offset",
     "clock_skew",
     "committed_position",
     "current_state",

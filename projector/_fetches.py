@@ -72,6 +72,37 @@ _RETRIED: Final = 1
 _GOOD: Final = 2
 
 
+CLOCK_SKEW_WARNING_S: Final = 5.0
+"""A worker whose clock is further than this from the server's is named in a warning
+(``report``, ``status``): its events' own times (``at``) are off by that much; rates and
+durations are taken from the server's clock (the stream IDs)."""
+
+
+class ClockSkew(msgspec.Struct, frozen=True, kw_only=True):
+    """A worker (an event's actor) whose clock is off the server's by ``offset_s`` (ahead
+    if positive), as its page fetches' times and stream IDs tell."""
+
+    worker: str
+    offset_s: float
+
+
+def clock_offset(entry: LogEntry) -> float:
+    """How far ahead of the server's clock the entry's event says it was made: its ``at``
+    minus its stream ID's time, in seconds (the time it took to be written included)."""
+    stream_id = entry.stream_id
+    return entry.event.at - int(stream_id[: stream_id.index("-")]) / 1000
+
+
+def clock_skew(offsets: dict[str, float]) -> list[ClockSkew]:
+    """The workers of ``offsets`` (actor -> the largest ``clock_offset`` of its fetches)
+    off by more than ``CLOCK_SKEW_WARNING_S``, furthest first."""
+    return [
+        ClockSkew(worker=worker, offset_s=offset)
+        for worker, offset in sorted(offsets.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+        if abs(offset) > CLOCK_SKEW_WARNING_S
+    ]
+
+
 class RefetchedPage(msgspec.Struct, frozen=True, kw_only=True):
     """A page of a task fetched again after a good fetch of it, and how many times in all
     since that good fetch (it included); ``url``: its first fetch after the good one."""

@@ -15,7 +15,7 @@ from typing import Final
 
 import msgspec
 
-from projector._fetches import RefetchedPage
+from projector._fetches import ClockSkew, RefetchedPage, clock_skew
 from projector._state import STATUSES, JobState, SiteState
 from projector._store import Manifest
 from projector._summary import (
@@ -29,9 +29,6 @@ from projector._summary import (
 TOP_REASONS: Final = 10
 ANOMALIES_SHOWN: Final = ANOMALIES_LISTED
 SECONDS_PER_MINUTE: Final = 60
-CLOCK_SKEW_WARNING_S: Final = 5.0
-"""A worker whose clock is further than this from the server's is named in a warning: its
-events' own times (``at``) are off by that much (rates and durations are the server's)."""
 
 
 class Totals(msgspec.Struct, frozen=True, kw_only=True):
@@ -196,14 +193,6 @@ class Anomalies(msgspec.Struct, frozen=True, kw_only=True):
     fold ever saw them, so they are not among the refused events (``crawlog dead list``)."""
 
 
-class ClockSkew(msgspec.Struct, frozen=True, kw_only=True):
-    """A worker (an event's actor) whose clock is off the server's by ``offset_s`` (ahead
-    if positive), as its page fetches' times and stream IDs tell."""
-
-    worker: str
-    offset_s: float
-
-
 class Report(msgspec.Struct, frozen=True, kw_only=True):
     """A job's progress report, as of one committed manifest."""
 
@@ -262,16 +251,6 @@ def assemble(
         anomalies=_anomalies(summary),
         clock_skew=clock_skew(clock_offsets or {}),
     )
-
-
-def clock_skew(offsets: dict[str, float]) -> list[ClockSkew]:
-    """The workers of ``offsets`` (actor -> seconds ahead of the server) off by more than
-    ``CLOCK_SKEW_WARNING_S``, furthest first."""
-    return [
-        ClockSkew(worker=worker, offset_s=offset)
-        for worker, offset in sorted(offsets.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
-        if abs(offset) > CLOCK_SKEW_WARNING_S
-    ]
 
 
 def _by_status(counts: dict[str, int]) -> dict[str, int]:

@@ -115,6 +115,9 @@ class LiveProgress:
             return manifest, tracker
 
         manifest, tracker = await anyio.to_thread.run_sync(read)
+        fetches = manifest.summary.fetches if manifest.summary is not None else None
+        if fetches is not None:
+            tracker.load_clock_offsets(fetches.clock_offsets)
         self.tracker = tracker
         self._manifest = manifest
         self.committed = manifest.position
