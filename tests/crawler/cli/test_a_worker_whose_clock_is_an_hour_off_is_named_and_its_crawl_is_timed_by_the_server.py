@@ -5,6 +5,7 @@ clock is off."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +55,12 @@ async def test_a_worker_an_hour_behind_is_named_and_the_crawl_is_timed_by_the_se
             text = await crawlog(valkey_url, data_dir, "report", "--job", job)
             status = await crawlog(valkey_url, data_dir, "status", "--job", job)
             status_json = await crawlog(valkey_url, data_dir, "status", "--job", job, "--json")
+            one = await crawlog(
+                valkey_url, data_dir, "sql", "--job", job, "--format", "csv",
+                "SELECT url FROM pages WHERE worker = 'behind' ORDER BY stream_ms LIMIT 1",
+            )  # fmt: skip
+            url = one.stdout.splitlines()[1]
+            history = await crawlog(valkey_url, data_dir, "history", "--job", job, url)
     assert as_json.returncode == 0, as_json.stderr
     report = as_json.json()
     workers = {r["worker"] for r in report["clock_skew"]}
@@ -67,3 +74,13 @@ async def test_a_worker_an_hour_behind_is_named_and_the_crawl_is_timed_by_the_se
     assert status.returncode == 0, status.stderr
     assert re.search(r"behind 3,600 s behind", status.stdout), status.stdout
     assert [s["worker"] for s in status_json.json()["clock_skew"]] == ["behind"]
+    # A task the worker an hour behind fetched: its events at the server's times, and why.
+    assert history.returncode == 0, history.stderr
+    assert "warning: behind's clock is 3,600 s behind the server's" in history.stdout
+    moments = [
+        dt.datetime.fromisoformat(" ".join(line.split()[:2]))
+        for line in history.stdout.splitlines()
+        if " task." in line
+    ]
+    # Enqueued by the test, fetched by the worker an hour behind: a minute apart at most.
+    assert len(moments) >= 3 and max(moments) - min(moments) < dt.timedelta(minutes=1)
