@@ -34,7 +34,13 @@ if TYPE_CHECKING:
     )
     from projector._export import export
     from projector._feed import Feed, FeedPosition, position_path
-    from projector._fetches import CLOCK_SKEW_WARNING_S, ClockSkew, clock_offset, clock_skew
+    from projector._fetches import (
+        CLOCK_SKEW_WARNING_S,
+        ClockSkew,
+        FetchTracker,
+        clock_offset,
+        clock_skew,
+    )
     from projector._fold import apply, fold
     from projector._history import (
         TaskFilter,
@@ -107,6 +113,7 @@ __all__ = [
     "ExportWhat",
     "Feed",
     "FeedPosition",
+    "FetchTracker",
     "JobState",
     "Manifest",
     "NoProjectedData",

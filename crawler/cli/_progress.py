@@ -132,6 +132,9 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     """Per host, the delay applied now (with ``--autothrottle``; empty without)."""
     items_dropped: dict[str, int] = {}
     """Items the spiders' pipelines dropped, by reason."""
+    requests_maybe_twice: int = 0
+    """Requests that may have reached the sites twice (``projector.FetchFigures``' refetches
+    in the log and first fetches after a lost lease), the tail's included."""
     clock_skew: tuple[ClockSkew, ...] = ()
     """Workers whose clock is off the server's by more than ``projector.CLOCK_SKEW_WARNING_S``:
     their events' own times are off by as much (the rates here are this process's clock)."""

@@ -41,6 +41,7 @@ def as_dict(report: Progress) -> dict[str, Any]:
         "job_paused_reason": report.job_paused_reason,
         "dead_letters": report.dead_letters,
         "clock_skew": [msgspec.to_builtins(s) for s in report.clock_skew],
+        "requests_maybe_twice": report.requests_maybe_twice,
         "items_dropped": report.items_dropped,
         "lease_ms": report.lease_ms,
         "total": _row_dict(report.total),
