@@ -53,18 +53,27 @@ def _store(data_dir: Path | None, job: str) -> Store:
 
 def _stored_lease_s(job: str, data_dir: Path | None) -> float:
     """The lease the job was crawled with (``--lease`` of its crawl, kept with the job in
-    its server); ``DEFAULT_LEASE_S``, said on stderr, if the server cannot tell."""
+    its server); ``DEFAULT_LEASE_S``, said on stderr, if the server cannot tell. A report
+    starts no server: a private one that is not running is not asked."""
+    import os
+
     import anyio
 
     from crawler._job import load_config
-    from eventlog import JobKeys, connect, resolve_url
+    from eventlog import REDIS_URL_ENV, JobKeys, connect, server_status
 
-    async def read() -> float:
-        async with connect(resolve_url(data_dir, create=False)) as client:
+    async def read(url: str) -> float:
+        async with connect(url) as client:
             return (await load_config(client, JobKeys(job))).lease_ms / 1000
 
     try:
-        return anyio.run(read)
+        url = os.environ.get(REDIS_URL_ENV)
+        if not url:
+            running = server_status(require_data_dir(data_dir, job=job))
+            if running is None:
+                raise CrawlogError("its server is not running")
+            url = running.url
+        return anyio.run(read, url)
     except CrawlogError as exc:
         click.echo(
             f"crawlog: warning: the job's lease is unknown ({exc}): stuck means silent for "
