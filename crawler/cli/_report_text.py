@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from crawler._defaults import PAST_MAX_PAGES
-from crawler.cli._format import table_lines, twice_phrase
+from crawler.ops import table_lines, twice_phrase
 from projector import LISTED
 
 if TYPE_CHECKING:

@@ -36,7 +36,6 @@ from crawler._urls import check_seed_url
 from crawler.cli._crawl_settings import CrawlOptions, crawl_settings
 from crawler.cli._durability_option import durability_in_force, durability_option
 from crawler.cli._exit import EXIT_ERROR
-from crawler.cli._format import twice_phrase
 from crawler.cli._identity_options import identity_options
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._light import without_httpx_cli
@@ -48,7 +47,7 @@ from crawler.cli._options import (
     log_level_option,
     metrics_options,
 )
-from crawler.cli._unwritable import said_once_if_unwritable
+from crawler.cli._unwritable import said_by_the_crawl, said_once_if_unwritable
 from eventlog import (
     DEFAULT_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
@@ -271,6 +270,7 @@ def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -
     """Print the crawl's summary (and why it failed, if it did); its exit status."""
     from crawler.cli._processes import failure
     from crawler.cli._report_text import bound_reached_line
+    from crawler.ops import twice_phrase
 
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"
@@ -366,8 +366,9 @@ def worker_command(
         serve(registry, metrics_host, metrics_port)
 
     async def run() -> None:
-        # A Redis restart mid-crawl is waited out (each write is idempotent), not fatal.
-        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        # A Redis restart or a full server mid-crawl is waited out (each write is
+        # idempotent), not fatal; a crawl says it once for all of its processes.
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=said_by_the_crawl()) as client:
             config = await load_config(client, JobKeys(job))
             observer = None
             if metrics is not None:
