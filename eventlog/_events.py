@@ -68,6 +68,10 @@ class Cursor(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Whatever the spider asked to get back on resume (``NextPage.cursor``)."""
     data: dict[str, Any] | None = None
     """The next page's ``response.data`` (``NextPage.data``; None: the task's own)."""
+    meta: dict[str, Any] | None = None
+    """The next page's ``response.meta`` (``NextPage.meta``; None: the task's own)."""
+    cb_kwargs: dict[str, Any] | None = None
+    """The next page's callback keywords (``NextPage.cb_kwargs``; None: the task's own)."""
 
 
 class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -85,6 +89,10 @@ class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     body: bytes | None = None
     headers: dict[str, str] | None = None
     """Sent with the task's requests, over the fetcher's default headers."""
+    meta: dict[str, Any] | None = None
+    """What the callback gets as ``response.meta`` (None: ``{}``)."""
+    cb_kwargs: dict[str, Any] | None = None
+    """The keywords the callback is called with (None: none)."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
