@@ -40,7 +40,7 @@ ROUTES = {
     "/equiv": Route(
         page(
             '<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">',
-            WORDS + " – ok",
+            WORDS + " \u2013 ok",
             "cp1252",
         ),
         content_type="text/html",
@@ -76,7 +76,7 @@ async def test_each_page_is_read_in_its_declared_encoding_the_header_first(
             "in_text": True,
         },
         "/equiv": {
-            "url": site.url + "/equiv", "h1": WORDS + " – ok", "title": WORDS + " – ok",
+            "url": site.url + "/equiv", "h1": WORDS + " \u2013 ok", "title": WORDS + " \u2013 ok",
             "encoding": "cp1252", "in_text": True,
         },
         "/conflict": {
