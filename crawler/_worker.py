@@ -767,6 +767,8 @@ class Worker:
                     last_item_key=items[-1].key if items else None,
                     state=nxt.cursor,
                     data=nxt.data,
+                    meta=nxt.meta,
+                    cb_kwargs=nxt.cb_kwargs,
                 )
                 saved = CheckpointSaved(
                     actor=self.name,
@@ -1043,6 +1045,8 @@ class Worker:
             data=data,
             once=self._once_for(lease),
             link_rules=self._rules,
+            spec=spec,
+            task_url=task.url,
         )
         parsed = _Parsed()
         if result.error is not None or not parses(self._accepted, response.content_type):
@@ -1085,7 +1089,7 @@ class Worker:
                 if (why := self.scope.refusal(resolved, task.depth)) is not None:
                     dropped[why] = dropped.get(why, 0) + 1
                 else:
-                    parsed.next_page = NextPage(resolved, output.cursor, output.data)
+                    parsed.next_page = msgspec.structs.replace(output, url=resolved)
                 continue
             # A plain GET for ``parse`` is passed through as yielded; any other Follow
             # comes back from the check as a new one, in the form its task carries.
