@@ -109,8 +109,9 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
 def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, unsafe: bool, sql: str) -> None:
     """Run a read-only DuckDB SQL query over the job's views.
 
-    Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
-    columns). Works while the crawl runs, on what the projector last committed. Only
+    Views: events, pages, items (a column per item field: SELECT url, title FROM items),
+    item_events (each item in its envelope: key, task_id, data, worker, times), tasks,
+    sites, anomalies, job (docs/reports.md lists their columns). Works while the crawl runs, on what the projector last committed. Only
     reading statements run, and they see the job's views and nothing else on the machine
     (no other file, no network, no extension) unless --unsafe is given.
     """
