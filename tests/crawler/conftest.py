@@ -203,7 +203,8 @@ ITEMS: list[tuple[str, dict[str, Any]]] = [
 async def projected_items(
     tmp_path: Path, redis_client: aioredis.Redis, job: str, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
-    """A data directory holding ``job``: one task whose page yielded `ITEMS`, projected."""
+    """A data directory holding ``job``: one task, done, whose page yielded `ITEMS`,
+    projected."""
     clean_env(monkeypatch)
     directory = tmp_path / "data"
     events: list[Any] = [
@@ -211,6 +212,7 @@ async def projected_items(
         TaskClaimed(actor="w1", task_id="t1", attempt=1),
     ]
     events += [ItemScraped(actor="w1", task_id="t1", key=k, data=d) for k, d in ITEMS]
+    events.append(TaskDone(actor="w1", task_id="t1", attempt=1))
     await EventLog(redis_client, job).append_many(events)
     async with Projector(redis_client, job, directory) as projector:
         await projector.catch_up()
