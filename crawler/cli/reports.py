@@ -111,9 +111,10 @@ def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, unsafe: bool, s
 
     Views: events, pages, items (a column per item field: SELECT url, title FROM items),
     item_events (each item in its envelope: key, task_id, data, worker, times), tasks,
-    sites, anomalies, job (docs/reports.md lists their columns). Works while the crawl runs, on what the projector last committed. Only
-    reading statements run, and they see the job's views and nothing else on the machine
-    (no other file, no network, no extension) unless --unsafe is given.
+    sites, anomalies, job (docs/reports.md lists their columns). Works while the crawl
+    runs, on what the projector last committed. Only reading statements run, and they see
+    the job's views and nothing else on the machine (no other file, no network, no
+    extension) unless --unsafe is given.
     """
     from projector import query
 
