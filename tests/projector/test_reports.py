@@ -346,9 +346,7 @@ async def test_the_views_count_fetches_with_duplicates_and_items_once(store: Sto
         "job": 1,
         "item_events": 3,
     }
-    first_k1 = query(
-        store, "SELECT task_id, worker, data->>'by' FROM item_events WHERE key = 'k1'"
-    )
+    first_k1 = query(store, "SELECT task_id, worker, data->>'by' FROM item_events WHERE key = 'k1'")
     assert first_k1.rows == [("t1", "w1", "t1")]
     # The items as the spider wrote them: a column per field.
     fields = query(store, "SELECT * FROM items ORDER BY key")
