@@ -81,8 +81,7 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from crawler.cli._crawl_settings import CrawlSettings
-    from crawler.cli._progress import Progress
-    from crawler.cli._progress_source import LiveProgress
+    from crawler.ops import LiveProgress, Progress
     from projector import Store
 
 PROGRESS_EVERY_S = 1.0
@@ -502,7 +501,7 @@ class _Children:
 def _live_progress(client: aioredis.Redis, settings: CrawlSettings, lease_ms: int) -> LiveProgress:
     """The crawl's progress source; imported once the workers are under way (it reads the
     projector's archive)."""
-    from crawler.cli._progress_source import LiveProgress
+    from crawler.ops import LiveProgress
 
     return LiveProgress(client, settings.job, settings.data_dir, lease_ms=lease_ms)
 
@@ -512,7 +511,7 @@ async def _import_progress_source() -> None:
     thread, beside the children's start: imported once the workers had exited, it held up
     a small crawl's last refresh and summary after its projector's last commit. In a
     thread, so the loop still sends the projector its stop the moment the workers exit."""
-    await anyio.to_thread.run_sync(importlib.import_module, "crawler.cli._progress_source")
+    await anyio.to_thread.run_sync(importlib.import_module, "crawler.ops._progress_source")
 
 
 def _most_tasks(config: JobConfig) -> int | None:
