@@ -210,6 +210,8 @@ class Response:
         link_rules: LinkRules | None = None,
         spec: RequestSpec | None = None,
         task_url: str | None = None,
+        meta: dict[str, Any] | None = None,
+        cb_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.url, self.status, self.headers, self.body = url, status, headers, body
         self.elapsed_ms, self.task_id, self.depth, self.page = elapsed_ms, task_id, depth, page
@@ -220,14 +222,15 @@ class Response:
         to this page (``{}`` without any)."""
         self.content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         """The media type, lowercase, without parameters ("" without a Content-Type)."""
-        # A NextPage's own meta and keywords (from its checkpoint) over the task's.
-        ahead = resume if resume is not None and resume.url else None
-        meta = ahead.meta if ahead is not None and ahead.meta is not None else None
-        kwargs = ahead.cb_kwargs if ahead is not None and ahead.cb_kwargs is not None else None
-        self.meta: dict[str, Any] = dict(meta or (spec.meta if spec else None) or {})
+        # ``meta``, ``cb_kwargs``: a NextPage's own (from its checkpoint), over the task's.
+        if meta is None and spec is not None:
+            meta = spec.meta
+        if cb_kwargs is None and spec is not None:
+            cb_kwargs = spec.cb_kwargs
+        self.meta: dict[str, Any] = dict(meta or {})
         """The ``meta`` of the `Follow` that made this task, or of the `NextPage` that led to
         this page (``{}`` without any), as Scrapy's ``response.meta``."""
-        self.cb_kwargs: dict[str, Any] = dict(kwargs or (spec.cb_kwargs if spec else None) or {})
+        self.cb_kwargs: dict[str, Any] = dict(cb_kwargs or {})
         """The keywords the callback is called with (the `Follow`'s or `NextPage`'s)."""
         self._spec, self._task_url = spec, task_url
         self._request: Follow | None = None

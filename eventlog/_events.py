@@ -68,10 +68,6 @@ class Cursor(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Whatever the spider asked to get back on resume (``NextPage.cursor``)."""
     data: dict[str, Any] | None = None
     """The next page's ``response.data`` (``NextPage.data``; None: the task's own)."""
-    meta: dict[str, Any] | None = None
-    """The next page's ``response.meta`` (``NextPage.meta``; None: the task's own)."""
-    cb_kwargs: dict[str, Any] | None = None
-    """The next page's callback keywords (``NextPage.cb_kwargs``; None: the task's own)."""
 
 
 class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -212,6 +208,11 @@ class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint
     attempt: int
     cursor: Cursor
     counts: Counts = Counts()
+    meta: dict[str, Any] | None = None
+    """The next page's ``response.meta`` (``NextPage.meta``; None: the task's own). Beside
+    the cursor, not in it: the state keeps the cursor, and these are the spider's alone."""
+    cb_kwargs: dict[str, Any] | None = None
+    """The next page's callback keywords (``NextPage.cb_kwargs``; None: the task's own)."""
 
 
 class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
