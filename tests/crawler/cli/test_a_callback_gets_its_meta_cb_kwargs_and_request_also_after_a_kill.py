@@ -43,6 +43,11 @@ async def test_meta_and_cb_kwargs_reach_each_callback_before_and_after_a_kill(
             again = await anyio.run_process(command, env=env, cwd=ROOT, check=False)
         assert again.returncode == 0, again.stderr.decode()
         counts = Counter(site.url + r.path for r in site.requests)
+        item = next(site.url + r.path for r in site.requests if "/item/" in r.path)
+        history = await anyio.run_process(
+            crawlog_command("history", "--job", job, "--data-dir", str(data_dir), item),
+            env=env, cwd=ROOT, check=False,
+        )  # fmt: skip
 
     assert counts[listing[2]] == 2, "the page the kill interrupted, fetched again"
     events = [entry.event for entry in await log.read_range()]
@@ -79,3 +84,8 @@ async def test_meta_and_cb_kwargs_reach_each_callback_before_and_after_a_kill(
     spec = specs[products[0]["url"]]
     assert spec is not None and spec.meta == meta
     assert spec.cb_kwargs == {"listing": listing[0]}
+    # ... and its history says so.
+    told = history.stdout.decode()
+    assert history.returncode == 0, history.stderr.decode()
+    assert f'callback parse_item, meta {{"from":"{listing[0]}","depth_seen":0}}' in told, told
+    assert f'cb_kwargs {{"listing":"{listing[0]}"}}' in told, told
