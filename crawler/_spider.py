@@ -260,10 +260,11 @@ class Response:
 
     @property
     def encoding(self) -> str:
-        """The body's encoding, found as Scrapy finds it (w3lib's ``html_to_unicode``): a
-        BOM, else the Content-Type header's charset, else the body's own declaration
-        (``<meta charset>``, ``<meta http-equiv>``, ``<?xml encoding?>``), else the first
-        of ASCII, UTF-8 and cp1252 that decodes it."""
+        """The body's encoding, found as Scrapy finds it (w3lib's rules): a BOM, else the
+        Content-Type header's charset, else the body's own declaration (``<meta charset>``,
+        ``<meta http-equiv>``, ``<?xml encoding?>``), else the first of ASCII, UTF-8 and
+        cp1252 that decodes it (Scrapy 2.19 guesses with charset-normalizer there, which a
+        worker does not load)."""
         if self._encoding is None:
             self._decode()
             assert self._encoding is not None
@@ -279,18 +280,33 @@ class Response:
         return self._text
 
     def _decode(self) -> None:
-        # Imported here: the default spider never decodes a page as a whole.
-        from w3lib.encoding import html_to_unicode
+        # As Scrapy's TextResponse: the declared encoding (BOM, header, body) if any, else
+        # the one w3lib infers; the text is w3lib's decoding with it. Imported here: the
+        # default spider never decodes a page as a whole.
+        from w3lib.encoding import (
+            html_body_declared_encoding,
+            html_to_unicode,
+            http_content_type_encoding,
+            read_bom,
+        )
 
+        body = self.body
         try:
-            encoding, text = html_to_unicode(
-                self.headers.get("content-type"),
-                self.body,
-                default_encoding=_DEFAULT_ENCODING,
-                auto_detect_fun=_auto_detect,
+            encoding = (
+                read_bom(body)[0]
+                or http_content_type_encoding(self.headers.get("content-type", ""))
+                or html_body_declared_encoding(body)
             )
+            if encoding is None:
+                encoding = html_to_unicode(
+                    self.headers.get("content-type"),
+                    body,
+                    default_encoding=_DEFAULT_ENCODING,
+                    auto_detect_fun=_auto_detect,
+                )[0]
+            text = html_to_unicode(f"charset={encoding}", body)[1]
         except (LookupError, UnicodeError):  # a codec that is no text encoding (``idna``)
-            encoding, text = "utf-8", self.body.decode("utf-8", errors="replace")
+            encoding, text = "utf-8", body.decode("utf-8", errors="replace")
         self._encoding, self._text = encoding, text
 
     def urljoin(self, url: str) -> str:
