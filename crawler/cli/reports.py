@@ -251,6 +251,8 @@ def export_command(
 
     if until_done and not follow:
         raise ConfigError("--until-done goes with --follow")
+    if with_meta and what != "items":
+        raise ConfigError("--with-meta goes with --what items (a page's row is all meta)")
     store = _store(data_dir, job)
     if follow:
         if out == STDOUT:

@@ -55,6 +55,9 @@ async def test_json_lines_and_parquet_hold_the_items_as_written(
     assert rows[0]["tags"] == ["x", "y"] and rows[1]["price"] == 3.0
     assert json.loads(rows[1]["stock"]) == {"shop": 2}
     assert rows[3] == dict.fromkeys(table.column_names)
+    pages = ("export", "--job", job, "--data-dir", projected_items, "--what", "pages")
+    refused = crawlog(*pages, "--format", "jsonl", "--with-meta", "-")
+    one_line_error(refused, "--with-meta goes with --what items")
 
 
 @pytest.mark.timeout(150)
