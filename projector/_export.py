@@ -108,7 +108,7 @@ def plain_item_columns(names: Sequence[str]) -> str:
 def flat_header(names: Sequence[str]) -> list[str]:
     """The columns of a flat item export whose items have the fields ``names``."""
     own = {*ITEM_LEADING, *ITEM_TRAILING}
-    fields = [f"{COLLISION_PREFIX}{n}" if n in own else n for n in names]
+    fields = [f"{COLLISION_PREFIX}{n}" if n in own or not n else n for n in names]
     return [*ITEM_LEADING, *fields, *ITEM_TRAILING]
 
 

@@ -13,8 +13,8 @@ items (``json_group_structure``):
   disagree on its type, a field always null) is JSON, read with ``->>``.
 
 A field named like an earlier one but for its case (``Title`` after ``title``: DuckDB's
-names ignore case) gets the column ``Title_2``. Items without any field give one column,
-``data``, their (empty) objects.
+names ignore case) gets the column ``Title_2``, a field named "" the column ``_``. Items
+without any field give one column, ``data``, their (empty) objects.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ ITEMS: Final = "items"
 """The view of the items as columns."""
 EMPTY_COLUMN: Final = "data"
 """The ``items`` view's one column when no item has a field."""
+EMPTY_NAME: Final = "_"
+"""The column of a field whose name is the empty string."""
 _SCALARS: Final = {
     "VARCHAR": "VARCHAR",
     "BOOLEAN": "BOOLEAN",
@@ -98,14 +100,16 @@ def column_structure(found: object) -> str:
 
 
 def column_names(names: list[str]) -> list[str]:
-    """A distinct column name per field, DuckDB's case-insensitive names considered."""
+    """A distinct column name per field, DuckDB's case-insensitive names considered; a
+    field named "" (which no SQL name can be) gets the column ``_``."""
     taken: set[str] = set()
     columns: list[str] = []
     for name in names:
-        column, n = name, 1
+        base = name or EMPTY_NAME
+        column, n = base, 1
         while column.lower() in taken:
             n += 1
-            column = f"{name}_{n}"
+            column = f"{base}_{n}"
         taken.add(column.lower())
         columns.append(column)
     return columns
