@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import struct
 import zlib
@@ -26,7 +27,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from eventlog._exceptions import JournalFull
+from eventlog._exceptions import ConfigError, JournalFull
 from eventlog._log import stream_id_key
 
 JournalFsync = Literal["always", "never"]
@@ -38,6 +39,7 @@ DEFAULT_JOURNAL_FSYNC: Final[JournalFsync] = "always"
 DEFAULT_SEGMENT_BYTES: Final = 4 * 1024 * 1024
 """A segment is closed past this size; a closed segment is deleted as a whole."""
 SEGMENT_SUFFIX: Final = ".journal"
+LOCK_FILE: Final = "lock"
 
 _HEADER = struct.Struct("<II")
 HEADER_BYTES: Final = _HEADER.size
@@ -198,10 +200,25 @@ class Journal:
         self._next_seq = 1
         self._file: int | None = None
         self._size = 0
+        self._lock = -1
         try:
             directory.mkdir(parents=True, exist_ok=True)
+            self._lock = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise JournalFull(directory, exc.strerror or str(exc)) from exc
+        try:
+            # One writer: another one's record being written is not a torn tail to cut.
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            raise ConfigError(
+                f"the journal {directory} is in use by another live process: a worker "
+                "name runs once per job and data directory"
+            ) from None
+        try:
             self._load()
         except OSError as exc:
+            self.close()
             raise JournalFull(directory, exc.strerror or str(exc)) from exc
 
     # -- reading -------------------------------------------------------------------------
@@ -304,8 +321,12 @@ class Journal:
         return True
 
     def close(self) -> None:
+        """Close the segment being written and let another process open the journal."""
         if self._file is not None:
             self._close()
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
 
     def _close(self) -> None:
         assert self._file is not None
