@@ -23,7 +23,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import msgspec
 
@@ -66,7 +66,8 @@ class JournalSettle(msgspec.Struct, frozen=True, kw_only=True, tag="settle", gc=
     seq: int
     lane: int
     target_lane: int
-    args: list[str | bytes | int]
+    args: list[Any]
+    """``str | bytes | int`` each (msgpack keeps them apart; msgspec's union cannot)."""
     after: str = "0-0"
 
     @property

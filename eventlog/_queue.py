@@ -907,14 +907,20 @@ class TaskQueue:
             journal.advance(end)
             return JournalFlush()
         markers = {record.event_ids[-1] for record in unsettled if record.event_ids}
+        # A flush cut short may have recorded an orphan already: it is not recorded twice.
+        orphans = {orphan_event_id(marker) for marker in markers}
         start = min((record.after for record in unsettled), key=stream_id_key)
-        found = await self._find_in_log(markers, start)
+        found = await self._find_in_log(markers | orphans, start)
         counts = {"present": 0, "applied": 0, "orphaned": 0, "skipped": 0}
         for record in unsettled:
             marker = record.event_ids[-1] if record.event_ids else None
             if marker is not None and marker in found:
                 journal.ack(record.seq, "present", found[marker])
                 counts["present"] += 1
+                continue
+            if marker is not None and orphan_event_id(marker) in found:
+                journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)])
+                counts["orphaned"] += 1
                 continue
             ttl, keys = self._settle_keys(record.lane, record.target_lane)
             with redis_errors("flushing the worker's journal"):
