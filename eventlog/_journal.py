@@ -92,7 +92,7 @@ class JournalSettle(msgspec.Struct, frozen=True, kw_only=True, tag="settle", gc=
 
     @property
     def payloads(self) -> list[bytes]:
-        return [bytes(payload) for payload in self.args[10::2]]  # type: ignore[arg-type]
+        return [bytes(payload) for payload in self.args[10::2]]
 
 
 class JournalAck(msgspec.Struct, frozen=True, kw_only=True, tag="ack", gc=False):

@@ -81,5 +81,5 @@ def test_one_process_writes_a_journal(tmp_path: Path) -> None:
 def test_a_full_disk_is_said_and_named(tmp_path: Path) -> None:
     journal = Journal(tmp_path)
     (tmp_path / "00000001.journal").symlink_to("/dev/full")  # every write: ENOSPC
-    with pytest.raises(JournalFull, match="No space left on device.*free space"):
+    with pytest.raises(JournalFull, match=r"No space left on device.*free space"):
         _write(journal, 1)
