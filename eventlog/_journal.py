@@ -25,15 +25,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
+import anyio
 import msgspec
 
 from eventlog._exceptions import ConfigError, JournalFull
 from eventlog._log import stream_id_key
 
 JournalFsync = Literal["always", "never"]
-"""When a journal record reaches the disk: ``always`` fsyncs each record before its write
-is sent (it survives a power loss); ``never`` leaves it to the OS (it survives a killed
-process, not a crashed machine)."""
+"""When a journal record reaches the disk: ``always`` fsyncs each write's record before the
+write is sent (it survives a power loss), one fsync for every record written meanwhile
+(`Journal.sync`: concurrent tasks share it); ``never`` leaves it to the OS (it survives a
+killed process, not a crashed machine)."""
 JOURNAL_FSYNC_POLICIES: Final[tuple[JournalFsync, ...]] = ("always", "never")
 DEFAULT_JOURNAL_FSYNC: Final[JournalFsync] = "always"
 DEFAULT_SEGMENT_BYTES: Final = 4 * 1024 * 1024
@@ -202,6 +204,10 @@ class Journal:
         self._file: int | None = None
         self._size = 0
         self._lock = -1
+        self._written = 0
+        """Records written; `sync` makes sure the first ``_synced`` of them are on disk."""
+        self._synced = 0
+        self._syncing: anyio.Event | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._lock = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -342,6 +348,9 @@ class Journal:
         try:
             if self._file is None or self._size >= self.segment_bytes:
                 if self._file is not None:
+                    if self.fsync == "always":
+                        os.fsync(self._file)  # every ``segment_bytes``: what it holds is synced
+                        self._synced = self._written
                     self._close()
                 number = self._segments[-1].number + 1 if self._segments else 1
                 path = self._path(number)
@@ -352,8 +361,6 @@ class Journal:
             written = os.write(self._file, data)
             if written != len(data):
                 raise OSError(errno.ENOSPC, "short write")
-            if self.fsync == "always":
-                os.fsync(self._file)
         except OSError as exc:
             if self._file is not None:
                 # A part-written record must not stay in front of the next ones.
@@ -361,7 +368,41 @@ class Journal:
                     os.ftruncate(self._file, self._size)
             raise JournalFull(path, exc.strerror or str(exc)) from exc
         self._size += len(data)
+        self._written += 1
         return self._segments[-1]
+
+    async def sync(self) -> None:
+        """Return once every record written so far is on disk (``fsync="always"``; at once
+        for ``never``). The fsync runs in a thread, and one covers every record written
+        before it started: tasks that wrote meanwhile wait for that one, or the next."""
+        if self.fsync == "never":
+            return
+        target = self._written
+        while self._synced < target:
+            if self._syncing is not None:
+                await self._syncing.wait()
+                continue
+            if self._file is None:
+                return  # closed by a rotation, which synced it
+            self._syncing = syncing = anyio.Event()
+            upto, path = self._written, self._segments[-1].path
+            try:
+                # A copy of the descriptor: a rotation may close the journal's meanwhile.
+                copy = os.dup(self._file)
+                await anyio.to_thread.run_sync(_fsync_and_close, copy)
+            except OSError as exc:
+                raise JournalFull(path, exc.strerror or str(exc)) from exc
+            finally:
+                self._syncing = None
+                syncing.set()
+            self._synced = max(self._synced, upto)
+
+
+def _fsync_and_close(fd: int) -> None:
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def journal_directory(data_dir: Path, worker: str, job: str) -> Path:

@@ -821,6 +821,7 @@ class TaskQueue:
         if self.journal is not None and self.record_events:
             # Before it is sent: a write the worker dies with, or the store loses, is in it.
             journalled = self.journal.settle(lease.lane, lane, args[1:])
+            await self.journal.sync()
         with redis_errors("writing a task's progress"):
             if self.durability == "replica" and mode in CONFIRMED_MODES:
                 reply = await run_confirmed(self.redis, self._settle, keys, args)
