@@ -156,6 +156,7 @@ from eventlog._queue import (
     Retry,
     Task,
     TaskQueue,
+    flush_journals,
     lane_for,
 )
 from eventlog._replica_set import (
@@ -321,6 +322,7 @@ __all__ = [
     "ensure_server",
     "find_dead_letter",
     "flock_within",
+    "flush_journals",
     "fsync_dir",
     "hold_job_crawl",
     "hold_worker_name",

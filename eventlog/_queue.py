@@ -13,6 +13,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 import msgspec
@@ -38,8 +39,8 @@ from eventlog._events import (
     TaskReclaimed,
     TaskRetried,
 )
-from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
-from eventlog._journal import Journal, JournalSettle
+from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError
+from eventlog._journal import Journal, JournalSettle, journal_directory
 from eventlog._keys import (
     LANE_HIGH,
     LANE_NORMAL,
@@ -130,6 +131,32 @@ class JournalFlush(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def total(self) -> int:
         return self.present + self.applied + self.orphaned + self.skipped
+
+
+async def flush_journals(
+    redis: aioredis.Redis, job: str | JobKeys, data_dir: Path
+) -> dict[str, JournalFlush]:
+    """Flush the journal every worker of ``job`` left in ``data_dir`` (`flush_journal`, as
+    each worker does at its own start), by worker name: for a crawl to call before any of
+    its workers claims (after ``crawlog restore``, a crawl started with fewer workers than
+    the last). A journal in use is skipped: its live worker flushed it itself."""
+    keys = job if isinstance(job, JobKeys) else JobKeys(job)
+    flushed: dict[str, JournalFlush] = {}
+    workers = data_dir / "workers"
+    names = sorted(p.name for p in workers.iterdir()) if workers.is_dir() else []
+    for name in names:
+        directory = journal_directory(data_dir, name, keys.job)
+        if not directory.is_dir():
+            continue
+        try:
+            journal = Journal(directory)
+        except ConfigError:
+            continue
+        try:
+            flushed[name] = await TaskQueue(redis, keys, name, journal=journal).flush_journal()
+        finally:
+            journal.close()
+    return flushed
 
 
 def orphan_event_id(marker: str) -> str:
@@ -869,7 +896,12 @@ class TaskQueue:
         else:
             self.journal.ack(record.seq, "lost" if status == "lost" else "resumed")
         if time.monotonic() - self._journal_checked >= JOURNAL_DROP_EVERY_S:
-            await self.drop_committed_journal()
+            try:
+                await self.drop_committed_journal()
+            except ServerError:
+                # The write went through: its caller must not hear otherwise. The segments
+                # wait for the next look.
+                self._journal_checked = time.monotonic()
 
     async def drop_committed_journal(self) -> int:
         """Delete the journal's segments the projector has committed (by the position it

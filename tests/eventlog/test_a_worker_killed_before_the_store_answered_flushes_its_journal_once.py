@@ -4,16 +4,10 @@ over meanwhile gets a `TaskOrphaned`, once, and none of the old events)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import anyio
-import msgspec
 import pytest
 import redis.asyncio as aioredis
 
@@ -22,48 +16,15 @@ from eventlog import (
     CheckpointSaved,
     EventLog,
     Journal,
-    Lease,
     PageFetched,
     TaskOrphaned,
     TaskQueue,
 )
-from eventlog._journal import JournalSettle, decode_records
 from tests.eventlog.helpers import task
+from tests.eventlog.journalling_process import kill_after_journalling
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[2]
 DEADLINE_S = 20
-
-
-def _journalled(directory: Path) -> list[JournalSettle]:
-    """The writes on disk, read without opening the journal (its writer is alive)."""
-    found: list[JournalSettle] = []
-    for segment in sorted(directory.glob("*.journal")):
-        records, _ = decode_records(segment.read_bytes())
-        found += [r for r in records if isinstance(r, JournalSettle)]
-    return found
-
-
-def kill_after_journalling(url: str, job: str, directory: Path, lease: Lease) -> JournalSettle:
-    """Run the journalling worker against ``url`` (a store that never answers), wait for its
-    write to be journalled, SIGKILL it; the journalled write."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.eventlog.journalling_process", url, job, "w1",
-         str(directory), msgspec.json.encode(lease).decode()],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + DEADLINE_S
-        while not (written := _journalled(directory)):
-            assert child.poll() is None, "the worker exited before it journalled"
-            assert time.monotonic() < deadline, "nothing journalled in time"
-            time.sleep(0.02)
-        assert child.poll() is None  # still waiting for the store's reply
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-    [record] = written
-    return record
 
 
 async def _events(log: EventLog) -> list[object]:
