@@ -127,6 +127,10 @@ class JournalFlush(msgspec.Struct, frozen=True, kw_only=True):
     """Their lease was taken over since: recorded as `TaskOrphaned`, never applied."""
     skipped: int = 0
     """Refused as repeats of writes that went through, or parks of tasks resumed since."""
+    unsure: int = 0
+    """Of those not found in the log, how many it could not be searched for: it was
+    trimmed past where they would be (`JournalSettle.after`), so one of them may have gone
+    through before (a worker down longer than the projector's kept tail)."""
 
     @property
     def total(self) -> int:
@@ -944,6 +948,13 @@ class TaskQueue:
         orphans = {orphan_event_id(marker) for marker in markers}
         start = min((record.after for record in unsettled), key=stream_id_key)
         found = await self._find_in_log(markers | orphans, start)
+        info = await self.log.stream_info()
+        # Entries were removed (trimmed) before the first one the log holds: a write
+        # journalled before that one may have been among them.
+        trimmed = (0, 0)
+        if info is not None and info.entries_added > info.length:
+            trimmed = stream_id_key(info.first_id or info.last_id)
+        unsure = 0
         counts = {"present": 0, "applied": 0, "orphaned": 0, "skipped": 0}
         for record in unsettled:
             marker = record.event_ids[-1] if record.event_ids else None
@@ -955,6 +966,8 @@ class TaskQueue:
                 journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)])
                 counts["orphaned"] += 1
                 continue
+            if trimmed > stream_id_key(record.after):
+                unsure += 1
             ttl, keys = self._settle_keys(record.lane, record.target_lane)
             with redis_errors("flushing the worker's journal"):
                 reply = await self._settle(keys=keys, args=[ttl, *record.args])
@@ -970,7 +983,7 @@ class TaskQueue:
                 journal.ack(record.seq, "dup" if status == "dup" else "resumed", end)
                 counts["skipped"] += 1
         journal.advance(await self._log_end())
-        return JournalFlush(**counts)
+        return JournalFlush(**counts, unsure=unsure)
 
     async def _record_orphan(
         self, record: JournalSettle, owner: bytes | None, marker: str | None

@@ -87,3 +87,19 @@ async def test_a_task_taken_over_meanwhile_gets_its_old_events_orphaned_once(
     )  # fmt: skip
     assert (orphan.owner, orphan.events, orphan.actor) == ("w2", 2, "w1")
     assert await restarted.checkpoint_ids([lease.task.task_id]) == {}
+
+
+async def test_a_write_the_trimmed_log_cannot_be_searched_for_is_counted_unsure(
+    redis_client: aioredis.Redis, job: str, stalled_url: str, tmp_path: Path
+) -> None:
+    holder = TaskQueue(redis_client, job, "w1")
+    await holder.enqueue([task(1), task(2)], actor="seed")
+    [lease, _] = await holder.claim(2)
+    kill_after_journalling(stalled_url, job, tmp_path / "journal", lease)
+    # The projector committed and trimmed past where the write would be.
+    last = (await holder.log.read_after("0-0", 10))[-1].stream_id
+    assert await holder.log.trim_before(last) > 0
+
+    restarted = TaskQueue(redis_client, job, "w1", journal=Journal(tmp_path / "journal"))
+    flushed = await restarted.flush_journal()
+    assert (flushed.applied, flushed.unsure) == (1, 1)
