@@ -933,7 +933,8 @@ class TaskQueue:
         through (its reply was lost) and is not sent again, whatever the dedup window.
         One not found is sent as it was, fenced as it was: applied if its lease is still
         this consumer's, recorded once as `TaskOrphaned` (never applied) if another
-        worker took the task over meanwhile.
+        worker took the task over meanwhile. Then the segments the projector has
+        committed are deleted (`drop_committed_journal`).
         """
         journal = self.journal
         if journal is None:
@@ -942,6 +943,7 @@ class TaskQueue:
         end = await self._log_end()
         if not unsettled:
             journal.advance(end)
+            await self.drop_committed_journal()
             return JournalFlush()
         markers = {record.event_ids[-1] for record in unsettled if record.event_ids}
         # A flush cut short may have recorded an orphan already: it is not recorded twice.
@@ -983,6 +985,7 @@ class TaskQueue:
                 journal.ack(record.seq, "dup" if status == "dup" else "resumed", end)
                 counts["skipped"] += 1
         journal.advance(await self._log_end())
+        await self.drop_committed_journal()
         return JournalFlush(**counts, unsure=unsure)
 
     async def _record_orphan(

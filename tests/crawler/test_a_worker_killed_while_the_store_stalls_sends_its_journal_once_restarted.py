@@ -20,6 +20,7 @@ from crawler._politeness import Politeness
 from crawler.testsite import RunningSite
 from eventlog import EventLog, JobKeys, TaskDone, TaskQueue, connect, journal_directory
 from eventlog._journal import JournalAck, JournalSettle, decode_records
+from tests.crawler.conftest import run_projector
 from tests.crawler.left_behind import item_task
 from tests.valkey_process import running_valkey
 
@@ -109,6 +110,15 @@ async def test_the_journal_s_unanswered_writes_reach_the_log_once(
             # sent now); no projector ran, so its segments are all there still.
             outcomes = acknowledgements(journal)
             assert {outcomes.get(w.seq) for w in unanswered} <= {"present", "applied"}
+
+            # Once the projector has committed the whole log, the worker's next start
+            # deletes its journal's segments: not before.
+            assert list(journal.glob("*.journal"))
+            await run_projector(server.url, job, data_dir)
+            with anyio.fail_after(DEADLINE_S):
+                again = await worker_process("w1", "--exit-when-done", env=env)
+                assert await again.wait() == 0
+            assert list(journal.glob("*.journal")) == []
 
             events = [entry.event for entry in await EventLog(client, job).read_range()]
     repeated = [i for i, n in Counter(e.event_id for e in events).items() if n > 1]
