@@ -107,6 +107,7 @@ from eventlog._ids import new_event_id
 from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
 from eventlog._journal import (
     DEFAULT_JOURNAL_FSYNC,
+    JOURNAL_FSYNC_ENV,
     JOURNAL_FSYNC_POLICIES,
     Journal,
     JournalFsync,
@@ -227,6 +228,7 @@ __all__ = [
     "EVENT_TYPES",
     "EVIDENCE_BODY_BYTES",
     "FSYNC_POLICIES",
+    "JOURNAL_FSYNC_ENV",
     "JOURNAL_FSYNC_POLICIES",
     "LANES",
     "LANE_HIGH",

@@ -38,6 +38,9 @@ write is sent (it survives a power loss), one fsync for every record written mea
 killed process, not a crashed machine)."""
 JOURNAL_FSYNC_POLICIES: Final[tuple[JournalFsync, ...]] = ("always", "never")
 DEFAULT_JOURNAL_FSYNC: Final[JournalFsync] = "always"
+JOURNAL_FSYNC_ENV: Final = "CRAWLOG_JOURNAL_FSYNC"
+"""The environment variable ``crawlog worker --fsync`` defaults to (a crawl's workers
+inherit it from the crawl)."""
 DEFAULT_SEGMENT_BYTES: Final = 4 * 1024 * 1024
 """A segment is closed past this size; a closed segment is deleted as a whole."""
 SEGMENT_SUFFIX: Final = ".journal"

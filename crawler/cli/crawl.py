@@ -52,6 +52,7 @@ from eventlog import (
     DEFAULT_JOURNAL_FSYNC,
     DEFAULT_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
+    JOURNAL_FSYNC_ENV,
     JOURNAL_FSYNC_POLICIES,
     REDIS_URL_ENV,
     JobKeys,
@@ -345,8 +346,10 @@ def _exit_now(status: int) -> NoReturn:
     type=click.Choice(JOURNAL_FSYNC_POLICIES),
     default=DEFAULT_JOURNAL_FSYNC,
     show_default=True,
+    envvar=JOURNAL_FSYNC_ENV,
     help="When the worker's journal of its writes reaches the disk: before each write is "
-    "sent (survives a power loss), or when the OS flushes it (survives a kill).",
+    f"sent (survives a power loss), or when the OS flushes it (survives a kill) [env: "
+    f"{JOURNAL_FSYNC_ENV}, which a crawl's workers inherit].",
 )
 @metrics_options
 @durability_option
