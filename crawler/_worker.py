@@ -740,7 +740,7 @@ class Worker:
                 # comes from a worker that never saw the page, and carries this instead.
                 await self.queue.keep_evidence(task.task_id, evidence, self._evidence_ttl_ms)
             try:
-                parsed = await self._parse(lease, result, page, resume)
+                parsed = await self._parse(lease, result, page, last)
             except (LeaseLost, UncertainAction):
                 raise
             except Exception as exc:
@@ -782,9 +782,11 @@ class Worker:
                     attempt=task.attempt,
                     cursor=cursor,
                     counts=counts,
+                    meta=nxt.meta,
+                    cb_kwargs=nxt.cb_kwargs,
                 )
                 await self.queue.checkpoint(lease, saved, before=pending)
-                pending, page, url, resume = [], page + 1, nxt.url, cursor
+                pending, page, url, resume, last = [], page + 1, nxt.url, cursor, saved
                 continue
             await self._end(lease, self._task_done(task, f"HTTP {result.status}", counts), pending)
             return
@@ -1026,7 +1028,7 @@ class Worker:
         return True
 
     async def _parse(
-        self, lease: Lease, result: FetchResult, page: int, resume: Cursor | None
+        self, lease: Lease, result: FetchResult, page: int, last: CheckpointSaved | None
     ) -> _Parsed:
         """Let the spider parse the page (if it takes its content type), each output checked
         as it is yielded, its URLs resolved against the page and kept if in scope and depth.
@@ -1035,6 +1037,7 @@ class Worker:
         cannot take: either fails the task, never the worker."""
         task = lease.task
         spec = task.spec
+        resume = last.cursor if last is not None else None
         data = None if spec is None else spec.data
         if resume is not None and resume.data is not None:
             data = resume.data  # a NextPage's own, from the checkpoint it left
@@ -1051,6 +1054,10 @@ class Worker:
             data=data,
             once=self._once_for(lease),
             link_rules=self._rules,
+            spec=spec,
+            task_url=task.url,
+            meta=last.meta if last is not None else None,
+            cb_kwargs=last.cb_kwargs if last is not None else None,
         )
         parsed = _Parsed()
         if result.error is not None or not parses(self._accepted, response.content_type):
@@ -1093,7 +1100,7 @@ class Worker:
                 if (why := self.scope.refusal(resolved, task.depth)) is not None:
                     dropped[why] = dropped.get(why, 0) + 1
                 else:
-                    parsed.next_page = NextPage(resolved, output.cursor, output.data)
+                    parsed.next_page = msgspec.structs.replace(output, url=resolved)
                 continue
             # A plain GET for ``parse`` is passed through as yielded; any other Follow
             # comes back from the check as a new one, in the form its task carries.
