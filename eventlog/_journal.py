@@ -237,7 +237,8 @@ class Journal:
         numbers = sorted(
             int(path.name.removesuffix(SEGMENT_SUFFIX))
             for path in self.directory.glob(f"*{SEGMENT_SUFFIX}")
-            if path.name.removesuffix(SEGMENT_SUFFIX).isdigit()
+            # A regular file: what is not one (a device in its place) is not read.
+            if path.name.removesuffix(SEGMENT_SUFFIX).isdigit() and path.is_file()
         )
         for i, number in enumerate(numbers):
             segment = _Segment(number, self._path(number))
