@@ -1008,7 +1008,11 @@ class TaskQueue:
         found: dict[str, str] = {}
         position = after
         while event_ids - found.keys():
-            entries = await self.log.read_after(position, MAX_SCAN_COUNT)
+            try:
+                entries = await self.log.read_after(position, MAX_SCAN_COUNT)
+            except PoisonEntry as poison:
+                position = poison.entry_id  # not a write of ours: the projector moves it aside
+                continue
             if not entries:
                 break
             for entry in entries:
