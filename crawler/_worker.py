@@ -95,6 +95,7 @@ from eventlog import (
     Cursor,
     Evidence,
     ItemScraped,
+    JobIdentity,
     Lease,
     LeaseLost,
     PageFetched,
@@ -112,6 +113,7 @@ from eventlog import (
     TaskPaused,
     TaskQueue,
     TaskReleased,
+    check_identity,
     hold_worker_name,
     read_controls,
 )
@@ -262,6 +264,9 @@ class Worker:
         """Where the projector archives the log: a trimmed checkpoint is read from there."""
         self.concurrency = concurrency
         self.exit_when_done = exit_when_done
+        self.identity: JobIdentity | None = None
+        """The job's identity in the store when this worker started (None: a job begun
+        before identities), checked as the control flags are polled."""
         self.grace_s = grace_s
         if queue is None:
             queue = worker_queue(redis, job, name, config)
@@ -357,6 +362,9 @@ class Worker:
             AsyncExitStack() as closing,  # the fetcher, once open: closed after every task
             anyio.create_task_group() as background,
         ):
+            # Before the groups are made: made again in a store that lost the job, they
+            # would hide the loss, and the job would be taken for a new one.
+            self.identity = await _store_identity(self.redis, self.data_dir, self.job)
             await self.queue.ensure_groups()
             self.controls = await read_controls(self.redis, self.keys)
             background.start_soon(self._control_loop)
@@ -492,6 +500,7 @@ class Worker:
         """Every task of the job is terminal (none queued, leased or waiting for a retry),
         or waits for a person to decide about an uncertain action (``crawlog resolve``)."""
         left, waiting = await self.queue.left()
+        await self._check_store()  # after: "nothing left" from a store that lost it is no end
         if waiting and left == len(waiting):
             log.warning(
                 "%d task(s) wait for a person to decide about an uncertain action: %s "
@@ -502,6 +511,12 @@ class Worker:
             )
         return left == len(waiting)
 
+    async def _check_store(self) -> None:
+        """`StoreLost` if the store no longer holds the job this worker started on (flushed,
+        or restored since: what this worker holds is void)."""
+        if self.identity is not None:
+            await check_identity(self.redis, self.keys, self.identity)
+
     # --- background loops ----------------------------------------------------------------
 
     def _share_s(self, share: Fraction) -> float:
@@ -511,6 +526,7 @@ class Worker:
     async def _control_loop(self) -> None:
         while True:
             await anyio.sleep(CONTROL_POLL_S)
+            await self._check_store()
             self.controls = await read_controls(self.redis, self.keys)
             # Due retries go back to their lanes: promptly, whatever the lease time.
             await self.queue.promote()
@@ -1248,3 +1264,11 @@ def _collector_paused() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+async def _store_identity(redis: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:
+    """The job's identity in the store; `StoreLost` if the store lost the job its archive
+    (where this worker has it) knows."""
+    from projector import check_store  # light: the manifest's identity fields only
+
+    return await check_store(redis, data_dir, job, create=False)

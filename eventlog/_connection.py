@@ -16,6 +16,7 @@ and on the HMGET of every checkpoint a restarted worker sends.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Generic, TypeVar
@@ -31,7 +32,13 @@ from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
 from redis.commands.core import AsyncScript
 
-from eventlog._exceptions import ConfigError, ServerCannotPersist, ServerError, ServerUnreachable
+from eventlog._exceptions import (
+    ConfigError,
+    ServerCannotPersist,
+    ServerError,
+    ServerUnreachable,
+    StoreLost,
+)
 
 DEFAULT_SOCKET_TIMEOUT_S = 10.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -294,7 +301,24 @@ def redis_errors(what: str) -> Iterator[None]:
     except redis.exceptions.ResponseError as exc:
         if (refusal := cannot_persist(exc)) is not None:
             raise refusal from exc
+        if (lost := group_lost(exc, what)) is not None:
+            raise lost from exc
         raise ServerError(f"Redis refused {what}: {exc}") from exc
+
+
+_NOGROUP = "NOGROUP"
+_JOB_OF_NOGROUP = re.compile(r"crawlog:\{([^}:]+)")
+
+
+def group_lost(exc: BaseException, what: str) -> StoreLost | None:
+    """``StoreLost`` for the server's ``NOGROUP`` (a task lane or its consumer group is
+    gone: the store lost the job's keys), None for another error."""
+    text = str(exc)
+    if _NOGROUP not in text:
+        return None
+    found = _JOB_OF_NOGROUP.search(text)
+    job = found[1] if found else "?"
+    return StoreLost(job, f"its task lanes' consumer group is gone while {what}")
 
 
 def cannot_persist(exc: BaseException, *, where: str | None = None) -> ServerCannotPersist | None:

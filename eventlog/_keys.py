@@ -135,6 +135,11 @@ def parked_member(site: str, task_id: str, lane: int, task: bytes) -> bytes:
     return f"{parked_prefix(site, task_id)}{lane}|".encode() + task
 
 
+IDENTITY_ID = "id"
+IDENTITY_EPOCH = "epoch"
+"""The fields of `JobKeys.identity`."""
+
+
 def cookie_field(domain: str, path: str, name: str) -> str:
     """The field of a cookie in `JobKeys.cookie_jar`: ``<domain>;<path>;<name>``, one per
     cookie as a cookie library keys them (a Set-Cookie's parts are split at ``;``, so
@@ -285,6 +290,13 @@ class JobKeys:
     def config(self) -> str:
         """The job's configuration, written by ``crawlog crawl``."""
         return self._key("config")
+
+    @cached_property
+    def identity(self) -> str:
+        """Hash ``id`` -> the job's identity (minted at its creation, recorded in every
+        projector manifest too), ``epoch`` -> its fencing epoch (raised by each
+        ``crawlog restore``): a store without it, or with another, is not the job's store."""
+        return self._key("identity")
 
     @cached_property
     def projector(self) -> str:

@@ -806,3 +806,14 @@ redis.call('RPUSH', KEYS[3], 1)
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1
 """
+
+RESTORE_LANE = """
+-- Put restored tasks back in one lane, each as a new entry (``crawlog restore``).
+-- KEYS: the lane.
+-- ARGV: the encoded tasks.
+-- Returns how many were added.
+for i = 1, #ARGV do
+  redis.call('XADD', KEYS[1], '*', 't', ARGV[i])
+end
+return #ARGV
+"""

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         read_live,
         task_history,
     )
+    from projector._identity import MANIFEST, archive_facts, check_store
     from projector._projector import (
         Projector,
         committed_position,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         verify,
     )
     from projector._report import Report, build_report
+    from projector._restore import NOT_RESTORED, Restored, RestorePlan, plan_restore, restore_job
     from projector._state import (
         ABORTED,
         DEDUP_WINDOW,
@@ -78,7 +80,7 @@ if TYPE_CHECKING:
         TaskState,
         canonical,
     )
-    from projector._store import MANIFEST, Manifest, ProjectorBusy, Store, job_dir, projected_jobs
+    from projector._store import Manifest, ProjectorBusy, Store, job_dir, projected_jobs
     from projector._summary import LISTED, summarize
     from projector._views import NoProjectedData
     from projector._writer import WriterFailed
@@ -100,8 +102,9 @@ _LAZY: dict[str, str] = {
     "FeedPosition": "projector._feed",
     "JobState": "projector._state",
     "LISTED": "projector._summary",
-    "MANIFEST": "projector._store",
+    "MANIFEST": "projector._identity",
     "Manifest": "projector._store",
+    "NOT_RESTORED": "projector._restore",
     "NoProjectedData": "projector._views",
     "PAUSED": "projector._state",
     "PENDING": "projector._state",
@@ -111,6 +114,8 @@ _LAZY: dict[str, str] = {
     "RUNNING": "projector._state",
     "Replayed": "projector._replay",
     "Report": "projector._report",
+    "RestorePlan": "projector._restore",
+    "Restored": "projector._restore",
     "SCHEMA": "projector._archive",
     "SegmentInfo": "projector._archive",
     "SiteState": "projector._state",
@@ -122,9 +127,11 @@ _LAZY: dict[str, str] = {
     "TaskState": "projector._state",
     "WriterFailed": "projector._writer",
     "apply": "projector._fold",
+    "archive_facts": "projector._identity",
     "bring_back_named": "projector._history",
     "build_report": "projector._report",
     "canonical": "projector._state",
+    "check_store": "projector._identity",
     "committed_position": "projector._projector",
     "current_state": "projector._history",
     "current_tasks": "projector._history",
@@ -134,6 +141,7 @@ _LAZY: dict[str, str] = {
     "fold": "projector._fold",
     "index_archive": "projector._reindex",
     "job_dir": "projector._store",
+    "plan_restore": "projector._restore",
     "position_path": "projector._feed",
     "projected_jobs": "projector._store",
     "query": "projector._query",
@@ -145,6 +153,7 @@ _LAZY: dict[str, str] = {
     "replay": "projector._replay",
     "replay_archive": "projector._replay",
     "replay_job": "projector._replay",
+    "restore_job": "projector._restore",
     "summarize": "projector._summary",
     "task_history": "projector._history",
     "tune_gc": "projector._projector",
@@ -167,6 +176,7 @@ __all__ = [
     "FAILED",
     "LISTED",
     "MANIFEST",
+    "NOT_RESTORED",
     "PAUSED",
     "PENDING",
     "RUNNING",
@@ -185,6 +195,8 @@ __all__ = [
     "QueryResult",
     "Replayed",
     "Report",
+    "RestorePlan",
+    "Restored",
     "SegmentInfo",
     "SiteState",
     "State",
@@ -194,9 +206,11 @@ __all__ = [
     "TaskState",
     "WriterFailed",
     "apply",
+    "archive_facts",
     "bring_back_named",
     "build_report",
     "canonical",
+    "check_store",
     "committed_position",
     "current_state",
     "current_tasks",
@@ -206,6 +220,7 @@ __all__ = [
     "fold",
     "index_archive",
     "job_dir",
+    "plan_restore",
     "position_path",
     "projected_jobs",
     "query",
@@ -217,6 +232,7 @@ __all__ = [
     "replay",
     "replay_archive",
     "replay_job",
+    "restore_job",
     "summarize",
     "task_history",
     "tune_gc",

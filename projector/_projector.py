@@ -30,9 +30,11 @@ from eventlog import (
     CrawlogError,
     EventLog,
     InFlight,
+    JobIdentity,
     JobKeys,
     LogEntry,
     PoisonEntry,
+    check_identity,
     publish_projector_position,
     read_projector_position,
     stream_id_key,
@@ -47,6 +49,7 @@ from projector._defaults import (
 )
 from projector._fetches import FetchTracker
 from projector._fold import apply_all, fold
+from projector._identity import check_store
 from projector._keystore import StoredKeys, named_keys
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
@@ -126,6 +129,8 @@ class Projector:
         """The item keys that left ``state`` for the key store."""
         self.manifest = Manifest(job=job)
         """The last committed manifest."""
+        self.identity: JobIdentity | None = None
+        """The job's identity in the store, checked before each commit (`StoreLost`)."""
         self.position = self.manifest.position
         """Stream ID up to which the log has been read (and folded)."""
         self._buffer: list[LogEntry] = []
@@ -159,6 +164,10 @@ class Projector:
         async with AsyncExitStack() as stack:
             lock_fd = stack.enter_context(self.store.lock())
             self.manifest = await anyio.to_thread.run_sync(self.store.recover)
+            # Before anything is read or trimmed: a store that lost the job is not read on.
+            self.identity = await check_store(
+                self.log.redis, self.store.root.parent.parent, self.log.keys.job, create=True
+            )
             self._committer = Committer(self.store, self.manifest)
             # Left after the task group, which waits for the commit in flight.
             writer = SegmentWriter(self.store.archive, lock_fd)
@@ -317,6 +326,9 @@ class Projector:
             and figures_known
         ):
             return
+        if self.identity is not None:
+            # Nothing read from a store that lost the job since is committed.
+            await check_identity(self.log.redis, self.log.keys, self.identity)
         self._summary.update(self.state, self._touched)
         self._touched = set()
         streamed = not self._buffer and self._pending > 0
@@ -334,6 +346,8 @@ class Projector:
             item_keys=keys,
             summary=self._summary.summary(self.state, dead_letters=self._dead_letters),
             behind=self._behind,
+            identity=self.identity.job_id if self.identity is not None else None,
+            epoch=self.identity.epoch if self.identity is not None else 0,
         )
         self._buffer, self._pending = [], 0
         done = self._committing = anyio.Event()

@@ -46,23 +46,29 @@ from crawler._defaults import FailOn
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
+from crawler.cli._exit import EXIT_STORE_LOST
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._light import without_httpx_cli
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
+    JobIdentity,
     JobKeys,
     ServerError,
     ServerInfo,
+    StoreLost,
     TaskQueue,
     answers,
+    check_identity,
     connect,
     redacted,
     supervise_server,
 )
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
     from crawler.cli._progress import Progress
     from crawler.cli._progress_source import LiveProgress
 
@@ -257,6 +263,9 @@ async def run_crawl(
     env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
     # Like its workers and projector, the crawl waits out a Redis restart.
     async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        # Before anything is written: a store that lost the job must not take it for a new
+        # one (its seeds enqueued again, every page fetched again).
+        identity = await _store_checked(client, data_dir, job)
         config = await save_config(client, keys, config)
         queue = TaskQueue(client, job, "crawl")
         new = await enqueue_seeds(
@@ -367,6 +376,9 @@ async def run_crawl(
                 await _watch(progress, workers_exited, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
+            if identity is not None:
+                # "Nothing left" from a store that lost the job is no end of it.
+                await check_identity(client, keys, identity)
         finally:
             with anyio.CancelScope(shield=True):
                 children = [p for p in (projector, *worker_processes) if p is not None]
@@ -386,6 +398,10 @@ async def run_crawl(
                     # Never started (all over before the workers wrote): once, to the end.
                     await (await start_projector(once=True)).wait()
                 await anyio.to_thread.run_sync(output.close)
+    exits = [p.returncode for p in (projector, *worker_processes) if p is not None]
+    if EXIT_STORE_LOST in exits:
+        # Its processes found the job's keys gone (and said nothing: the crawl says it).
+        raise StoreLost(job, "its processes found its task lanes or identity gone")
     from projector import Store, read_committed
 
     manifest, state = read_committed(Store(data_dir, job), tasks=False)  # totals only
@@ -405,6 +421,13 @@ async def run_crawl(
             *(p.returncode for p in worker_processes),
         ),
     )
+
+
+async def _store_checked(client: Redis, data_dir: Path, job: str) -> JobIdentity | None:
+    """The job's identity, minted for a new job; `StoreLost` if the store lost the job."""
+    from projector import check_store  # light: the manifest's identity, read as JSON
+
+    return await check_store(client, data_dir, job, create=True)
 
 
 async def _import_progress_source() -> None:

@@ -1,0 +1,255 @@
+"""``crawlog restore``: a job's keys rebuilt in a store that lost them, from the archive.
+
+The committed state (snapshot, task segments, archived events) and whatever tail of the
+log the store still holds after the committed position (`log_continues`) fold into the
+state of the whole log; `plan_restore` turns it into what the store must hold (pure);
+`restore_job` clears the job's keys and writes them through ``eventlog``:
+
+- every task not ended goes back to a lane once, with its attempt, its request and its
+  resume point (``ckpt`` points at its last archived checkpoint); a task running at the
+  loss goes to the recovery lane with a ``TaskReclaimed`` (`STORE_RESTORED`), so the fold
+  counts the page its worker was fetching as a refetch when it comes again;
+- tasks paused by a pause of their own or waiting for a person are parked again; the
+  ``ctx.once`` markers are written as the log left them, so an action intended and never
+  logged done comes back uncertain (paused for a person), never run again;
+- ``seen`` holds every task's fingerprint, the control hash the pauses and open circuits;
+- the log goes on after the committed position, and the identity gets a new epoch: a
+  process of before the loss stops at its next check (`eventlog.check_identity`), and a
+  lease of before names an entry no lane holds, so its writes are refused.
+
+What the log does not hold cannot come back (`NOT_RESTORED`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+import msgspec
+import redis.asyncio as aioredis
+
+from eventlog import (
+    LANE_RECOVERY,
+    CheckpointSaved,
+    EventLog,
+    Flags,
+    JobIdentity,
+    JobKeys,
+    OperatorRefused,
+    Task,
+    TaskReclaimed,
+    clear_job_keys,
+    copy_log_tail,
+    lane_for,
+    live_holders,
+    log_continues,
+    publish_projector_position,
+    read_identity,
+    restart_log,
+    restore_checkpoints,
+    restore_flags,
+    restore_lanes,
+    restore_parked,
+    restore_seen,
+    set_identity,
+)
+from projector._fold import STORE_RESTORED, fold
+from projector._identity import archive_facts
+from projector._projector import read_committed
+from projector._state import CIRCUIT_OPEN, PAUSED, RUNNING, TERMINAL, State, TaskState
+from projector._store import Store
+
+RESTORE_ACTOR = "restore"
+NOT_RESTORED = (
+    "cookie jars (never logged: a spider that logs in does it again)",
+    "delayed retries' due times (the retried tasks are in their lanes at once)",
+    "redirect claims (a page reached through a redirect may be fetched once more as its own task)",
+    "operator retry markers and robots.txt copies (fetched again)",
+)
+"""What a restore cannot rebuild, as it tells the operator."""
+
+
+class RestorePlan(msgspec.Struct, kw_only=True):
+    """What the store must hold for a job whose whole log folds into a state."""
+
+    lanes: list[tuple[int, Task]] = msgspec.field(default_factory=list)
+    parked: list[tuple[int, Task]] = msgspec.field(default_factory=list)
+    checkpoints: dict[str, tuple[str, CheckpointSaved]] = msgspec.field(default_factory=dict)
+    flags: Flags = msgspec.field(default_factory=Flags)
+    seen: list[str] = msgspec.field(default_factory=list)
+    reclaimed: list[TaskReclaimed] = msgspec.field(default_factory=list)
+    uncertain: list[str] = msgspec.field(default_factory=list)
+    """Tasks with an action intended and never logged done: they come back uncertain."""
+
+
+class Restored(msgspec.Struct, kw_only=True):
+    """What a restore did."""
+
+    job: str
+    position: str
+    epoch: int
+    tasks: int
+    """Tasks the log knows (their fingerprints are seen again)."""
+    queued: int
+    running: int
+    """Of the queued, those that were running at the loss (in the recovery lane)."""
+    parked: int
+    uncertain: int
+    tail_events: int
+    """Events of the store's tail after the committed position, kept and folded in."""
+    dropped_log: bool
+    """The store's log did not go on from the archive: what it held was dropped."""
+    seconds: float
+
+
+def task_of(task: TaskState) -> Task:
+    """The lane entry of a task as the log tells it."""
+    return Task(
+        task_id=task.task_id,
+        url=task.url,
+        site=task.site,
+        depth=task.depth,
+        parent_task_id=task.parent_task_id,
+        attempt=task.attempt,
+        recoveries=task.recoveries,
+        spec=task.spec,
+        request=task.request,
+    )
+
+
+def plan_restore(state: State, *, now: float) -> RestorePlan:
+    """What the store must hold to go on from ``state`` (the fold of the whole log)."""
+    plan = RestorePlan()
+    actions: dict[tuple[str, str], str] = {}
+    awaiting: dict[str, tuple[str, str]] = {}
+    paused_tasks: dict[str, str] = {}
+    for task in state.tasks.values():
+        plan.seen.append(task.task_id)
+        if task.status in TERMINAL:
+            continue
+        intended = []
+        for action, marker in (task.actions or {}).items():
+            actions[(task.task_id, action)] = marker
+            if marker == "intended":
+                intended.append(action)
+        if intended:
+            plan.uncertain.append(task.task_id)
+        if task.checkpoint is not None and task.checkpoint_id is not None:
+            plan.checkpoints[task.task_id] = (
+                task.checkpoint_id,
+                CheckpointSaved(
+                    actor=RESTORE_ACTOR,
+                    task_id=task.task_id,
+                    attempt=task.attempt,
+                    cursor=task.checkpoint,
+                    counts=task.counts,
+                ),
+            )
+        entry = task_of(task)
+        if task.status == RUNNING:
+            plan.reclaimed.append(
+                TaskReclaimed(
+                    actor=RESTORE_ACTOR,
+                    task_id=task.task_id,
+                    attempt=task.attempt,
+                    previous_owner=task.owner or "?",
+                    deliveries=task.deliveries,
+                    reason=STORE_RESTORED,
+                )
+            )
+            recovered = msgspec.structs.replace(entry, recoveries=task.recoveries + 1)
+            plan.lanes.append((LANE_RECOVERY, recovered))
+        elif task.status == PAUSED and not task.parked:
+            # Paused by a pause of its own, or for a person: parked until that is lifted.
+            plan.parked.append((lane_for(entry), entry))
+            if intended:
+                awaiting[task.task_id] = (task.site, intended[-1])
+            else:
+                paused_tasks[task.task_id] = task.site
+        else:
+            # Pending, or parked by its site's or the job's pause: a worker that claims it
+            # parks it again while that pause holds.
+            plan.lanes.append((lane_for(entry), entry))
+    plan.flags = Flags(
+        job_paused=state.job.paused,
+        paused_sites=tuple(sorted(s.site for s in state.sites.values() if s.paused)),
+        # Until now: the next request probes the site, and failures open it again.
+        open_circuits={s.site: now for s in state.sites.values() if s.circuit == CIRCUIT_OPEN},
+        paused_tasks=paused_tasks,
+        awaiting=awaiting,
+        actions=actions,
+    )
+    return plan
+
+
+async def restore_job(
+    redis: aioredis.Redis, data_dir: Path, job: str, *, tail_from: aioredis.Redis | None = None
+) -> Restored:
+    """Rebuild every key of ``job`` from its archive and the store's tail; refused
+    (`OperatorRefused`) while a worker of the job may still write. ``tail_from``: another
+    server (the old one) whose log's tail after the archive is copied in first."""
+    started = time.monotonic()
+    keys = JobKeys(job)
+    holders = await live_holders(redis, keys)
+    if holders:
+        raise OperatorRefused(
+            f"workers of job {job!r} still hold leases or their names ({', '.join(holders)}): "
+            "stop them (or wait for their leases to expire), then restore"
+        )
+    store = Store(data_dir, job)
+    archive = archive_facts(data_dir, job)
+    if archive.events == 0 and archive.position == "0-0":
+        raise OperatorRefused(
+            f"job {job!r} has nothing archived under {data_dir}: nothing to restore from"
+        )
+    with store.lock():
+        manifest, state = await anyio.to_thread.run_sync(read_committed, store)
+        log = EventLog(redis, keys)
+        tail_events = 0
+        continues = await log_continues(redis, keys, manifest.position)
+        if not continues and tail_from is not None:
+            await restart_log(redis, keys, manifest.position)
+            copied = await copy_log_tail(tail_from, redis, keys, manifest.position)
+            continues = copied > 0 or await log_continues(redis, keys, manifest.position)
+            continues = continues or copied > 0
+        if continues:
+            # The same log goes on after the commit: its tail is the job's too.
+            position = manifest.position
+            while entries := await log.read_after(position, 10_000):
+                fold(entries, state)
+                tail_events += len(entries)
+                position = entries[-1].stream_id
+        stored = await read_identity(redis, keys)
+        epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
+        job_id = archive.job_id or (stored.job_id if stored is not None else uuid.uuid4().hex)
+        plan = await anyio.to_thread.run_sync(lambda: plan_restore(state, now=time.time()))
+        keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
+        await clear_job_keys(redis, keys, keep=keep)
+        if not continues:
+            await restart_log(redis, keys, manifest.position)
+        await restore_seen(redis, keys, plan.seen)
+        await restore_checkpoints(redis, keys, plan.checkpoints)
+        await restore_flags(redis, keys, plan.flags)
+        await restore_parked(redis, keys, plan.parked)
+        # The reclaims before the lanes: a worker that claims a task first must find it
+        # pending in the log.
+        await log.append_many(plan.reclaimed)
+        queued = await restore_lanes(redis, keys, plan.lanes)
+        await publish_projector_position(redis, keys, manifest.position)
+        identity = JobIdentity(job_id=job_id, epoch=epoch)
+        await set_identity(redis, keys, identity)
+    return Restored(
+        job=job,
+        position=manifest.position,
+        epoch=epoch,
+        tasks=len(plan.seen),
+        queued=queued,
+        running=len(plan.reclaimed),
+        parked=len(plan.parked),
+        uncertain=len(plan.uncertain),
+        tail_events=tail_events,
+        dropped_log=not continues,
+        seconds=time.monotonic() - started,
+    )
