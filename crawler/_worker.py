@@ -104,6 +104,7 @@ from eventlog import (
     RobotsFile,
     ServerCannotPersist,
     SharedRobots,
+    StoreLost,
     Task,
     TaskAborted,
     TaskClaimed,
@@ -679,9 +680,9 @@ class Worker:
         )
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
-        except ServerCannotPersist:
+        except (ServerCannotPersist, StoreLost):
             # The worker stops with this error, said once; a line per task would bury it.
-            # The lease stays and expires as after a kill: nothing is lost.
+            # The lease stays and expires as after a kill (or the restore rebuilds it).
             pass
         except (LeaseLost, CrawlogError) as exc:
             log.warning("could not release %s: %s", lease.entry_id, exc)
