@@ -33,6 +33,10 @@ def crawl_args(url: str, data_dir: Path) -> list[str]:
     )  # fmt: skip
 
 
+def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=50, check=False)
+
+
 async def test_a_flushed_store_stops_the_crawl_and_restore_resumes_it(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     with running_valkey(tmp_path / "valkey") as server:
@@ -68,7 +72,7 @@ async def test_a_flushed_store_stops_the_crawl_and_restore_resumes_it(tmp_path: 
                     text=True,
                     timeout=40,
                     check=False,
-                )  # fmt: skip
+                )
             )
             assert restore.returncode == 0, restore.stderr
             assert "restored job j" in restore.stdout
@@ -82,7 +86,7 @@ async def test_a_flushed_store_stops_the_crawl_and_restore_resumes_it(tmp_path: 
                     text=True,
                     timeout=50,
                     check=False,
-                )  # fmt: skip
+                )
             )
             assert again.returncode == 0, (again.stdout, again.stderr)
             assert "0 new seed(s)" in again.stdout
