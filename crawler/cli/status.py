@@ -17,7 +17,7 @@ import click
 
 from crawler._job import load_config
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import JobKeys, connect, resolve_data_dir, resolve_url
+from eventlog import JobKeys, check_identity, connect, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
     from crawler.cli._progress import Progress
@@ -80,7 +80,11 @@ def status_command(
         click.echo(json.dumps(as_dict(report)))
 
     async def run() -> None:
+        from projector import check_store
+
         async with connect(url) as client:
+            # A job the archive knows and the store lost is said so, not "no job here".
+            identity = await check_store(client, directory, job, create=False)
             config = await load_config(client, JobKeys(job))  # an unknown job fails here
             politeness = config.politeness
             floor_ms = round(politeness.delay_s * 1000) if politeness.autothrottle else None
@@ -104,6 +108,8 @@ def status_command(
                 if display is not None:
                     stack.enter_context(display)
                 while True:
+                    if identity is not None:
+                        await check_identity(client, JobKeys(job), identity)
                     report = await source.refresh()
                     if display is None:
                         emit_json(report)

@@ -62,6 +62,10 @@ async def test_a_flushed_store_stops_the_crawl_and_restore_resumes_it(tmp_path: 
             lines = [line for line in err.splitlines() if "store lost" in line]
             assert len(lines) == 1, err
             assert "crawlog restore --job j" in lines[0]
+            status_args = crawlog_command("status", "--job", "j", "--data-dir", str(data_dir))
+            status = await anyio.to_thread.run_sync(lambda: run(status_args, env))
+            assert status.returncode == 2, status.stderr
+            assert "crawlog restore --job j" in status.stderr
 
             started = time.monotonic()
             restore = await anyio.to_thread.run_sync(
