@@ -21,7 +21,7 @@ import random
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, contextmanager, suppress
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -117,6 +117,7 @@ from eventlog import (
     check_identity,
     hold_worker_name,
     read_controls,
+    write_atomic,
 )
 
 if TYPE_CHECKING:
@@ -265,6 +266,10 @@ class Worker:
         """Where the projector archives the log: a trimmed checkpoint is read from there."""
         self.concurrency = concurrency
         self.exit_when_done = exit_when_done
+        self._unsettled: dict[str, str] = {}
+        """Task id -> this worker, for the tasks that sent a request whose step is not
+        written yet: saved if the store loses the job (`save_in_flight_at_loss`)."""
+        self._store_lost = False
         self.identity: JobIdentity | None = None
         """The job's identity in the store when this worker started (None: a job begun
         before identities), checked as the control flags are polled."""
@@ -351,6 +356,16 @@ class Worker:
 
     async def run(self) -> WorkerStats:
         """Crawl until stopped, or (``exit_when_done``) until every task of the job is done."""
+        try:
+            return await self._run()
+        except BaseException as exc:
+            if self._unsettled and _is_store_lost(exc):
+                # The pages these tasks fetched are in no log now: the restore counts them
+                # as refetched when they come again.
+                save_in_flight_at_loss(self.data_dir, self.job, self.name, self._unsettled)
+            raise
+
+    async def _run(self) -> WorkerStats:
         async with (
             # A restart right after a SIGKILL waits out the dead process's hold on the name.
             hold_worker_name(
@@ -639,6 +654,9 @@ class Worker:
             log.warning("%s", lost)
         except UncertainAction as uncertain:
             log.warning("%s: task paused for a person to decide", uncertain)
+        except StoreLost:
+            self._store_lost = True
+            raise
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True, deadline=self._released_by) as releasing:
                 await self._release(lease)
@@ -649,6 +667,8 @@ class Worker:
                 )
             raise
         finally:
+            if not self._store_lost:  # its step was written, or it fetched nothing
+                self._unsettled.pop(lease.task.task_id, None)
             self._in_flight.pop(lease.entry_id, None)
             self._leases.pop(lease.entry_id, None)
             self._fresh.pop(lease.entry_id, None)
@@ -680,10 +700,12 @@ class Worker:
         )
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
-        except (ServerCannotPersist, StoreLost):
+        except ServerCannotPersist:
             # The worker stops with this error, said once; a line per task would bury it.
-            # The lease stays and expires as after a kill (or the restore rebuilds it).
+            # The lease stays and expires as after a kill: nothing is lost.
             pass
+        except StoreLost:
+            self._store_lost = True  # said once too; the restore rebuilds the lease
         except (LeaseLost, CrawlogError) as exc:
             log.warning("could not release %s: %s", lease.entry_id, exc)
 
@@ -917,6 +939,8 @@ class Worker:
                 body=spec.body if spec is not None and first else None,
                 headers=None if spec is None else spec.headers,
             )
+        if result.requested:
+            self._unsettled[lease.task.task_id] = self.name
         # After the slot is done with: the next request to the host need not wait for this.
         await self.gate.observe(host, result.elapsed_ms, result.status)
         return result
@@ -1265,6 +1289,23 @@ def _collector_paused() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+def _is_store_lost(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(StoreLost)[0] is not None
+    return isinstance(exc, StoreLost)
+
+
+def save_in_flight_at_loss(data_dir: Path, job: str, worker: str, tasks: dict[str, str]) -> None:
+    """Leave the tasks whose requests the lost store never heard of for ``crawlog
+    restore`` (`projector.in_flight_at_loss`), beside the worker's other local files."""
+    from projector import in_flight_path
+
+    path = in_flight_path(data_dir, job, worker)
+    with suppress(OSError):  # at worst, those refetches go uncounted
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, msgspec.json.encode(tasks))
 
 
 async def _store_identity(redis: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:

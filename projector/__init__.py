@@ -42,7 +42,13 @@ if TYPE_CHECKING:
         read_live,
         task_history,
     )
-    from projector._identity import MANIFEST, archive_facts, check_store
+    from projector._identity import (
+        MANIFEST,
+        archive_facts,
+        check_store,
+        in_flight_at_loss,
+        in_flight_path,
+    )
     from projector._projector import (
         Projector,
         committed_position,
@@ -139,6 +145,8 @@ _LAZY: dict[str, str] = {
     "fetch_attempts": "projector._history",
     "find_archived": "projector._replay",
     "fold": "projector._fold",
+    "in_flight_at_loss": "projector._identity",
+    "in_flight_path": "projector._identity",
     "index_archive": "projector._reindex",
     "job_dir": "projector._store",
     "plan_restore": "projector._restore",
@@ -218,6 +226,8 @@ __all__ = [
     "fetch_attempts",
     "find_archived",
     "fold",
+    "in_flight_at_loss",
+    "in_flight_path",
     "index_archive",
     "job_dir",
     "plan_restore",

@@ -311,7 +311,7 @@ def _reclaimed(state: State, event: TaskReclaimed) -> None:
     # The lease expired and the task went back to the queue (the recovery lane): pending
     # until a worker claims it again.
     task = _task(state, event, _ACTIVE, "reclaimed")
-    if event.reason == STORE_RESTORED and task.status == RUNNING:
+    if event.reason == STORE_RESTORED:
         # Its worker was fetching the page after its checkpoint when the store lost it:
         # fetched again after the restore, that page is a refetch the loss caused.
         next_page = task.checkpoint.page + 1 if task.checkpoint is not None else 1

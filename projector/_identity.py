@@ -68,3 +68,28 @@ async def check_store(
     # A job the archive knows keeps its identity (committed before the store had one).
     minted = JobIdentity(job_id=archive.job_id) if archive.job_id is not None else None
     return await create_identity(redis, keys, minted)
+
+
+WORKERS_DIR = "workers"
+IN_FLIGHT_SUFFIX = ".in-flight-at-loss.json"
+
+
+def in_flight_path(data_dir: Path, job: str, worker: str) -> Path:
+    """Where a worker that found the store lost leaves the tasks it had sent a request for
+    and could not log (JSON: task id -> worker): ``<data dir>/workers/<name>/<job>...``."""
+    return data_dir / WORKERS_DIR / worker / f"{check_job_name(job)}{IN_FLIGHT_SUFFIX}"
+
+
+def in_flight_at_loss(data_dir: Path, job: str) -> tuple[dict[str, str], list[Path]]:
+    """Task id -> worker of every such task the workers of this data directory left, and
+    the files they were read from (deleted once the restore is done)."""
+    found: dict[str, str] = {}
+    paths = sorted((data_dir / WORKERS_DIR).glob(f"*/{check_job_name(job)}{IN_FLIGHT_SUFFIX}"))
+    read = []
+    for path in paths:
+        try:
+            found.update(msgspec.json.decode(path.read_bytes(), type=dict[str, str]))
+        except (OSError, msgspec.MsgspecError):
+            continue  # a torn file: those refetches go uncounted
+        read.append(path)
+    return found, read

@@ -34,6 +34,7 @@ from eventlog import (
     JobKeys,
     LogEntry,
     PoisonEntry,
+    StoreLost,
     check_identity,
     publish_projector_position,
     read_projector_position,
@@ -130,7 +131,10 @@ class Projector:
         self.manifest = Manifest(job=job)
         """The last committed manifest."""
         self.identity: JobIdentity | None = None
-        """The job's identity in the store, checked before each commit (`StoreLost`)."""
+        """The job's identity in the store, checked after each read and each commit
+        (`StoreLost`)."""
+        self._lost = False
+        """The store lost the job: the last commit is of what was read before."""
         self.position = self.manifest.position
         """Stream ID up to which the log has been read (and folded)."""
         self._buffer: list[LogEntry] = []
@@ -241,6 +245,8 @@ class Projector:
             self.position = poison.entry_id
             await self._count_dead_letters()
             return 0
+        if entries and self.identity is not None:
+            await self._check_store()
         self._behind = len(entries) >= READ_BATCH
         if self._behind and self._tasks is not None:
             # Behind the log: the next batch is asked for now, and the server reads it while
@@ -326,9 +332,6 @@ class Projector:
             and figures_known
         ):
             return
-        if self.identity is not None:
-            # Nothing read from a store that lost the job since is committed.
-            await check_identity(self.log.redis, self.log.keys, self.identity)
         self._summary.update(self.state, self._touched)
         self._touched = set()
         streamed = not self._buffer and self._pending > 0
@@ -355,6 +358,19 @@ class Projector:
         self._tasks.start_soon(self._commit, work, done, streamed)
         if wait:
             await self._wait_committed()
+
+    async def _check_store(self) -> None:
+        """`StoreLost` if the store lost the job; what was read before it did (the
+        identity was still there after that read) is committed first: it is the job's,
+        and the restore goes on from it."""
+        assert self.identity is not None
+        try:
+            await check_identity(self.log.redis, self.log.keys, self.identity)
+        except StoreLost:
+            self._lost = True
+            self._ahead = None
+            await self.commit(snapshot=True, wait=True)
+            raise
 
     def _evict(self) -> list[TaskRow]:
         """Take the terminal tasks out of memory, as the rows of the next task segment."""
@@ -402,7 +418,16 @@ class Projector:
                 self.stored.landed()
             if work.item_keys:
                 self.stored_keys.landed()
-            await self._publish_and_trim()
+            # What was folded is the job's (each read was checked, `_check_store`); but a
+            # store that lost the job since gets no position and no trim.
+            if self.identity is not None and not self._lost:
+                try:
+                    await check_identity(self.log.redis, self.log.keys, self.identity)
+                except StoreLost:
+                    self._lost = True
+                    raise
+            if not self._lost:
+                await self._publish_and_trim()
         except Exception as exc:
             # Raised where the projector waits for its commits, not in the task group: a
             # failure there cancelled the group while the projector's own exit, shielded,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -56,9 +57,9 @@ from eventlog import (
     set_identity,
 )
 from projector._fold import STORE_RESTORED, fold
-from projector._identity import archive_facts
+from projector._identity import archive_facts, in_flight_at_loss
 from projector._projector import read_committed
-from projector._state import CIRCUIT_OPEN, PAUSED, RUNNING, TERMINAL, State, TaskState
+from projector._state import CIRCUIT_OPEN, PAUSED, PENDING, RUNNING, TERMINAL, State, TaskState
 from projector._store import Store
 
 RESTORE_ACTOR = "restore"
@@ -119,8 +120,15 @@ def task_of(task: TaskState) -> Task:
     )
 
 
-def plan_restore(state: State, *, now: float) -> RestorePlan:
-    """What the store must hold to go on from ``state`` (the fold of the whole log)."""
+def plan_restore(
+    state: State, *, now: float, in_flight: Mapping[str, str] | None = None
+) -> RestorePlan:
+    """What the store must hold to go on from ``state`` (the fold of the whole log).
+
+    ``in_flight``: task id -> worker of the tasks whose workers had sent a request the
+    lost store never logged (`in_flight_at_loss`): reclaimed like a running task, so that
+    page counts as a refetch when it is fetched again."""
+    in_flight = in_flight or {}
     plan = RestorePlan()
     actions: dict[tuple[str, str], str] = {}
     awaiting: dict[str, tuple[str, str]] = {}
@@ -148,13 +156,13 @@ def plan_restore(state: State, *, now: float) -> RestorePlan:
                 ),
             )
         entry = task_of(task)
-        if task.status == RUNNING:
+        if task.status == RUNNING or (task.status == PENDING and task.task_id in in_flight):
             plan.reclaimed.append(
                 TaskReclaimed(
                     actor=RESTORE_ACTOR,
                     task_id=task.task_id,
                     attempt=task.attempt,
-                    previous_owner=task.owner or "?",
+                    previous_owner=task.owner or in_flight.get(task.task_id, "?"),
                     deliveries=task.deliveries,
                     reason=STORE_RESTORED,
                 )
@@ -224,7 +232,10 @@ async def restore_job(
         stored = await read_identity(redis, keys)
         epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
         job_id = archive.job_id or (stored.job_id if stored is not None else uuid.uuid4().hex)
-        plan = await anyio.to_thread.run_sync(lambda: plan_restore(state, now=time.time()))
+        in_flight, left_by_workers = in_flight_at_loss(data_dir, job)
+        plan = await anyio.to_thread.run_sync(
+            lambda: plan_restore(state, now=time.time(), in_flight=in_flight)
+        )
         keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
         await clear_job_keys(redis, keys, keep=keep)
         if not continues:
@@ -240,6 +251,8 @@ async def restore_job(
         await publish_projector_position(redis, keys, manifest.position)
         identity = JobIdentity(job_id=job_id, epoch=epoch)
         await set_identity(redis, keys, identity)
+        for path in left_by_workers:
+            path.unlink(missing_ok=True)  # counted: a second restore must not count them again
     return Restored(
         job=job,
         position=manifest.position,

@@ -243,6 +243,8 @@ API: dict[str, list[str]] = {
         "fetch_attempts",
         "find_archived",
         "fold",
+        "in_flight_at_loss",
+        "in_flight_path",
         "index_archive",
         "job_dir",
         "plan_restore",

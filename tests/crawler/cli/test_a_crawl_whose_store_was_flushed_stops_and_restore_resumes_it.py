@@ -98,6 +98,7 @@ async def test_a_flushed_store_stops_the_crawl_and_restore_resumes_it(tmp_path: 
             check = await anyio.to_thread.run_sync(
                 lambda: check_crawl(site, Store(data_dir, "j"), {})
             )
+    print("RESTORE", restore.stdout, "AGAIN", again.stdout, "CHECK", len(check.refetched_by_site))
     assert check.lost == []
     assert check.unfinished == []
     assert check.duplicate_items == 0
