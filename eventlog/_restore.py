@@ -23,6 +23,7 @@ from eventlog._events import CheckpointSaved
 from eventlog._keys import (
     JOB_PAUSED,
     LANES,
+    SEEN_FIELD_BYTES,
     WORKERS_GROUP,
     JobKeys,
     action_field,
@@ -33,7 +34,7 @@ from eventlog._keys import (
     site_pause_flag,
     task_pause_flag,
 )
-from eventlog._scripts import RESTORE_LANE
+from eventlog._scripts import RESTORE_LANE, RESTORE_SEEN
 from eventlog._tasks import Task, task_encoder
 
 RESTORE_BATCH = 5_000
@@ -125,22 +126,29 @@ async def restore_lanes(
     return added
 
 
+RESTORE_SEEN_BUCKETS = 256
+"""Seen buckets a `RESTORE_SEEN` call fills (of `SEEN_BUCKETS`): a million fingerprints
+are some 128 calls of about 8,000 fields each."""
+
+
 async def restore_seen(redis: aioredis.Redis, keys: JobKeys, fingerprints: Iterable[str]) -> int:
-    """Mark every fingerprint seen (a bucket's fields in one HSET) and set the seen count."""
-    buckets: dict[int, dict[bytes, str]] = defaultdict(dict)
+    """Mark every fingerprint seen and count them (the seen count starts from what it
+    holds: a restore clears it first); how many were new."""
+    buckets: dict[int, set[bytes]] = defaultdict(set)
     for fingerprint in fingerprints:
         bucket, field = seen_slot(fingerprint)
-        buckets[bucket][field] = ""
-    count = sum(len(fields) for fields in buckets.values())
+        buckets[bucket].add(field)
+    script = redis.register_script(RESTORE_SEEN)
+    added = 0
+    items = sorted(buckets.items())
     with redis_errors("restoring the seen fingerprints"):
-        pipe = redis.pipeline(transaction=False)
-        for n, (bucket, fields) in enumerate(buckets.items(), 1):
-            pipe.hset(keys.seen_bucket(bucket), mapping=fields)  # type: ignore[arg-type]
-            if n % 1000 == 0:
-                await pipe.execute()
-        pipe.set(keys.seen_count, count)
-        await pipe.execute()
-    return count
+        for start in range(0, len(items), RESTORE_SEEN_BUCKETS):
+            batch = items[start : start + RESTORE_SEEN_BUCKETS]
+            keys_ = [keys.seen_count, *(keys.seen_bucket(bucket) for bucket, _ in batch)]
+            args: list[bytes | int] = [b"".join(sorted(fields)) for _, fields in batch]
+            args.append(SEEN_FIELD_BYTES)
+            added += int(await script(keys=keys_, args=args))
+    return added
 
 
 async def restore_checkpoints(

@@ -22,6 +22,7 @@ What the log does not hold cannot come back (`NOT_RESTORED`).
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import Mapping
@@ -57,10 +58,12 @@ from eventlog import (
     set_identity,
 )
 from projector._fold import STORE_RESTORED, fold
+from projector._history import bring_back_named
 from projector._identity import archive_facts, in_flight_at_loss
-from projector._projector import read_committed
+from projector._projector import live_state
 from projector._state import CIRCUIT_OPEN, PAUSED, PENDING, RUNNING, TERMINAL, State, TaskState
 from projector._store import Store
+from projector._taskstore import iter_task_ids
 
 RESTORE_ACTOR = "restore"
 NOT_RESTORED = (
@@ -213,7 +216,10 @@ async def restore_job(
             f"job {job!r} has nothing archived under {data_dir}: nothing to restore from"
         )
     with store.lock():
-        manifest, state = await anyio.to_thread.run_sync(read_committed, store)
+        manifest = store.read_manifest()
+        # The live part only: every task not ended is in it; the ended ones in the task
+        # store are only seen again, their ids read as a column, not as a million states.
+        state = (await anyio.to_thread.run_sync(live_state, store, manifest))[0]
         log = EventLog(redis, keys)
         tail_events = 0
         continues = await log_continues(redis, keys, manifest.position)
@@ -226,6 +232,7 @@ async def restore_job(
             # The same log goes on after the commit: its tail is the job's too.
             position = manifest.position
             while entries := await log.read_after(position, 10_000):
+                bring_back_named(store, manifest, state, entries)
                 fold(entries, state)
                 tail_events += len(entries)
                 position = entries[-1].stream_id
@@ -240,7 +247,10 @@ async def restore_job(
         await clear_job_keys(redis, keys, keep=keep)
         if not continues:
             await restart_log(redis, keys, manifest.position)
-        await restore_seen(redis, keys, plan.seen)
+        ended = await anyio.to_thread.run_sync(
+            lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
+        )
+        known = await restore_seen(redis, keys, itertools.chain(plan.seen, ended))
         await restore_checkpoints(redis, keys, plan.checkpoints)
         await restore_flags(redis, keys, plan.flags)
         await restore_parked(redis, keys, plan.parked)
@@ -257,7 +267,7 @@ async def restore_job(
         job=job,
         position=manifest.position,
         epoch=epoch,
-        tasks=len(plan.seen),
+        tasks=known,
         queued=queued,
         running=len(plan.reclaimed),
         parked=len(plan.parked),
