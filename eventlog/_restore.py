@@ -29,6 +29,7 @@ from eventlog._keys import (
     action_field,
     awaiting_value,
     circuit_flag,
+    delayed_member,
     parked_member,
     seen_slot,
     site_pause_flag,
@@ -215,6 +216,20 @@ async def restore_parked(
     with redis_errors("restoring the parked tasks"):
         for start in range(0, len(members), RESTORE_BATCH):
             await redis.zadd(keys.parked, dict.fromkeys(members[start : start + RESTORE_BATCH], 0))
+
+
+async def restore_delayed(
+    redis: aioredis.Redis, keys: JobKeys, tasks: Sequence[tuple[int, int, Task]]
+) -> None:
+    """Hold each (due time in server ms, lane, task) in ``delayed`` until it is due, as its
+    retry left it: `PROMOTE` moves it to its lane then."""
+    with redis_errors("restoring the delayed retries"):
+        for start in range(0, len(tasks), RESTORE_BATCH):
+            batch = tasks[start : start + RESTORE_BATCH]
+            members = {
+                delayed_member(lane, task_encoder.encode(task)): due for due, lane, task in batch
+            }
+            await redis.zadd(keys.delayed, members)
 
 
 async def _set_fields(redis: aioredis.Redis, key: str, fields: Mapping[str, str | bytes]) -> None:

@@ -25,11 +25,12 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from pathlib import Path
 
 import anyio
 import msgspec
+import pyarrow.compute as pc
 import redis.asyncio as aioredis
 
 from eventlog import (
@@ -40,10 +41,12 @@ from eventlog import (
     JobIdentity,
     JobKeys,
     OperatorRefused,
+    RetryScheduled,
     Task,
     TaskReclaimed,
     clear_job_keys,
     copy_log_tail,
+    decode,
     lane_for,
     live_holders,
     log_continues,
@@ -51,24 +54,26 @@ from eventlog import (
     read_identity,
     restart_log,
     restore_checkpoints,
+    restore_delayed,
     restore_flags,
     restore_lanes,
     restore_parked,
     restore_seen,
     set_identity,
 )
+from projector._archive import read_table
 from projector._fold import STORE_RESTORED, fold
 from projector._history import bring_back_named
 from projector._identity import archive_facts, in_flight_at_loss
 from projector._projector import live_state
 from projector._state import CIRCUIT_OPEN, PAUSED, PENDING, RUNNING, TERMINAL, State, TaskState
-from projector._store import Store
+from projector._store import Manifest, Store
 from projector._taskstore import iter_task_ids
 
 RESTORE_ACTOR = "restore"
+RETRY_TYPE = "task.retry_scheduled"
 NOT_RESTORED = (
     "cookie jars (never logged: a spider that logs in does it again)",
-    "delayed retries' due times (the retried tasks are in their lanes at once)",
     "redirect claims (a page reached through a redirect may be fetched once more as its own task)",
     "operator retry markers and robots.txt copies (fetched again)",
 )
@@ -79,6 +84,8 @@ class RestorePlan(msgspec.Struct, kw_only=True):
     """What the store must hold for a job whose whole log folds into a state."""
 
     lanes: list[tuple[int, Task]] = msgspec.field(default_factory=list)
+    delayed: list[tuple[int, int, Task]] = msgspec.field(default_factory=list)
+    """(due time in ms, lane, task) of the retries not due yet."""
     parked: list[tuple[int, Task]] = msgspec.field(default_factory=list)
     checkpoints: dict[str, tuple[str, CheckpointSaved]] = msgspec.field(default_factory=dict)
     flags: Flags = msgspec.field(default_factory=Flags)
@@ -97,6 +104,8 @@ class Restored(msgspec.Struct, kw_only=True):
     tasks: int
     """Tasks the log knows (their fingerprints are seen again)."""
     queued: int
+    delayed: int
+    """Retries not due yet, held until they are."""
     running: int
     """Of the queued, those that were running at the loss (in the recovery lane)."""
     parked: int
@@ -124,14 +133,21 @@ def task_of(task: TaskState) -> Task:
 
 
 def plan_restore(
-    state: State, *, now: float, in_flight: Mapping[str, str] | None = None
+    state: State,
+    *,
+    now: float,
+    in_flight: Mapping[str, str] | None = None,
+    retries: Mapping[str, RetryScheduled] | None = None,
 ) -> RestorePlan:
     """What the store must hold to go on from ``state`` (the fold of the whole log).
 
     ``in_flight``: task id -> worker of the tasks whose workers had sent a request the
     lost store never logged (`in_flight_at_loss`): reclaimed like a running task, so that
-    page counts as a refetch when it is fetched again."""
+    page counts as a refetch when it is fetched again. ``retries``: the last
+    ``RetryScheduled`` of tasks that retried (`last_retries`): one that is still the task's
+    last event and not due at ``now`` waits in ``delayed`` until it is."""
     in_flight = in_flight or {}
+    retries = retries or {}
     plan = RestorePlan()
     actions: dict[tuple[str, str], str] = {}
     awaiting: dict[str, tuple[str, str]] = {}
@@ -179,6 +195,9 @@ def plan_restore(
                 awaiting[task.task_id] = (task.site, intended[-1])
             else:
                 paused_tasks[task.task_id] = task.site
+        elif (due := _retry_due(task, retries.get(task.task_id), now)) is not None:
+            entry = msgspec.structs.replace(entry, not_before=due)
+            plan.delayed.append((int(due * 1000), lane_for(entry), entry))
         else:
             # Pending, or parked by its site's or the job's pause: a worker that claims it
             # parks it again while that pause holds.
@@ -193,6 +212,31 @@ def plan_restore(
         actions=actions,
     )
     return plan
+
+
+def _retry_due(task: TaskState, retry: RetryScheduled | None, now: float) -> float | None:
+    """When a pending task's retry is due, if its last event is that retry and it is not
+    due yet."""
+    if retry is None or task.status != PENDING or retry.at != task.updated_at:
+        return None
+    due = retry.at + retry.delay_s
+    return due if due > now else None
+
+
+def last_retries(store: Store, manifest: Manifest, task_ids: Set[str]) -> dict[str, RetryScheduled]:
+    """The last archived ``RetryScheduled`` of each of ``task_ids`` that has one."""
+    found: dict[str, RetryScheduled] = {}
+    if not task_ids:
+        return found
+    for path in store.segment_paths(manifest):
+        table = read_table(path, ["type", "task_id", "payload"])
+        rows = table.filter(pc.equal(table.column("type"), RETRY_TYPE))
+        for task_id, payload in zip(
+            rows.column("task_id").to_pylist(), rows.column("payload").to_pylist(), strict=True
+        ):
+            if task_id in task_ids and isinstance(event := decode(payload), RetryScheduled):
+                found[task_id] = event
+    return found
 
 
 async def restore_job(
@@ -222,6 +266,7 @@ async def restore_job(
         state = (await anyio.to_thread.run_sync(live_state, store, manifest))[0]
         log = EventLog(redis, keys)
         tail_events = 0
+        tail_retries: dict[str, RetryScheduled] = {}
         continues = await log_continues(redis, keys, manifest.position)
         if not continues and tail_from is not None:
             await restart_log(redis, keys, manifest.position)
@@ -234,14 +279,20 @@ async def restore_job(
             while entries := await log.read_after(position, 10_000):
                 bring_back_named(store, manifest, state, entries)
                 fold(entries, state)
+                for entry in entries:
+                    if isinstance(entry.event, RetryScheduled):
+                        tail_retries[entry.event.task_id] = entry.event
                 tail_events += len(entries)
                 position = entries[-1].stream_id
         stored = await read_identity(redis, keys)
         epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
         job_id = archive.job_id or (stored.job_id if stored is not None else uuid.uuid4().hex)
         in_flight, left_by_workers = in_flight_at_loss(data_dir, job)
+        retried = {t.task_id for t in state.tasks.values() if t.status == PENDING and t.retries}
+        retries = await anyio.to_thread.run_sync(last_retries, store, manifest, retried)
+        retries.update(tail_retries)
         plan = await anyio.to_thread.run_sync(
-            lambda: plan_restore(state, now=time.time(), in_flight=in_flight)
+            lambda: plan_restore(state, now=time.time(), in_flight=in_flight, retries=retries)
         )
         keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
         await clear_job_keys(redis, keys, keep=keep)
@@ -254,6 +305,7 @@ async def restore_job(
         await restore_checkpoints(redis, keys, plan.checkpoints)
         await restore_flags(redis, keys, plan.flags)
         await restore_parked(redis, keys, plan.parked)
+        await restore_delayed(redis, keys, plan.delayed)
         # The reclaims before the lanes: a worker that claims a task first must find it
         # pending in the log.
         await log.append_many(plan.reclaimed)
@@ -269,6 +321,7 @@ async def restore_job(
         epoch=epoch,
         tasks=known,
         queued=queued,
+        delayed=len(plan.delayed),
         running=len(plan.reclaimed),
         parked=len(plan.parked),
         uncertain=len(plan.uncertain),

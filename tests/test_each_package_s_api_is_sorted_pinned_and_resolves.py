@@ -169,6 +169,7 @@ API: dict[str, list[str]] = {
         "resolve_url",
         "restart_log",
         "restore_checkpoints",
+        "restore_delayed",
         "restore_flags",
         "restore_lanes",
         "restore_parked",

@@ -55,8 +55,8 @@ def restore_command(job: str, data_dir: Path | None, yes: bool, from_server: str
     assert isinstance(done, Restored)
     click.echo(
         f"restored job {job} at {done.position} (epoch {done.epoch}) in {done.seconds:.1f} s: "
-        f"{done.tasks} task(s) known, {done.queued} queued ({done.running} that were running, "
-        f"in the recovery lane), {done.parked} parked, {done.uncertain} with an uncertain "
+        f"{done.tasks} task(s) known, {done.queued} queued ({done.running} reclaimed from "
+        f"their workers, in the recovery lane), {done.delayed} retries held until due, {done.parked} parked, {done.uncertain} with an uncertain "
         f"action; {done.tail_events} event(s) of the log's tail kept"
         + (
             "; the store's log did not go on from the archive and was started again"

@@ -20,6 +20,7 @@ from eventlog import (
     JobKeys,
     LeaseLost,
     OperatorRefused,
+    RetryScheduled,
     StoreLost,
     Task,
     TaskClaimed,
@@ -54,7 +55,10 @@ async def test_restore_refuses_live_workers_then_rebuilds_and_fences(
     leases = await queue.claim(3)
     assert len(leases) == 3
     log = EventLog(redis_client, keys)
-    done, running = leases[0], leases[1]
+    done, running, retried = leases[0], leases[1], leases[2]
+    retry = RetryScheduled(
+        actor="w1", task_id=retried.task.task_id, attempt=1, delay_s=600.0, reason="503"
+    )
     await log.append_many(
         [
             TaskClaimed(actor="w1", task_id=done.task.task_id, attempt=1),
@@ -63,6 +67,8 @@ async def test_restore_refuses_live_workers_then_rebuilds_and_fences(
             CheckpointSaved(
                 actor="w1", task_id=running.task.task_id, attempt=1, cursor=Cursor(page=2)
             ),
+            TaskClaimed(actor="w1", task_id=retried.task.task_id, attempt=1),
+            retry,
         ]
     )
     await run_projector(valkey_url, job, data_dir)
@@ -72,14 +78,17 @@ async def test_restore_refuses_live_workers_then_rebuilds_and_fences(
 
     await clear_job_keys(redis_client, keys, keep=())  # the store loses every key of the job
     restored = await restore_job(redis_client, data_dir, job)
-    assert (restored.tasks, restored.queued, restored.running) == (6, 5, 1)
+    assert (restored.tasks, restored.queued, restored.running) == (6, 4, 1)
+    assert restored.delayed == 1
+    held = await redis_client.zrange(keys.delayed, 0, -1, withscores=True)
+    assert [score for _, score in held] == [int((retry.at + retry.delay_s) * 1000)]
     assert restored.epoch == identity.epoch + 1
 
     lanes: dict[str, int] = {}
     for lane, key in enumerate(keys.lanes):
         for _, fields in await redis_client.xrange(key):
             lanes[msgspec.msgpack.decode(fields[1], type=Task).task_id] = lane
-    assert len(lanes) == 5
+    assert len(lanes) == 4
     assert sum(1 for lane in lanes.values() if lane == LANE_RECOVERY) == 1
     for n in range(6):
         assert await is_seen(redis_client, keys, task(n).task_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eventlog import LANE_NORMAL, LANE_RECOVERY, Cursor
+from eventlog import LANE_NORMAL, LANE_RECOVERY, Cursor, RetryScheduled
 from projector import JobState, SiteState, State, TaskState, plan_restore
 
 
@@ -40,3 +40,26 @@ def test_each_unfinished_task_goes_back_once_and_every_task_is_seen() -> None:
     assert plan.flags.actions == {("person", "pay"): "intended"}
     assert plan.flags.job_paused and plan.flags.paused_sites == ("s",)
     assert plan.flags.open_circuits == {"s": 1000.0}
+
+
+def test_a_retry_not_due_yet_waits_until_due_and_one_due_goes_to_its_lane() -> None:
+    waiting = task("waiting", "pending", retries=1, updated_at=100.0)
+    due = task("due", "pending", retries=1, updated_at=100.0)
+    moved_on = task("moved", "pending", retries=1, updated_at=130.0)
+    state = State(tasks={t.task_id: t for t in (waiting, due, moved_on)})
+    retries = {
+        "waiting": RetryScheduled(
+            actor="w1", task_id="waiting", attempt=1, delay_s=50.0, reason="503", at=100.0
+        ),
+        "due": RetryScheduled(
+            actor="w1", task_id="due", attempt=1, delay_s=5.0, reason="503", at=100.0
+        ),
+        "moved": RetryScheduled(
+            actor="w1", task_id="moved", attempt=1, delay_s=50.0, reason="503", at=100.0
+        ),
+    }
+    plan = plan_restore(state, now=120.0, retries=retries)
+    assert [(ms, t.task_id, t.not_before) for ms, _, t in plan.delayed] == [
+        (150_000, "waiting", 150.0)
+    ]
+    assert sorted(t.task_id for _, t in plan.lanes) == ["due", "moved"]
