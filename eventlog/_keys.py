@@ -70,6 +70,8 @@ _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 JOB_KEY_PATTERNS = (f"{PREFIX}:{{*}}:config", f"{PREFIX}:{{*}}:events")
 """SCAN patterns that find every job on a server: its settings (written by ``crawl``) or its
 log (a job fed only through the API has no settings)."""
+IDENTITY_KEY_PATTERN = f"{PREFIX}:{{*}}:identity"
+"""SCAN pattern of every job's identity key on a server (`JobKeys.identity`)."""
 _JOB_OF_KEY = re.compile(rf"{PREFIX}:\{{([^}}:]+)\}}:(?:config|events)")
 
 

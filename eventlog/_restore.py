@@ -44,23 +44,14 @@ cost few round trips, small enough that no call holds the server long."""
 
 
 async def live_holders(redis: aioredis.Redis, keys: JobKeys) -> list[str]:
-    """Workers that may still write to the job: those holding their worker name, and
-    consumers with leases (pending entries) in a lane."""
-    holders: set[str] = set()
+    """The workers of the job alive now: those holding their worker name (a live process
+    renews it; a dead one's lapses within `DEFAULT_NAME_TTL_MS`, and the leases it left in
+    a lane are void)."""
     prefix = keys.worker_lock("")
+    holders: set[str] = set()
     with redis_errors("looking for live workers"):
         async for key in redis.scan_iter(match=keys.worker_lock("*"), count=1000):
             holders.add((key.decode() if isinstance(key, bytes) else key).removeprefix(prefix))
-        for lane in keys.lanes:
-            try:
-                consumers = await command(redis, "XINFO", "CONSUMERS", lane, WORKERS_GROUP)
-            except ResponseError:
-                continue  # no lane, or no group: nobody holds a lease there
-            for consumer in consumers:
-                fields = dict(zip(consumer[::2], consumer[1::2], strict=True))
-                if int(fields.get(b"pending", 0)):
-                    name = fields[b"name"]
-                    holders.add(name.decode() if isinstance(name, bytes) else str(name))
     return sorted(holders)
 
 

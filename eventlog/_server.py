@@ -49,6 +49,7 @@ from redis.retry import Retry
 from eventlog._connection import connect, redacted
 from eventlog._exceptions import ConfigError, ServerError, ServerStartError, ServerUnreachable
 from eventlog._files import flock_within, write_atomic
+from eventlog._keys import IDENTITY_KEY_PATTERN
 
 DEFAULT_DATA_DIR = ".crawlog"
 """The data directory, relative to the working directory, when neither flag nor env sets one."""
@@ -290,13 +291,26 @@ async def supervise_server(
                 f"append-only file (pid {restarted.pid})"
             )
         else:
+            # What the server lost, its jobs' processes and archives may still hold: none of
+            # them may take it for the whole store (a cut file left tasks leased or queued
+            # that the archive says are done).
+            await anyio.to_thread.run_sync(forget_identities, restarted.socket_path)
             say(
                 f"valkey-server for {directory} (pid {pid}) died and {loss}: restarted it "
-                f"(pid {restarted.pid}) without what was lost; the crawl's processes stop "
-                "when they find their job lost: then `crawlog restore --job J`"
+                f"(pid {restarted.pid}) without what was lost; its jobs are marked lost, so "
+                "the crawl's processes stop: then `crawlog restore --job J`"
             )
         known = aof_sizes(directory)
         pid = restarted.pid
+
+
+def forget_identities(socket_path: str) -> int:
+    """Delete every job's identity key (`JobKeys.identity`) on the server: each of its jobs
+    is then found lost (``StoreLost``) by its processes, until ``crawlog restore``
+    reconciles it with the archive. How many were deleted."""
+    with _client(socket_path) as client:
+        found = list(client.scan_iter(match=IDENTITY_KEY_PATTERN, count=1000))
+        return int(client.delete(*found)) if found else 0
 
 
 AOF_DIR = "appendonlydir"

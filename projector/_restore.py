@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import redis.asyncio as aioredis
 
 from eventlog import (
+    DEFAULT_NAME_TTL_MS,
     LANE_RECOVERY,
     CheckpointSaved,
     EventLog,
@@ -71,6 +72,10 @@ from projector._store import Manifest, Store
 from projector._taskstore import iter_task_ids
 
 RESTORE_ACTOR = "restore"
+HOLDERS_POLL_S = 0.2
+HOLDERS_MARGIN_S = 1.0
+"""Beyond a worker name's lifetime: how long a restore waits for the names of workers that
+just died to lapse before it refuses."""
 RETRY_TYPE = "task.retry_scheduled"
 NOT_RESTORED = (
     "cookie jars (never logged: a spider that logs in does it again)",
@@ -247,11 +252,14 @@ async def restore_job(
     server (the old one) whose log's tail after the archive is copied in first."""
     started = time.monotonic()
     keys = JobKeys(job)
-    holders = await live_holders(redis, keys)
+    # A worker killed a moment ago still holds its name until it lapses: waited for.
+    with anyio.move_on_after(DEFAULT_NAME_TTL_MS / 1000 + HOLDERS_MARGIN_S):
+        while holders := await live_holders(redis, keys):
+            await anyio.sleep(HOLDERS_POLL_S)
     if holders:
         raise OperatorRefused(
-            f"workers of job {job!r} still hold leases or their names ({', '.join(holders)}): "
-            "stop them (or wait for their leases to expire), then restore"
+            f"workers of job {job!r} are alive and may still write ({', '.join(holders)}): "
+            "stop them, then restore"
         )
     store = Store(data_dir, job)
     archive = archive_facts(data_dir, job)

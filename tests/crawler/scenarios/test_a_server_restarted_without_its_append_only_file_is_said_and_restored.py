@@ -25,6 +25,11 @@ from tests.server_helpers import server_dir
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 
+def last_increment(directory: Path) -> Path:
+    """The increment of the append-only file being written (the highest sequence number)."""
+    return max(directory.glob("*.incr.aof"), key=lambda p: int(p.name.split(".")[-3]))
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[Path]:
     with server_dir(tmp_path / "home") as directory:
@@ -84,6 +89,54 @@ async def test_a_server_restarted_without_its_aof_is_said_and_the_job_restored(
         )
         assert again.returncode == 0, (again.stdout, again.stderr)
         assert "finished gone" in again.stdout
+        counts = site.fetch_counts()
+    reachable = {u.removeprefix(site.url) for u in site.reachable}
+    assert reachable <= set(counts)
+
+
+async def test_a_server_restarted_on_a_cut_aof_marks_the_job_lost_and_restore_mends_it(
+    home: Path, tmp_path: Path
+) -> None:
+    ensure_server(home)
+    async with serve_testsite(pages=200, seed=15) as site:
+        command = crawlog_command(
+            "crawl", site.url + "/", "--job", "cut", "--workers", "2", "--concurrency", "4",
+            "--delay", "0.01", "--data-dir", str(home),
+        )  # fmt: skip
+        with (tmp_path / "out").open("wb") as out, (tmp_path / "err").open("wb") as err:
+            crawl = await anyio.open_process(
+                command, env=clean_env(), cwd=ROOT, stdout=out, stderr=err
+            )
+        async with crawl:
+            with anyio.fail_after(60):
+                while site.request_count < len(site.reachable) // 2:
+                    await anyio.sleep(0.01)
+                pid = int((home / PID_FILE).read_text())
+                increment = last_increment(home / AOF_DIR)
+                # The server killed, and at once (before the supervisor looks again) its last
+                # writes cut, as a power loss under `appendfsync everysec` may.
+                os.kill(pid, signal.SIGKILL)
+                os.truncate(increment, increment.stat().st_size // 2)
+                code = await crawl.wait()
+        output, errors = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
+        assert "bytes shorter than it was" in output, (output, errors)
+        assert code == 2, (output, errors)
+        assert "finished" not in output
+        lines = [line for line in errors.splitlines() if line.startswith("crawlog: error: ")]
+        assert len(lines) == 1, errors
+        assert "crawlog restore --job cut" in lines[0]
+
+        env = clean_env()
+        restore = crawlog_command("restore", "--job", "cut", "--data-dir", str(home), "--yes")
+        restored = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(restore, env=env, cwd=ROOT, capture_output=True, text=True)
+        )
+        assert restored.returncode == 0, restored.stderr
+        again = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+        )
+        assert again.returncode == 0, (again.stdout, again.stderr)
+        assert "0 anomalies" in again.stdout, again.stdout
         counts = site.fetch_counts()
     reachable = {u.removeprefix(site.url) for u in site.reachable}
     assert reachable <= set(counts)

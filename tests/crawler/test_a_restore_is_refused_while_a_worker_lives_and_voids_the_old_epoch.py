@@ -1,4 +1,4 @@
-"""`restore_job` on a real store: refused while a worker holds leases; once the job's keys
+"""`restore_job` on a real store: refused while a worker of the job lives; once the job's keys
 are really gone, it puts each unfinished task back once (a running one in the recovery
 lane, after its `TaskReclaimed`), marks every task seen, and raises the epoch, so that a
 process that saw the old one stops (`check_identity`) and its old lease is refused."""
@@ -29,6 +29,7 @@ from eventlog import (
     check_identity,
     clear_job_keys,
     create_identity,
+    hold_worker_name,
     is_seen,
 )
 from projector import RUNNING, Store, read_committed, restore_job
@@ -73,8 +74,9 @@ async def test_restore_refuses_live_workers_then_rebuilds_and_fences(
     )
     await run_projector(valkey_url, job, data_dir)
 
-    with pytest.raises(OperatorRefused, match="w1"):
-        await restore_job(redis_client, data_dir, job)
+    async with hold_worker_name(redis_client, keys, "w1"):  # a live worker w1
+        with pytest.raises(OperatorRefused, match="w1"):
+            await restore_job(redis_client, data_dir, job)
 
     await clear_job_keys(redis_client, keys, keep=())  # the store loses every key of the job
     restored = await restore_job(redis_client, data_dir, job)
