@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import click
 
 from crawler.cli._options import data_dir_option, job_option
 from eventlog import JobKeys, OperatorRefused, connect, resolve_data_dir, resolve_url
+
+if TYPE_CHECKING:
+    from projector import Restored
 
 
 @click.command(
@@ -42,7 +46,7 @@ def restore_command(job: str, data_dir: Path | None, yes: bool, from_server: str
     if not yes:
         _confirm(job)
 
-    async def run() -> object:
+    async def run() -> Restored:
         async with connect(url) as client:
             if from_server is None:
                 return await restore_job(client, directory, job)
@@ -50,14 +54,12 @@ def restore_command(job: str, data_dir: Path | None, yes: bool, from_server: str
                 return await restore_job(client, directory, job, tail_from=source)
 
     done = anyio.run(run)
-    from projector import Restored
-
-    assert isinstance(done, Restored)
     click.echo(
         f"restored job {job} at {done.position} (epoch {done.epoch}) in {done.seconds:.1f} s: "
         f"{done.tasks} task(s) known, {done.queued} queued ({done.running} reclaimed from "
-        f"their workers, in the recovery lane), {done.delayed} retries held until due, {done.parked} parked, {done.uncertain} with an uncertain "
-        f"action; {done.tail_events} event(s) of the log's tail kept"
+        f"their workers, in the recovery lane), {done.delayed} retries held until due, "
+        f"{done.parked} parked, {done.uncertain} with an uncertain action; "
+        f"{done.tail_events} event(s) of the log's tail kept"
         + (
             "; the store's log did not go on from the archive and was started again"
             if done.dropped_log
