@@ -32,6 +32,7 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 from yarl import URL
 
+from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
 from crawler._fetch_spec import (
@@ -51,7 +52,6 @@ from crawler._pipelines import is_item, pipeline_of
 from crawler._politeness import PolitenessGate
 from crawler._recovery import Recovery, aborted_for_recoveries, past_recovery_limit, recovery_of
 from crawler._robots import (
-    MAX_ROBOTS_BYTES,
     RobotsCache,
     RobotsRules,
     RobotsVerdict,
@@ -154,7 +154,6 @@ RECOVERY_SHARE = Fraction(1, 6)
 """A recovery pass (others' expired leases moved) at least once per this share."""
 PENDING_REREAD_SHARE = Fraction(1, 6)
 """This worker's own pending list is re-read once per this share (lost claim replies)."""
-ROBOTS_PATH = "/robots.txt"
 STOP_RESERVE_S = 2.0
 """The end of the grace period kept for giving tasks back and releasing the worker's name
 (half of it each; at most half of the grace): pages in flight get the rest."""
@@ -998,8 +997,8 @@ class Worker:
     async def _fetch_robots(self, site: str) -> RobotsFile:
         """``site``'s robots.txt as the job keeps it: fetched by this worker for all of them."""
         assert self._fetcher is not None
-        result = await self._fetcher.fetch(site + ROBOTS_PATH)
-        body = result.body[:MAX_ROBOTS_BYTES] if not result.error else b""
+        result = await self._fetcher.fetch_robots(site)
+        body = result.body if not result.error else b""
         rules = parse_robots(body, result.status, error=result.error)
         lifetime = robots_lifetime(rules, result.headers, unreachable_s=self.robots.unreachable_ttl)
         return RobotsFile(
@@ -1247,7 +1246,9 @@ def evidence_of(result: FetchResult) -> Evidence | None:
 def _permanent(result: FetchResult) -> bool:
     """A failure that no retry can fix (a bad URL, a redirect loop, a page too large)."""
     error = result.error or ""
-    return error in PERMANENT_ERRORS or error.startswith(ERROR_TOO_LARGE_PREFIX)
+    return error in PERMANENT_ERRORS or error.startswith(
+        (ERROR_TOO_LARGE_PREFIX, ERROR_REFUSED_ADDRESS_PREFIX)
+    )
 
 
 async def enqueue_seeds(
