@@ -810,6 +810,7 @@ class Worker:
                     counts=counts,
                 )
                 await self.queue.checkpoint(lease, saved, before=pending)
+                self._unsettled.pop(task.task_id, None)  # its page is in the log now
                 pending, page, url, resume = [], page + 1, nxt.url, cursor
                 continue
             await self._end(lease, self._task_done(task, f"HTTP {result.status}", counts), pending)
