@@ -34,7 +34,7 @@ from yarl import URL
 
 from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from crawler._circuit import SiteCircuits, verdict_of
-from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
+from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S, PAST_MAX_PAGES
 from crawler._fetch_spec import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
@@ -80,6 +80,7 @@ from crawler._urls import (
 )
 from eventlog import (
     CONTROL_POLL_S,
+    DEFAULT_DURABILITY,
     DEFAULT_NAME_TTL_MS,
     WORKER_STOPPED,
     ActionDone,
@@ -93,6 +94,7 @@ from eventlog import (
     Counts,
     CrawlogError,
     Cursor,
+    Durability,
     Evidence,
     ItemScraped,
     JobIdentity,
@@ -213,10 +215,12 @@ def worker_queue(
     config: JobConfig,
     *,
     observer: QueueObserver | None = None,
+    durability: Durability = DEFAULT_DURABILITY,
 ) -> TaskQueue:
     """The queue a worker ``name`` of ``job`` works through: its lease time and whether it
     records events come from the job's ``config``; ``observer`` is told of its calls (the
-    worker's metrics)."""
+    worker's metrics); ``durability``: when a checkpoint counts as written
+    (`TaskQueue.durability`)."""
     return TaskQueue(
         redis,
         job,
@@ -224,6 +228,7 @@ def worker_queue(
         lease_ms=config.lease_ms,
         record_events=config.record_events,
         observer=observer,
+        durability=durability,
     )
 
 
@@ -777,13 +782,13 @@ class Worker:
                 reason = self._spider_failure(exc, url)
                 await self._end(lease, self._task_failed(task, reason, result), pending)
                 return
+            await self._admit(parsed)
             if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
             if parsed.items_dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(
                     pending[fetched_at], items_dropped=parsed.items_dropped
                 )
-            await self._enqueue(parsed.fresh)
             items = parsed.items
             pending += [
                 ItemScraped(actor=self.name, task_id=task.task_id, key=i.key, data=i.data)
@@ -1212,11 +1217,22 @@ class Worker:
             # Resolved between the pause and the park: the task runs again, by the decision.
             await self.queue.requeue(lease, [], task, lease.lane)
 
-    async def _enqueue(self, fresh: dict[str, Task]) -> None:
-        """New tasks (by fingerprint) for the links a page gave, in one round trip."""
+    async def _admit(self, parsed: _Parsed) -> None:
+        """Enqueue a page's new links and take its next page from the job's page bound
+        (``--max-pages``); what the bound refuses is counted as dropped, by that reason."""
+        past = await self._enqueue(parsed.fresh)
+        cap = self.config.max_pages
+        if parsed.next_page is not None and cap and not await self.queue.take_page(cap):
+            parsed.next_page, past = None, past + 1
+        if past:
+            parsed.dropped[PAST_MAX_PAGES] = parsed.dropped.get(PAST_MAX_PAGES, 0) + past
+
+    async def _enqueue(self, fresh: dict[str, Task]) -> int:
+        """New tasks (by fingerprint) for the links a page gave, in one round trip; how
+        many of them the job's page bound refused."""
         if not fresh:
-            return
-        new = await self.queue.enqueue(
+            return 0
+        new, past = await self.queue.enqueue_within(
             list(fresh.values()), actor=self.name, cap=self.config.max_pages
         )
         self.stats.enqueued += sum(new)
@@ -1224,6 +1240,7 @@ class Worker:
             self._seen[fp] = None
         while len(self._seen) > SEEN_CACHE_SIZE:
             self._seen.popitem(last=False)
+        return past
 
 
 async def _numbered(item: Item) -> AsyncIterator[tuple[int, Item]]:

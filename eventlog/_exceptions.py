@@ -11,6 +11,7 @@ this tree and the classes in step::
     ├── ConfigError ............ bad input: a URL, a job name, an option, a data directory
     ├── ServerError ............ the Redis/Valkey server is not there or not usable:
     │   ├── ServerUnreachable .. the Redis/Valkey server cannot be reached
+    │   │   └── ReplicaUnconfirmed  no replica confirmed a write in time (--durability replica)
     │   ├── ServerCannotPersist  it refuses writes: it cannot save them (a full disk)
     │   ├── ServerStartError ... the embedded valkey-server did not come up
     │   └── StoreLost .......... it lost a job's keys (flushed, evicted, restarted on a
@@ -19,6 +20,7 @@ this tree and the classes in step::
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
     ├── WorkerNameTaken ........ another live process holds this worker name
+    ├── JobAlreadyCrawled ...... another live ``crawlog crawl`` runs this job
     ├── OperatorRefused ........ an operator command that does not apply now (a retry of a
     │   │                        task still running...): nothing was written
     │   └── UnknownTask ........ a task id or URL the job's log has no task for
@@ -54,6 +56,11 @@ class ServerError(CrawlogError):
 
 class ServerUnreachable(ServerError):
     """The server cannot be reached (refused, timed out, bad credentials)."""
+
+
+class ReplicaUnconfirmed(ServerUnreachable):
+    """No replica confirmed a checkpoint or finish in time (``--durability replica``): the
+    write is on the primary only, and the worker was not told it went through."""
 
 
 class ServerCannotPersist(ServerError):
@@ -131,6 +138,26 @@ class WorkerNameTaken(CrawlogError):
         )
         self.worker = worker
         self.expires_in_ms = expires_in_ms
+
+
+class JobAlreadyCrawled(CrawlogError):
+    """Another live ``crawlog crawl`` holds the job's crawl lock (``hold_job_crawl``): a
+    second crawl of it would start workers beside that crawl's and show its progress as
+    its own."""
+
+    def __init__(self, job: str, pid: int | None, since: str | None):
+        held = ", ".join(
+            part
+            for part in (f"pid {pid}" if pid else "", f"since {since}" if since else "")
+            if part
+        )
+        super().__init__(
+            f"job {job} is already being crawled ({held or 'by a live process'}): "
+            f"`crawlog status --job {job} --watch` to watch it"
+        )
+        self.job = job
+        self.pid = pid
+        self.since = since
 
 
 class OperatorRefused(CrawlogError):

@@ -21,6 +21,7 @@ import redis.exceptions
 from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors, script_pipeline
 from eventlog._control import ControlEvent, apply_control
+from eventlog._durability import CONFIRMED_MODES, DEFAULT_DURABILITY, Durability, run_confirmed
 from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
@@ -68,6 +69,7 @@ from eventlog._scripts import (
     RENEW_IDLE,
     RETRY,
     SETTLE,
+    TAKE_PAGE,
 )
 from eventlog._take_back import DEFAULT_TAKE_BACK_CHUNK, TakeBack
 from eventlog._tasks import Lease as Lease
@@ -127,7 +129,7 @@ class TaskQueue:
     name in the ``workers`` group (its leases are its pending entries); ``lease_ms``: how
     long a lease lasts unrenewed; ``log``: the job's event log (default: one on ``redis``);
     ``record_events``: see the attribute; ``observer``: told of every writing call (the
-    worker's metrics, `QueueObserver`), None for none.
+    worker's metrics, `QueueObserver`), None for none; ``durability``: see the attribute.
     """
 
     def __init__(
@@ -140,6 +142,7 @@ class TaskQueue:
         log: EventLog | None = None,
         record_events: bool = True,
         observer: QueueObserver | None = None,
+        durability: Durability = DEFAULT_DURABILITY,
     ) -> None:
         if not consumer or any(c.isspace() for c in consumer):
             raise ConfigError(f"invalid worker name {consumer!r}: no spaces, not empty")
@@ -156,6 +159,9 @@ class TaskQueue:
         self.poisoned = 0
         """Task entries this consumer moved to the dead stream because they did not decode."""
         self.observer = observer
+        self.durability = durability
+        """``replica``: a checkpoint or finish returns once a replica has it too
+        (`eventlog._durability`)."""
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
         self._enqueue = redis.register_script(ENQUEUE)
@@ -171,6 +177,7 @@ class TaskQueue:
         self._checkpoint_values = redis.register_script(CHECKPOINT_VALUES)
         self._retry = redis.register_script(RETRY)
         self._claim_url = redis.register_script(CLAIM_URL)
+        self._take_page = redis.register_script(TAKE_PAGE)
         self._release_held = redis.register_script(RELEASE_HELD)
         self._left = redis.register_script(LEFT)
 
@@ -200,12 +207,26 @@ class TaskQueue:
 
         Returns, per task, whether it was new. Each new task gets its lane entry and its
         ``TaskEnqueued`` event in the same script, so neither exists without the other.
-        With ``cap`` > 0, nothing is enqueued once the job has that many tasks.
+        With ``cap`` > 0, nothing is enqueued once the job has that many tasks (and pages
+        taken by `take_page`).
         """
+        new, _ = await self.enqueue_within(tasks, actor=actor, fingerprints=fingerprints, cap=cap)
+        return new
+
+    async def enqueue_within(
+        self,
+        tasks: Sequence[Task],
+        *,
+        actor: str,
+        fingerprints: Sequence[str] | None = None,
+        cap: int = 0,
+    ) -> tuple[list[bool], int]:
+        """`enqueue`, and how many of the tasks were refused by ``cap`` alone (never seen,
+        and not enqueued because the job had reached its cap)."""
         if fingerprints is not None and len(fingerprints) != len(tasks):
             raise ValueError("one fingerprint per task")
         if not tasks:
-            return []
+            return [], 0
         started = time.perf_counter()
         await self.ensure_groups()
         fps = fingerprints if fingerprints is not None else [t.task_id for t in tasks]
@@ -234,10 +255,17 @@ class TaskQueue:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), "", "")
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
-        new = [bool(flag) for flag in reply]
+        new = [flag == 1 for flag in reply]
         if self.observer is not None:
             self.observer.enqueued(tasks, new, time.perf_counter() - started)
-        return new
+        return new, sum(flag == 2 for flag in reply)
+
+    async def take_page(self, cap: int) -> bool:
+        """Whether the job may fetch one more page under ``cap`` (``--max-pages``, > 0): a
+        task's next page, counted (as enqueued tasks are) if so."""
+        keys = [self.keys.seen, self.keys.seen_count]
+        with redis_errors("counting a page against --max-pages"):
+            return bool(await self._take_page(keys=keys, args=[cap]))
 
     async def control(self, event: ControlEvent, *, task_site: str = "") -> int:
         """Append a pause, resume or circuit event with its flag (``apply_control``)."""
@@ -763,7 +791,11 @@ class TaskQueue:
         for e in written:
             args += (e.event_id, encode(e))
         with redis_errors("writing a task's progress"):
-            status, value = settle_reply(await self._settle(keys=keys, args=args))
+            if self.durability == "replica" and mode in CONFIRMED_MODES:
+                reply = await run_confirmed(self.redis, self._settle, keys, args)
+            else:
+                reply = await self._settle(keys=keys, args=args)
+            status, value = settle_reply(reply)
         if status == "lost":
             raise LeaseLost(lease.entry_id, self.consumer, value.decode() if value else None)
         if status == "resumed":

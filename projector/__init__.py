@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         write_segment,
         write_table,
     )
+    from projector._committed import committed_position, read_committed, wait_for_position
     from projector._defaults import (
         DEFAULT_COMMIT_INTERVAL_S,
         DEFAULT_KEEP_TAIL_S,
@@ -50,16 +51,11 @@ if TYPE_CHECKING:
         in_flight_at_loss,
         in_flight_path,
     )
-    from projector._projector import (
-        Projector,
-        committed_position,
-        read_committed,
-        tune_gc,
-        wait_for_position,
-    )
+    from projector._integrity import files_warning, stream_gap
+    from projector._projector import Projector, tune_gc
     from projector._query import QueryResult, query
     from projector._reindex import index_archive
-    from projector._repair import rebuild_from_redis
+    from projector._repair import rebuild_from_redis, repair
     from projector._replay import (
         Replayed,
         TaskSpill,
@@ -70,7 +66,8 @@ if TYPE_CHECKING:
         replay_job,
         verify,
     )
-    from projector._report import Report, build_report
+    from projector._report import build_report
+    from projector._report_model import Report
     from projector._restore import NOT_RESTORED, Restored, RestorePlan, plan_restore, restore_job
     from projector._state import (
         ABORTED,
@@ -145,6 +142,7 @@ __all__ = [
     "current_tasks",
     "export",
     "fetch_attempts",
+    "files_warning",
     "find_archived",
     "fold",
     "in_flight_at_loss",
@@ -160,10 +158,12 @@ __all__ = [
     "read_live",
     "rebuild_checkpoint_index",
     "rebuild_from_redis",
+    "repair",
     "replay",
     "replay_archive",
     "replay_job",
     "restore_job",
+    "stream_gap",
     "summarize",
     "task_history",
     "tune_gc",

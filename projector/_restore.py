@@ -63,10 +63,10 @@ from eventlog import (
     set_identity,
 )
 from projector._archive import read_table
+from projector._committed import live_state
 from projector._fold import STORE_RESTORED, fold
 from projector._history import bring_back_named
 from projector._identity import archive_facts, in_flight_at_loss
-from projector._projector import live_state
 from projector._state import CIRCUIT_OPEN, PAUSED, PENDING, RUNNING, TERMINAL, State, TaskState
 from projector._store import Manifest, Store
 from projector._taskstore import iter_task_ids

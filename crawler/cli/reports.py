@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 import msgspec
 
-from crawler.cli._format import table_lines
 from crawler.cli._options import data_dir_option, job_option, json_option
+from crawler.ops import table_lines
 from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean, require_data_dir
 from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
@@ -73,9 +73,13 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     as the projector's last commit.
     """
     from crawler.cli._report_text import format_report
-    from projector import build_report
+    from projector import build_report, files_warning
 
-    report = build_report(_store(data_dir, job), lease_s=lease_s, now=time.time())
+    store = _store(data_dir, job)
+    warning = files_warning(store)
+    if warning:
+        click.echo(f"crawlog: warning: {warning}", err=True)
+    report = build_report(store, lease_s=lease_s, now=time.time())
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
     else:

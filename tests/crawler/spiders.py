@@ -194,3 +194,27 @@ class SelectorSpider(Spider):
 
     async def parse_item(self, response: Response) -> AsyncIterator[Output]:
         yield {"url": response.url, "title": response.css("h1::text").get()}  # type: ignore[misc]
+
+
+class SamePageAgainSpider(Spider):
+    """A pagination mistake: every page's next page is the page itself, for ever."""
+
+    name = "same-page-again"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        yield NextPage(response.url)
+
+
+class MissingFieldSpider(Spider):
+    """An ordinary mistake: reads a field most pages lack (``KeyError: 'price'`` on every
+    item page); the home page and listings give an item and their links."""
+
+    name = "missing-field"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        fields: dict[str, str] = {}
+        if "/item/" in response.url:
+            yield Item(response.url, {"price": fields["price"]})
+        yield Item(response.url)
+        for link in LexborHTMLParser(response.body).css("a"):
+            yield Follow(str(link.attributes.get("href")))
