@@ -14,7 +14,6 @@ import redis.asyncio as aioredis
 from eventlog import (
     START,
     ArchiveFacts,
-    CrawlogError,
     JobIdentity,
     JobKeys,
     check_job_name,
@@ -44,8 +43,10 @@ def archive_facts(data_dir: Path, job: str) -> ArchiveFacts:
         return ArchiveFacts()
     try:
         found = msgspec.json.decode(data, type=_ManifestIdentity)
-    except msgspec.MsgspecError as exc:
-        raise CrawlogError(f"{path} is damaged ({exc})") from None
+    except msgspec.MsgspecError:
+        # The projector rebuilds a damaged manifest from the segments as it starts (and
+        # checks the store then): nothing here can say more than an empty one.
+        return ArchiveFacts()
     return ArchiveFacts(
         job_id=found.identity, epoch=found.epoch, position=found.position, events=found.events
     )
