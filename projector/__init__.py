@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         write_table,
     )
     from projector._committed import committed_position, read_committed, wait_for_position
+    from projector._continuity import ArchiveBehind
     from projector._defaults import (
         DEFAULT_COMMIT_INTERVAL_S,
         DEFAULT_KEEP_TAIL_S,
@@ -34,6 +35,13 @@ if TYPE_CHECKING:
     )
     from projector._export import export
     from projector._feed import Feed, FeedPosition, position_path
+    from projector._fetches import (
+        CLOCK_SKEW_WARNING_S,
+        ClockSkew,
+        FetchTracker,
+        clock_offset,
+        clock_skew,
+    )
     from projector._fold import apply, fold
     from projector._history import (
         TaskFilter,
@@ -92,6 +100,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED",
+    "CLOCK_SKEW_WARNING_S",
     "DEDUP_WINDOW",
     "DEFAULT_COMMIT_INTERVAL_S",
     "DEFAULT_KEEP_TAIL_S",
@@ -108,11 +117,14 @@ __all__ = [
     "RUNNING",
     "SCHEMA",
     "TERMINAL",
+    "ArchiveBehind",
     "ArchiveCorrupt",
+    "ClockSkew",
     "ExportFormat",
     "ExportWhat",
     "Feed",
     "FeedPosition",
+    "FetchTracker",
     "JobState",
     "Manifest",
     "NoProjectedData",
@@ -137,6 +149,8 @@ __all__ = [
     "build_report",
     "canonical",
     "check_store",
+    "clock_offset",
+    "clock_skew",
     "committed_position",
     "current_state",
     "current_tasks",

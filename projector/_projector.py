@@ -26,18 +26,23 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
 from eventlog import (
+    DEFAULT_PROJECTOR_LEASE_MS,
     EventLog,
     InFlight,
     JobIdentity,
     LogEntry,
     PoisonEntry,
+    ProjectorLease,
+    ProjectorLeaseLost,
     StoreLost,
     check_identity,
-    publish_projector_position,
+    hold_projector_lease,
+    last_committer,
     stream_id_key,
 )
 from projector._committed import bring_back, live_state, restored_fetches
 from projector._committer import CommitRequest, Committer
+from projector._continuity import archive_behind, behind_the_trim
 from projector._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,
     DEFAULT_KEEP_TAIL_S,
@@ -102,9 +107,17 @@ class Projector:
         snapshot_interval_s: float = DEFAULT_SNAPSHOT_INTERVAL_S,
         keep_tail_s: float | None = DEFAULT_KEEP_TAIL_S,
         writer_min_events: int = WRITER_MIN_EVENTS,
+        lease_ms: int = DEFAULT_PROJECTOR_LEASE_MS,
     ) -> None:
         self.log = EventLog(redis, job)
         self.store = Store(data_dir, job)
+        self.data_dir = data_dir
+        self.lease_ms = lease_ms
+        self.lease: ProjectorLease | None = None
+        """The job's projector lease (``eventlog._projector_lease``), held while entered:
+        one projector per job wherever it runs, and what fences its publish and trim."""
+        self._keeping = anyio.CancelScope()
+        """Around the lease's renewals: cancelled on exit, after the last commit."""
         self.commit_events = commit_events
         self.commit_interval_s = commit_interval_s
         self.snapshot_interval_s = snapshot_interval_s
@@ -159,13 +172,20 @@ class Projector:
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
+            # The file lock still keeps a second projector of this data directory out at
+            # once (even one on another server); the lease, any other projector of the job.
             lock_fd = stack.enter_context(self.store.lock())
+            lease = hold_projector_lease(
+                self.log.redis, self.log.keys, str(self.data_dir.resolve()), ttl_ms=self.lease_ms
+            )
+            self.lease = await stack.enter_async_context(lease)
             # A missing manifest over segment files, or a damaged one, is rebuilt from them.
             self.manifest = await anyio.to_thread.run_sync(recover, self.store)
             # Before anything is read or trimmed: a store that lost the job is not read on.
             self.identity = await check_store(
                 self.log.redis, self.store.root.parent.parent, self.log.keys.job, create=True
             )
+            await self._require_whole_archive()
             self._committer = Committer(self.store, self.manifest)
             # Left after the task group, which waits for the commit in flight.
             writer = SegmentWriter(self.store.archive, lock_fd)
@@ -197,6 +217,7 @@ class Projector:
                     self.manifest.summary,
                 )
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
+            self._tasks.start_soon(self._keep_lease)
             self._stack = stack.pop_all()
         self.position = self.manifest.position
         self._snapshot_at = time.monotonic()
@@ -220,11 +241,22 @@ class Projector:
                 if exc_type is None or issubclass(exc_type, anyio.get_cancelled_exc_class()):
                     await self.commit(snapshot=True, wait=True)
         finally:
+            self._keeping.cancel()
             result = await self._stack.__aexit__(exc_type, exc, tb)
         return result
 
+    async def _keep_lease(self) -> None:
+        assert self.lease is not None
+        with self._keeping:
+            await self.lease.keep()
+
     async def step(self, *, block_ms: int = 0) -> int:
-        """Read and fold one batch; start a commit if one is due. Returns the events read."""
+        """Read and fold one batch; start a commit if one is due. Returns the events read.
+
+        ``ProjectorLeaseLost`` once the lease is found lost: what was read is not committed.
+        """
+        assert self.lease is not None, "enter the projector first"
+        self.lease.check()
         if time.monotonic() - self._dead_read_at >= DEAD_LETTER_POLL_S:
             await self._count_dead_letters()
         ahead, self._ahead = self._ahead, None
@@ -324,6 +356,15 @@ class Projector:
         if wait:
             await self._wait_committed()
 
+    async def _notice_a_lost_store(self) -> None:
+        """Set ``_lost`` if the store no longer holds the job this projector started on."""
+        if self.identity is None or self._lost:
+            return
+        try:
+            await check_identity(self.log.redis, self.log.keys, self.identity)
+        except StoreLost:
+            self._lost = True
+
     async def _check_store(self) -> None:
         """`StoreLost` if the store lost the job; what was read before it did (the
         identity was still there after that read) is committed first: it is the job's,
@@ -416,21 +457,28 @@ class Projector:
             if streamed:
                 assert self._writer is not None
                 work = msgspec.structs.replace(work, segment=await self._writer.segment())
+            assert self.lease is not None
+            # What was folded is the job's (each read was checked, `_check_store`), and is
+            # committed even once the store lost the job: without the lease, which went with
+            # the store, and without a position published or a trim in the lost store.
+            await self._notice_a_lost_store()
+            if not self._lost:
+                # Still the job's projector? One that lost its lease commits nothing (its
+                # state is stale: another projector may have committed and trimmed since).
+                try:
+                    await self.lease.renew()
+                except ProjectorLeaseLost:
+                    await self._notice_a_lost_store()
+                    if not self._lost:
+                        raise
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             if work.task_rows:
                 self.stored.landed()
             if work.item_keys:
                 self.stored_keys.landed()
-            # What was folded is the job's (each read was checked, `_check_store`); but a
-            # store that lost the job since gets no position and no trim.
-            if self.identity is not None and not self._lost:
-                try:
-                    await check_identity(self.log.redis, self.log.keys, self.identity)
-                except StoreLost:
-                    self._lost = True
-                    raise
-            if not self._lost:
-                await self._publish_and_trim()
+            if self._lost:
+                raise StoreLost(self.log.keys.job, "its identity key is gone: it lost its data")
+            await self._publish_and_trim()
         except Exception as exc:
             # Raised where the projector waits for its commits, not in the task group: a
             # failure there cancelled the group while the projector's own exit, shielded,
@@ -440,8 +488,10 @@ class Projector:
             done.set()
 
     async def _publish_and_trim(self) -> None:
+        """Publish the committed position and trim the log below it, in one script call
+        fenced by the lease (``ProjectorLeaseLost``, and neither done, if it is lost)."""
         position = self.manifest.position
-        await publish_projector_position(self.log.redis, self.log.keys, position)
+        minid = None
         if self.keep_tail_s is not None and position != "0-0":
             # MINID keeps everything at or after it, so it never reaches past the
             # committed position. Exact, not "~": approximate trimming stops after
@@ -450,7 +500,28 @@ class Projector:
             tail_ms = int(self.keep_tail_s * 1000)
             floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
             minid = f"{max(floor[0], 0)}-{floor[1]}"
-            await self.log.trim_before(minid)
+        assert self.lease is not None
+        await self.lease.publish_and_trim(position, minid)
+
+    async def _require_whole_archive(self) -> None:
+        """``ArchiveBehind`` if the log was trimmed past the committed position: reading on
+        would skip what this archive lacks (``_continuity``)."""
+        info = await self.log.stream_info()
+        if info is None:
+            return
+        # Dead letters of task entries are counted too: a refusal may be missed, never
+        # made in error.
+        dead = await self.log.dead_letter_count()
+        if behind_the_trim(self.manifest.events, dead, info.entries_added, info.length):
+            committer = await last_committer(self.log.redis, self.log.keys)
+            raise archive_behind(
+                self.store.job,
+                self.store.root,
+                self.manifest.position,
+                info.entries_added - info.length,
+                await self.log.first_id(),
+                committer,
+            )
 
     def _commit_due(self) -> bool:
         if not self._pending:

@@ -60,17 +60,22 @@ from crawler.cli._light import without_httpx_cli
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
+    MEMORY_CHECK_S,
     JobIdentity,
     JobKeys,
     ServerError,
+    ServerEvicts,
     ServerInfo,
     StoreLost,
     TaskQueue,
     answers,
     check_identity,
     connect,
+    evicting_server,
     hold_job_crawl,
     is_sentinel_url,
+    out_of_memory_advice,
+    read_memory,
     redacted,
     replica_set_url,
     require_replica,
@@ -203,6 +208,10 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+    requests_maybe_twice: int = 0
+    """Requests that may have reached the site twice, as of the projector's last commit
+    (``projector.Totals.requests_maybe_twice``): the refetches the log holds, and first
+    fetches after a lost lease whose request may have been sent before."""
     dead_letters: int = 0
     """Entries nobody could decode (the dead stream), as of the projector's last commit."""
     exits: tuple[int | None, ...] = ()
@@ -278,10 +287,12 @@ async def run_crawl(
     """
     started = time.monotonic()
     job, data_dir = settings.job, settings.data_dir
-    # Like its workers and projector, the crawl waits out a Redis restart. One crawl of a
-    # job at a time: a second one says so up front, before it stores or starts anything.
+    # Like its workers and projector, the crawl waits out a Redis restart (and refuses a
+    # server that evicts keys); it says itself when the server is out of memory. One crawl
+    # of a job at a time: a second one says so up front, before it stores or starts anything.
+    evicting: list[ServerEvicts] = []  # set by watch_memory: the crawl stops with it
     async with (
-        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client,
+        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client,
         hold_job_crawl(client, JobKeys(job)),
     ):
         if durability_in_force() == "replica":
@@ -319,6 +330,15 @@ async def run_crawl(
                 elif is_sentinel_url(url):
                     # Sentinels of the user's: nothing to restart, a failover to say.
                     tg.start_soon(watch_primary, url, echo)
+                tg.start_soon(
+                    watch_memory,
+                    client,
+                    job,
+                    url,
+                    children.worker_processes,
+                    evicting.append,
+                    echo,
+                )
                 tg.start_soon(_import_progress_source)
                 progress = functools.partial(_live_progress, client, settings, config.lease_ms)
                 await _watch(progress, children.workers_exited, echo, url)
@@ -333,6 +353,10 @@ async def run_crawl(
     if EXIT_STORE_LOST in children.exits():
         # Its processes found the job's keys gone (and said nothing: the crawl says it).
         raise StoreLost(job, "its processes found its task lanes or identity gone")
+    if evicting:
+        # Stopped cleanly (the workers handed their tasks back, the projector committed):
+        # the same command carries on once the server no longer evicts.
+        raise evicting[0]
     return _summary(
         settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
     )
@@ -370,7 +394,11 @@ def _summary(
     manifest, state = read_committed(store, tasks=False)  # totals only
     # Every task's state is read only if some task failed: to tell the spider's from the site's.
     spider_failures = _spider_failures(store) if state.job.tasks.get("failed") else 0
+    fetches = manifest.summary.fetches if manifest.summary else None
     return CrawlSummary(
+        requests_maybe_twice=(
+            fetches.extra_fetches + fetches.unrecorded_refetches if fetches is not None else 0
+        ),
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job,
         complete=complete,
@@ -634,6 +662,41 @@ async def _watch(
                         "retrying"
                     )
             tg.cancel_scope.cancel()
+
+
+async def watch_memory(
+    client: aioredis.Redis,
+    job: str,
+    url: str,
+    workers: Sequence[Child],
+    evicting: Callable[[ServerEvicts], None],
+    echo: Callable[[str], None],
+) -> None:
+    """Read the server's memory every ``MEMORY_CHECK_S`` while the crawl runs.
+
+    Full (``OOM``: its workers and projector wait, each write retried): one progress line
+    an outage, saying what to do. A ``maxmemory-policy`` that evicts (changed since the
+    crawl's start): ``evicting`` is told, the workers are stopped as by Ctrl-C (they hand
+    their tasks back, then the projector commits) and the crawl ends with that error.
+    """
+    said_full = False
+    while True:
+        await anyio.sleep(MEMORY_CHECK_S)
+        memory = await read_memory(client)
+        if memory is None:
+            return  # this user may not read it: nothing to watch
+        if memory.evicts:
+            evicting(evicting_server(memory.policy, redacted(url)))
+            for process in workers:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+            return
+        if memory.full and not said_full:
+            echo(
+                f"progress {job}: {out_of_memory_advice(redacted(url))}; workers and "
+                "projector wait and carry on once it has room"
+            )
+        said_full = memory.full
 
 
 def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:

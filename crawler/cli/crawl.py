@@ -47,7 +47,7 @@ from crawler.cli._options import (
     log_level_option,
     metrics_options,
 )
-from crawler.cli._unwritable import said_once_if_unwritable
+from crawler.cli._unwritable import said_by_the_crawl, said_once_if_unwritable
 from eventlog import (
     DEFAULT_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
@@ -270,12 +270,14 @@ def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -
     """Print the crawl's summary (and why it failed, if it did); its exit status."""
     from crawler.cli._processes import failure
     from crawler.cli._report_text import bound_reached_line
+    from crawler.ops import twice_phrase
 
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"
     click.echo(
         f"{ended} {summary.job} in {summary.seconds:.1f} s: "
-        f"{tasks or 'no tasks'}; {summary.pages} pages ({summary.refetches} refetched), "
+        f"{tasks or 'no tasks'}; {summary.pages} pages "
+        f"({twice_phrase(summary.requests_maybe_twice)}), "
         f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
         f"{summary.anomalies} anomalies"
         + (
@@ -364,8 +366,9 @@ def worker_command(
         serve(registry, metrics_host, metrics_port)
 
     async def run() -> None:
-        # A Redis restart mid-crawl is waited out (each write is idempotent), not fatal.
-        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        # A Redis restart or a full server mid-crawl is waited out (each write is
+        # idempotent), not fatal; a crawl says it once for all of its processes.
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=said_by_the_crawl()) as client:
             config = await load_config(client, JobKeys(job))
             observer = None
             if metrics is not None:
