@@ -72,6 +72,7 @@ from eventlog import (
     check_identity,
     connect,
     evicting_server,
+    flush_journals,
     hold_job_crawl,
     is_sentinel_url,
     out_of_memory_advice,
@@ -301,6 +302,9 @@ async def run_crawl(
         # one (its seeds enqueued again, every page fetched again).
         identity = await _store_checked(client, data_dir, job)
         queue = TaskQueue(client, job, "crawl")
+        # Before any worker claims: what the job's workers journalled and no store answered
+        # (the workers of the last crawl, however many this one starts).
+        await flush_journals(client, job, data_dir)
         config, new = await _store_and_seed(queue, settings.config, echo)
         most = _most_tasks(config)
         workers = settings.workers if most is None else min(settings.workers, most)
