@@ -48,6 +48,7 @@ from crawler._fetch_spec import (
     FetchResult,
 )
 from crawler._job import JobConfig
+from crawler._offline import DEFAULT_OFFLINE_PAGES, OfflineRide
 from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
 from crawler._politeness import PolitenessGate
@@ -268,6 +269,7 @@ class Worker:
         exit_when_done: bool = False,
         grace_s: float = DEFAULT_GRACE_S,
         queue: TaskQueue | None = None,
+        offline_pages: int = DEFAULT_OFFLINE_PAGES,
     ) -> None:
         self.redis, self.job, self.name = redis, job, name
         self.config, self.spider = config, spider
@@ -293,6 +295,10 @@ class Worker:
         self._queue = queue
         self.keys = queue.keys
         self.gate = PolitenessGate(redis, self.keys, config.politeness, holder=name)
+        self.offline = OfflineRide(
+            redis, queue, self.gate, delay_s=config.politeness.delay_s, pages=offline_pages
+        )
+        """Goes on with the pages held while the store does not answer (`crawler._offline`)."""
         self.scope = config.scope_rule()
         self._rules = config.rules()
         self._accepted = accepted_types(spider)
@@ -402,6 +408,7 @@ class Worker:
             background.start_soon(self._recovery_loop)
             background.start_soon(self._pending_loop)
             background.start_soon(self.gate.free_loop)
+            background.start_soon(self.offline.run)
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._open_fetcher, closing)
                 # Once stopping, `_until_grace` has a deadline: a claim stuck on a server
@@ -974,7 +981,7 @@ class Worker:
             if not rules.allowed(url):
                 return None
         host = site.split("://", 1)[1]
-        async with self.gate.slot(host):
+        async with self.offline.slot(host):
             # Checked last thing before the request, after any politeness wait: a worker
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
@@ -991,7 +998,8 @@ class Worker:
         if result.requested:
             self._unsettled[lease.task.task_id] = self.name
         # After the slot is done with: the next request to the host need not wait for this.
-        await self.gate.observe(host, result.elapsed_ms, result.status)
+        if not self.offline.down:
+            await self.gate.observe(host, result.elapsed_ms, result.status)
         return result
 
     async def _hold(self, lease: Lease) -> None:

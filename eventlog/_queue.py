@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+import anyio
 import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -141,6 +142,21 @@ class JournalFlush(msgspec.Struct, frozen=True, kw_only=True):
     def total(self) -> int:
         return self.present + self.applied + self.orphaned + self.skipped
 
+    def __add__(self, other: JournalFlush) -> JournalFlush:
+        return JournalFlush(
+            present=self.present + other.present,
+            applied=self.applied + other.applied,
+            orphaned=self.orphaned + other.orphaned,
+            skipped=self.skipped + other.skipped,
+            unsure=self.unsure + other.unsure,
+        )
+
+
+OFFLINE_MODES: frozenset[SettleMode] = frozenset({"ckpt", "finish", "requeue", "delay"})
+"""The steps a worker takes on while the store is down (`TaskQueue.store_down`): journalled,
+sent by the flush once it is back. A note (an action's marker) and a park wait for the
+store: their answer decides what the task does next."""
+
 
 async def flush_journals(
     redis: aioredis.Redis, job: str | JobKeys, data_dir: Path
@@ -243,6 +259,10 @@ class TaskQueue:
         """Every fenced write is appended here before it is sent (`eventlog._journal`);
         None: not journalled."""
         self._journal_checked = 0.0
+        self._down = anyio.Event()
+        """Set while the store is taken for down (`store_down`): writes are journalled only."""
+        self._up = anyio.Event()
+        self._up.set()
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
         self._enqueue = redis.register_script(ENQUEUE)
@@ -890,14 +910,20 @@ class TaskQueue:
             args += (e.event_id, encode(e))
         journalled = None
         if self.journal is not None and self.record_events:
+            if self._down.is_set() and mode not in OFFLINE_MODES:
+                await self._up.wait()  # sent after the flush, in the journal's order
             # Before it is sent: a write the worker dies with, or the store loses, is in it.
             journalled = self.journal.settle(lease.lane, lane, args[1:])
             await self.journal.sync()
+            if self._down.is_set():
+                return None  # the flush sends it once the store is back (`store_back`)
         with redis_errors("writing a task's progress"):
-            if self.durability == "replica" and mode in CONFIRMED_MODES:
-                reply = await run_confirmed(self.redis, self._settle, keys, args)
+            if journalled is None:
+                reply = await self._send_settle(mode, keys, args)
+            elif (answered := await self._unless_down(mode, keys, args)) is None:
+                return None  # the store went down meanwhile: left to the flush
             else:
-                reply = await self._settle(keys=keys, args=args)
+                reply = answered
             status, value = settle_reply(reply)
         if journalled is not None:
             await self._journal_ack(journalled, status, value)
@@ -910,6 +936,36 @@ class TaskQueue:
         if status == "dup" or not value:
             return None
         return value.decode()
+
+    async def _send_settle(
+        self, mode: SettleMode, keys: list[str], args: list[str | bytes | int]
+    ) -> object:
+        if self.durability == "replica" and mode in CONFIRMED_MODES:
+            return await run_confirmed(self.redis, self._settle, keys, args)
+        return await self._settle(keys=keys, args=args)
+
+    async def _unless_down(
+        self, mode: SettleMode, keys: list[str], args: list[str | bytes | int]
+    ) -> object | None:
+        """The settle script's reply, or None if the store was taken for down before it
+        came: the write stays unacknowledged in the journal, for the flush (which looks
+        for it in the log first: the server may run it once it answers again)."""
+        if mode not in OFFLINE_MODES:
+            return await self._send_settle(mode, keys, args)
+        replies: list[object] = []
+        async with anyio.create_task_group() as racing:
+
+            async def send() -> None:
+                replies.append(await self._send_settle(mode, keys, args))
+                racing.cancel_scope.cancel()
+
+            async def down() -> None:
+                await self._down.wait()
+                racing.cancel_scope.cancel()
+
+            racing.start_soon(send)
+            racing.start_soon(down)
+        return replies[0] if replies else None
 
     def _settle_keys(self, lease_lane: int, lane: int) -> tuple[int, list[str]]:
         """The dedup ttl and the keys of a settle call on an entry of ``lease_lane`` that
@@ -962,6 +1018,45 @@ class TaskQueue:
         with redis_errors("reading the end of the log"):
             last = await command(self.redis, "XREVRANGE", self.keys.events, "+", "-", "COUNT", 1)
         return bytes(last[0][0]).decode() if last else "0-0"
+
+    @property
+    def is_down(self) -> bool:
+        """The store is taken for down (`store_down`): writes go to the journal only."""
+        return self._down.is_set()
+
+    def store_down(self) -> None:
+        """Take the store for down (it does not answer: stalled, unreachable): from now on,
+        until `store_back`, a checkpoint, end, requeue or delay is journalled and not sent
+        (its call returns None at once, as for a repeat), and one being sent is left to the
+        flush. A note or a park waits for `store_back`. Only with a journal."""
+        if self.journal is None:
+            raise ConfigError("a queue without a journal cannot go on without its store")
+        if not self._down.is_set():
+            self._down.set()
+            self._up = anyio.Event()
+
+    async def wait_down(self) -> None:
+        """Until the store is taken for down (`store_down`)."""
+        await self._down.wait()
+
+    async def wait_up(self) -> None:
+        """Until the store is back and the journal flushed (at once if it was not down)."""
+        await self._up.wait()
+
+    async def store_back(self) -> JournalFlush:
+        """The store answers again: flush what the journal holds unacknowledged, in order
+        and fenced per lease (`flush_journal`), until nothing is left, then send again."""
+        flushed = JournalFlush()
+        assert self.journal is not None
+        while True:
+            flushed += await self.flush_journal()
+            # No await between this look and the switch: a write journalled meanwhile
+            # would wait for a next outage's flush.
+            if not self.journal.unsettled():
+                break
+        self._down = anyio.Event()
+        self._up.set()
+        return flushed
 
     async def flush_journal(self) -> JournalFlush:
         """Send what this consumer's journal holds that the store never acknowledged, in the

@@ -29,6 +29,7 @@ from crawler._defaults import (
     FAIL_ON_CHOICES,
 )
 from crawler._job import load_config
+from crawler._offline import DEFAULT_OFFLINE_PAGES, OFFLINE_PAGES_ENV
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
 from crawler._spider import load_spider
@@ -353,6 +354,16 @@ def _exit_now(status: int) -> NoReturn:
     f"sent (survives a power loss), or when the OS flushes it (survives a kill) [env: "
     f"{JOURNAL_FSYNC_ENV}, which a crawl's workers inherit].",
 )
+@click.option(
+    "--offline-pages",
+    type=click.IntRange(0),
+    default=DEFAULT_OFFLINE_PAGES,
+    show_default=True,
+    envvar=OFFLINE_PAGES_ENV,
+    help="Pages the worker fetches at most, of the tasks it holds, while the store does not "
+    "answer (journalled, sent once it is back); 0: it waits for the store [env: "
+    f"{OFFLINE_PAGES_ENV}, which a crawl's workers inherit].",
+)
 @metrics_options
 @durability_option
 def worker_command(
@@ -364,6 +375,7 @@ def worker_command(
     exit_when_done: bool,
     grace: float,
     journal_fsync: JournalFsync,
+    offline_pages: int,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
@@ -404,6 +416,7 @@ def worker_command(
                 concurrency=concurrency,
                 exit_when_done=exit_when_done,
                 grace_s=grace,
+                offline_pages=offline_pages,
                 queue=worker_queue(
                     client,
                     job,

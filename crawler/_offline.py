@@ -1,0 +1,172 @@
+"""A worker going on with the pages it holds while its store does not answer.
+
+A probe asks the store every `PROBE_EVERY_S`; one not answered within `DOWN_AFTER_S`
+(stalled, unreachable) takes the store for down (`TaskQueue.store_down`): from then on
+the tasks the worker holds go on, each write journalled and not sent, their requests
+spaced by a politeness slot of this process's own (`OfflineRide.slot`: one request per
+host at a time, the job's delay between two), up to ``pages`` of them. Once the store
+answers again, the journal is flushed in order, fenced per lease (`TaskQueue.store_back`),
+before anything else is written.
+
+What still waits for the store: robots.txt not in the worker's cache, a lease not known
+fresh (`Worker._hold`), the links a page found, a claim. The lease check is the guard
+against a page fetched twice: a lease is fetched with offline only while the worker's own
+clock says it was reset less than half a lease ago (the server's idle time of a lease
+counts the stall too: a SIGSTOPped server's clock jumps when it goes on).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import msgspec
+import redis.asyncio as aioredis
+import redis.exceptions
+from anyio.abc import TaskGroup
+
+from crawler._politeness import PolitenessGate
+from eventlog import CrawlogError, TaskQueue
+
+log = logging.getLogger(__name__)
+
+DEFAULT_OFFLINE_PAGES = 64
+"""Pages a worker fetches at most while its store is down (``--offline-pages``), per
+outage: bounded as well by the leases it holds (`LEASES_PER_PLACE` per place)."""
+OFFLINE_PAGES_ENV = "CRAWLOG_OFFLINE_PAGES"
+PROBE_EVERY_S = 0.25
+"""How often the store is asked whether it answers."""
+DOWN_AFTER_S = 1.0
+"""A store that does not answer a PING this long is taken for down."""
+
+
+class _LocalHost:
+    def __init__(self) -> None:
+        self.lock = anyio.Lock()
+        self.next_at = 0.0
+
+
+class OfflineRide:
+    """The worker's ride through a store outage: ``queue`` is told when the store is down
+    and back; ``gate`` gives the slots while it answers; ``delay_s`` spaces two requests
+    to a host without it; ``pages`` bounds what is fetched per outage (0: nothing)."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        queue: TaskQueue,
+        gate: PolitenessGate,
+        *,
+        delay_s: float,
+        pages: int = DEFAULT_OFFLINE_PAGES,
+    ) -> None:
+        self.redis, self.queue, self.gate = redis, queue, gate
+        self.delay_s = delay_s
+        self.pages = pages
+        self.enabled = pages > 0 and queue.journal is not None
+        self.fetched = 0
+        """Pages fetched while the store was down, over every outage."""
+        self._left = pages
+        self._hosts: dict[str, _LocalHost] = {}
+        self._holders: TaskGroup | None = None
+
+    @property
+    def down(self) -> bool:
+        return self.queue.is_down
+
+    async def run(self) -> None:
+        """Probe the store, beside the worker's tasks, until cancelled."""
+        if not self.enabled:
+            return
+        async with anyio.create_task_group() as self._holders:
+            while True:
+                await anyio.sleep(PROBE_EVERY_S)
+                answers = await self._answers()
+                if not answers and not self.down:
+                    log.warning("the store does not answer: going on with the pages held")
+                    self.queue.store_down()
+                elif answers and self.down:
+                    flushed = await self.queue.store_back()
+                    self._left = self.pages
+                    log.warning(
+                        "the store answers again: journal flushed %s",
+                        msgspec.structs.asdict(flushed),
+                    )
+
+    async def _answers(self) -> bool:
+        with anyio.move_on_after(DOWN_AFTER_S):
+            try:
+                await self.redis.ping()
+            except (redis.exceptions.RedisError, OSError, CrawlogError):
+                return False
+            return True
+        return False
+
+    @asynccontextmanager
+    async def slot(self, host: str) -> AsyncIterator[None]:
+        """A politeness slot on ``host``: the gate's while the store answers; this
+        process's own once it is down (within the page budget; past it, the gate's
+        again, which waits for the store)."""
+        if not self.enabled or self._holders is None:
+            async with self.gate.slot(host):
+                yield
+            return
+        leave = anyio.Event()
+        try:
+            if not self.down and await self._shared(host, leave):
+                yield
+                return
+        finally:
+            leave.set()
+        if self._left <= 0:
+            await self.queue.wait_up()
+            async with self.gate.slot(host):
+                yield
+            return
+        local = self._hosts.setdefault(host, _LocalHost())
+        async with local.lock:
+            wait = local.next_at - anyio.current_time()
+            if wait > 0:
+                await anyio.sleep(wait)  # the job's delay between two requests
+            self._left -= 1
+            self.fetched += 1
+            try:
+                yield
+            finally:
+                local.next_at = anyio.current_time() + self.delay_s
+
+    async def _shared(self, host: str, leave: anyio.Event) -> bool:
+        """Take the gate's slot on ``host`` in a holder task that keeps it until ``leave``;
+        True once held, False if the store was taken for down first (the holder, left
+        waiting for the store, frees whatever it gets at once)."""
+        assert self._holders is not None
+        held = anyio.Event()
+        failed: list[BaseException] = []
+
+        async def hold() -> None:
+            try:
+                async with self.gate.slot(host):
+                    held.set()
+                    await leave.wait()
+            except Exception as exc:  # told to the task waiting, if it still is
+                failed.append(exc)
+                held.set()
+
+        self._holders.start_soon(hold)
+        async with anyio.create_task_group() as racing:
+
+            async def until_held() -> None:
+                await held.wait()
+                racing.cancel_scope.cancel()
+
+            async def until_down() -> None:
+                await self.queue.wait_down()
+                racing.cancel_scope.cancel()
+
+            racing.start_soon(until_held)
+            racing.start_soon(until_down)
+        if failed:
+            raise failed[0]
+        return held.is_set()
