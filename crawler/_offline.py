@@ -18,7 +18,7 @@ counts the stall too: a SIGSTOPped server's clock jumps when it goes on).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -103,6 +103,27 @@ class OfflineRide:
                 return False
             return True
         return False
+
+    async def unless_down(self, call: Callable[[], Awaitable[object]]) -> None:
+        """Run ``call`` (a store call whose answer can wait), given up once the store is
+        taken for down."""
+        if not self.enabled:
+            await call()
+            return
+        async with anyio.create_task_group() as racing:
+
+            async def run() -> None:
+                await call()
+                racing.cancel_scope.cancel()
+
+            async def until_down() -> None:
+                await self.queue.wait_down()
+                racing.cancel_scope.cancel()
+
+            if self.down:
+                return
+            racing.start_soon(run)
+            racing.start_soon(until_down)
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[None]:

@@ -998,8 +998,9 @@ class Worker:
         if result.requested:
             self._unsettled[lease.task.task_id] = self.name
         # After the slot is done with: the next request to the host need not wait for this.
-        if not self.offline.down:
-            await self.gate.observe(host, result.elapsed_ms, result.status)
+        await self.offline.unless_down(
+            lambda: self.gate.observe(host, result.elapsed_ms, result.status)
+        )
         return result
 
     async def _hold(self, lease: Lease) -> None:

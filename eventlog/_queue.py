@@ -1112,6 +1112,15 @@ class TaskQueue:
             if status == "ok":
                 journal.ack(record.seq, "applied", value.decode() if value else "")
                 counts["applied"] += 1
+            elif (
+                status == "lost"
+                and marker is not None
+                and (late := await self._find_in_log({marker}, record.after))
+            ):
+                # Sent before, its reply lost (a store taken for down meanwhile), and run
+                # by the server after the look above: it went through, once.
+                journal.ack(record.seq, "present", late[marker])
+                counts["present"] += 1
             elif status == "lost":
                 stream_id = await self._record_orphan(record, value, marker)
                 journal.ack(record.seq, "orphaned", stream_id)
