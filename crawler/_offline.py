@@ -85,13 +85,17 @@ class OfflineRide:
                 await anyio.sleep(PROBE_EVERY_S)
                 answers = await self._answers()
                 if not answers and not self.down:
-                    log.warning("the store does not answer: going on with the pages held")
+                    log.warning(
+                        "the store does not answer: going on with the pages held (%d waiting)",
+                        self.gate.waiting,
+                    )
                     self.queue.store_down()
                 elif answers and self.down:
                     flushed = await self.queue.store_back()
-                    self._left = self.pages
+                    during, self._left = self.pages - self._left, self.pages
                     log.warning(
-                        "the store answers again: journal flushed %s",
+                        "the store answers again: %d page(s) fetched meanwhile; journal flushed %s",
+                        during,
                         msgspec.structs.asdict(flushed),
                     )
 

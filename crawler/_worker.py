@@ -682,6 +682,9 @@ class Worker:
                 continue  # the resume is reading the pending list: every entry comes
             if self.stopping.is_set():
                 continue  # handing back: an entry being released is in no list of ours
+            # A task ended while the store was down has its entry pending until the flush
+            # acks it: read after the flush, or it would run a second time.
+            await self.queue.wait_up()
             queued = {lease.entry_id for lease in self._backlog}
             self._ended.clear()
             for lease in await self.queue.pending(PENDING_BATCH):
@@ -981,6 +984,10 @@ class Worker:
             if not rules.allowed(url):
                 return None
         host = site.split("://", 1)[1]
+        if self.offline.down and not self._known_fresh(lease):
+            # Its lease may be expiring: not fetched before the store renews it, and not
+            # waited for with the host's offline slot held.
+            await self.queue.wait_up()
         async with self.offline.slot(host):
             # Checked last thing before the request, after any politeness wait: a worker
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
@@ -1006,16 +1013,23 @@ class Worker:
     async def _hold(self, lease: Lease) -> None:
         """Renew the lease if the server may have seen it idle long enough to let another
         worker take it; LeaseLost if one did."""
+        if self._known_fresh(lease):
+            return
+        if self.offline.down:
+            log.info("lease %s not known fresh: waiting for the store", lease.entry_id)
         now = time.monotonic()
+        if lease.entry_id in await self.queue.renew([lease]):
+            raise LeaseLost(lease.entry_id, self.name, None)
+        self._fresh[lease.entry_id] = now
+
+    def _known_fresh(self, lease: Lease) -> bool:
+        """The server reset the lease's idle time recently enough that no worker can take
+        it over yet (by this worker's clock, which a stalled server's idle times follow)."""
         # A lease with no time of its own and its resume point (``resume`` not None) is a
         # taken-back one: a claimed lease has its claim's time, from the moment it starts.
         default = self._taken_back_at if lease.resume is not None else 0.0
         fresh = self._fresh.get(lease.entry_id, default)
-        if now - fresh < self._fresh_for_s:
-            return
-        if lease.entry_id in await self.queue.renew([lease]):
-            raise LeaseLost(lease.entry_id, self.name, None)
-        self._fresh[lease.entry_id] = now
+        return time.monotonic() - fresh < self._fresh_for_s
 
     def _in_scope(self, url: str) -> bool:
         return self.scope.allows(url, 0)
