@@ -40,12 +40,14 @@ from eventlog._durability import (
 from eventlog._events import (
     EVENT_TYPES,
     EVIDENCE_BODY_BYTES,
+    FIRST_RUN,
     TERMINAL_EVENT_TYPES,
     WORKER_STOPPED,
     ActionDone,
     ActionIntended,
     ActionResolved,
     AnyEvent,
+    Change,
     CheckpointSaved,
     CircuitClosed,
     CircuitOpened,
@@ -76,6 +78,7 @@ from eventlog._events import (
     TaskReleased,
     TaskResumed,
     TaskRetried,
+    Validators,
     tag_of,
 )
 from eventlog._exceptions import (
@@ -179,6 +182,7 @@ from eventlog._replica_set import (
     supervise_replica_set,
 )
 from eventlog._robots import ROBOTS_LOCK_MS, RobotsFile, SharedRobots
+from eventlog._runs import FINISHED, RUNNING, RunRecord, RunState, read_run, write_run
 from eventlog._sentinel import is_sentinel_url, watch_primary
 from eventlog._server import (
     DATA_DIR_ENV,
@@ -213,6 +217,8 @@ __all__ = [
     "EMPTY_JAR_VERSION",
     "EVENT_TYPES",
     "EVIDENCE_BODY_BYTES",
+    "FINISHED",
+    "FIRST_RUN",
     "FSYNC_POLICIES",
     "LANES",
     "LANE_HIGH",
@@ -222,6 +228,7 @@ __all__ = [
     "NO_JAR_VERSION",
     "REDIS_URL_ENV",
     "ROBOTS_LOCK_MS",
+    "RUNNING",
     "SCHEMA_VERSION",
     "START",
     "TERMINAL_EVENT_TYPES",
@@ -233,6 +240,7 @@ __all__ = [
     "ActionResolved",
     "ActionState",
     "AnyEvent",
+    "Change",
     "CheckpointSaved",
     "CircuitClosed",
     "CircuitOpened",
@@ -281,6 +289,8 @@ __all__ = [
     "Retry",
     "RetryScheduled",
     "RobotsFile",
+    "RunRecord",
+    "RunState",
     "ServerCannotPersist",
     "ServerError",
     "ServerEvicts",
@@ -313,6 +323,7 @@ __all__ = [
     "TaskResumed",
     "TaskRetried",
     "UnknownTask",
+    "Validators",
     "WorkerInfo",
     "WorkerNameTaken",
     "answers",
@@ -354,6 +365,7 @@ __all__ = [
     "read_leases",
     "read_memory",
     "read_projector_position",
+    "read_run",
     "read_workers",
     "rebuild_checkpoints",
     "redacted",
@@ -384,4 +396,5 @@ __all__ = [
     "wait_for_projector_position",
     "watch_primary",
     "write_atomic",
+    "write_run",
 ]

@@ -87,6 +87,23 @@ class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Sent with the task's requests, over the fetcher's default headers."""
 
 
+FIRST_RUN: Final = 1
+"""The run of a job's first crawl; ``crawlog recrawl`` numbers its runs on from it."""
+
+Change = Literal["new", "changed", "unchanged", "gone"]
+"""What a run found of a page: not in an earlier run, a different body, the same body (or
+a 304), or a 404/410 where the page was."""
+
+
+class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a page's last fetch said of its body: what a revisit asks the server with
+    (``If-None-Match``, ``If-Modified-Since``) and compares a new body's hash with."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    body_hash: str | None = None
+
+
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A task's running totals, carried by checkpoints so a resume restores them."""
 
@@ -180,6 +197,10 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     """The request the task carries (`Task.request`), so the log alone can rebuild it."""
     lastmod: str | None = None
     """The ``<lastmod>`` the sitemap that listed the URL gave it, if any."""
+    run: int = FIRST_RUN
+    """The run of the job the task belongs to (``crawlog recrawl`` starts runs past 1)."""
+    revisit: Validators | None = None
+    """For a page an earlier run fetched: its validators then (None: a page new to the run)."""
 
 
 class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):
@@ -222,6 +243,16 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """Items the spider yielded for this page that its pipelines dropped, counted by
     reason (a ``DropItem``'s message, or "dropped by STEP" for a step returning None)."""
+    etag: str | None = None
+    """The response's ``ETag`` header, if any."""
+    last_modified: str | None = None
+    """The response's ``Last-Modified`` header, if any."""
+    body_hash: str | None = None
+    """A hash of the body (`crawler.body_hash`); for a 304, the earlier fetch's."""
+    run: int = FIRST_RUN
+    """The job's run the fetch belongs to (its task's)."""
+    change: Change | None = None
+    """What a run past the first found (None in the first run: every page is new there)."""
 
 
 class ItemScraped(TaskEvent, frozen=True, kw_only=True, tag="task.item"):

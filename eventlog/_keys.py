@@ -287,6 +287,13 @@ class JobKeys:
         return self._key("config")
 
     @cached_property
+    def run(self) -> str:
+        """Hash ``run`` -> the job's latest run (absent: the first crawl's, 1), ``state`` ->
+        ``running`` from the moment ``crawlog recrawl`` starts it, ``finished`` once every
+        task of it ended (`eventlog._runs`)."""
+        return self._key("run")
+
+    @cached_property
     def projector(self) -> str:
         """The projector's committed position, published for those who wait for it."""
         return self._key("projector")

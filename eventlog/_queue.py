@@ -247,6 +247,8 @@ class TaskQueue:
                 spec=task.spec,
                 request=task.request,
                 lastmod=task.lastmod,
+                run=task.run,
+                revisit=task.revisit,
             )
             if self.record_events:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), event.event_id)

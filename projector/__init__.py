@@ -22,6 +22,15 @@ if TYPE_CHECKING:
         write_segment,
         write_table,
     )
+    from projector._changes import (
+        CHANGES,
+        PageChange,
+        RunSummary,
+        listed,
+        log_entries,
+        page_changes,
+        run_summaries,
+    )
     from projector._committed import committed_position, read_committed, wait_for_position
     from projector._continuity import ArchiveBehind
     from projector._defaults import (
@@ -92,6 +101,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED",
+    "CHANGES",
     "CLOCK_SKEW_WARNING_S",
     "DEDUP_WINDOW",
     "DEFAULT_COMMIT_INTERVAL_S",
@@ -119,11 +129,13 @@ __all__ = [
     "JobState",
     "Manifest",
     "NoProjectedData",
+    "PageChange",
     "Projector",
     "ProjectorBusy",
     "QueryResult",
     "Replayed",
     "Report",
+    "RunSummary",
     "SegmentInfo",
     "SiteState",
     "State",
@@ -148,6 +160,9 @@ __all__ = [
     "fold",
     "index_archive",
     "job_dir",
+    "listed",
+    "log_entries",
+    "page_changes",
     "position_path",
     "projected_jobs",
     "query",
@@ -160,6 +175,7 @@ __all__ = [
     "replay",
     "replay_archive",
     "replay_job",
+    "run_summaries",
     "stream_gap",
     "summarize",
     "task_history",
