@@ -77,9 +77,7 @@ def change_of(task: Task, status: int, new_hash: str | None) -> Change | None:
     return None
 
 
-def fetched_validators(
-    task: Task, status: int, headers: dict[str, str], body: bytes
-) -> Validators:
+def fetched_validators(task: Task, status: int, headers: dict[str, str], body: bytes) -> Validators:
     """What a fetch records of its page: a 304 keeps the earlier body's hash (and any
     validator the 304 does not repeat)."""
     etag, modified = headers.get("etag"), headers.get("last-modified")

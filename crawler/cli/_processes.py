@@ -357,9 +357,7 @@ async def run_crawl(
     )
 
 
-Seeder = Callable[
-    [TaskQueue, JobConfig, Callable[[str], None]], Awaitable[tuple[JobConfig, int]]
-]
+Seeder = Callable[[TaskQueue, JobConfig, Callable[[str], None]], Awaitable[tuple[JobConfig, int]]]
 """What enqueues a crawl's first tasks: the job's configuration stored and how many are new."""
 
 

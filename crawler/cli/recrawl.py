@@ -157,4 +157,3 @@ async def enqueue_run(queue: TaskQueue, data_dir: Path, run: int) -> tuple[int, 
 
 async def _finish(queue: TaskQueue, run: int) -> None:
     await write_run(queue.redis, queue.keys, RunRecord(run=run, state=FINISHED))
-
