@@ -949,7 +949,7 @@ class Worker:
     def _in_scope(self, url: str) -> bool:
         return self.scope.allows(url, 0)
 
-    def _claimer(self, task_id: str, run: int) -> Callable[[str], Awaitable[bool]]:
+    def _claimer(self, task_id: str, run: int = FIRST_RUN) -> Callable[[str], Awaitable[bool]]:
         """Whether the task may follow a redirect to a URL: not if a task of its own
         fetches it (enqueued, or reached by another redirect first). Without this, a page
         linked both directly and through a redirect is fetched twice."""
