@@ -15,7 +15,9 @@ from collections.abc import Iterable
 from typing import Final, Literal
 
 import anyio.to_thread
+import duckdb
 import msgspec
+import pyarrow as pa
 import redis.asyncio as aioredis
 
 from eventlog import (
@@ -29,6 +31,7 @@ from eventlog import (
 )
 from projector._history import _tail, _tail_was_whole
 from projector._replay import archived_entries
+from projector._state_tables import MICROS
 from projector._store import Manifest, Store
 
 CHANGES: Final[tuple[Change, ...]] = ("new", "changed", "gone", "unchanged")
@@ -153,3 +156,67 @@ async def log_entries(redis: aioredis.Redis, store: Store) -> list[LogEntry]:
 
 def _archived(store: Store, manifest: Manifest) -> list[LogEntry]:
     return list(archived_entries(store, manifest))
+
+
+RUN_VIEWS: Final = frozenset({"runs", "changes"})
+"""The views `register_run_views` adds: every page's verdict per run, and each run's counts."""
+
+_CHANGE_COLUMNS: Final = pa.schema(
+    [
+        ("url", pa.string()),
+        ("change", pa.string()),
+        ("run", pa.int32()),
+        ("epoch_s", pa.float64()),
+        ("task_id", pa.string()),
+        ("status", pa.int32()),
+        ("previous_hash", pa.string()),
+        ("new_hash", pa.string()),
+    ]
+)
+_RUN_COLUMNS: Final = pa.schema(
+    [
+        ("run", pa.int32()),
+        ("started_s", pa.float64()),
+        ("ended_s", pa.float64()),
+        ("pages", pa.int64()),
+        ("new", pa.int64()),
+        ("changed", pa.int64()),
+        ("gone", pa.int64()),
+        ("unchanged", pa.int64()),
+    ]
+)
+
+
+def register_run_views(
+    con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest, views: Iterable[str]
+) -> None:
+    """Add ``views`` (of `RUN_VIEWS`) to ``con``: the verdicts of the archive ``manifest``
+    commits, as in-memory tables (read before the connection's file access is cut)."""
+    wanted = RUN_VIEWS & set(views)
+    if not wanted:
+        return
+    found = page_changes(archived_entries(store, manifest))
+    rows = [msgspec.structs.asdict(c) for c in found]
+    changes = pa.Table.from_pylist(
+        [{**row, "epoch_s": row["time"]} for row in rows], schema=_CHANGE_COLUMNS
+    )
+    con.register("_changes", changes)
+    con.execute(
+        f"CREATE VIEW changes AS SELECT url, change, run, epoch_s, "
+        f"make_timestamp(CAST(round(epoch_s * {MICROS}) AS BIGINT)) AS time, task_id, status, "
+        "previous_hash, new_hash FROM _changes"
+    )
+    runs = pa.Table.from_pylist(
+        [
+            {**msgspec.structs.asdict(r), "started_s": r.started, "ended_s": r.ended}
+            for r in run_summaries(found)
+        ],
+        schema=_RUN_COLUMNS,
+    )
+    con.register("_runs", runs)
+    con.execute(
+        f"CREATE VIEW runs AS SELECT run, "
+        f"make_timestamp(CAST(round(started_s * {MICROS}) AS BIGINT)) AS started, "
+        f"make_timestamp(CAST(round(ended_s * {MICROS}) AS BIGINT)) AS ended, "
+        "pages, new, changed, gone, unchanged FROM _runs"
+    )
