@@ -25,6 +25,7 @@ import msgspec
 
 from eventlog import ConfigError, CrawlogError
 from projector._changes import RUN_VIEWS, register_run_views
+from projector._item_fields import ITEMS, create_items_view
 from projector._state_tables import register_state, state_views_used, tables_named
 from projector._store import Store
 from projector._views import VIEWS, Committed, duckdb_message, run_on_committed, sql_string
@@ -51,6 +52,8 @@ def query(store: Store, sql: str, *, unsafe: bool = False) -> QueryResult:
     needed = state_views_used(sql)
     named = tables_named(sql)
     runs = RUN_VIEWS if named is None else RUN_VIEWS & named
+    # Made only for a query that reads it: its columns are found by reading every item.
+    fields = named is None or ITEMS in named
 
     def run(committed: Committed) -> QueryResult:
         con = committed.con
@@ -58,6 +61,8 @@ def query(store: Store, sql: str, *, unsafe: bool = False) -> QueryResult:
             assert committed.state is not None
             register_state(con, committed.manifest, committed.state, needed)
         register_run_views(con, store, committed.manifest, runs)
+        if fields:
+            create_items_view(con)
         if not unsafe:
             _confine(con, store.segment_paths(committed.manifest))
         try:

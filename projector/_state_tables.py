@@ -173,15 +173,17 @@ def state_views_used(sql: str) -> frozenset[str]:
     """The state views ``sql`` reads (all of them when DuckDB cannot parse it alone).
 
     A query of the archive views alone then needs no state: for a million tasks, reading
-    the state and building the ``tasks`` table takes seconds.
+    the state and building the ``tasks`` table takes seconds. DuckDB's parser (not its
+    binder, which would need the tables) gives the names.
     """
     names = tables_named(sql)
+    # Not one or more plain SELECTs (or not valid SQL): provide everything.
     return STATE_VIEWS if names is None else STATE_VIEWS & names
 
 
 def tables_named(sql: str) -> frozenset[str] | None:
-    """The tables and views ``sql`` reads, by DuckDB's parser (not its binder, which would
-    need the tables); None when it cannot parse it alone (not plain SELECTs, or not SQL)."""
+    """The tables and views ``sql`` names, lowercase; None when DuckDB's parser cannot
+    tell (not one or more plain SELECTs, or not valid SQL)."""
     with duckdb.connect(":memory:") as parser:
         row = parser.execute("SELECT json_serialize_sql($1)", [sql]).fetchone()
     tree = json.loads(row[0]) if row else {"error": True}
