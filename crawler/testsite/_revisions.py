@@ -12,6 +12,7 @@ gone. The site's admin path `MUTATE_PATH` does it for a site served by another p
 
 from __future__ import annotations
 
+import html
 import random
 import time
 import zlib
@@ -21,11 +22,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 
-from crawler.testsite._sitegen import ITEM_PREFIX, TEXT, Page
+from crawler.testsite._sitegen import HTML, ITEM_PREFIX, TEXT, Page
 
 MUTATE_PATH: Final = "/_admin/mutate"
-"""``GET /_admin/mutate?changed=N&deleted=M&seed=S``: edit N item pages and delete M
-(chosen by S among the pages neither edited nor deleted yet); answers the paths as JSON."""
+"""``GET /_admin/mutate?changed=N&deleted=M&added=K&seed=S``: edit N item pages and delete
+M (chosen by S among the pages neither edited nor deleted yet), the first K edited pages
+each linking a page of its own that did not exist; answers the paths as JSON."""
+ADDED_PREFIX: Final = "/fresh/"
+"""Where the pages a mutation adds are: each linked from the page whose edit added it."""
 OK: Final = 200
 NOT_MODIFIED: Final = 304
 GONE_STATUS: Final = 404
@@ -36,6 +40,7 @@ class Mutation(msgspec.Struct, frozen=True):
 
     changed: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
 
 
 class Revisions:
@@ -47,10 +52,11 @@ class Revisions:
         self._revision: dict[str, int] = {}
         self._edited_at: dict[str, int] = {}
         self._deleted: set[str] = set()
+        self._links: dict[str, str] = {}  # an edited page -> the page its edit added
 
-    def mutate(self, changed: int, deleted: int, seed: int) -> Mutation:
+    def mutate(self, changed: int, deleted: int, seed: int, added: int = 0) -> Mutation:
         """Edit ``changed`` item pages and delete ``deleted`` others, chosen by ``seed``
-        among those still untouched."""
+        among those still untouched; the first ``added`` edited pages each link a new page."""
         untouched = [p for p in self._items if p not in self._revision and p not in self._deleted]
         picked = random.Random(seed).sample(untouched, min(changed + deleted, len(untouched)))
         edits, gone = sorted(picked[:changed]), sorted(picked[changed:])
@@ -60,7 +66,12 @@ class Revisions:
             self._revision[path] = self._revision.get(path, 0) + 1
             self._edited_at[path] = at
         self._deleted.update(gone)
-        return Mutation(changed=tuple(edits), deleted=tuple(gone))
+        fresh = []
+        for path in edits[:added]:
+            page = f"{ADDED_PREFIX}{path.rsplit('/', 1)[-1]}-{self._revision[path]}"
+            self._links[path] = page
+            fresh.append(page)
+        return Mutation(changed=tuple(edits), deleted=tuple(gone), added=tuple(fresh))
 
     def admin(self, target: str) -> Page:
         """The answer to `MUTATE_PATH`: the mutation it asked for, done."""
@@ -70,7 +81,9 @@ class Revisions:
             values = query.get(name, ["0"])
             return int(values[0]) if values[0].isdigit() else 0
 
-        done = self.mutate(number("changed"), number("deleted"), number("seed"))
+        done = self.mutate(
+            number("changed"), number("deleted"), number("seed"), added=number("added")
+        )
         return Page(200, msgspec.json.encode(done), "application/json")
 
     def serve(self, path: str, page: Page, headers: dict[str, str]) -> Page:
@@ -78,11 +91,20 @@ class Revisions:
         validators; 304 if the request's own validators still hold."""
         if path in self._deleted:
             return Page(GONE_STATUS, b"deleted\n", TEXT)
+        if path in self._links.values():
+            title = html.escape(path)
+            page = Page(
+                OK,
+                f"<html><head><title>{title}</title></head><body></body></html>\n".encode(),
+                HTML,
+            )
         if page.status != OK:  # only a page's 200 has validators
             return page
         body = page.body
         if (revision := self._revision.get(path)) is not None:
             body += f"\n<!-- revision {revision} -->\n".encode()
+        if (link := self._links.get(path)) is not None:
+            body += f'<p><a href="{link}">new</a></p>\n'.encode()
         etag = f'"{zlib.crc32(body):08x}-{len(body):x}"'
         modified = formatdate(self._edited_at.get(path, self._born), usegmt=True)
         validators = (("ETag", etag), ("Last-Modified", modified))

@@ -186,9 +186,10 @@ class RunningSite:
         self.revisions = Revisions(sitemap.pages_ok)
         """Its edits and deletions between runs (`mutate`), and its validators."""
 
-    def mutate(self, changed: int, deleted: int, seed: int = 0) -> Mutation:
-        """Edit ``changed`` item pages and delete ``deleted`` others (see `Revisions`)."""
-        return self.revisions.mutate(changed, deleted, seed)
+    def mutate(self, changed: int, deleted: int, seed: int = 0, added: int = 0) -> Mutation:
+        """Edit ``changed`` item pages and delete ``deleted`` others, the first ``added``
+        edited ones linking a new page each (see `Revisions`)."""
+        return self.revisions.mutate(changed, deleted, seed, added)
 
     @functools.cached_property
     def reachable(self) -> frozenset[str]:

@@ -1,7 +1,8 @@
 """The test site as a recrawl meets it: each page it serves carries an ``ETag`` and a
 ``Last-Modified``, a request that names them gets ``304`` and no body (``If-None-Match``
 first, as RFC 9110 says), and `RunningSite.mutate` (or ``GET /_admin/mutate``) edits some
-item pages, whose validators then change, and deletes others, which answer 404."""
+item pages, whose validators then change (an edit may link a new page), and deletes
+others, which answer 404."""
 
 from __future__ import annotations
 
@@ -56,3 +57,8 @@ async def test_a_page_s_validators_get_a_304_until_it_is_edited_and_a_deleted_pa
         # The same seed picks the same pages on a site of the same shape.
         again = Revisions(site.sitemap.pages_ok).mutate(2, 3, seed=7)
         assert (list(again.changed), list(again.deleted)) == (done["changed"], done["deleted"])
+        # An edit may link a page that did not exist: it is served from then on.
+        linking = site.mutate(1, 0, seed=3, added=1)
+        (edited_path,), (new_path,) = linking.changed, linking.added
+        assert f'href="{new_path}"' in (await client.get(site.url + edited_path)).text
+        assert (await client.get(site.url + new_path)).status_code == 200
