@@ -13,6 +13,7 @@ import anyio
 import click
 import msgspec
 
+from crawler._job import load_config
 from crawler.cli._options import data_dir_option, job_option
 from eventlog import JobKeys, connect, read_run, resolve_data_dir, resolve_url
 
@@ -57,6 +58,7 @@ def changes_command(
     async def read() -> tuple[int, list[dict[str, object]]]:
         async with connect(url) as client:
             keys = JobKeys(job)
+            await load_config(client, keys)  # a job nobody started: say so, exit 2
             chosen = run if run is not None else (await read_run(client, keys)).run
             entries = await log_entries(client, Store(directory, job))
         found = listed(page_changes(entries, run=chosen), "all" if every_page else "changed")
