@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from eventlog import (
+    ORPHANED_REASON,
     ActionDone,
     ActionIntended,
     ActionResolved,
@@ -48,6 +49,7 @@ from eventlog import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskOrphaned,
     TaskParked,
     TaskPaused,
     TaskReclaimed,
@@ -77,6 +79,9 @@ from projector._state import (
 
 HTTP_ERROR = 400
 """A fetch with this status or above (or no response, status 0) did not get the page."""
+STORE_RESTORED = "store lost: restored from the archive"
+"""The reason of the ``TaskReclaimed`` a ``crawlog restore`` logs for each task that was
+running when the store lost the job (``_restore``)."""
 
 # Each handler takes the state and an event of its own type.
 Handler = Callable[[State, Any], None]
@@ -308,6 +313,11 @@ def _reclaimed(state: State, event: TaskReclaimed) -> None:
     # The lease expired and the task went back to the queue (the recovery lane): pending
     # until a worker claims it again.
     task = _task(state, event, _ACTIVE, "reclaimed")
+    if event.reason == STORE_RESTORED:
+        # Its worker was fetching the page after its checkpoint when the store lost it:
+        # fetched again after the restore, that page is a refetch the loss caused.
+        next_page = task.checkpoint.page + 1 if task.checkpoint is not None else 1
+        task.furthest_page = max(task.furthest_page, next_page)
     task.owner, task.deliveries = None, event.deliveries
     task.recoveries += 1
     _move(state, task, PENDING, event, event.reason)
@@ -514,6 +524,11 @@ def _circuit_closed(state: State, event: CircuitClosed) -> None:
     site.circuit, site.circuit_reason = CIRCUIT_CLOSED, event.reason
 
 
+def _orphaned(state: State, event: TaskOrphaned) -> None:
+    # Counted where refused events are: the report and status show anomalies by reason.
+    raise Refused(ORPHANED_REASON, state.tasks.get(event.task_id))
+
+
 def _job_paused(state: State, event: JobPaused) -> None:
     state.job.paused, state.job.paused_reason = True, event.reason
 
@@ -534,6 +549,7 @@ _HANDLERS: dict[type[msgspec.Struct], Handler] = {
     ItemScraped: _item,
     RetryScheduled: _retry_scheduled,
     TaskReleased: _released,
+    TaskOrphaned: _orphaned,
     TaskDone: _done,
     TaskFailed: _failed,
     TaskAborted: _aborted,
