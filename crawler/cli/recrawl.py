@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -18,11 +18,14 @@ from crawler.cli._terminal import echo_line
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
     FINISHED,
+    FIRST_RUN,
     REDIS_URL_ENV,
     RUNNING,
+    AnyEvent,
     ConfigError,
     JobKeys,
     RunRecord,
+    TaskEnqueued,
     TaskQueue,
     connect,
     ensure_server,
@@ -114,20 +117,35 @@ def _run_seeder(data_dir: Path, chosen: Callable[[int], None]) -> Seeder:
     async def seed(
         queue: TaskQueue, config: JobConfig, echo: Callable[[str], None]
     ) -> tuple[JobConfig, int]:
-        run = await start_run(queue)
+        from projector import Store, log_entries
+
+        entries = await log_entries(queue.redis, Store(data_dir, queue.keys.job))
+        events = [entry.event for entry in entries]
+        run = await start_run(queue, logged=latest_run(events))
         chosen(run)
-        new, pages = await enqueue_run(queue, data_dir, run)
+        new, pages = await enqueue_run(queue, events, run)
         echo(f"run {run}: {pages} page(s) to revisit, {new} enqueued now")
         return config, new
 
     return seed
 
 
-async def start_run(queue: TaskQueue) -> int:
+def latest_run(events: Iterable[AnyEvent]) -> int:
+    """The highest run the log has a task of."""
+    return max((e.run for e in events if isinstance(e, TaskEnqueued)), default=FIRST_RUN)
+
+
+async def start_run(queue: TaskQueue, *, logged: int = FIRST_RUN) -> int:
     """The run to work on: the latest if it was stopped before it ended, else a new one
-    (recorded as running before any task of it is enqueued)."""
+    (recorded as running before any task of it is enqueued). ``logged``: the latest run
+    the log has tasks of; a later one than recorded (the record lost with a store, a
+    restore) is taken as running, to be finished (its tasks enqueued already are not
+    enqueued again)."""
     keys, redis = queue.keys, queue.redis
     record = await read_run(redis, keys)
+    if logged > record.run:
+        await write_run(redis, keys, RunRecord(run=logged, state=RUNNING))
+        return logged
     if record.state == RUNNING:
         return record.run
     left, _ = await queue.left()
@@ -141,13 +159,10 @@ async def start_run(queue: TaskQueue) -> int:
     return run
 
 
-async def enqueue_run(queue: TaskQueue, data_dir: Path, run: int) -> tuple[int, int]:
-    """Enqueue ``run``'s pages, `RECRAWL_BATCH` at a time: (how many were new, how many
-    the run has)."""
-    from projector import Store, log_entries
-
-    entries = await log_entries(queue.redis, Store(data_dir, queue.keys.job))
-    tasks = revisit_tasks((entry.event for entry in entries), run)
+async def enqueue_run(queue: TaskQueue, events: Iterable[AnyEvent], run: int) -> tuple[int, int]:
+    """Enqueue ``run``'s pages (from the job's log, ``events``), `RECRAWL_BATCH` at a time:
+    (how many were new, how many the run has)."""
+    tasks = revisit_tasks(events, run)
     new = 0
     for start in range(0, len(tasks), RECRAWL_BATCH):
         batch = tasks[start : start + RECRAWL_BATCH]

@@ -1,7 +1,8 @@
 """Which run ``crawlog recrawl`` works on (`start_run`): a run recorded ``running`` (its
 recrawl was killed) is finished, never followed by a new one; a finished run is followed by
 the next, recorded ``running`` before anything of it is enqueued; a job whose tasks have
-not all ended is refused, saying how to finish it."""
+not all ended is refused, saying how to finish it; a later run in the log than on record
+(the record lost with a store) is the one finished."""
 
 from __future__ import annotations
 
@@ -34,3 +35,13 @@ async def test_a_job_with_tasks_not_ended_is_refused(
     with pytest.raises(ConfigError, match="1 task\\(s\\) not ended: finish its run first"):
         await start_run(queue)
     assert await read_run(redis_client, queue.keys) == RunRecord(run=1, state=FINISHED)
+
+
+async def test_a_run_the_log_has_but_the_record_lost_is_finished(
+    redis_client: aioredis.Redis, job: str
+) -> None:
+    queue = TaskQueue(redis_client, job, "recrawl")
+    assert await start_run(queue, logged=3) == 3
+    assert await read_run(redis_client, queue.keys) == RunRecord(run=3, state=RUNNING)
+    await write_run(redis_client, queue.keys, RunRecord(run=3, state=FINISHED))
+    assert await start_run(queue, logged=3) == 4
