@@ -1,7 +1,7 @@
 """A ``crawlog recrawl`` killed with SIGKILL (the command, its workers and its projector)
 part way through its run, then run again: the second command finishes the same run (run 2,
 never a third), ``crawlog changes`` lists each edited and deleted page once, and
-``replay --verify`` holds across both runs."""
+``replay --verify`` holds across both runs; every event of a run-2 task says run 2."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
-from eventlog import PageFetched
+from eventlog import PageFetched, TaskClaimed, TaskDone, TaskEnqueued, TaskEvent
 from projector import Store, log_entries
 from tests.crawler.conftest import ROOT, replay_verify
 
@@ -77,4 +77,17 @@ async def test_a_recrawl_killed_part_way_is_finished_as_the_same_run_by_the_next
     ]
     assert sorted(found) == sorted(set(found))
     assert len(found) == pages
+    # The run is part of every event of its tasks: claims, pages, items, ends.
+    second = {
+        e.event.task_id for e in entries if isinstance(e.event, TaskEnqueued) and e.event.run == 2
+    }
+    of_second = [
+        e.event for e in entries if isinstance(e.event, TaskEvent) and e.event.task_id in second
+    ]
+    assert len(second) >= pages and {type(e) for e in of_second} >= {
+        TaskClaimed,
+        PageFetched,
+        TaskDone,
+    }
+    assert {e.run for e in of_second} == {2}
     assert b"identical" in await replay_verify(valkey_url, job, data_dir)
