@@ -260,7 +260,8 @@ class Worker:
     task of the job has ended, rather than waiting for more; ``grace_s``: how long a
     graceful stop (`stop`) may take in all; ``queue``: the queue to work through, for
     ``name`` and ``config`` (`worker_queue`, e.g. with an observer); by default one
-    without an observer.
+    without an observer; ``offline_pages``: pages fetched at most per store outage, of
+    the tasks held, when the queue has a journal (`crawler._offline`; 0: none).
     """
 
     def __init__(
