@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
     from crawler._job import JobConfig, save_config
     from crawler._politeness import Politeness, PolitenessGate
-    from crawler._worker import UncertainAction, enqueue_seeds
+    from crawler._scraper import UncertainAction
+    from crawler._worker import enqueue_seeds
 
 _LAZY: dict[str, str] = {
     "AiohttpTransport": "crawler._fetch",
@@ -40,7 +41,7 @@ _LAZY: dict[str, str] = {
     "JobConfig": "crawler._job",
     "Politeness": "crawler._politeness",
     "PolitenessGate": "crawler._politeness",
-    "UncertainAction": "crawler._worker",
+    "UncertainAction": "crawler._scraper",
     "enqueue_seeds": "crawler._worker",
     "save_config": "crawler._job",
 }

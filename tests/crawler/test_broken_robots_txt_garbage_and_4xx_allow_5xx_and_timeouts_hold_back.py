@@ -63,7 +63,7 @@ async def test_each_kind_of_broken_robots_txt_does_what_the_rfc_says(
             exit_when_done=True,
         )
         # Unreachable rules are kept half a second here (10 s by default), to be quick.
-        worker.robots = RobotsCache(unreachable_ttl=0.5)
+        worker.downloader.robots = RobotsCache(unreachable_ttl=0.5)
         with anyio.fail_after(60):
             await worker.run()
 
