@@ -14,6 +14,9 @@ DEFAULT_CONCURRENCY = 32
 DEFAULT_GRACE_S = 10.0
 """On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 DEFAULT_METRICS_HOST = "127.0.0.1"
+DEFAULT_MAX_TASK_PAGES = 10_000
+"""Pages one task may fetch (its first and its `NextPage`s): generous for a real listing,
+a bound for a pagination that never ends."""
 
 FailOn = Literal["none-done", "aborted", "failed", "never"]
 """When a finished crawl exits non-zero, from the most lenient to the strictest: ``never``;

@@ -75,6 +75,8 @@ class Parsed(msgspec.Struct, kw_only=True):
     dropped: dict[str, int] = msgspec.field(default_factory=dict)
     items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """Items the spider's pipelines dropped, by reason."""
+    stop: str | None = None
+    """Why the task ends at this page though the spider gave a next page (a loop, a cap)."""
 
     def drop(self, reason: str, count: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + count
@@ -185,7 +187,7 @@ class Scraper:
         if (why := self.scope.refusal(resolved, response.depth)) is not None:
             parsed.drop(why)
         else:
-            parsed.next_page = NextPage(resolved, output.cursor, output.data)
+            parsed.next_page = NextPage(resolved, output.cursor, output.data, output.dont_filter)
 
     def _admit(
         self,

@@ -144,11 +144,16 @@ class NextPage(msgspec.Struct, frozen=True):
     Always a GET, whatever the task's first request was (the next page of a search posted
     as a form is a link), with the task's headers, parsed by the task's callback. Its
     ``response.data`` is ``data`` if given (kept in the checkpoint, so a resume has it),
-    else the task's."""
+    else the task's.
+
+    A next page the task already fetched ends the task instead (a pagination loop), unless
+    ``dont_filter`` (a site whose same URL gives the next page, from a session); a task
+    also ends at the job's page cap (``JobConfig.max_task_pages``)."""
 
     url: str
     cursor: str | None = None
     data: dict[str, Any] | None = None
+    dont_filter: bool = False
 
 
 Output = Item | Follow | NextPage

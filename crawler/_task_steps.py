@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeAlias
+from typing import Final, Protocol, TypeAlias
 
 import anyio
 import msgspec
@@ -37,6 +38,8 @@ from crawler._fetch_spec import (
 from crawler._job import JobConfig
 from crawler._recovery import aborted_for_recoveries, past_recovery_limit
 from crawler._scraper import Parsed, Scraper, UncertainAction
+from crawler._spider import NextPage
+from crawler._urls import fingerprint
 from eventlog import (
     AnyEvent,
     CheckpointSaved,
@@ -85,18 +88,75 @@ TerminalEvent: TypeAlias = TaskDone | TaskFailed | TaskAborted
 """How a task ends (`TaskSteps._end`)."""
 
 
+NEXT_PAGE_FETCHED: Final = "next page already fetched by this task"
+"""Why a task ends at a `NextPage` to a URL it fetched (a pagination loop): the next page is
+counted as dropped for it, and the task done with it as its reason."""
+TASK_PAGE_CAP: Final = "task page cap reached"
+"""Why a task ends at a `NextPage` past ``JobConfig.max_task_pages``."""
+PAGES_REMEMBERED = 16
+"""Fingerprints of a task's latest pages its checkpoint keeps (`CheckpointSaved.recent_pages`):
+a loop through them is still seen after a resume, at a few hundred bytes a checkpoint."""
+
+
+def next_page_stop(
+    next_page: NextPage, fetched: Container[str], page: int, max_pages: int
+) -> str | None:
+    """Why the task does not go on to ``next_page`` after its page number ``page``: its URL
+    is one the task fetched (``fetched``: their fingerprints) and the spider did not say
+    ``dont_filter``; or the task has fetched ``max_pages`` pages (0: no cap). None: it goes
+    on."""
+    if not next_page.dont_filter and fingerprint(next_page.url) in fetched:
+        return NEXT_PAGE_FETCHED
+    if max_pages and page >= max_pages:
+        return TASK_PAGE_CAP
+    return None
+
+
+class FetchedPages:
+    """The URLs a task fetched, by fingerprint: every one of this run of it, with those its
+    checkpoint remembered, and the latest `PAGES_REMEMBERED` in order (for the next)."""
+
+    __slots__ = ("_all", "_recent")
+
+    def __init__(self, remembered: Iterable[str] = ()) -> None:
+        self._recent: deque[str] = deque(remembered, maxlen=PAGES_REMEMBERED)
+        self._all = set(self._recent)
+
+    def add(self, url: str) -> None:
+        fp = fingerprint(url)
+        self._all.add(fp)
+        if fp in self._recent:
+            self._recent.remove(fp)  # a page fetched again (``dont_filter``): the latest now
+        self._recent.append(fp)
+
+    def __contains__(self, fp: object) -> bool:
+        return fp in self._all
+
+    def recent(self) -> tuple[str, ...]:
+        return tuple(self._recent)
+
+
 class _Step:
     """One page of a task on its way: where it is, and the events of its step so far."""
 
-    __slots__ = ("counts", "fetched_at", "page", "pending", "resume", "url")
+    __slots__ = ("counts", "fetched", "fetched_at", "page", "pending", "resume", "url")
 
     def __init__(
-        self, *, page: int, url: str, resume: Cursor | None, counts: Counts, pending: StepEvents
+        self,
+        *,
+        page: int,
+        url: str,
+        resume: Cursor | None,
+        counts: Counts,
+        pending: StepEvents,
+        fetched: FetchedPages,
     ) -> None:
         self.page, self.url, self.resume = page, url, resume
         self.counts = counts
         """The task's totals before this page."""
         self.pending = pending
+        self.fetched = fetched
+        """The pages the task fetched before this one (this one too, once fetched)."""
         self.fetched_at: int | None = None
         """Where the page's `PageFetched` is in ``pending`` (None: not fetched yet)."""
 
@@ -185,7 +245,14 @@ class TaskSteps:
         )
         last = await self._last_checkpoint(lease)
         if last is None:
-            return _Step(page=1, url=task.url, resume=None, counts=Counts(), pending=[claimed])
+            return _Step(
+                page=1,
+                url=task.url,
+                resume=None,
+                counts=Counts(),
+                pending=[claimed],
+                fetched=FetchedPages(),
+            )
         resume = last.cursor
         return _Step(
             page=resume.page + 1,
@@ -193,6 +260,7 @@ class TaskSteps:
             resume=resume,
             counts=last.counts,
             pending=[claimed],
+            fetched=FetchedPages(last.recent_pages),
         )
 
     async def _fetch_step(self, lease: Lease, step: _Step) -> FetchResult | None:
@@ -219,6 +287,9 @@ class TaskSteps:
             self.stats.pages += 1
             step.fetched_at = len(pending)
             pending.append(self._page_fetched(task, step, result))
+            step.fetched.add(step.url)
+            if result.final_url and result.final_url != step.url:
+                step.fetched.add(result.final_url)
         if await self._retry_or_fail(lease, result, pending):
             return None
         if result.handed_over:
@@ -259,6 +330,12 @@ class TaskSteps:
             reason = self.scraper.failure(exc, step.url)
             await self._end(lease, self._task_failed(lease.task, reason, result), step.pending)
             return None
+        nxt, cap = parsed.next_page, self.config.max_task_pages
+        if nxt is not None and (stop := next_page_stop(nxt, step.fetched, step.page, cap)):
+            # A pagination loop (or one that never ends): Scrapy's dupefilter drops such a
+            # request; here the task ends, its page's items kept, the drop counted.
+            parsed.next_page, parsed.stop = None, stop
+            parsed.drop(stop)
         if step.fetched_at is not None:
             fetched = step.pending[step.fetched_at]
             if parsed.dropped:
@@ -286,7 +363,8 @@ class TaskSteps:
             bytes=step.counts.bytes + len(result.body),
         )
         if (nxt := parsed.next_page) is None:
-            await self._end(lease, self._task_done(task, f"HTTP {result.status}", counts), pending)
+            reason = parsed.stop or f"HTTP {result.status}"
+            await self._end(lease, self._task_done(task, reason, counts), pending)
             return None
         cursor = Cursor(
             page=step.page,
@@ -301,9 +379,17 @@ class TaskSteps:
             attempt=task.attempt,
             cursor=cursor,
             counts=counts,
+            recent_pages=step.fetched.recent(),
         )
         await self.queue.checkpoint(lease, saved, before=pending)
-        return _Step(page=step.page + 1, url=nxt.url, resume=cursor, counts=counts, pending=[])
+        return _Step(
+            page=step.page + 1,
+            url=nxt.url,
+            resume=cursor,
+            counts=counts,
+            pending=[],
+            fetched=step.fetched,
+        )
 
     async def _end(
         self, lease: Lease, event: TerminalEvent, pending: Sequence[AnyEvent] = ()

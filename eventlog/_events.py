@@ -204,6 +204,9 @@ class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint
     attempt: int
     cursor: Cursor
     counts: Counts = Counts()
+    recent_pages: tuple[str, ...] = ()
+    """Fingerprints of the URLs of the task's latest pages (a bounded few, the latest
+    last): a resumed task still sees a next page it fetched just before the checkpoint."""
 
 
 class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):

@@ -194,3 +194,36 @@ class SelectorSpider(Spider):
 
     async def parse_item(self, response: Response) -> AsyncIterator[Output]:
         yield {"url": response.url, "title": response.css("h1::text").get()}  # type: ignore[misc]
+
+
+class SelfLoopSpider(Spider):
+    """A pagination mistake: the next page of every page is the page itself."""
+
+    name = "self-loop"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        yield Item(response.url, {"page": response.page})
+        yield NextPage(response.url)
+
+
+class PingPongSpider(Spider):
+    """A loop of two pages: ``/a``'s next page is ``/b``, ``/b``'s is ``/a``; may die while
+    parsing a page (`KILL_AT_PAGE_ENV`)."""
+
+    name = "ping-pong"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        _maybe_die(response.page)
+        yield Item(response.url, {"page": response.page})
+        yield NextPage("/b" if response.url.endswith("/a") else "/a")
+
+
+class SamePageAgainSpider(Spider):
+    """A site whose same URL gives the next page (from a session): its next page is its own
+    URL, with ``dont_filter``."""
+
+    name = "same-page-again"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        yield Item(f"{response.url}#{response.page}", {"page": response.page})
+        yield NextPage(response.url, dont_filter=True)
