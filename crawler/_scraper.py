@@ -12,9 +12,13 @@ the worker does (`crawler._worker`), as Scrapy keeps its scraper beside its engi
 from __future__ import annotations
 
 import logging
+import os
+import sysconfig
+import traceback
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final, TypeAlias
 
 import msgspec
 from yarl import URL
@@ -278,15 +282,74 @@ class Scraper:
             # Resolved between the pause and the park: the task runs again, by the decision.
             await self.queue.requeue(lease, [], task, lease.lane)
 
-    def failure(self, exc: Exception, url: str) -> str:
-        """The reason a task fails with when its spider raised ``exc`` on ``url`` (logged)."""
+    def failure(self, exc: Exception, url: str) -> SpiderFailure:
+        """Why a task fails when its spider raised ``exc`` on ``url`` (logged): for an
+        exception of the spider's, the reason names where it was raised."""
         if isinstance(exc, SpiderOutputError):
             log.error("%s", exc)
-            reason = f"spider output: {exc}"
-        else:
-            log.exception("spider %s failed on %s", self.spider.name, url)
-            reason = f"spider error: {type(exc).__name__}: {exc}"
-        return reason[:SPIDER_ERROR_MAX]
+            return SpiderFailure(reason=f"spider output: {exc}"[:SPIDER_ERROR_MAX])
+        log.exception("spider %s failed on %s", self.spider.name, url)
+        return SpiderFailure(
+            reason=spider_error_reason(exc, where_raised(exc)),
+            traceback="".join(traceback.format_exception(exc)),
+        )
+
+
+class SpiderFailure(msgspec.Struct, frozen=True, kw_only=True):
+    """How a task fails on a spider's exception: its reason, and the traceback its
+    evidence keeps (None for an output crawlog cannot take: the reason says it all)."""
+
+    reason: str
+    traceback: str | None = None
+
+
+Frame: TypeAlias = tuple[str, int, str]
+"""A frame of a traceback: its file, its line, its function."""
+
+_CRAWLOG_DIRS: Final = tuple(
+    str(Path(__file__).resolve().parent.parent / package) + os.sep
+    for package in ("crawler", "eventlog", "projector")
+)
+_LIBRARY_DIRS: Final = tuple(
+    {
+        str(Path(path).resolve()) + os.sep
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (path := sysconfig.get_paths().get(key))
+    }
+)
+
+
+def spider_frame(
+    frames: Sequence[Frame], crawlog: Sequence[str], libraries: Sequence[str]
+) -> Frame | None:
+    """Where the spider's own code raised, of a traceback's ``frames`` (outermost first):
+    the innermost frame in neither crawlog's files (under ``crawlog``) nor Python's or an
+    installed library's (under ``libraries``); failing that, the innermost one that is not
+    crawlog's; None if every one is."""
+    outside = [f for f in frames if not f[0].startswith(tuple(crawlog))]
+    own = [f for f in outside if not f[0].startswith(tuple(libraries))]
+    found = own or outside
+    return found[-1] if found else None
+
+
+def where_raised(exc: BaseException) -> str | None:
+    """``FILE:LINE in FUNCTION`` of the spider's frame that raised ``exc`` (`spider_frame`),
+    the file by its name; None if crawlog itself raised it."""
+    frames = [(f.filename, f.lineno or 0, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+    found = spider_frame(frames, _CRAWLOG_DIRS, _LIBRARY_DIRS)
+    if found is None:
+        return None
+    file, line, function = found
+    return f"{Path(file).name}:{line} in {function}"
+
+
+def spider_error_reason(exc: BaseException, where: str | None) -> str:
+    """A task's failure reason for the spider's exception ``exc`` raised at ``where``:
+    ``spider error: KeyError: 'price' at myspider.py:42 in parse``, at most
+    `SPIDER_ERROR_MAX` characters, the message cut before the place is."""
+    suffix = "" if where is None else f" at {where}"
+    reason = f"spider error: {type(exc).__name__}: {exc}"
+    return reason[: max(SPIDER_ERROR_MAX - len(suffix), 0)] + suffix[:SPIDER_ERROR_MAX]
 
 
 async def _numbered(item: Item) -> AsyncIterator[tuple[int, Item]]:

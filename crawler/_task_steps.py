@@ -327,8 +327,12 @@ class TaskSteps:
             # fail the same way on every retry, and crashing the worker would redeliver
             # it until the recovery limit. The task fails with the error; ``crawlog
             # retry`` once the spider is fixed.
-            reason = self.scraper.failure(exc, step.url)
-            await self._end(lease, self._task_failed(lease.task, reason, result), step.pending)
+            failure = self.scraper.failure(exc, step.url)
+            failed = self._task_failed(lease.task, failure.reason, result)
+            if failure.traceback is not None and failed.evidence is not None:
+                evidence = failed.evidence.with_traceback(failure.traceback)
+                failed = msgspec.structs.replace(failed, evidence=evidence)
+            await self._end(lease, failed, step.pending)
             return None
         nxt, cap = parsed.next_page, self.config.max_task_pages
         if nxt is not None and (stop := next_page_stop(nxt, step.fetched, step.page, cap)):

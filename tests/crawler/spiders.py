@@ -227,3 +227,13 @@ class SamePageAgainSpider(Spider):
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         yield Item(f"{response.url}#{response.page}", {"page": response.page})
         yield NextPage(response.url, dont_filter=True)
+
+
+class PriceSpider(Spider):
+    """Reads a price every page lacks: a ``KeyError`` in the spider's own ``parse``."""
+
+    name = "price"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        row: dict[str, str] = {"title": "a page"}
+        yield Item(response.url, {"price": row["price"]})  # the line the failure names
