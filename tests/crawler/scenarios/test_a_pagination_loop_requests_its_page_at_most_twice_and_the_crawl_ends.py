@@ -7,6 +7,7 @@ gets it, up to the job's page cap. Counted from the site's own request log."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ import pytest
 
 from crawler._task_steps import NEXT_PAGE_FETCHED, TASK_PAGE_CAP
 from eventlog import AnyEvent, EventLog, PageFetched, TaskDone
+from tests.crawler.conftest import run_projector
 from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.operator_cli import crawlog
 from tests.crawler.spiders import KILL_AT_PAGE_ENV
 
 pytestmark = pytest.mark.anyio
@@ -34,8 +37,13 @@ async def crawled(log: EventLog, worker_process: Callable[..., Any]) -> list[Any
     return [entry.event for entry in await log.read_range()]
 
 
-async def test_a_next_page_that_is_the_page_itself_is_requested_once(
-    start_job: Callable[..., Any], worker_process: Callable[..., Any], log: EventLog
+async def test_a_next_page_that_is_the_page_itself_is_requested_once_and_reported(
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    log: EventLog,
+    job: str,
+    valkey_url: str,
+    data_dir: Path,
 ) -> None:
     async with serve_hostile({"/loop": PAGE}) as site:
         await start_job([site.url + "/loop"], spider="tests.crawler.spiders:SelfLoopSpider")
@@ -45,6 +53,11 @@ async def test_a_next_page_that_is_the_page_itself_is_requested_once(
     assert done.reason == NEXT_PAGE_FETCHED and done.counts.pages == 1
     [page] = [e for e in events if isinstance(e, PageFetched)]
     assert page.dropped == {NEXT_PAGE_FETCHED: 1}
+    with anyio.fail_after(60):
+        await run_projector(valkey_url, job, data_dir)
+        report = await crawlog(valkey_url, data_dir, "report", "--job", job, "--json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["totals"]["dropped"] == {NEXT_PAGE_FETCHED: 1}
 
 
 async def test_a_loop_of_two_pages_requests_each_once_and_a_kill_inside_it_changes_nothing(
