@@ -3,14 +3,13 @@
 What a spider needs is re-exported here: ``from crawler import Spider, Item, Follow, NextPage``
 (and ``DropItem`` for its pipelines).
 The spider API and the URL helpers load with the package; the fetcher, the worker, the job
-settings and politeness load on first use (a module-level ``__getattr__``, as in
-:mod:`projector`), so that a spider module or the command line importing ``crawler`` does not
-pull in the HTTP stack. ``_LAZY`` maps each of those names to the module that defines it.
+settings and politeness load on first use, so that a spider module or the command line
+importing ``crawler`` does not pull in the HTTP stack: the names imported under
+``TYPE_CHECKING`` are what :func:`eventlog.install_lazy_importer` loads when first asked for.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from crawler._links import LinkResolver, extract_links
@@ -26,6 +25,7 @@ from crawler._spider import (
     SpiderOutputError,
 )
 from crawler._urls import BASE_PARTS, base_key, base_part, clean_href, join_href
+from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
     from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
@@ -34,18 +34,6 @@ if TYPE_CHECKING:
     from crawler._scraper import UncertainAction
     from crawler._worker import enqueue_seeds
 
-_LAZY: dict[str, str] = {
-    "AiohttpTransport": "crawler._fetch",
-    "FetchConfig": "crawler._fetch",
-    "Fetcher": "crawler._fetch",
-    "JobConfig": "crawler._job",
-    "Politeness": "crawler._politeness",
-    "PolitenessGate": "crawler._politeness",
-    "UncertainAction": "crawler._scraper",
-    "enqueue_seeds": "crawler._worker",
-    "save_config": "crawler._job",
-}
-"""Each name loaded on first use → the module that defines it."""
 
 __all__ = [
     "BASE_PARTS",
@@ -75,17 +63,4 @@ __all__ = [
     "save_config",
 ]
 
-if not TYPE_CHECKING:
-    # Hidden from mypy, so that a name missing from the imports above is an error there
-    # rather than an ``Any``.
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+_install_lazy_importer(globals())

@@ -23,7 +23,6 @@ from crawler._fetch_spec import FetchConfig, FetchResult
 from crawler._job import JobConfig
 from crawler._politeness import PolitenessGate
 from crawler._robots import (
-    MAX_ROBOTS_BYTES,
     RobotsCache,
     RobotsRules,
     RobotsVerdict,
@@ -36,8 +35,6 @@ from eventlog import CookieStore, RobotsFile, SharedRobots, Task, TaskQueue
 
 if TYPE_CHECKING:
     from crawler._fetch import Fetcher
-
-ROBOTS_PATH = "/robots.txt"
 
 
 class Downloader:
@@ -154,8 +151,8 @@ class Downloader:
     async def _fetch_robots(self, site: str) -> RobotsFile:
         """``site``'s robots.txt as the job keeps it: fetched by this worker for all of them."""
         assert self._fetcher is not None
-        result = await self._fetcher.fetch(site + ROBOTS_PATH)
-        body = result.body[:MAX_ROBOTS_BYTES] if not result.error else b""
+        result = await self._fetcher.fetch_robots(site)
+        body = result.body if not result.error else b""
         rules = parse_robots(body, result.status, error=result.error)
         lifetime = robots_lifetime(rules, result.headers, unreachable_s=self.robots.unreachable_ttl)
         return RobotsFile(

@@ -31,6 +31,7 @@ from http.client import HTTPResponse
 from http.cookiejar import CookieJar
 from types import TracebackType
 from typing import Any, Protocol, Self
+from urllib.parse import urlsplit
 from urllib.request import Request as UrllibRequest
 
 import aiohttp
@@ -38,6 +39,7 @@ import anyio
 import httpx
 import msgspec
 
+from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX, AddressRefused
 from crawler._fetch_spec import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_USER_AGENT,
@@ -65,6 +67,8 @@ from crawler._fetch_spec import (
     too_large,
 )
 from crawler._identity import ProxyRotation, proxy_for_site
+from crawler._resolver import GuardedResolver
+from crawler._robots import MAX_ROBOTS_BYTES, ROBOTS_MAX_REDIRECTS, ROBOTS_PATH
 from crawler._urls import HTTP_SCHEMES, canonical_url, site_of
 from eventlog import ConfigError
 
@@ -84,6 +88,7 @@ __all__ = [
     "ERROR_READ_TIMEOUT",
     "ERROR_REDIRECT_LOOP",
     "ERROR_REDIRECT_OUT_OF_SCOPE",
+    "ERROR_REFUSED_ADDRESS_PREFIX",
     "ERROR_TIMEOUT",
     "ERROR_TLS",
     "ERROR_TOO_MANY_REDIRECTS",
@@ -159,11 +164,17 @@ class Fetcher:
         if self._client is not None:
             raise RuntimeError("this Fetcher is already open")
         config = self.config
+        guard = None
+        if config.addresses is not None:
+            proxy_hosts = (urlsplit(proxy).hostname or "" for proxy in config.proxies)
+            guard = GuardedResolver(config.addresses, trusted_hosts=proxy_hosts)
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
                 limit=config.max_connections,
                 limit_per_host=config.max_connections_per_host or 0,
                 ssl=self._ssl_context,
+                # Every address a connection is opened to is one the guard let through.
+                resolver=guard,
             ),
             cookie_jar=aiohttp.DummyCookieJar(),
             # httpx decodes, so that the size cap applies to the decoded body.
@@ -174,7 +185,7 @@ class Fetcher:
         timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s, pool=None)
         self._client = httpx.AsyncClient(
             transport=AiohttpTransport(
-                session, proxies=config.proxies, rotation=config.proxy_rotation
+                session, proxies=config.proxies, rotation=config.proxy_rotation, guard=guard
             ),
             # The defaults replace httpx's own of the same name (Accept, ...), by name.
             headers=[("user-agent", config.user_agent), *config.headers],
@@ -211,9 +222,15 @@ class Fetcher:
         method: str = _GET,
         body: bytes | None = None,
         headers: Mapping[str, str] | None = None,
+        max_redirects: int | None = None,
+        keep_bytes: int | None = None,
     ) -> FetchResult:
         """GET ``url`` (or send ``method`` with ``body``), following redirects that
-        ``redirect_allowed`` (if given) accepts.
+        ``redirect_allowed`` (if given) accepts, at most ``max_redirects`` of them (the
+        config's if None).
+
+        ``keep_bytes``: a body longer than this is cut there, ``truncated`` (the rest is
+        not read), rather than failing the fetch as one over the config's size cap does.
 
         ``headers`` are sent over the fetcher's own (a name given here replaces its value
         there). A 301, 302 or 303 after a POST (a 303 after anything but HEAD) continues as
@@ -240,6 +257,10 @@ class Fetcher:
         if request.url.scheme not in HTTP_SCHEMES or not request.url.host:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
         chain = _Chain(url, started, sent)
+        if max_redirects is not None:
+            chain.max_redirects = max_redirects
+        if keep_bytes is not None:
+            chain.keep_bytes = keep_bytes
         with anyio.move_on_after(self.config.total_timeout_s):
             return await self._follow(client, chain, request, redirect_allowed, claim_target)
         return self._result(chain, NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
@@ -268,7 +289,7 @@ class Fetcher:
                     headers = _kept_headers(response.headers)
                     raw = response.headers.raw
                     # A redirect's body is read too, so that its connection can be reused.
-                    body = await self._read(response)
+                    body = await self._read(response, chain)
                 finally:
                     await response.aclose()
             except httpx.InvalidURL:
@@ -282,7 +303,10 @@ class Fetcher:
             if location is None or status not in REDIRECT_STATUSES:
                 if body is None:
                     return self._result(chain, status, headers, b"", self._too_large, raw)
-                return self._result(chain, status, headers, body, None, raw)
+                result = self._result(chain, status, headers, body, None, raw)
+                if chain.truncated:
+                    return msgspec.structs.replace(result, truncated=True)
+                return result
             target = _resolve(request.url, location)
             if target is None:
                 return self._result(chain, status, headers, b"", ERROR_INVALID_REDIRECT, raw)
@@ -290,7 +314,7 @@ class Fetcher:
             if seen is None:
                 seen = {_chain_key(chain.url)}
             key = _chain_key(target)
-            error = self._refusal(key in seen, len(chain.redirects), target, redirect_allowed)
+            error = self._refusal(key in seen, chain, target, redirect_allowed)
             if error is not None:
                 return self._result(chain, status, headers, b"", error, raw)
             request = _redirected(chain, request, status, target)
@@ -305,31 +329,47 @@ class Fetcher:
             seen.add(key)
             chain.redirects.append(target)
 
+    async def fetch_robots(self, site: str) -> FetchResult:
+        """``site``'s robots.txt (``scheme://host[:port]``) as RFC 9309 has it fetched:
+        up to `ROBOTS_MAX_REDIRECTS` redirects, to any host (each hop through the address
+        check all fetches have), and its first `MAX_ROBOTS_BYTES` (the rest not read)."""
+        return await self.fetch(
+            site + ROBOTS_PATH, max_redirects=ROBOTS_MAX_REDIRECTS, keep_bytes=MAX_ROBOTS_BYTES
+        )
+
     def _refusal(
         self,
         looped: bool,
-        followed: int,
+        chain: _Chain,
         target: str,
         redirect_allowed: Callable[[str], bool] | None,
     ) -> str | None:
         """Why a redirect to ``target`` is not followed, or None to follow it."""
         if looped:
             return ERROR_REDIRECT_LOOP
-        if followed >= self.config.max_redirects:
+        limit = self.config.max_redirects if chain.max_redirects is None else chain.max_redirects
+        if len(chain.redirects) >= limit:
             return ERROR_TOO_MANY_REDIRECTS
         if redirect_allowed is not None and not redirect_allowed(target):
             return ERROR_REDIRECT_OUT_OF_SCOPE
         return None
 
-    async def _read(self, response: httpx.Response) -> bytes | None:
-        """The decoded body, or None once it passes the size cap (the rest is not read)."""
-        limit = self.config.max_response_bytes
+    async def _read(self, response: httpx.Response, chain: _Chain) -> bytes | None:
+        """The decoded body, or None once it passes the size cap (the rest is not read);
+        cut at the chain's ``keep_bytes``, if it has them."""
+        keep = chain.keep_bytes
+        limit = self.config.max_response_bytes if keep is None else keep
         chunks: list[bytes] = []
         size = 0
+        chain.truncated = False
         async for chunk in response.aiter_bytes():
             size += len(chunk)
             if size > limit:
-                return None
+                if keep is None:
+                    return None
+                chunks.append(chunk[: len(chunk) - (size - limit)])
+                chain.truncated = True
+                break
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -418,7 +458,15 @@ def _tls_context_for(ca_settings: tuple[str | None, ...]) -> ssl.SSLContext:
 class _Chain:
     """One fetch under way: the URL asked for, the redirects followed, when it started."""
 
-    __slots__ = ("headers", "redirects", "started", "url")
+    __slots__ = (
+        "headers",
+        "keep_bytes",
+        "max_redirects",
+        "redirects",
+        "started",
+        "truncated",
+        "url",
+    )
 
     def __init__(self, url: str, started: float, headers: httpx.Headers) -> None:
         self.url = url
@@ -426,6 +474,9 @@ class _Chain:
         self.redirects: list[str] = []
         self.headers = headers
         """The headers its requests send (httpx adds Host and Content-Length to each)."""
+        self.max_redirects: int | None = None
+        self.keep_bytes: int | None = None
+        self.truncated = False
 
 
 class _NoCookieJar(CookieJar):
@@ -503,6 +554,8 @@ def _connect_reason(exc: BaseException) -> str:
     for _ in range(_MAX_CAUSES):
         if link is None:
             break
+        if isinstance(link, AddressRefused):
+            return link.reason
         if isinstance(link, ssl.SSLError):
             return ERROR_TLS
         if isinstance(link, socket.gaierror):
@@ -527,6 +580,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
 
     ``proxies``: every request goes through one of them, chosen by ``rotation``: by the
     request's site (`crawler._identity.proxy_for_site`), or in turn.
+
+    ``guard``: the session connector's resolver, if it checks addresses: a request whose
+    host is an address (which aiohttp does not resolve), or any request through a proxy,
+    is checked by it before it is sent (``httpx.ConnectError`` from ``AddressRefused``).
     """
 
     def __init__(
@@ -535,8 +592,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         *,
         proxies: tuple[str, ...] = (),
         rotation: ProxyRotation = "site",
+        guard: GuardedResolver | None = None,
     ) -> None:
         self._session = session
+        self._guard = guard
         self._timeouts_seen: object = None
         self._timeout = session.timeout
         self._proxies = proxies
@@ -553,6 +612,13 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._timeout = _client_timeout(timeouts) if timeouts else self._session.timeout
         content = await request.aread()
         url = str(request.url)
+        if self._guard is not None:
+            parsed = request.url
+            port = parsed.port or (443 if parsed.scheme == "https" else 80)
+            try:
+                await self._guard.check_host(parsed.host, port, resolve=bool(self._proxies))
+            except OSError as exc:  # AddressRefused, or a name that does not resolve
+                raise httpx.ConnectError(str(exc), request=request) from exc
         try:
             response = await self._session.request(
                 request.method,
@@ -587,6 +653,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         """Close the session and its connections."""
         await self._session.close()
+        if self._guard is not None:
+            await self._guard.close()
 
 
 class _AiohttpStream(httpx.AsyncByteStream):

@@ -15,6 +15,7 @@ from typing import Final
 
 import msgspec
 
+from crawler._addresses import AddressPolicy
 from crawler._identity import (
     DEFAULT_PROXY_ROTATION,
     PROXY_ROTATIONS,
@@ -111,6 +112,9 @@ class FetchConfig(msgspec.Struct, frozen=True, kw_only=True):
     """http(s) proxy URLs every request goes through; none: requests go direct."""
     proxy_rotation: ProxyRotation = DEFAULT_PROXY_ROTATION
     """How a request's proxy is chosen among ``proxies`` (see `ProxyRotation`)."""
+    addresses: AddressPolicy | None = None
+    """The addresses every hop of a fetch may connect to (`crawler._addresses`); None: any
+    (a fetcher of one's own). A job's fetchers always have one (`JobConfig.fetch_config`)."""
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
@@ -173,6 +177,8 @@ class FetchResult(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """No error, and the content type is one of the config's parse content types."""
     handed_over: bool = False
     """A redirect not followed because another task fetches its target (``location``)."""
+    truncated: bool = False
+    """The body is the first bytes of a longer one (a fetch given ``keep_bytes``)."""
     requested: bool = True
     """False when no request for the page was made (robots.txt could not be read): there
     is no page fetch to record, only the reason the task waits."""

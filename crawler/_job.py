@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import redis.asyncio as aioredis
 
+from crawler._addresses import AddressPolicy, own_hosts
 from crawler._backoff import (
     DEFAULT_BASE_DELAY_S,
     DEFAULT_MAX_ATTEMPTS,
@@ -90,6 +91,9 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     """HTTP statuses a fetch is retried on (sorted); network errors and timeouts always are."""
     backoff_base_s: float = DEFAULT_BASE_DELAY_S
     backoff_cap_s: float = DEFAULT_MAX_DELAY_S
+    allow_private: bool = False
+    """Fetch from loopback, private, link-local... addresses too (``--allow-private``); by
+    default only the seeds' own addresses of those kinds are (`crawler._addresses`)."""
 
     def breaker(self) -> CircuitBreaker:
         """The job's circuit breaker settings."""
@@ -107,6 +111,14 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
             connect_timeout_s=self.connect_timeout_s,
             read_timeout_s=self.read_timeout_s,
             total_timeout_s=self.total_timeout_s,
+            addresses=self.address_policy(),
+        )
+
+    def address_policy(self) -> AddressPolicy:
+        """The addresses the job's fetches may reach: public ones, those its seeds' (and
+        sitemaps') hosts are on, and every other with ``allow_private``."""
+        return AddressPolicy(
+            allow_private=self.allow_private, own_hosts=own_hosts((*self.seeds, *self.sitemaps))
         )
 
     def retry_policy(self) -> RetryPolicy:
@@ -190,6 +202,7 @@ _OPTIONS: dict[str, str] = {
     "retry_on": "--retry-on",
     "backoff_base_s": "--backoff-base",
     "backoff_cap_s": "--backoff-cap",
+    "allow_private": "--allow-private",
 }
 """Setting (dotted path into :class:`JobConfig`) -> the ``crawl`` option that sets it; a
 setting with no option is named by its path."""

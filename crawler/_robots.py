@@ -2,15 +2,20 @@
 
 What a response means follows RFC 9309 (and Google's reading of it):
 
-- 2xx: the body is the rules. Lines that do not parse are skipped, so a body that is not
-  a robots.txt at all (an HTML error page) allows everything.
-- 3xx left unfollowed, 4xx other than 429: there are no rules; everything is allowed.
-- 429, 5xx, no response (``status`` 0): the rules are unreachable for now, so nothing is
-  allowed; the cache keeps this verdict only briefly (`DEFAULT_UNREACHABLE_TTL_S`), and
-  then the worker asks again. The worker does not fail a task as "disallowed" for this: it
-  retries it (waiting at least that long), so a robots.txt that comes back lets the crawl
-  go on, and one that stays down fails the task, after the job's attempts, with the
-  reason "robots.txt unreachable: ...".
+- 2xx: the body is the rules, its first `MAX_ROBOTS_BYTES` (500 KiB) of a longer one (the
+  line cut there dropped). Lines that do not parse are skipped, so a body that is not a
+  robots.txt at all (an HTML error page) allows everything.
+- Redirects are followed as section 2.3.1.2 says: `ROBOTS_MAX_REDIRECTS` (five) of them, to
+  other hosts too, each hop through the crawl's address check (`crawler._addresses`).
+- 3xx left unfollowed (a sixth redirect, a loop), 4xx other than 429: there are no rules;
+  everything is allowed.
+- 429, 5xx, no response (``status`` 0), a 2xx whose body broke off (connection closed,
+  bad content encoding), a redirect to a refused address: the rules are unreachable for
+  now, so nothing is allowed; the cache keeps this verdict only briefly
+  (`DEFAULT_UNREACHABLE_TTL_S`), and then the worker asks again. The worker does not fail
+  a task as "disallowed" for this: it retries it (waiting at least that long), so a
+  robots.txt that comes back lets the crawl go on, and one that stays down fails the task,
+  after the job's attempts, with the reason "robots.txt unreachable: ...".
 
 RFC 9309 (section 2.3.1.4) and Google read a 5xx as a complete disallow for a while;
 Scrapy instead parses whatever body a 5xx had (an error page: allow all), and allows all
@@ -31,6 +36,7 @@ from typing import Final
 
 from protego import Protego
 
+from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from eventlog import ConfigError
 
 ROBOTS_USER_AGENT = "crawlog"
@@ -39,6 +45,9 @@ NO_RESPONSE: Final = 0
 """The ``status`` to pass when the fetch got no HTTP response at all."""
 MAX_ROBOTS_BYTES = 500 * 1024
 """RFC 9309 has parsers read at least 500 KiB; what follows is ignored."""
+ROBOTS_MAX_REDIRECTS = 5
+"""RFC 9309 section 2.3.1.2: at least five consecutive redirects, across hosts too."""
+ROBOTS_PATH: Final = "/robots.txt"
 MAX_CRAWL_DELAY_S = 60.0
 """A longer Crawl-delay is read as this: one page a minute is slow enough for any site."""
 DEFAULT_ROBOTS_TTL_S = 86_400.0
@@ -113,18 +122,28 @@ def parse_robots(
     """The rules a robots.txt response gives ``user_agent``; never raises.
 
     ``status`` is the response's HTTP status, or `NO_RESPONSE` when there was none;
-    ``error`` says why the fetch failed, if it did (the reason unreachable rules give).
+    ``error`` says why the fetch failed, if it did (the reason unreachable rules give): a
+    2xx with an error is a body that broke off, as unreachable as no response.
     """
-    if 200 <= status < 300:
+    if 200 <= status < 300 and error is None:
         if not body:
             return RobotsRules(RobotsVerdict.UNAVAILABLE, user_agent=user_agent)
+        if len(body) >= MAX_ROBOTS_BYTES:
+            # Read up to the limit (the fetch stops there): the line it cut is dropped.
+            body = body[:MAX_ROBOTS_BYTES].rpartition(b"\n")[0]
         # utf-8-sig: a byte-order mark would otherwise glue itself to the first directive.
-        text = body[:MAX_ROBOTS_BYTES].decode("utf-8-sig", errors="replace")
+        text = body.decode("utf-8-sig", errors="replace")
         return RobotsRules(RobotsVerdict.PARSED, Protego.parse(text), user_agent=user_agent)
-    if 300 <= status < 500 and status != 429:
+    if 300 <= status < 500 and status != 429 and not _refused(error):
         return RobotsRules(RobotsVerdict.UNAVAILABLE, user_agent=user_agent)
     reason = error or (f"HTTP {status}" if status != NO_RESPONSE else "no response")
     return RobotsRules(RobotsVerdict.UNREACHABLE, user_agent=user_agent, reason=reason)
+
+
+def _refused(error: str | None) -> bool:
+    """A redirect to an address the crawl may not reach: not a redirect left unfollowed
+    (which allows all), or a site could open itself up by redirecting there."""
+    return error is not None and error.startswith(ERROR_REFUSED_ADDRESS_PREFIX)
 
 
 _MAX_AGE = re.compile(r"(?:^|[,\s])(?:s-)?max-age\s*=\s*\"?(\d+)", re.IGNORECASE)

@@ -15,15 +15,21 @@ set, only a new one queued): reading them again, as a crawl run again after a cr
 enqueues nothing twice, and a URL a kill kept from being enqueued is enqueued then. No
 state of its own is kept. URLs out of the job's scope are left out and counted. A sitemap
 that cannot be fetched or parsed is reported, and the crawl goes on with the others.
+
+What a site names is not fetched blindly: a sitemap that robots.txt or an index lists, and
+every redirect of any sitemap's fetch, must be on a site the job's scope reaches
+(:func:`sitemap_scope`; the sitemaps given on the command line are the user's own), and
+every fetch goes through the job's address check (`crawler._addresses`) as the workers'
+do. robots.txt is fetched as the workers fetch it (`Fetcher.fetch_robots`).
 """
 
 from __future__ import annotations
 
 import zlib
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 from xml.etree.ElementTree import Element, ParseError
 
 from defusedxml import DefusedXmlException
@@ -32,6 +38,7 @@ from protego import Protego
 from yarl import URL
 
 from crawler._fetch_spec import FetchResult
+from crawler._robots import ROBOTS_PATH
 from crawler._scope import Scope
 from crawler._urls import clean_href, fingerprint_canonical, join_href, site_of
 from eventlog import Task, TaskQueue
@@ -46,9 +53,19 @@ SEED_PRIORITY: Final = 1
 """As the crawl's own seeds have."""
 _GZIP_MAGIC: Final = b"\x1f\x8b"
 _GZIP_WINDOW: Final = 16 + zlib.MAX_WBITS
-ROBOTS_PATH: Final = "/robots.txt"
+ERROR_OUT_OF_SCOPE: Final = "out of the crawl's scope"
 
-Fetch = Callable[[str], Awaitable[FetchResult]]
+
+class SitemapFetcher(Protocol):
+    """What reading sitemaps fetches with (a `crawler._fetch.Fetcher`)."""
+
+    async def fetch(
+        self, url: str, *, redirect_allowed: Callable[[str], bool] | None = None
+    ) -> FetchResult:
+        """``url``, following only the redirects ``redirect_allowed`` accepts."""
+
+    async def fetch_robots(self, site: str) -> FetchResult:
+        """``site``'s robots.txt, as the workers fetch it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +151,22 @@ class SitemapSeeds:
     out_of_scope: int = 0
     malformed: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
-    """Sitemaps (or robots.txt files) that could not be read, and why."""
+    """Sitemaps that could not be read (or were not fetched: out of scope), and why."""
+    robots_failed: list[tuple[str, str]] = field(default_factory=list)
+    """robots.txt files that could not be read, and why."""
+
+
+def sitemap_scope(scope: Scope) -> Scope:
+    """Where a sitemap a site names may be fetched from: a site the crawl's scope reaches
+    (a ``prefix`` scope's seed host as a whole: sitemaps live at a site's root)."""
+    if scope.mode == "prefix":
+        return Scope(scope.seeds, "host")
+    return Scope(scope.seeds, scope.mode)
 
 
 async def seed_from_sitemaps(
     queue: TaskQueue,
-    fetch: Fetch,
+    fetcher: SitemapFetcher,
     scope: Scope,
     *,
     sitemaps: Sequence[str] = (),
@@ -149,13 +176,22 @@ async def seed_from_sitemaps(
 ) -> SitemapSeeds:
     """Read ``sitemaps`` and those the robots.txt of each of ``robots_sites``
     (``scheme://host[:port]``) names, indexes followed, and enqueue the URLs they list
-    that ``scope`` allows, in batches of :data:`ENQUEUE_BATCH` (idempotent)."""
+    that ``scope`` allows, in batches of :data:`ENQUEUE_BATCH` (idempotent).
+
+    A sitemap named by a site (robots.txt, an index) outside :func:`sitemap_scope` is not
+    fetched; no sitemap's fetch follows a redirect outside it."""
     seeds = SitemapSeeds()
-    pending = deque(dict.fromkeys(sitemaps))
+    where = sitemap_scope(scope)
+
+    def reachable(url: str) -> bool:
+        return where.allows(url, 0)
+
+    given = dict.fromkeys(sitemaps)
+    pending = deque(given)
     for site in dict.fromkeys(robots_sites):
-        result = await fetch(site + ROBOTS_PATH)
+        result = await fetcher.fetch_robots(site)
         if (why := _unread(result)) is not None:
-            seeds.failed.append((site + ROBOTS_PATH, why))
+            seeds.robots_failed.append((site + ROBOTS_PATH, why))
             continue
         pending.extend(robots_sitemaps(result.body))
     visited: set[str] = set()
@@ -165,7 +201,10 @@ async def seed_from_sitemaps(
         if url in visited:
             continue
         visited.add(url)
-        result = await fetch(url)
+        if url not in given and not reachable(url):
+            seeds.failed.append((url, ERROR_OUT_OF_SCOPE))
+            continue
+        result = await fetcher.fetch(url, redirect_allowed=reachable)
         if (why := _unread(result)) is not None:
             seeds.failed.append((url, why))
             continue

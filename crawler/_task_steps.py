@@ -23,6 +23,7 @@ from typing import Final, Protocol, TypeAlias
 import anyio
 import msgspec
 
+from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._downloader import Downloader
 from crawler._fetch_spec import (
@@ -553,4 +554,6 @@ def evidence_of(result: FetchResult) -> Evidence | None:
 def _permanent(result: FetchResult) -> bool:
     """A failure that no retry can fix (a bad URL, a redirect loop, a page too large)."""
     error = result.error or ""
-    return error in PERMANENT_ERRORS or error.startswith(ERROR_TOO_LARGE_PREFIX)
+    return error in PERMANENT_ERRORS or error.startswith(
+        (ERROR_TOO_LARGE_PREFIX, ERROR_REFUSED_ADDRESS_PREFIX)
+    )

@@ -97,6 +97,7 @@ from eventlog._keys import (
     check_job_name,
     cookie_field,
 )
+from eventlog._lazy import install_lazy_importer
 from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_worker_name
 from eventlog._log import (
     DEFAULT_DEDUP_WINDOW_S,
@@ -269,6 +270,7 @@ __all__ = [
     "flock_within",
     "fsync_dir",
     "hold_worker_name",
+    "install_lazy_importer",
     "is_seen",
     "job_config",
     "job_exists",

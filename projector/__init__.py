@@ -1,16 +1,17 @@
 """The projector: the fold of the event log into state, its archive, analytics and reports.
 
-Every name here loads on first use (a module-level ``__getattr__``): ``import projector``
-costs nothing, and a worker that needs the fold or the state model never loads Arrow or
-DuckDB, which only the archive, the reports and the analytics use. ``_LAZY`` maps each name
-to the module that defines it; the imports under ``TYPE_CHECKING`` say the same to mypy
-(tests/test_each_package_s_api_is_sorted_pinned_and_resolves.py checks that both agree).
+Every name here loads on first use: ``import projector`` costs nothing beyond the
+``eventlog`` it builds on, and a worker that needs the fold or the state model never loads
+Arrow or DuckDB, which only the archive, the reports and the analytics use. The imports under
+``TYPE_CHECKING`` say to mypy where each name comes from, and
+:func:`eventlog.install_lazy_importer` loads each from there on first use.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
     from projector._archive import (
@@ -83,77 +84,6 @@ if TYPE_CHECKING:
     from projector._views import NoProjectedData
     from projector._writer import WriterFailed
 
-_LAZY: dict[str, str] = {
-    "ABORTED": "projector._state",
-    "ArchiveCorrupt": "projector._archive",
-    "DEDUP_WINDOW": "projector._state",
-    "DEFAULT_COMMIT_INTERVAL_S": "projector._defaults",
-    "DEFAULT_KEEP_TAIL_S": "projector._defaults",
-    "DEFAULT_SNAPSHOT_INTERVAL_S": "projector._defaults",
-    "DONE": "projector._state",
-    "EXPORT_FORMATS": "projector._defaults",
-    "EXPORT_WHAT": "projector._defaults",
-    "ExportFormat": "projector._defaults",
-    "ExportWhat": "projector._defaults",
-    "FAILED": "projector._state",
-    "Feed": "projector._feed",
-    "FeedPosition": "projector._feed",
-    "JobState": "projector._state",
-    "LISTED": "projector._summary",
-    "MANIFEST": "projector._store",
-    "Manifest": "projector._store",
-    "NoProjectedData": "projector._views",
-    "PAUSED": "projector._state",
-    "PENDING": "projector._state",
-    "Projector": "projector._projector",
-    "ProjectorBusy": "projector._store",
-    "QueryResult": "projector._query",
-    "RUNNING": "projector._state",
-    "Replayed": "projector._replay",
-    "Report": "projector._report",
-    "SCHEMA": "projector._archive",
-    "SegmentInfo": "projector._archive",
-    "SiteState": "projector._state",
-    "State": "projector._state",
-    "Store": "projector._store",
-    "TERMINAL": "projector._state",
-    "TaskFilter": "projector._history",
-    "TaskSpill": "projector._replay",
-    "TaskState": "projector._state",
-    "WriterFailed": "projector._writer",
-    "apply": "projector._fold",
-    "bring_back_named": "projector._history",
-    "build_report": "projector._report",
-    "canonical": "projector._state",
-    "committed_position": "projector._projector",
-    "current_state": "projector._history",
-    "current_tasks": "projector._history",
-    "export": "projector._export",
-    "fetch_attempts": "projector._history",
-    "find_archived": "projector._replay",
-    "fold": "projector._fold",
-    "index_archive": "projector._reindex",
-    "job_dir": "projector._store",
-    "position_path": "projector._feed",
-    "projected_jobs": "projector._store",
-    "query": "projector._query",
-    "read_committed": "projector._projector",
-    "read_entries": "projector._archive",
-    "read_live": "projector._history",
-    "rebuild_checkpoint_index": "projector._replay",
-    "rebuild_from_redis": "projector._repair",
-    "replay": "projector._replay",
-    "replay_archive": "projector._replay",
-    "replay_job": "projector._replay",
-    "summarize": "projector._summary",
-    "task_history": "projector._history",
-    "tune_gc": "projector._projector",
-    "verify": "projector._replay",
-    "wait_for_position": "projector._projector",
-    "write_segment": "projector._archive",
-    "write_table": "projector._archive",
-}
-"""Each exported name → the module that defines it."""
 
 __all__ = [
     "ABORTED",
@@ -226,17 +156,4 @@ __all__ = [
     "write_table",
 ]
 
-if not TYPE_CHECKING:
-    # Hidden from mypy, so that a name missing from the imports above is an error there
-    # rather than an ``Any``.
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+_install_lazy_importer(globals())

@@ -5,19 +5,20 @@ workers and projector) both run :func:`main`. The commands use the crawler, the 
 the projector through their public APIs; what they share (options, settings, logging, exit
 statuses, progress) lives in this package's private modules. ``crawlog_command`` builds
 a command line that runs crawlog; what the tools use to stop crawlog processes loads on
-first use (``_LAZY``), as no command but ``crawl`` and ``demo`` needs it. So do the parts
-the web console (``crawler.console``) shows and acts with as the commands do: live
-progress (``LiveProgress``, ``Tracker``, ``Progress``), how durations and ETAs are written,
-and the operator's handle on a job (``OpenJob``, ``task_id_of``).
+first use (the ``TYPE_CHECKING`` imports, :func:`eventlog.install_lazy_importer`), as no
+command but ``crawl`` and ``demo`` needs it. So do the parts the web console
+(``crawler.console``) shows and acts with as the commands do: live progress
+(``LiveProgress``, ``Tracker``, ``Progress``), how durations and ETAs are written, and the
+operator's handle on a job (``OpenJob``, ``task_id_of``).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from crawler.cli._argv import crawlog_command
 from crawler.cli._main import cli, main
+from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
     from crawler.cli._format import format_duration
@@ -26,18 +27,6 @@ if TYPE_CHECKING:
     from crawler.cli._progress import Progress, Row, Tracker, format_eta
     from crawler.cli._progress_source import LiveProgress
 
-_LAZY: dict[str, str] = {
-    "LiveProgress": "crawler.cli._progress_source",
-    "OpenJob": "crawler.cli._operator",
-    "Progress": "crawler.cli._progress",
-    "Row": "crawler.cli._progress",
-    "Tracker": "crawler.cli._progress",
-    "format_duration": "crawler.cli._format",
-    "format_eta": "crawler.cli._progress",
-    "stop_processes": "crawler.cli._processes",
-    "task_id_of": "crawler.cli._operator",
-}
-"""Each name loaded on first use → the module that defines it."""
 
 __all__ = [
     "LiveProgress",
@@ -54,17 +43,4 @@ __all__ = [
     "task_id_of",
 ]
 
-if not TYPE_CHECKING:
-    # Hidden from mypy, so that a name missing from the imports above is an error there
-    # rather than an ``Any``.
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+_install_lazy_importer(globals())

@@ -1,5 +1,6 @@
 """``crawl``'s options for the job's HTTP identity and retries: user agent, default headers,
-proxies, timeouts, retries, the statuses retried on and the backoff.
+proxies, timeouts, retries, the statuses retried on and the backoff; and which addresses
+its fetches may reach (``--allow-private``).
 
 All of them are stored in the job's configuration (`crawler._job.JobConfig`), so every
 worker of the job, and one that resumes it, fetches the same way; ``crawlog worker`` takes
@@ -194,6 +195,13 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
         metavar="SECONDS",
         help="The most a retry's backoff waits.",
     ),
+    click.option(
+        "--allow-private",
+        is_flag=True,
+        help="Fetch from loopback, private and link-local addresses too (refused by default "
+        "but for the seeds' own: a site's redirect, robots.txt or sitemap cannot reach "
+        "this machine or its network).",
+    ),
 )
 
 PARAMS = (
@@ -208,6 +216,7 @@ PARAMS = (
     "retry_on",
     "backoff_base",
     "backoff_cap",
+    "allow_private",
 )
 """The parameters `identity_options` adds, as ``crawl`` receives them."""
 
@@ -245,4 +254,5 @@ def identity_settings(spider: Spider, values: Mapping[str, Any]) -> dict[str, An
         "retry_on": tuple(values["retry_on"]),
         "backoff_base_s": values["backoff_base"],
         "backoff_cap_s": values["backoff_cap"],
+        "allow_private": values["allow_private"],
     }

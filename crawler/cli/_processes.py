@@ -443,13 +443,15 @@ async def _seed_from_sitemaps(
     async with Fetcher(config.fetch_config()) as fetcher:
         seeds = await seed_from_sitemaps(
             queue,
-            fetcher.fetch,
+            fetcher,
             config.scope_rule(),
             sitemaps=config.sitemaps,
             robots_sites=robots_sites,
             actor="crawl",
             max_pages=config.max_pages,
         )
+    for url, why in seeds.robots_failed:
+        echo(f"robots.txt {url} not read: {why}")
     for url, why in seeds.failed:
         echo(f"sitemap {url} not read: {why}")
     echo(

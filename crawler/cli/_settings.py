@@ -235,6 +235,14 @@ SETTINGS: tuple[Setting, ...] = (
         "site (a site always through the same proxy) or request (in turn)",
     ),
     Setting(
+        "http.allow_private",
+        "CRAWLOG_ALLOW_PRIVATE",
+        "allow_private",
+        ("crawl",),
+        bool,
+        "fetch from loopback, private and link-local addresses, not only the seeds' own",
+    ),
+    Setting(
         "http.timeout",
         "CRAWLOG_TIMEOUT",
         "timeout",

@@ -96,16 +96,23 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     show_default=True,
     help="Output: an aligned table, CSV with a header, or a JSON array of objects.",
 )
+@click.option(
+    "--unsafe",
+    is_flag=True,
+    help="Run the query with the full DuckDB: writing (COPY, ATTACH...), reading any file.",
+)
 @click.argument("sql")
-def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, sql: str) -> None:
-    """Run a DuckDB SQL query over the job's views.
+def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, unsafe: bool, sql: str) -> None:
+    """Run a read-only DuckDB SQL query over the job's views.
 
     Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
-    columns). Works while the crawl runs, on what the projector last committed.
+    columns). Works while the crawl runs, on what the projector last committed. Only
+    reading statements run, and they see the job's views and nothing else on the machine
+    (no other file, no network, no extension) unless --unsafe is given.
     """
     from projector import query
 
-    result = query(_store(data_dir, job), sql)
+    result = query(_store(data_dir, job), sql, unsafe=unsafe)
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(result.columns)

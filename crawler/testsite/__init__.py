@@ -9,7 +9,6 @@ free of Arrow and DuckDB, as the command line that serves the site needs.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from crawler.testsite._interactive import (
@@ -56,16 +55,11 @@ from crawler.testsite._sitegen import (
     Layout,
     SiteMap,
 )
+from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
     from crawler.testsite._invariants import CrawlCheck, check_crawl, tasks_held
 
-_LAZY: dict[str, str] = {
-    "CrawlCheck": "crawler.testsite._invariants",
-    "check_crawl": "crawler.testsite._invariants",
-    "tasks_held": "crawler.testsite._invariants",
-}
-"""Each name loaded on first use → the module that defines it."""
 
 __all__ = [
     "DEFAULT_HUGE_PAGE_BYTES",
@@ -111,18 +105,4 @@ __all__ = [
     "tasks_held",
 ]
 
-
-if not TYPE_CHECKING:
-    # Hidden from mypy, so that a name missing from the imports above is an error there
-    # rather than an ``Any``.
-
-    def __getattr__(name: str) -> object:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+_install_lazy_importer(globals())

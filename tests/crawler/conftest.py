@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator, Callable
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,18 @@ from crawler._spider import Response
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite, serve_testsite
-from eventlog import JobKeys, TaskQueue
+from eventlog import (
+    EventLog,
+    ItemScraped,
+    JobKeys,
+    PageFetched,
+    TaskClaimed,
+    TaskDone,
+    TaskEnqueued,
+    TaskQueue,
+)
+from projector import Projector
+from tests.server_helpers import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,3 +130,59 @@ def make_response() -> Callable[..., Response]:
         )  # fmt: skip
 
     return make
+
+
+@pytest.fixture
+def ssrf_namespace() -> Iterator[str]:
+    """A network namespace of this test's own, its name: ``lo`` up with the addresses of
+    `tests.crawler.ssrf_sites` (10.9.9.9 and 169.254.169.254, nowhere but in it) and an
+    ``/etc/hosts`` naming them, which ``ip netns exec`` puts in place of the machine's.
+    Skipped, saying why, where one cannot be made (not root, no ``ip``)."""
+    from tests.crawler.ssrf_sites import HOSTS
+
+    name = f"crawlog-test-{os.getpid()}"
+    ip = shutil.which("ip")
+    if ip is None:
+        pytest.skip("no `ip` command: cannot create a network namespace")
+    made = subprocess.run([ip, "netns", "add", name], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"cannot create a network namespace: {made.stderr.strip()}")
+    etc = Path("/etc/netns") / name
+    try:
+        etc.mkdir(parents=True)
+        hosts = "".join(f"{address} {host}\n" for host, address in HOSTS.items())
+        (etc / "hosts").write_text(f"127.0.0.1 localhost\n::1 localhost\n{hosts}")
+        inside = [ip, "netns", "exec", name, ip]
+        subprocess.run([*inside, "link", "set", "lo", "up"], check=True)
+        for address in sorted(set(HOSTS.values())):
+            subprocess.run([*inside, "addr", "add", f"{address}/32", "dev", "lo"], check=True)
+        yield name
+    finally:
+        shutil.rmtree(etc, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            etc.parent.rmdir()  # unless something else keeps files there
+        subprocess.run([ip, "netns", "del", name], check=False)
+
+
+@pytest.fixture
+async def projected_job(
+    tmp_path: Path, redis_client: aioredis.Redis, job: str, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A data directory holding ``job``: three tasks of site.test, each with a page and an
+    item, projected and committed (for the commands that read committed data)."""
+    clean_env(monkeypatch)
+    directory = tmp_path / "projected"
+    events: list[Any] = []
+    for n in range(3):
+        task, url = f"t{n}", f"http://site.test/{n}"
+        events += [
+            TaskEnqueued(actor="seed", task_id=task, url=url, site="http://site.test"),
+            TaskClaimed(actor="w1", task_id=task, attempt=1),
+            PageFetched(actor="w1", task_id=task, attempt=1, url=url, status=200, page=1),
+            ItemScraped(actor="w1", task_id=task, key=f"item-{n}", data={"n": n}),
+            TaskDone(actor="w1", task_id=task, attempt=1),
+        ]
+    await EventLog(redis_client, job).append_many(events)
+    async with Projector(redis_client, job, directory) as projector:
+        await projector.catch_up()
+    return directory

@@ -27,6 +27,8 @@ class Route:
     """Accept the request and never answer."""
     unavailable_first: int = 0
     """Answer the first this many requests with 503 instead."""
+    cut_after: int | None = None
+    """Send only this many bytes of the body (its Content-Length says all), then hang up."""
 
 
 @dataclass
@@ -36,20 +38,27 @@ class HostileSite:
     port: int
     routes: dict[str, Route]
     requests: list[str] = field(default_factory=list)
+    connections: int = 0
+    """Connections accepted, whether or not a request came over them."""
+    host: str = "127.0.0.1"
 
     @property
     def url(self) -> str:
-        """The site's origin, ``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self.port}"
+        """The site's origin, ``http://HOST:PORT``."""
+        return f"http://{self.host}:{self.port}"
 
 
 @contextlib.asynccontextmanager
-async def serve_hostile(routes: dict[str, Route]) -> AsyncIterator[HostileSite]:
-    """Serve ``routes`` on a free port of 127.0.0.1 while the block runs (404 elsewhere)."""
-    site = HostileSite(port=0, routes=routes)
+async def serve_hostile(
+    routes: dict[str, Route], *, host: str = "127.0.0.1", port: int = 0
+) -> AsyncIterator[HostileSite]:
+    """Serve ``routes`` on ``host`` (a free port unless ``port``) while the block runs (404
+    elsewhere)."""
+    site = HostileSite(port=port, routes=routes, host=host)
     handlers: set[asyncio.Task[None]] = set()
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        site.connections += 1
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             target = head.split(b" ", 2)[1].decode("latin-1")
@@ -73,7 +82,7 @@ async def serve_hostile(routes: dict[str, Route]) -> AsyncIterator[HostileSite]:
                     await writer.drain()
                     await asyncio.sleep(route.trickle_s)
             else:
-                writer.write(route.body)
+                writer.write(route.body[: route.cut_after])
             await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass  # the client gave up (a timeout): nothing to answer
@@ -85,7 +94,7 @@ async def serve_hostile(routes: dict[str, Route]) -> AsyncIterator[HostileSite]:
         handlers.add(task)
         task.add_done_callback(handlers.discard)
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, host, port)
     site.port = server.sockets[0].getsockname()[1]
     try:
         yield site
