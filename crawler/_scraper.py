@@ -205,14 +205,15 @@ class Scraper:
         resolved against the page, then kept if it is not seen yet, and in scope and
         depth; the others dropped, by reason. A task is asked for with ``spec`` (None: a
         plain GET parsed by ``parse``), at ``priority``."""
+        # Hoisted: for the default spider this runs once per link of every page.
         fresh, seen, refusal = parsed.fresh, self.seen, self.scope.refusal
-        depth, parent = response.depth + 1, response.task_id
+        resolve, depth, parent = self._resolved.resolve, response.depth + 1, response.task_id
 
         def base() -> URL:
             return response.base_url
 
         for url in urls:
-            known = self._resolved.resolve(url, base)
+            known = resolve(url, base)
             if isinstance(known, Dropped):
                 parsed.drop(known.reason)
                 continue
