@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from fractions import Fraction
 from pathlib import Path
+from typing import Final
 
 import anyio
 import msgspec
@@ -121,6 +122,25 @@ def _queue_for(
     return queue
 
 
+class WorkerOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """How one worker process runs, beside what the job's configuration says.
+
+    ``concurrency``: tasks run at once; ``exit_when_done``: return once every task of the
+    job has ended, rather than waiting for more; ``grace_s``: how long a graceful stop
+    (`Worker.stop`) may take in all; ``fetch_config``: the HTTP client's settings (None:
+    the job's, `JobConfig.fetch_config`).
+    """
+
+    concurrency: int = DEFAULT_CONCURRENCY
+    exit_when_done: bool = False
+    grace_s: float = DEFAULT_GRACE_S
+    fetch_config: FetchConfig | None = None
+
+
+DEFAULT_OPTIONS: Final = WorkerOptions()
+"""A worker's by default: `DEFAULT_CONCURRENCY` tasks, waiting for more, `DEFAULT_GRACE_S`."""
+
+
 class Worker:
     """One worker process's crawl of a job.
 
@@ -130,12 +150,10 @@ class Worker:
     scope, retries, recovery limit); ``spider``: what parses the pages.
 
     ``data_dir``: where the projector archives the log (a trimmed checkpoint is read from
-    there); ``concurrency``: tasks run at once; ``fetch_config``: the HTTP client's settings
-    (default: the job's, `JobConfig.fetch_config`); ``exit_when_done``: return once every
-    task of the job has ended, rather than waiting for more; ``grace_s``: how long a
-    graceful stop (`stop`) may take in all; ``queue``: the queue to work through, for
-    ``name`` and ``config`` (`worker_queue`, e.g. with an observer); by default one
-    without an observer.
+    there); ``options``: how this process runs (`WorkerOptions`: its concurrency, whether
+    it exits once the job is done, its grace period, its HTTP client's settings);
+    ``queue``: the queue to work through, for ``name`` and ``config`` (`worker_queue`,
+    e.g. with an observer); by default one without an observer.
     """
 
     def __init__(
@@ -147,24 +165,21 @@ class Worker:
         spider: Spider,
         *,
         data_dir: Path,
-        concurrency: int = DEFAULT_CONCURRENCY,
-        fetch_config: FetchConfig | None = None,
-        exit_when_done: bool = False,
-        grace_s: float = DEFAULT_GRACE_S,
+        options: WorkerOptions = DEFAULT_OPTIONS,
         queue: TaskQueue | None = None,
     ) -> None:
         self.redis, self.job, self.name = redis, job, name
         self.config, self.spider = config, spider
         self.data_dir = data_dir
         """Where the projector archives the log: a trimmed checkpoint is read from there."""
-        self.concurrency = concurrency
-        self.exit_when_done = exit_when_done
-        self.grace_s = grace_s
+        self.concurrency = options.concurrency
+        self.exit_when_done = options.exit_when_done
+        self.grace_s = grace_s = options.grace_s
         self._queue = queue = _queue_for(redis, job, name, config, queue)
         self.keys = queue.keys
         self.scope = config.scope_rule()
         self.scraper = Scraper(spider, config, queue, self.scope)
-        fetching = fetch_config or config.fetch_config()
+        fetching = options.fetch_config or config.fetch_config()
         self.downloader = Downloader(redis, queue, config, fetching, self.scope, self.scraper.seen)
         self.gate = self.downloader.gate
         self.controls = Controls()
