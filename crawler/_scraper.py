@@ -23,6 +23,7 @@ from typing import Any, Final, TypeAlias
 import msgspec
 from yarl import URL
 
+from crawler._defaults import PAST_MAX_PAGES
 from crawler._fetch_spec import FetchResult
 from crawler._job import JobConfig
 from crawler._pipelines import Dropped as DroppedItem
@@ -133,7 +134,7 @@ class Scraper:
             await self._take(index, yielded, response, parsed)
         # The default spider's links: what its Follows would come to, one plain GET each
         # (canonical already, so resolving is a lookup for all but a link's first time).
-        self._admit(links, response, parsed)
+        self._admit_links(links, response, parsed)
         for reason, count in response.dropped.items():  # left out by the link rules
             parsed.drop(reason, count)
         return parsed
@@ -179,7 +180,7 @@ class Scraper:
             # A plain GET for ``parse`` is passed through as yielded; any other Follow
             # comes back from the check as a new one, in the form its task carries.
             spec = None if output is yielded else output.spec()
-            self._admit((output.url,), response, parsed, spec, output.priority)
+            self._admit_links((output.url,), response, parsed, spec, output.priority)
 
     def _next_page(self, output: NextPage, response: Response, parsed: Parsed) -> None:
         known = self._resolved.resolve(output.url, lambda: response.base_url)
@@ -193,7 +194,7 @@ class Scraper:
         else:
             parsed.next_page = NextPage(resolved, output.cursor, output.data, output.dont_filter)
 
-    def _admit(
+    def _admit_links(
         self,
         urls: Iterable[str],
         response: Response,
@@ -238,17 +239,31 @@ class Scraper:
                 spec=spec,
             )
 
-    async def enqueue(self, fresh: dict[str, Task]) -> int:
-        """New tasks (by fingerprint) for the links a page gave, in one round trip; how many
-        were new to the job."""
+    async def admit(self, parsed: Parsed) -> int:
+        """Enqueue a page's new tasks and take its next page from the job's page bound
+        (``--max-pages``); what the bound refuses is counted as dropped, by that reason.
+        How many tasks were new to the job."""
+        new, past = await self.enqueue(parsed.fresh)
+        cap = self._max_pages
+        if parsed.next_page is not None and cap and not await self.queue.take_page(cap):
+            parsed.next_page, past = None, past + 1
+        if past:
+            parsed.drop(PAST_MAX_PAGES, past)
+        return new
+
+    async def enqueue(self, fresh: dict[str, Task]) -> tuple[int, int]:
+        """New tasks (by fingerprint) for the links a page gave, in one round trip: how many
+        were new to the job, and how many of them the job's page bound refused."""
         if not fresh:
-            return 0
-        new = await self.queue.enqueue(list(fresh.values()), actor=self.name, cap=self._max_pages)
+            return 0, 0
+        new, past = await self.queue.enqueue_within(
+            list(fresh.values()), actor=self.name, cap=self._max_pages
+        )
         for fp in fresh:
             self.seen[fp] = None
         while len(self.seen) > SEEN_CACHE_SIZE:
             self.seen.popitem(last=False)
-        return sum(new)
+        return sum(new), past
 
     def once_for(self, lease: Lease) -> Once:
         """``response.once`` for the task of ``lease``: an action run at most once for the

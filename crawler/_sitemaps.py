@@ -150,6 +150,8 @@ class SitemapSeeds:
     """Of those, enqueued now (the others were known to the job already)."""
     out_of_scope: int = 0
     malformed: int = 0
+    past_bound: int = 0
+    """Of those, not enqueued because the job reached ``max_pages`` (``--max-pages``)."""
     failed: list[tuple[str, str]] = field(default_factory=list)
     """Sitemaps that could not be read (or were not fetched: out of scope), and why."""
     robots_failed: list[tuple[str, str]] = field(default_factory=list)
@@ -240,12 +242,10 @@ async def seed_from_sitemaps(
                 )
             )
             if len(batch) >= ENQUEUE_BATCH:
-                seeds.new += await _enqueue(queue, batch, actor, max_pages)
-                seeds.urls += len(batch)
+                await _enqueue(queue, batch, actor, max_pages, seeds)
                 batch = []
         if batch:
-            seeds.new += await _enqueue(queue, batch, actor, max_pages)
-            seeds.urls += len(batch)
+            await _enqueue(queue, batch, actor, max_pages, seeds)
     return seeds
 
 
@@ -257,5 +257,10 @@ def _unread(result: FetchResult) -> str | None:
     return None
 
 
-async def _enqueue(queue: TaskQueue, tasks: list[Task], actor: str, cap: int) -> int:
-    return sum(await queue.enqueue(tasks, actor=actor, cap=cap))
+async def _enqueue(
+    queue: TaskQueue, tasks: list[Task], actor: str, cap: int, seeds: SitemapSeeds
+) -> None:
+    new, past = await queue.enqueue_within(tasks, actor=actor, cap=cap)
+    seeds.urls += len(tasks)
+    seeds.new += sum(new)
+    seeds.past_bound += past

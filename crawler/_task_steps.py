@@ -317,8 +317,9 @@ class TaskSteps:
         )
 
     async def _parse_step(self, lease: Lease, step: _Step, result: FetchResult) -> Parsed | None:
-        """What the spider makes of the page, its drops noted on the page's `PageFetched`
-        and its new tasks enqueued; None if the spider failed the task."""
+        """What the spider makes of the page, its new tasks enqueued and its next page
+        taken (not to a page the task fetched, nor past a page cap), its drops noted on
+        the page's `PageFetched`; None if the spider failed the task."""
         try:
             parsed = await self.scraper.parse(lease, result, step.page, step.resume)
         except (LeaseLost, UncertainAction):
@@ -341,6 +342,7 @@ class TaskSteps:
             # request; here the task ends, its page's items kept, the drop counted.
             parsed.next_page, parsed.stop = None, stop
             parsed.drop(stop)
+        self.stats.enqueued += await self.scraper.admit(parsed)
         if step.fetched_at is not None:
             fetched = step.pending[step.fetched_at]
             if parsed.dropped:
@@ -348,7 +350,6 @@ class TaskSteps:
             if parsed.items_dropped:
                 fetched = msgspec.structs.replace(fetched, items_dropped=parsed.items_dropped)
             step.pending[step.fetched_at] = fetched
-        self.stats.enqueued += await self.scraper.enqueue(parsed.fresh)
         return parsed
 
     async def _write_step(

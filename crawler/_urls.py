@@ -181,7 +181,9 @@ def _join(base: URL, href: str) -> URL:
     return base.join(reference)
 
 
-DropReason = Literal["not http(s)", "malformed", "out of scope", "too deep", "denied by rule"]
+DropReason = Literal[
+    "not http(s)", "malformed", "out of scope", "too deep", "denied by rule", "past --max-pages"
+]
 """Why a URL a spider yielded is not crawled: counted by reason, never raised."""
 DROP_REASONS: Final[tuple[DropReason, ...]] = get_args(DropReason)
 

@@ -73,6 +73,7 @@ from eventlog._exceptions import (
     ConfigError,
     CrawlogError,
     EventDecodeError,
+    JobAlreadyCrawled,
     LeaseLost,
     OperatorRefused,
     PoisonEntry,
@@ -98,7 +99,7 @@ from eventlog._keys import (
     cookie_field,
 )
 from eventlog._lazy import install_lazy_importer
-from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_worker_name
+from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_job_crawl, hold_worker_name
 from eventlog._log import (
     DEFAULT_DEDUP_WINDOW_S,
     START,
@@ -207,6 +208,7 @@ __all__ = [
     "ItemScraped",
     "JarCopy",
     "JarWrite",
+    "JobAlreadyCrawled",
     "JobKeys",
     "JobPaused",
     "JobResumed",
@@ -269,6 +271,7 @@ __all__ = [
     "find_dead_letter",
     "flock_within",
     "fsync_dir",
+    "hold_job_crawl",
     "hold_worker_name",
     "install_lazy_importer",
     "is_seen",

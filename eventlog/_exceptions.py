@@ -17,6 +17,7 @@ this tree and the classes in step::
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
     ├── WorkerNameTaken ........ another live process holds this worker name
+    ├── JobAlreadyCrawled ...... another live ``crawlog crawl`` runs this job
     ├── OperatorRefused ........ an operator command that does not apply now (a retry of a
     │   │                        task still running...): nothing was written
     │   └── UnknownTask ........ a task id or URL the job's log has no task for
@@ -110,6 +111,26 @@ class WorkerNameTaken(CrawlogError):
         )
         self.worker = worker
         self.expires_in_ms = expires_in_ms
+
+
+class JobAlreadyCrawled(CrawlogError):
+    """Another live ``crawlog crawl`` holds the job's crawl lock (``hold_job_crawl``): a
+    second crawl of it would start workers beside that crawl's and show its progress as
+    its own."""
+
+    def __init__(self, job: str, pid: int | None, since: str | None):
+        held = ", ".join(
+            part
+            for part in (f"pid {pid}" if pid else "", f"since {since}" if since else "")
+            if part
+        )
+        super().__init__(
+            f"job {job} is already being crawled ({held or 'by a live process'}): "
+            f"`crawlog status --job {job} --watch` to watch it"
+        )
+        self.job = job
+        self.pid = pid
+        self.since = since
 
 
 class OperatorRefused(CrawlogError):

@@ -300,6 +300,11 @@ class JobKeys:
         """Event ids appended during one dedup-window generation."""
         return self._key("eids", generation)
 
+    @cached_property
+    def crawl_lock(self) -> str:
+        """Held while a ``crawlog crawl`` of the job runs (``hold_job_crawl``)."""
+        return self._key("crawl")
+
     def worker_lock(self, worker: str) -> str:
         """Held while a process lives under the worker name ``worker``."""
         return self._key("worker", worker)

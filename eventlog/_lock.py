@@ -1,4 +1,5 @@
-"""The worker-name lock: one live process per worker name.
+"""The worker-name lock: one live process per worker name; the job's crawl lock: one live
+``crawlog crawl`` per job.
 
 A worker's leases are its name's PEL, so two processes restarting under one name would
 both resume the same pending entries. The name is held with a key that expires unless the
@@ -16,17 +17,20 @@ waited out for the TTL.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import redis.asyncio as aioredis
 
 from eventlog._connection import redis_errors
-from eventlog._exceptions import WorkerNameTaken
+from eventlog._exceptions import CrawlogError, JobAlreadyCrawled, ServerError, WorkerNameTaken
 from eventlog._keys import JobKeys
 from eventlog._scripts import LOCK_ACQUIRE, LOCK_RELEASE, LOCK_TAKE_OVER
 
@@ -56,10 +60,66 @@ async def hold_worker_name(
     within ``release_timeout_s``: a server that does not answer must not hold up a stop
     (the name then expires after its TTL, as a killed holder's does).
     """
-    key, token = keys.worker_lock(worker), f"{secrets.token_hex(16)}|{_this_process()}"
+    lock = _Lock(
+        keys.worker_lock(worker),
+        "the worker name",
+        lambda _holder, remaining_ms: WorkerNameTaken(worker, remaining_ms),
+        ttl_ms=ttl_ms,
+    )
+    async with _held(redis, lock, wait_s=wait_s, release_timeout_s=release_timeout_s) as token:
+        yield token
+
+
+@asynccontextmanager
+async def hold_job_crawl(
+    redis: aioredis.Redis, keys: JobKeys, *, ttl_ms: int = DEFAULT_NAME_TTL_MS
+) -> AsyncIterator[str]:
+    """Hold the job's crawl lock while the block runs: one ``crawlog crawl`` of a job at a
+    time. ``JobAlreadyCrawled``, naming the holder's pid and since when it crawls, if a live
+    crawl has it; a crawl killed on this machine lets it go at once (as a worker's name),
+    one killed elsewhere after ``ttl_ms``."""
+    job = keys.job
+
+    def refused(holder: bytes | None, _remaining_ms: int) -> JobAlreadyCrawled:
+        pid, since = _holder_pid_and_since(holder)
+        return JobAlreadyCrawled(job, pid, since)
+
+    # A guard, not a fence (the workers' leases are that): a server that cannot write
+    # (a full disk) must not end the crawl through it, which says so once, in its summary.
+    lock = _Lock(keys.crawl_lock, "the job's crawl lock", refused, ttl_ms=ttl_ms, lenient=True)
+    async with _held(redis, lock, wait_s=0.0) as token:
+        yield token
+
+
+@dataclass(frozen=True, slots=True)
+class _Lock:
+    """A key held by one live process, and what to raise when another has it: given the
+    holder's value (None once it is gone) and the ms left of its TTL."""
+
+    key: str
+    what: str
+    refused: Callable[[bytes | None, int], CrawlogError]
+    ttl_ms: int
+    lenient: bool = False
+    """A renewal or release the server refuses (``ServerError``) is let go: the lock may
+    lapse (and expires), the holder goes on."""
+
+
+@asynccontextmanager
+async def _held(
+    redis: aioredis.Redis,
+    lock: _Lock,
+    *,
+    wait_s: float,
+    release_timeout_s: float = DEFAULT_RELEASE_TIMEOUT_S,
+) -> AsyncIterator[str]:
+    """Hold ``lock`` while the block runs (see `hold_worker_name`); its token."""
+    key, ttl_ms = lock.key, lock.ttl_ms
+    # The token's first part says since when and by which pid, for whoever finds it held.
+    token = f"{secrets.token_hex(16)}@{int(time.time())}@{os.getpid()}|{_this_process()}"
     acquire = redis.register_script(LOCK_ACQUIRE)
     deadline = anyio.current_time() + wait_s
-    with redis_errors("taking the worker name"):
+    with redis_errors(f"taking {lock.what}"):
         while not await acquire(keys=[key], args=[token, ttl_ms]):
             holder = await redis.get(key)
             if isinstance(holder, bytes) and is_gone(holder):
@@ -69,15 +129,15 @@ async def hold_worker_name(
                 continue  # held by someone else since: look again
             remaining = max(int(await redis.pttl(key)), 0)
             if anyio.current_time() + remaining / 1000 > deadline:
-                raise WorkerNameTaken(worker, remaining)
+                raise lock.refused(holder if isinstance(holder, bytes) else None, remaining)
             await anyio.sleep(remaining / 1000 + NAME_RETRY_MARGIN_S)
 
     async def keep() -> None:
         while True:
             await anyio.sleep(ttl_ms / 1000 / RENEWALS_PER_TTL)
-            with redis_errors("renewing the worker name"):
+            with _unless(lock.lenient), redis_errors(f"renewing {lock.what}"):
                 if not await acquire(keys=[key], args=[token, ttl_ms]):
-                    raise WorkerNameTaken(worker, 0)
+                    raise lock.refused(None, 0)
 
     try:
         async with anyio.create_task_group() as tg:
@@ -87,8 +147,27 @@ async def hold_worker_name(
     finally:
         with anyio.CancelScope(shield=True) as releasing:
             releasing.deadline = anyio.current_time() + release_timeout_s
-            with redis_errors("releasing the worker name"):
+            with _unless(lock.lenient), redis_errors(f"releasing {lock.what}"):
                 await redis.register_script(LOCK_RELEASE)(keys=[key], args=[token])
+
+
+def _unless(lenient: bool) -> AbstractContextManager[object]:
+    """Let a server's refusal go where ``lenient``."""
+    return contextlib.suppress(ServerError) if lenient else contextlib.nullcontext()
+
+
+def _holder_pid_and_since(holder: bytes | None) -> tuple[int | None, str | None]:
+    """The pid and start (UTC) a lock's value names; None for what it does not say (a
+    value written by an older crawlog has neither)."""
+    if holder is None:
+        return None, None
+    first = holder.decode(errors="replace").partition("|")[0]
+    _, _, rest = first.partition("@")
+    since, _, pid = rest.partition("@")
+    when = (
+        time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(int(since))) if since.isdigit() else None
+    )
+    return (int(pid) if pid.isdigit() else None), when
 
 
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")

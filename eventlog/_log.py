@@ -51,6 +51,12 @@ class StreamInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Stream ID of the last entry ever added (it may be trimmed since)."""
     max_deleted_id: str | None
     """The highest stream ID trimmed or deleted from the log; None if none was."""
+    length: int = 0
+    """Entries the stream holds now (the same reply: with ``entries_added``, how many were
+    trimmed, as one consistent pair)."""
+    first_id: str | None = None
+    """Stream ID of the oldest entry it holds (every trimmed one was older); None if it
+    holds none."""
 
 
 def parse_stream_info(reply: object) -> StreamInfo:
@@ -67,7 +73,16 @@ def parse_stream_info(reply: object) -> StreamInfo:
         entries_added=int(info.get("entries-added", 0)),
         last_id=_text(info.get("last-generated-id", START)),
         max_deleted_id=None if max_deleted == START else max_deleted,
+        length=int(info.get("length", 0)),
+        first_id=_first_id(info.get("first-entry")),
     )
+
+
+def _first_id(entry: object) -> str | None:
+    """The ID of XINFO STREAM's ``first-entry`` (``[id, fields]``, or nil)."""
+    if isinstance(entry, list | tuple) and entry:
+        return _text(entry[0])
+    return None
 
 
 def _text(value: object) -> str:

@@ -68,6 +68,7 @@ from eventlog._scripts import (
     RENEW_IDLE,
     RETRY,
     SETTLE,
+    TAKE_PAGE,
 )
 from eventlog._take_back import DEFAULT_TAKE_BACK_CHUNK, TakeBack
 from eventlog._tasks import Lease as Lease
@@ -171,6 +172,7 @@ class TaskQueue:
         self._checkpoint_values = redis.register_script(CHECKPOINT_VALUES)
         self._retry = redis.register_script(RETRY)
         self._claim_url = redis.register_script(CLAIM_URL)
+        self._take_page = redis.register_script(TAKE_PAGE)
         self._release_held = redis.register_script(RELEASE_HELD)
         self._left = redis.register_script(LEFT)
 
@@ -200,12 +202,26 @@ class TaskQueue:
 
         Returns, per task, whether it was new. Each new task gets its lane entry and its
         ``TaskEnqueued`` event in the same script, so neither exists without the other.
-        With ``cap`` > 0, nothing is enqueued once the job has that many tasks.
+        With ``cap`` > 0, nothing is enqueued once the job has that many tasks (and pages
+        taken by `take_page`).
         """
+        new, _ = await self.enqueue_within(tasks, actor=actor, fingerprints=fingerprints, cap=cap)
+        return new
+
+    async def enqueue_within(
+        self,
+        tasks: Sequence[Task],
+        *,
+        actor: str,
+        fingerprints: Sequence[str] | None = None,
+        cap: int = 0,
+    ) -> tuple[list[bool], int]:
+        """`enqueue`, and how many of the tasks were refused by ``cap`` alone (never seen,
+        and not enqueued because the job had reached its cap)."""
         if fingerprints is not None and len(fingerprints) != len(tasks):
             raise ValueError("one fingerprint per task")
         if not tasks:
-            return []
+            return [], 0
         started = time.perf_counter()
         await self.ensure_groups()
         fps = fingerprints if fingerprints is not None else [t.task_id for t in tasks]
@@ -234,10 +250,17 @@ class TaskQueue:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), "", "")
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
-        new = [bool(flag) for flag in reply]
+        new = [flag == 1 for flag in reply]
         if self.observer is not None:
             self.observer.enqueued(tasks, new, time.perf_counter() - started)
-        return new
+        return new, sum(flag == 2 for flag in reply)
+
+    async def take_page(self, cap: int) -> bool:
+        """Whether the job may fetch one more page under ``cap`` (``--max-pages``, > 0): a
+        task's next page, counted (as enqueued tasks are) if so."""
+        keys = [self.keys.seen, self.keys.seen_count]
+        with redis_errors("counting a page against --max-pages"):
+            return bool(await self._take_page(keys=keys, args=[cap]))
 
     async def control(self, event: ControlEvent, *, task_site: str = "") -> int:
         """Append a pause, resume or circuit event with its flag (``apply_control``)."""

@@ -97,6 +97,7 @@ ENQUEUE = (
 --       its bucket, lane, task, event_id, event
 -- The task entry and its TaskEnqueued event are written only for an unseen fingerprint,
 -- so fifty workers enqueueing one URL at once make exactly one task.
+-- Returns per group: 1 enqueued, 0 seen already, 2 not seen but refused by the cap.
 local new = {}
 local cap = tonumber(ARGV[2])
 local legacy = redis.call('EXISTS', KEYS[1]) == 1
@@ -106,7 +107,12 @@ local group, added = 0, 0
 for i = 3, #ARGV, 6 do
   group = group + 1
   if cap > 0 and count >= cap then
-    new[#new + 1] = 0
+    local bucket_has = redis.call('HEXISTS', KEYS[8 + group], ARGV[i + 1]) == 1
+    if bucket_has or (legacy and redis.call('SISMEMBER', KEYS[1], ARGV[i]) == 1) then
+      new[#new + 1] = 0
+    else
+      new[#new + 1] = 2
+    end
   elseif mark_seen(legacy, KEYS[8 + group], ARGV[i + 1], ARGV[i]) then
     count, added = count + 1, added + 1
     redis.call('XADD', KEYS[5 + tonumber(ARGV[i + 2])], '*', 't', ARGV[i + 3])
@@ -300,6 +306,19 @@ end
 return 0
 """
 )
+
+TAKE_PAGE = """
+-- One more page for the job within its cap (``--max-pages``): a task's next page, counted
+-- with the tasks in the seen count (a task's first page is counted when it is enqueued).
+-- A reply lost and the call retried counts one page twice: the bound errs low, never high.
+-- KEYS: seen (the older set: only read), seen count
+-- ARGV: cap (> 0).  Returns 1 if the page may be fetched (it is counted now), else 0.
+local count = tonumber(redis.call('GET', KEYS[2]) or 0)
+if redis.call('EXISTS', KEYS[1]) == 1 then count = count + redis.call('SCARD', KEYS[1]) end
+if count >= tonumber(ARGV[1]) then return 0 end
+redis.call('INCR', KEYS[2])
+return 1
+"""
 
 RETRY = (
     _PRELUDE

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         write_segment,
         write_table,
     )
+    from projector._committed import committed_position, read_committed, wait_for_position
     from projector._defaults import (
         DEFAULT_COMMIT_INTERVAL_S,
         DEFAULT_KEEP_TAIL_S,
@@ -43,16 +44,11 @@ if TYPE_CHECKING:
         read_live,
         task_history,
     )
-    from projector._projector import (
-        Projector,
-        committed_position,
-        read_committed,
-        tune_gc,
-        wait_for_position,
-    )
+    from projector._integrity import files_warning, stream_gap
+    from projector._projector import Projector, tune_gc
     from projector._query import QueryResult, query
     from projector._reindex import index_archive
-    from projector._repair import rebuild_from_redis
+    from projector._repair import rebuild_from_redis, repair
     from projector._replay import (
         Replayed,
         TaskSpill,
@@ -63,7 +59,8 @@ if TYPE_CHECKING:
         replay_job,
         verify,
     )
-    from projector._report import Report, build_report
+    from projector._report import build_report
+    from projector._report_model import Report
     from projector._state import (
         ABORTED,
         DEDUP_WINDOW,
@@ -132,6 +129,7 @@ __all__ = [
     "current_tasks",
     "export",
     "fetch_attempts",
+    "files_warning",
     "find_archived",
     "fold",
     "index_archive",
@@ -144,9 +142,11 @@ __all__ = [
     "read_live",
     "rebuild_checkpoint_index",
     "rebuild_from_redis",
+    "repair",
     "replay",
     "replay_archive",
     "replay_job",
+    "stream_gap",
     "summarize",
     "task_history",
     "tune_gc",

@@ -102,12 +102,47 @@ class SegmentInfo(msgspec.Struct, frozen=True, kw_only=True):
     first_id: str
     last_id: str
     events: int
+    size: int | None = None
+    """The file's size in bytes, so that a reader can see a file cut short without reading
+    it (None: a segment written before sizes were recorded)."""
 
 
 def segment_name(first_id: str, last_id: str) -> str:
     """A file name that sorts like the stream IDs it spans."""
     (a_ms, a_seq), (b_ms, b_seq) = stream_id_key(first_id), stream_id_key(last_id)
     return f"{a_ms:015d}-{a_seq:08d}_{b_ms:015d}-{b_seq:08d}{SEGMENT_SUFFIX}"
+
+
+def span_of(name: str) -> tuple[str, str] | None:
+    """The first and last stream IDs a segment's file name says it spans (``segment_name``
+    read back); None for a name that is not a segment's."""
+    stem = name.removesuffix(SEGMENT_SUFFIX)
+    if stem == name or name.startswith("."):
+        return None
+    try:
+        first, last = stem.split("_")
+        ids = [tuple(int(part) for part in side.split("-")) for side in (first, last)]
+    except ValueError:
+        return None
+    if any(len(i) != 2 for i in ids):
+        return None
+    (a_ms, a_seq), (b_ms, b_seq) = ids
+    return f"{a_ms}-{a_seq}", f"{b_ms}-{b_seq}"
+
+
+def segment_on_disk(path: Path) -> SegmentInfo:
+    """What a segment file holds, as a manifest records it, from its name and its Parquet
+    footer (the rows are not read); ``ArchiveCorrupt`` if the footer cannot be read."""
+    span = span_of(path.name)
+    if span is None:
+        raise ArchiveCorrupt(f"{path} is not an archive segment's name")
+    try:
+        rows = pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException) as exc:
+        raise ArchiveCorrupt(f"archive segment {path} cannot be read ({exc})") from None
+    return SegmentInfo(
+        name=path.name, first_id=span[0], last_id=span[1], events=rows, size=path.stat().st_size
+    )
 
 
 def _read_lines(lines: bytes) -> pa.Table:
@@ -217,7 +252,11 @@ def _write_rows(directory: Path, table: pa.Table, parts: Sequence[pa.Table]) -> 
 def _segment_info(segment: Path, table: pa.Table) -> SegmentInfo:
     ids = table.column("stream_id")
     return SegmentInfo(
-        name=segment.name, first_id=ids[0].as_py(), last_id=ids[-1].as_py(), events=table.num_rows
+        name=segment.name,
+        first_id=ids[0].as_py(),
+        last_id=ids[-1].as_py(),
+        events=table.num_rows,
+        size=segment.stat().st_size,
     )
 
 

@@ -58,9 +58,9 @@ from eventlog import (
     decode,
     stream_id_key,
 )
+from projector._committed import committed_state, named_tasks
 from projector._fold import apply_all, fold
 from projector._keystore import named_keys, read_keys
-from projector._projector import committed_state, named_tasks
 from projector._replay import archived_batches
 from projector._segment_index import indexed_history
 from projector._state import State, TaskState

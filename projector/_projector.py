@@ -13,11 +13,10 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from collections.abc import Callable, Collection, Iterable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Self
 
 import anyio
 import anyio.lowlevel
@@ -27,35 +26,29 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
 from eventlog import (
-    CrawlogError,
     EventLog,
     InFlight,
-    JobKeys,
     LogEntry,
     PoisonEntry,
     publish_projector_position,
-    read_projector_position,
     stream_id_key,
-    wait_for_projector_position,
 )
-from projector._archive import read_entries
+from projector._committed import bring_back, live_state, restored_fetches
 from projector._committer import CommitRequest, Committer
 from projector._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,
     DEFAULT_KEEP_TAIL_S,
     DEFAULT_SNAPSHOT_INTERVAL_S,
 )
-from projector._fetches import FetchTracker
-from projector._fold import apply_all, fold
-from projector._keystore import StoredKeys, named_keys
-from projector._state import TERMINAL, State, TaskState, canonical
+from projector._fold import apply_all
+from projector._keystore import StoredKeys
+from projector._repair import recover
+from projector._state import TERMINAL, State, canonical
 from projector._store import Manifest, Store
 from projector._summary import SummaryTracker, touched_tasks
 from projector._taskstore import (
     StoredTasks,
     TaskRow,
-    iter_task_ids,
-    named_task_ids,
     summary_rows,
     task_row,
 )
@@ -158,7 +151,8 @@ class Projector:
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
             lock_fd = stack.enter_context(self.store.lock())
-            self.manifest = await anyio.to_thread.run_sync(self.store.recover)
+            # A missing manifest over segment files, or a damaged one, is rebuilt from them.
+            self.manifest = await anyio.to_thread.run_sync(recover, self.store)
             self._committer = Committer(self.store, self.manifest)
             # Left after the task group, which waits for the commit in flight.
             writer = SegmentWriter(self.store.archive, lock_fd)
@@ -285,37 +279,8 @@ class Projector:
         Waits for the previous commit first; with ``wait``, for this one as well.
         """
         await self._wait_committed()
-        snapshot_bytes = fetches_bytes = None
-        leaving: list[TaskRow] = []
-        keys: list[str] = []
-        due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
-        # A snapshot without a tracker beside it is written again with one, even at the same
-        # position: a restart from it would read the whole archive again.
-        if due and (
-            self.manifest.snapshot_position != self.state.position or self._untracked_snapshot
-        ):
-            self._untracked_snapshot = False
-            # The summary first: it reads the tasks about to leave memory.
-            self._summary.update(self.state, self._touched)
-            self._touched = set()
-            leaving = self._evict()
-            keys = self.stored_keys.evict(self.state.item_keys)
-            # Encoded now: the fold goes on changing the state while the commit runs.
-            snapshot_bytes = canonical(self.state)
-            if self._summary.fetches is not None:
-                fetches_bytes = self._summary.fetches.dump()
-            self._snapshot_at = time.monotonic()
-        committed = self.manifest.summary
-        dead_known = (committed.dead_letters if committed else 0) == self._dead_letters
-        # A manifest without the fetch figures (written before them) gets them now.
-        figures_known = committed is None or committed.fetches is not None
-        if (
-            not self._pending
-            and self.position == self.manifest.position
-            and not snapshot_bytes
-            and dead_known
-            and figures_known
-        ):
+        snapshot_bytes, fetches_bytes, leaving, keys = self._snapshot_if_due(snapshot)
+        if snapshot_bytes is None and self._nothing_to_commit():
             return
         self._summary.update(self.state, self._touched)
         self._touched = set()
@@ -341,6 +306,44 @@ class Projector:
         self._tasks.start_soon(self._commit, work, done, streamed)
         if wait:
             await self._wait_committed()
+
+    def _snapshot_if_due(
+        self, snapshot: bool
+    ) -> tuple[bytes | None, bytes | None, list[TaskRow], list[str]]:
+        """The snapshot's bytes, its fetch tracker's, and the tasks and keys leaving memory
+        with it, if one is due (``snapshot``, or the interval passed); Nones and nothing
+        otherwise."""
+        due = snapshot or time.monotonic() - self._snapshot_at >= self.snapshot_interval_s
+        # A snapshot without a tracker beside it is written again with one, even at the same
+        # position: a restart from it would read the whole archive again.
+        if not due or (
+            self.manifest.snapshot_position == self.state.position and not self._untracked_snapshot
+        ):
+            return None, None, [], []
+        self._untracked_snapshot = False
+        # The summary first: it reads the tasks about to leave memory.
+        self._summary.update(self.state, self._touched)
+        self._touched = set()
+        leaving = self._evict()
+        keys = self.stored_keys.evict(self.state.item_keys)
+        # Encoded now: the fold goes on changing the state while the commit runs.
+        snapshot_bytes = canonical(self.state)
+        fetches = self._summary.fetches
+        self._snapshot_at = time.monotonic()
+        return snapshot_bytes, fetches.dump() if fetches is not None else None, leaving, keys
+
+    def _nothing_to_commit(self) -> bool:
+        """Nothing read since the last commit, and its summary says all it should."""
+        committed = self.manifest.summary
+        dead_known = (committed.dead_letters if committed else 0) == self._dead_letters
+        # A manifest without the fetch figures (written before them) gets them now.
+        figures_known = committed is None or committed.fetches is not None
+        return (
+            not self._pending
+            and self.position == self.manifest.position
+            and dead_known
+            and figures_known
+        )
 
     def _evict(self) -> list[TaskRow]:
         """Take the terminal tasks out of memory, as the rows of the next task segment."""
@@ -451,173 +454,3 @@ def evict_terminal(state: State, stored: StoredTasks) -> list[TaskRow]:
         del tasks[row.task_id]
     stored.add(leaving)
     return leaving
-
-
-def bring_back(
-    store: Store,
-    manifest: Manifest,
-    stored: StoredTasks,
-    state: State,
-    entries: Collection[LogEntry],
-    keys: StoredKeys | None = None,
-) -> None:
-    """Load the stored tasks ``entries`` name back into ``state``, and (with ``keys``) the
-    stored item keys they scrape, before they are folded."""
-    missing = stored.missing(state.tasks, named_tasks(entries))
-    if missing:
-        state.tasks.update(load_stored(store, manifest, stored, missing))
-    if keys is not None:
-        scraped = keys.missing(state.item_keys, named_keys(entries))
-        if scraped:
-            state.item_keys |= _retrying_manifest(
-                store, manifest, lambda m: keys.load(scraped, store.key_segment_paths(m))
-            )
-
-
-LOAD_ATTEMPTS = 3
-FOLD_BATCH = 5_000
-
-
-def named_tasks(entries: Iterable[LogEntry]) -> set[str]:
-    """The task ids ``entries`` name, each once (``named_task_ids``)."""
-    return named_task_ids([entry.event for entry in entries])
-
-
-def load_stored(
-    store: Store, manifest: Manifest, stored: StoredTasks, task_ids: set[str]
-) -> dict[str, TaskState]:
-    """The stored tasks among ``task_ids``, read from the committed task segments.
-
-    The committer's thread may compact them meanwhile (and delete what ``manifest`` names):
-    then the newer manifest on disk names the merged segment, which holds the same rows.
-    """
-    return _retrying_manifest(
-        store, manifest, lambda m: stored.load(task_ids, store.task_segment_paths(m))
-    )
-
-
-_T = TypeVar("_T")
-
-
-def _retrying_manifest(store: Store, manifest: Manifest, read: Callable[[Manifest], _T]) -> _T:
-    """``read(manifest)``, or, if the committer's merge deleted a file it names meanwhile,
-    ``read`` of the newer manifest on disk (which names the merged file, same rows)."""
-    for attempt in range(LOAD_ATTEMPTS):
-        try:
-            return read(manifest)
-        except CrawlogError:
-            if attempt == LOAD_ATTEMPTS - 1:
-                raise
-            manifest = store.read_manifest()
-    raise AssertionError("unreachable")
-
-
-def restored_fetches(store: Store, manifest: Manifest) -> FetchTracker | None:
-    """The fetch tracker at the manifest's snapshot, to go on from as ``live_state`` folds
-    the archive after it; None if that snapshot has none (written before them, or
-    unreadable): the tracker must then be rebuilt from the whole archive."""
-    if manifest.snapshot is None:
-        return FetchTracker()  # ``live_state`` folds, and so observes, the whole archive
-    data = store.read_snapshot_fetches(manifest)
-    if data is None:
-        return None
-    try:
-        return FetchTracker.restore(data)
-    except msgspec.DecodeError:
-        return None  # damaged: the archive gives the same tracker back
-
-
-def live_state(
-    store: Store,
-    manifest: Manifest,
-    observe: Callable[[State, list[LogEntry]], None] | None = None,
-) -> tuple[State, StoredTasks, StoredKeys]:
-    """The live part of the state a manifest commits, and what is in its task and key
-    stores: the snapshot's live part, then every archived event after it, folded with the
-    stored tasks they name and the stored item keys they scrape brought back (as the
-    projector folds). ``observe`` sees each batch after its tasks are back, before it is
-    folded (as the projector's fetch tracker does)."""
-    state = store.read_snapshot(manifest, stored=False)
-    stored = StoredTasks()
-    stored.hashes.update(map(hash, iter_task_ids(store.task_segment_paths(manifest))))
-    keys = StoredKeys()
-    keys.rebuild(store.key_segment_paths(manifest))
-    after = stream_id_key(state.position)
-    paths = store.segment_paths(manifest)
-    batch: list[LogEntry] = []
-    for segment, path in zip(manifest.segments, paths, strict=True):
-        if stream_id_key(segment.last_id) <= after:
-            continue
-        for entry in read_entries(path, after=state.position):
-            batch.append(entry)
-            if len(batch) >= FOLD_BATCH:
-                _fold_bringing_back(store, manifest, stored, keys, state, batch, observe)
-                batch = []
-    _fold_bringing_back(store, manifest, stored, keys, state, batch, observe)
-    return state, stored, keys
-
-
-def _fold_bringing_back(
-    store: Store,
-    manifest: Manifest,
-    stored: StoredTasks,
-    keys: StoredKeys,
-    state: State,
-    batch: list[LogEntry],
-    observe: Callable[[State, list[LogEntry]], None] | None,
-) -> None:
-    bring_back(store, manifest, stored, state, batch, keys)
-    if observe is not None:
-        observe(state, batch)
-    apply_all(state, batch)
-
-
-def committed_state(store: Store, manifest: Manifest) -> State:
-    """The state a manifest commits: its snapshot, then every archived event after it."""
-    state = store.read_snapshot(manifest)
-    after = stream_id_key(state.position)
-    paths = store.segment_paths(manifest)
-    for segment, path in zip(manifest.segments, paths, strict=True):
-        if stream_id_key(segment.last_id) > after:
-            fold(read_entries(path, after=state.position), state)
-    return state
-
-
-READ_ATTEMPTS = 3
-
-
-def read_committed(store: Store, *, tasks: bool = True) -> tuple[Manifest, State]:
-    """The committed manifest and its state, read without the projector's lock.
-
-    Without ``tasks``, the state's live part only (as the projector holds it): the job,
-    sites and anomalies are the whole state's, ``tasks`` lacks those in the task store,
-    which are then not read at all.
-
-    A projector running meanwhile may commit and delete the files an older manifest names
-    (a replaced snapshot, compacted segments): then read the newer manifest again.
-    """
-    for attempt in range(READ_ATTEMPTS):
-        manifest = store.read_manifest()
-        try:
-            if not tasks:
-                return manifest, live_state(store, manifest)[0]
-            return manifest, committed_state(store, manifest)
-        except CrawlogError:
-            if attempt == READ_ATTEMPTS - 1 or store.read_manifest() == manifest:
-                raise
-    raise AssertionError("unreachable")
-
-
-async def wait_for_position(
-    redis: aioredis.Redis, job: str, goal: str, timeout_s: float
-) -> str | None:
-    """Wait until the job's projector has committed stream ID ``goal``.
-
-    Returns the committed position then, or None if ``timeout_s`` passed first.
-    """
-    return await wait_for_projector_position(redis, JobKeys(job), goal, timeout_s)
-
-
-async def committed_position(redis: aioredis.Redis, job: str) -> str | None:
-    """The position the job's projector last published, if any."""
-    return await read_projector_position(redis, JobKeys(job))

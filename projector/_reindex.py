@@ -41,6 +41,7 @@ def index_archive(store: Store) -> list[str]:
             if written.name != segment.name:  # the same first and last stream IDs
                 raise AssertionError(f"{segment.name} was written again as {written.name}")
             del table
+            fsync_dir(store.archive)
+            store.replace_segments([written])  # its size, as written again
             done.append(segment.name)
-        fsync_dir(store.archive)
     return done

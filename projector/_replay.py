@@ -43,6 +43,7 @@ from eventlog import (
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
 from projector._fold import apply_events
+from projector._integrity import archive_problems, archived_up_to
 from projector._keystore import read_keys
 from projector._state import TERMINAL, State, TaskState, canonical
 from projector._store import Manifest, Store
@@ -442,13 +443,21 @@ def verify(
     by DuckDB; only differing tasks are decoded, to say how they differ.
     """
     manifest = store.read_manifest()
+    # An archive with a hole replays to the same hole: the files are checked first.
+    found = archive_problems(store, manifest)
     live = store.read_snapshot(manifest, stored=False)
     # The tasks are compared as streams below; the item keys (a set of strings each) whole.
     live.item_keys |= read_keys(store.key_segment_paths(manifest))
     with TaskSpill(evict_tasks=evict_tasks) as spill:
         replayed = fold_archive(store, manifest, spill, live.position, evict_events=evict_events)
         spill.evict(replayed)
-        found = differences(_without_tasks(live), _without_tasks(replayed))
+        archived = archived_up_to(store, manifest, live.position)
+        if replayed.job.events != archived:
+            found.append(
+                f"the replay folded {replayed.job.events} events, the archive counts "
+                f"{archived} up to {live.position}"
+            )
+        found += differences(_without_tasks(live), _without_tasks(replayed))
         found += _task_differences(
             store.task_segment_paths(manifest), live.tasks, spill.paths(), replayed.tasks,
             MAX_DIFFERENCES - len(found),
@@ -485,23 +494,7 @@ def _task_differences(
     try:
         con.register("live_memory", _relation(live_tasks))
         con.register("replay_memory", _relation(replay_tasks))
-        sides = []
-        for side, paths in (("live", live_paths), ("replay", replay_paths)):
-            if paths:
-                files = ", ".join(f"({n}, ?)" for n in range(len(paths)))
-                sides.append(
-                    f"{side}_files(file_index, name) AS (VALUES {files}), "
-                    f"{side}_rows AS (SELECT r.task_id, r.state, f.file_index "
-                    f"FROM read_parquet([{', '.join('?' for _ in paths)}], filename = true) r "
-                    f"JOIN {side}_files f ON r.filename = f.name), "
-                    f"{side} AS (SELECT task_id, arg_max(md5_number(state), file_index) AS digest "
-                    f"FROM {side}_rows WHERE task_id NOT IN (SELECT task_id FROM {side}_memory) "
-                    f"GROUP BY task_id UNION ALL "
-                    f"SELECT task_id, md5_number(state) FROM {side}_memory)"
-                )
-            else:
-                sides.append(f"{side} AS (SELECT task_id, md5_number(state) AS digest "
-                             f"FROM {side}_memory)")  # fmt: skip
+        sides = [_side_sql("live", live_paths), _side_sql("replay", replay_paths)]
         params: list[object] = []
         for paths in (live_paths, replay_paths):
             if paths:
@@ -525,6 +518,33 @@ def _task_differences(
     wanted = [row[0] for row in rows]
     live = {**read_tasks(live_paths, wanted), **live_tasks}
     replayed = {**read_tasks(replay_paths, wanted), **replay_tasks}
+    return _described(rows, live, replayed, limit)
+
+
+def _side_sql(side: str, paths: Sequence[Path]) -> str:
+    """The CTEs of one side's relation (task id, digest): its tasks in memory, and the
+    latest row of every other task in its files (two parameters a file: the list, the
+    names)."""
+    if not paths:
+        return (f"{side} AS (SELECT task_id, md5_number(state) AS digest "
+                f"FROM {side}_memory)")  # fmt: skip
+    files = ", ".join(f"({n}, ?)" for n in range(len(paths)))
+    return (
+        f"{side}_files(file_index, name) AS (VALUES {files}), "
+        f"{side}_rows AS (SELECT r.task_id, r.state, f.file_index "
+        f"FROM read_parquet([{', '.join('?' for _ in paths)}], filename = true) r "
+        f"JOIN {side}_files f ON r.filename = f.name), "
+        f"{side} AS (SELECT task_id, arg_max(md5_number(state), file_index) AS digest "
+        f"FROM {side}_rows WHERE task_id NOT IN (SELECT task_id FROM {side}_memory) "
+        f"GROUP BY task_id UNION ALL "
+        f"SELECT task_id, md5_number(state) FROM {side}_memory)"
+    )
+
+
+def _described(
+    rows: list[Any], live: dict[str, TaskState], replayed: dict[str, TaskState], limit: int
+) -> list[str]:
+    """How each differing task (rows of task id, in live, in replay, total) differs."""
     found: list[str] = []
     for task_id, in_live, in_replay, _ in rows:
         path = f"state.tasks.{task_id}"

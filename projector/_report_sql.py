@@ -9,10 +9,10 @@ from typing import Any
 
 import duckdb
 
+from projector._committed import committed_state
 from projector._fetches import RefetchedPage
 from projector._fold import HTTP_ERROR
-from projector._projector import committed_state
-from projector._report import (
+from projector._report_model import (
     SECONDS_PER_MINUTE,
     TOP_REASONS,
     Failures,

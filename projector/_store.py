@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -124,12 +125,11 @@ class Store:
         try:
             return msgspec.json.decode(data, type=Manifest)
         except msgspec.MsgspecError as exc:
-            # Without the manifest nothing says what is committed; --from-redis rewrites
-            # segments a manifest names, so it cannot help here.
+            # The segment files say what was archived: the manifest is rebuilt from them
+            # (``_repair``), never replaced by an empty one.
             raise CrawlogError(
-                f"{self.root / MANIFEST} is damaged ({exc}): move {self.root} aside; if the "
-                f"stream in Redis still holds the whole log, `crawlog project --job {self.job}` "
-                "archives it again"
+                f"{self.root / MANIFEST} is damaged ({exc}): `crawlog repair --job {self.job}` "
+                "rebuilds it from the archive's segment files (a projector starting does too)"
             ) from None
 
     @contextlib.contextmanager
@@ -158,6 +158,32 @@ class Store:
                 directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"cannot create {self.root} ({exc.strerror or exc})") from None
+
+    def manifest_problem(self) -> Literal["missing", "damaged"] | None:
+        """Whether the manifest is missing while segment files are on disk (a projector
+        would otherwise start an empty job over them), or cannot be decoded; None if
+        neither."""
+        try:
+            self.read_manifest()
+        except CrawlogError:
+            return "damaged"
+        if (self.root / MANIFEST).exists():
+            return None
+        try:
+            on_disk = any(self.archive.glob(f"*{SEGMENT_SUFFIX}"))
+        except OSError:
+            on_disk = False
+        return "missing" if on_disk else None
+
+    def snapshot_readable(self, manifest: Manifest) -> bool:
+        """Whether the manifest's snapshot (if it names one) can be read."""
+        if manifest.snapshot is None:
+            return True
+        try:
+            state_from_bytes((self.snapshots / manifest.snapshot).read_bytes())
+        except (OSError, msgspec.MsgspecError):
+            return False
+        return True
 
     def recover(self) -> Manifest:
         """The committed manifest, after deleting files of commits that never completed.
@@ -192,6 +218,17 @@ class Store:
             if directory.is_dir():
                 fsync_dir(directory)
         write_atomic(self.root / MANIFEST, msgspec.json.format(msgspec.json.encode(manifest)))
+
+    def replace_segments(self, rewritten: Sequence[SegmentInfo]) -> Manifest:
+        """Commit the manifest again with ``rewritten`` segments (written anew under the
+        same names, so perhaps with other sizes) in place of the ones it names. Only for
+        the lock holder."""
+        by_name = {s.name: s for s in rewritten}
+        manifest = self.read_manifest()
+        segments = tuple(by_name.get(s.name, s) for s in manifest.segments)
+        manifest = msgspec.structs.replace(manifest, segments=segments)
+        self.commit(manifest)
+        return manifest
 
     def write_snapshot(self, data: bytes, position: str) -> str:
         """Write a state's ``canonical`` bytes as a new snapshot file (not yet committed)."""
@@ -230,8 +267,8 @@ class Store:
                 state = state_from_bytes(path.read_bytes())
             except (OSError, msgspec.MsgspecError) as exc:
                 raise CrawlogError(
-                    f"snapshot {path} cannot be read ({exc}): `crawlog replay --job {self.job}` "
-                    "rebuilds the state from the archive"
+                    f"snapshot {path} cannot be read ({exc}): `crawlog repair --job {self.job}` "
+                    "(or `crawlog replay`) writes it again from the archive"
                 ) from None
         if stored and manifest.task_segments:
             tasks = state.tasks

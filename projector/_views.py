@@ -26,7 +26,7 @@ import duckdb
 
 from eventlog import CrawlogError
 from projector._archive import SCHEMA
-from projector._projector import read_committed
+from projector._committed import read_committed
 from projector._state import State
 from projector._state_tables import MICROS
 from projector._store import Manifest, Store

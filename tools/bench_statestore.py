@@ -36,10 +36,11 @@ from eventlog import (
     TaskEnqueued,
     encode,
 )
+from projector._committed import bring_back
 from projector._committer import CommitRequest, Committer
 from projector._fold import apply_all
 from projector._keystore import StoredKeys
-from projector._projector import bring_back, evict_terminal
+from projector._projector import evict_terminal
 from projector._state import State, canonical
 from projector._store import Store
 from projector._summary import SummaryTracker, touched_tasks

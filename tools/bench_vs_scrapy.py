@@ -340,7 +340,7 @@ def run_crawlog(
             "crawl", url + "/", "--job", job, *spider_args,
             "--workers", str(workers), "--concurrency", str(concurrency),
             "--per-host", str(workers * concurrency if per_host is None else per_host),
-            "--data-dir", data,
+            "--data-dir", data, "--max-pages", "0",  # unbounded, as Scrapy is
             # Without events nothing is seen done: the no-op run must not fail for it.
             *(() if events else ("--no-events", "--fail-on", "never")),
         )  # fmt: skip

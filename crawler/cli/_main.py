@@ -49,7 +49,7 @@ from crawler.cli.evidence import evidence_command
 from crawler.cli.history import history_command
 from crawler.cli.jobs import jobs_command
 from crawler.cli.pause import pause_command, resume_command
-from crawler.cli.projector import project_command, replay_command
+from crawler.cli.projector import project_command, repair_command, replay_command
 from crawler.cli.reports import register_report_commands
 from crawler.cli.resolve import resolve_command
 from crawler.cli.retry import retry_command
@@ -223,6 +223,7 @@ cli.add_command(worker_command)
 cli.add_command(enqueue_command)
 cli.add_command(project_command)
 cli.add_command(replay_command)
+cli.add_command(repair_command)
 cli.add_command(status_command)
 cli.add_command(jobs_command)
 cli.add_command(shell_command)

@@ -28,6 +28,7 @@ once; tasks of a worker that does not come back are reclaimed when their leases 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib
 import os
@@ -35,17 +36,22 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import msgspec
 from anyio.abc import Process
 
-from crawler._defaults import FailOn
+from crawler._defaults import (
+    DEFAULT_SPIDER_ERROR_SHARE,
+    PAST_MAX_PAGES,
+    FailOn,
+    is_spider_failure,
+)
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
+from crawler.cli._crawl_settings import bound_line
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._light import without_httpx_cli
@@ -58,13 +64,18 @@ from eventlog import (
     TaskQueue,
     answers,
     connect,
+    hold_job_crawl,
     redacted,
     supervise_server,
 )
 
 if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+
+    from crawler.cli._crawl_settings import CrawlSettings
     from crawler.cli._progress import Progress
     from crawler.cli._progress_source import LiveProgress
+    from projector import Store
 
 PROGRESS_EVERY_S = 1.0
 _STOPS = {signal.SIGTERM, signal.SIGINT}
@@ -98,15 +109,7 @@ class Forks:
                 child.dismiss()
 
 
-def fork_children(
-    job: str,
-    data_dir: Path,
-    config: JobConfig,
-    *,
-    workers: int,
-    concurrency: int,
-    metrics: tuple[str, int] | None = None,
-) -> Forks | None:
+def fork_children(settings: CrawlSettings) -> Forks | None:
     """Fork the crawl's workers and projector now (None where forking is not safe: see
     ``can_fork``); ``run_crawl`` starts them once the job is stored and seeded."""
     if not can_fork():
@@ -119,15 +122,15 @@ def fork_children(
     # What every process has imported by now lives as long as it does: out of every
     # collection, a child's collector neither walks it nor copies its pages by writing to it.
     gc.freeze()
-    most = _most_tasks(config)
-    count = workers if most is None else min(workers, most)
+    most = _most_tasks(settings.config)
+    count = settings.workers if most is None else min(settings.workers, most)
     output = ChildOutput(relay=False)
     projector: Forked | None = None
     forked: list[Forked] = []
     try:
         # First, so that it inherits none of the workers' HTTP stack.
         projector = fork_command(
-            _projector_args(job, data_dir, metrics),
+            _projector_args(settings),
             name="crawlog-project",
             preload=PROJECTOR_PRELOAD,
             stderr=output.fd,
@@ -138,10 +141,12 @@ def fork_children(
         if count > 1:
             _import_http_stack()
         for n in range(1, count + 1):
-            command = _worker_args(job, data_dir, concurrency, n, metrics)
             forked.append(
                 fork_command(
-                    command, name=f"crawlog-w{n}", preload=WORKER_PRELOAD, stderr=output.fd
+                    _worker_args(settings, n),
+                    name=f"crawlog-w{n}",
+                    preload=WORKER_PRELOAD,
+                    stderr=output.fd,
                 )
             )
     except BaseException:
@@ -163,19 +168,16 @@ def _import_http_stack() -> None:
     gc.freeze()  # as what was imported before: out of every collection, shared
 
 
-def _worker_args(
-    job: str, data_dir: Path, concurrency: int, n: int, metrics: tuple[str, int] | None
-) -> tuple[str, ...]:
-    common = ("--job", job, "--data-dir", str(data_dir))
-    worker = ("worker", *common, "--concurrency", str(concurrency), "--exit-when-done")
-    return (*worker, "--name", f"w{n}", *_metrics_args(metrics, n))
+def _worker_args(settings: CrawlSettings, n: int) -> tuple[str, ...]:
+    common = ("--job", settings.job, "--data-dir", str(settings.data_dir))
+    worker = ("worker", *common, "--concurrency", str(settings.concurrency), "--exit-when-done")
+    return (*worker, "--name", f"w{n}", *_metrics_args(settings.metrics, n))
 
 
-def _projector_args(
-    job: str, data_dir: Path, metrics: tuple[str, int] | None, *, once: bool = False
-) -> tuple[str, ...]:
-    common = ("--job", job, "--data-dir", str(data_dir))
-    return ("project", *common, *(("--once",) if once else ()), *_metrics_args(metrics, 0))
+def _projector_args(settings: CrawlSettings, *, once: bool = False) -> tuple[str, ...]:
+    common = ("--job", settings.job, "--data-dir", str(settings.data_dir))
+    once_args = ("--once",) if once else ()
+    return ("project", *common, *once_args, *_metrics_args(settings.metrics, 0))
 
 
 class CrawlSummary(msgspec.Struct, kw_only=True):
@@ -194,6 +196,10 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     """Entries nobody could decode (the dead stream), as of the projector's last commit."""
     exits: tuple[int | None, ...] = ()
     """Exit statuses of the projector and the workers, in that order."""
+    past_bound: int = 0
+    """URLs (and next pages) not crawled because the job had fetched ``--max-pages`` pages."""
+    spider_failures: int = 0
+    """Failed tasks whose spider failed them (``is_spider_failure``), not the site."""
 
 
 async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
@@ -211,8 +217,14 @@ async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
     return left == 0
 
 
-def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
-    """Why a finished crawl fails under ``fail_on`` (see ``FailOn``), or None if it does not."""
+def failure(
+    summary: CrawlSummary,
+    fail_on: FailOn,
+    spider_error_share: float = DEFAULT_SPIDER_ERROR_SHARE,
+) -> str | None:
+    """Why a finished crawl fails under ``fail_on`` (see ``FailOn``), or None if it does not;
+    ``spider_error_share``: the share of ended tasks that may fail through spider errors
+    under ``spider-errors``."""
     if fail_on == "never":
         return None
     done, failed = summary.tasks.get("done", 0), summary.tasks.get("failed", 0)
@@ -224,21 +236,23 @@ def failure(summary: CrawlSummary, fail_on: FailOn) -> str | None:
         return None
     if aborted:
         return f"{aborted} task(s) aborted: recovered too often (each killed its workers)"
+    tasks, spider = sum(summary.tasks.values()), summary.spider_failures
+    if fail_on == "spider-errors" and spider > spider_error_share * tasks:
+        return (
+            f"{spider} of {tasks} task(s) ({spider / tasks:.0%}) failed through spider errors, "
+            f"more than {spider_error_share:.0%} (--spider-error-share {spider_error_share:g}): "
+            f"`crawlog report --job {summary.job}` says where"
+        )
     if fail_on == "failed" and failed:
         return f"{failed} task(s) failed: `crawlog report --job {summary.job}` says why"
     return None
 
 
 async def run_crawl(
+    settings: CrawlSettings,
     url: str,
-    data_dir: Path,
-    job: str,
-    config: JobConfig,
     *,
-    workers: int,
-    concurrency: int,
     echo: Callable[[str], None],
-    metrics: tuple[str, int] | None = None,
     server: ServerInfo | None = None,
     forks: Forks | None = None,
 ) -> CrawlSummary:
@@ -247,148 +261,81 @@ async def run_crawl(
     ``forks``: its children, forked already (``fork_children``); those it has no use for
     are dismissed, and what it needs more is started as new interpreters.
 
-    ``metrics`` = (host, P): the projector serves metrics on port P, worker wN on P+N.
     ``server``: crawlog's own server, at ``url``, which the crawl supervises (restarts
     it if it dies, see ``supervise_server``); None for a server of the user's
     (``REDIS_URL``), of which progress says when it stops answering.
     """
     started = time.monotonic()
-    keys = JobKeys(job)
-    env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
-    # Like its workers and projector, the crawl waits out a Redis restart.
-    async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
-        config = await save_config(client, keys, config)
+    job, data_dir = settings.job, settings.data_dir
+    # Like its workers and projector, the crawl waits out a Redis restart. One crawl of a
+    # job at a time: a second one says so up front, before it stores or starts anything.
+    async with (
+        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client,
+        hold_job_crawl(client, JobKeys(job)),
+    ):
         queue = TaskQueue(client, job, "crawl")
-        new = await enqueue_seeds(
-            queue, list(config.seeds), actor="crawl", max_pages=config.max_pages
-        )
+        config, new = await _store_and_seed(queue, settings.config, echo)
         most = _most_tasks(config)
-        workers = workers if most is None else min(workers, most)
-        if config.sitemaps or config.sitemaps_from_robots:
-            # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
-            # and its workers would find the job done.
-            await _seed_from_sitemaps(queue, config, echo)
+        workers = settings.workers if most is None else min(settings.workers, most)
         echo(
-            f"job {job}: {new} new seed(s), {workers} worker(s) x {concurrency}, data in {data_dir}"
+            f"job {job}: {new} new seed(s), {workers} worker(s) x {settings.concurrency}, "
+            f"data in {data_dir}"
         )
-        worker_processes: list[Child] = []
-        projector: Child | None = None
-        server_lost = False
-        projector_told = False  # sent its SIGTERM once the workers had exited
-
-        async def supervise(own: ServerInfo) -> None:
-            nonlocal server_lost
-            try:
-                await supervise_server(own, echo)
-            except ServerError:
-                server_lost = True
-                raise
-
-        # The children's stderr comes through this process: written to the terminal by
-        # themselves, it broke the live table's redraw (ChildOutput says how).
-        output = forks.output if forks is not None else ChildOutput()
-        forked = forks.workers if forks is not None else []
+        echo(bound_line(config.max_pages))
+        children = _Children(settings, url, workers, forks)
         try:
-            for n in range(1, workers + 1):
-                if n <= len(forked):
-                    forked[n - 1].start(env)
-                    worker_processes.append(forked[n - 1])
-                    continue
-                command = crawlog_command(*_worker_args(job, data_dir, concurrency, n, metrics))
-                # stderr into ChildOutput's pipe, not anyio's default one: nobody would read
-                # that pipe, so a child's errors were lost, and a full pipe would block its
-                # logging.
-                child = await anyio.open_process(command, env=env, stdout=None, stderr=output.fd)
-                worker_processes.append(child)
-            for extra in forked[workers:]:
-                extra.dismiss()  # the job's stored settings allow fewer than were forked
-
-            async def start_projector(*, once: bool = False) -> Child:
-                nonlocal projector
-                if forks is not None and not once:
-                    forks.projector.start(env)
-                    projector = forks.projector
-                    return projector
-                command = crawlog_command(*_projector_args(job, data_dir, metrics, once=once))
-                # Started with SIGTERM blocked (a child inherits the mask): a stop that
-                # comes while it is still starting waits until it listens for it, instead
-                # of killing it before it could commit.
-                blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set() if once else _STOPS)
-                try:
-                    # Its stdout is only the line of its last commit, which the crawl's own
-                    # summary says again; printed, it went under the live table (the table is
-                    # still drawn when the projector stops) or among the JSON log lines.
-                    projector = await anyio.open_process(
-                        command,
-                        env=env,
-                        stdout=subprocess.DEVNULL,
-                        stderr=output.fd,
-                        start_new_session=True,
-                    )
-                finally:
-                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-                return projector
-
+            await children.start_workers()
             # Beside the workers, not after their first event: a small job ends as soon as
             # the projector has read its last events and committed, so its start (Arrow,
             # its store) is on the way to the summary of every crawl.
-            await start_projector()
+            await children.start_projector()
             # Every child has its copy of the pipe's write end now (a projector started
-            # later, with --once, is started before the pipe is closed, in the finally).
-            output.started()
-
-            def progress() -> LiveProgress:
-                # Imported once the workers are under way (it reads the projector's archive).
-                from crawler.cli._progress_source import LiveProgress
-
-                return LiveProgress(client, job, data_dir, lease_ms=config.lease_ms)
-
-            workers_exited = anyio.Event()
-
-            async def stop_projector_after_the_workers() -> None:
-                # Their last events are in the log once they have exited: the projector's
-                # last commit starts now, beside the last progress refresh, not after it
-                # (the progress waits for this, not for the workers: its first refresh
-                # imports the table, and held this up).
-                nonlocal projector_told
-                for process in worker_processes:
-                    await process.wait()
-                if projector is not None and projector.returncode is None and not server_lost:
-                    projector.send_signal(signal.SIGTERM)
-                    projector_told = True
-                workers_exited.set()
+            # later, with --once, is started before the pipe is closed, in ``stop``).
+            children.output.started()
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_forward_signals, worker_processes, echo)
-                tg.start_soon(stop_projector_after_the_workers)
+                tg.start_soon(_forward_signals, children.worker_processes, echo)
+                tg.start_soon(children.stop_projector_after_the_workers)
                 if server is not None:
-                    tg.start_soon(supervise, server)
+                    tg.start_soon(children.supervise, server, echo)
                 tg.start_soon(_import_progress_source)
-                await _watch(progress, workers_exited, echo, url)
+                progress = functools.partial(_live_progress, client, settings, config.lease_ms)
+                await _watch(progress, children.workers_exited, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
         finally:
             with anyio.CancelScope(shield=True):
-                children = [p for p in (projector, *worker_processes) if p is not None]
-                if server_lost:
-                    # Nothing they could still write would reach a server: what they hold
-                    # stays leased, as after a kill, for the next run to take back.
-                    for process in children:
-                        if process.returncode is None:
-                            process.kill()
-                # Workers first: the projector, stopped, reads to the log's end and
-                # commits before it exits, and the summary below reads that commit.
-                await stop_processes(worker_processes)
-                if projector is not None:
-                    # Told once only: a second SIGTERM would end it in its last commit.
-                    await stop_processes([projector], told=projector_told)
-                if projector is None and not server_lost:
-                    # Never started (all over before the workers wrote): once, to the end.
-                    await (await start_projector(once=True)).wait()
-                await anyio.to_thread.run_sync(output.close)
+                await children.stop()
+    return _summary(
+        settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
+    )
+
+
+async def _store_and_seed(
+    queue: TaskQueue, config: JobConfig, echo: Callable[[str], None]
+) -> tuple[JobConfig, int]:
+    """Store the job's configuration (or check it is the one stored) and enqueue its seeds
+    and sitemaps' URLs; the configuration stored and how many seeds were new."""
+    config = await save_config(queue.redis, queue.keys, config)
+    new = await enqueue_seeds(queue, list(config.seeds), actor="crawl", max_pages=config.max_pages)
+    if config.sitemaps or config.sitemaps_from_robots:
+        # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
+        # and its workers would find the job done.
+        await _seed_from_sitemaps(queue, config, echo)
+    return config, new
+
+
+def _summary(
+    settings: CrawlSettings, *, complete: bool, seconds: float, exits: tuple[int | None, ...]
+) -> CrawlSummary:
+    """The crawl's summary, from the projector's last commit."""
     from projector import Store, read_committed
 
-    manifest, state = read_committed(Store(data_dir, job), tasks=False)  # totals only
+    job = settings.job
+    store = Store(settings.data_dir, job)
+    manifest, state = read_committed(store, tasks=False)  # totals only
+    # Every task's state is read only if some task failed: to tell the spider's from the site's.
+    spider_failures = _spider_failures(store) if state.job.tasks.get("failed") else 0
     return CrawlSummary(
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job,
@@ -399,12 +346,142 @@ async def run_crawl(
         items=state.job.items,
         duplicate_items=state.job.duplicate_items,
         anomalies=sum(state.job.anomalies.values()),
-        seconds=time.monotonic() - started,
-        exits=(
-            projector.returncode if projector is not None else None,
-            *(p.returncode for p in worker_processes),
-        ),
+        seconds=seconds,
+        exits=exits,
+        past_bound=state.job.dropped.get(PAST_MAX_PAGES, 0),
+        spider_failures=spider_failures,
     )
+
+
+def _spider_failures(store: Store) -> int:
+    """How many of the job's failed tasks (as committed) their spider failed."""
+    from projector import read_committed
+
+    _, state = read_committed(store)
+    return sum(
+        1
+        for task in state.tasks.values()
+        if task.status == "failed" and is_spider_failure(task.last_reason)
+    )
+
+
+class _Children:
+    """A crawl's workers and projector: started (forked already, or as new interpreters),
+    their stop ordered (the workers first, then the projector), their exit statuses."""
+
+    def __init__(self, settings: CrawlSettings, url: str, workers: int, forks: Forks | None):
+        self.settings = settings
+        self.workers = workers
+        self.forks = forks
+        self.env = {**os.environ, "REDIS_URL": url, PARENT_ENV: str(os.getpid())}
+        # The children's stderr comes through this process: written to the terminal by
+        # themselves, it broke the live table's redraw (ChildOutput says how).
+        self.output = forks.output if forks is not None else ChildOutput()
+        self.worker_processes: list[Child] = []
+        self.projector: Child | None = None
+        self.server_lost = False
+        self.projector_told = False
+        """Sent its SIGTERM once the workers had exited."""
+        self.workers_exited = anyio.Event()
+
+    async def start_workers(self) -> None:
+        """Start ``workers`` workers: the forked ones first, then new interpreters."""
+        forked = self.forks.workers if self.forks is not None else []
+        for n in range(1, self.workers + 1):
+            if n <= len(forked):
+                forked[n - 1].start(self.env)
+                self.worker_processes.append(forked[n - 1])
+                continue
+            command = crawlog_command(*_worker_args(self.settings, n))
+            # stderr into ChildOutput's pipe, not anyio's default one: nobody would read
+            # that pipe, so a child's errors were lost, and a full pipe would block its
+            # logging.
+            child = await anyio.open_process(
+                command, env=self.env, stdout=None, stderr=self.output.fd
+            )
+            self.worker_processes.append(child)
+        for extra in forked[self.workers :]:
+            extra.dismiss()  # the job's stored settings allow fewer than were forked
+
+    async def start_projector(self, *, once: bool = False) -> Child:
+        """Start the projector: the forked one, or (``once``: to the log's end and one
+        commit) a new interpreter."""
+        if self.forks is not None and not once:
+            self.forks.projector.start(self.env)
+            self.projector = self.forks.projector
+            return self.projector
+        command = crawlog_command(*_projector_args(self.settings, once=once))
+        # Started with SIGTERM blocked (a child inherits the mask): a stop that
+        # comes while it is still starting waits until it listens for it, instead
+        # of killing it before it could commit.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, set() if once else _STOPS)
+        try:
+            # Its stdout is only the line of its last commit, which the crawl's own
+            # summary says again; printed, it went under the live table (the table is
+            # still drawn when the projector stops) or among the JSON log lines.
+            self.projector = projector = await anyio.open_process(
+                command,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=self.output.fd,
+                start_new_session=True,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        return projector
+
+    async def supervise(self, own: ServerInfo, echo: Callable[[str], None]) -> None:
+        """Restart crawlog's own server if it dies; note when it could not be."""
+        try:
+            await supervise_server(own, echo)
+        except ServerError:
+            self.server_lost = True
+            raise
+
+    async def stop_projector_after_the_workers(self) -> None:
+        """Their last events are in the log once they have exited: the projector's last
+        commit starts now, beside the last progress refresh, not after it (the progress
+        waits for this, not for the workers: its first refresh imports the table, and held
+        this up)."""
+        for process in self.worker_processes:
+            await process.wait()
+        projector = self.projector
+        if projector is not None and projector.returncode is None and not self.server_lost:
+            projector.send_signal(signal.SIGTERM)
+            self.projector_told = True
+        self.workers_exited.set()
+
+    async def stop(self) -> None:
+        """Stop what still runs, the workers first: the projector, stopped, reads to the
+        log's end and commits before it exits, and the summary reads that commit."""
+        workers = self.worker_processes
+        if self.server_lost:
+            # Nothing they could still write would reach a server: what they hold
+            # stays leased, as after a kill, for the next run to take back.
+            for process in (self.projector, *workers):
+                if process is not None and process.returncode is None:
+                    process.kill()
+        await stop_processes(workers)
+        if self.projector is not None:
+            # Told once only: a second SIGTERM would end it in its last commit.
+            await stop_processes([self.projector], told=self.projector_told)
+        elif not self.server_lost:
+            # Never started (all over before the workers wrote): once, to the end.
+            await (await self.start_projector(once=True)).wait()
+        await anyio.to_thread.run_sync(self.output.close)
+
+    def exits(self) -> tuple[int | None, ...]:
+        """Exit statuses of the projector and the workers, in that order."""
+        projector = self.projector.returncode if self.projector is not None else None
+        return (projector, *(p.returncode for p in self.worker_processes))
+
+
+def _live_progress(client: aioredis.Redis, settings: CrawlSettings, lease_ms: int) -> LiveProgress:
+    """The crawl's progress source; imported once the workers are under way (it reads the
+    projector's archive)."""
+    from crawler.cli._progress_source import LiveProgress
+
+    return LiveProgress(client, settings.job, settings.data_dir, lease_ms=lease_ms)
 
 
 async def _import_progress_source() -> None:
@@ -458,6 +535,7 @@ async def _seed_from_sitemaps(
         f"sitemaps: {seeds.sitemaps_read} read, {seeds.urls} URL(s) in scope "
         f"({seeds.new} new), {seeds.out_of_scope} out of scope"
         + (f", {seeds.malformed} malformed" if seeds.malformed else "")
+        + (f"; {seeds.past_bound} past --max-pages, not enqueued" if seeds.past_bound else "")
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Final
 
+from crawler._defaults import PAST_MAX_PAGES
 from crawler.cli._format import table_lines
 from projector import LISTED
 
@@ -82,7 +83,14 @@ def _text_totals(report: Report) -> list[str]:
         f"URLs dropped: {_n(sum(t.dropped.values()))}"
         + "".join(f", {reason} {_n(n)}" for reason, n in t.dropped.items()),
         *_items_dropped(t.items_dropped),
+        *_bound_reached(t.dropped),
     ]
+
+
+def _bound_reached(dropped: dict[str, int]) -> list[str]:
+    """A line when ``--max-pages`` stopped the crawl; none when it did not."""
+    line = bound_reached_line(dropped.get(PAST_MAX_PAGES, 0))
+    return [] if line is None else [line[0].upper() + line[1:]]
 
 
 def _items_dropped(dropped: dict[str, int]) -> list[str]:
@@ -226,3 +234,14 @@ def _text_anomalies(report: Report) -> list[str]:
         rows = [[x.stream_id, x.event_type, x.task_id or "-", f"({x.reason})"] for x in a.first]
         lines += table_lines(rows, [False, False, False, False], "    ")
     return lines
+
+
+def bound_reached_line(past: int) -> str | None:
+    """What a crawl's summary or report says when its page bound left ``past`` links (or
+    next pages) uncrawled; None when it left none."""
+    if not past:
+        return None
+    return (
+        f"bound reached: {past:,} link(s) not followed past --max-pages; crawl again with a "
+        "higher --max-pages N (0: no bound) under a new --job name to crawl them"
+    )

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import click
@@ -21,14 +21,21 @@ from crawler._autothrottle import (
     DEFAULT_TARGET_CONCURRENCY,
     MAX_TARGET_CONCURRENCY,
 )
-from crawler._defaults import DEFAULT_FAIL_ON, DEFAULT_GRACE_S, FAIL_ON_CHOICES, FailOn
-from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig, load_config
+from crawler._defaults import (
+    DEFAULT_FAIL_ON,
+    DEFAULT_GRACE_S,
+    DEFAULT_MAX_PAGES,
+    DEFAULT_SPIDER_ERROR_SHARE,
+    FAIL_ON_CHOICES,
+)
+from crawler._job import load_config
 from crawler._politeness import Politeness
-from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES, ScopeMode
-from crawler._spider import Spider, load_spider, spider_path
+from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
+from crawler._spider import load_spider
 from crawler._urls import check_seed_url
+from crawler.cli._crawl_settings import CrawlOptions, crawl_settings
 from crawler.cli._exit import EXIT_ERROR
-from crawler.cli._identity_options import identity_options, identity_settings
+from crawler.cli._identity_options import identity_options
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._light import without_httpx_cli
 from crawler.cli._logs import set_log_level
@@ -44,7 +51,6 @@ from eventlog import (
     DEFAULT_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
     REDIS_URL_ENV,
-    ConfigError,
     JobKeys,
     TaskQueue,
     connect,
@@ -52,6 +58,9 @@ from eventlog import (
     resolve_data_dir,
     resolve_url,
 )
+
+if TYPE_CHECKING:
+    from crawler.cli._processes import CrawlSummary
 
 log = logging.getLogger("crawlog.worker")
 
@@ -109,7 +118,13 @@ log = logging.getLogger("crawlog.worker")
 )
 @click.option("--depth", type=click.IntRange(0), default=None, help="Follow links this deep.")
 @click.option(
-    "--max-pages", type=click.IntRange(0), default=0, help="Enqueue at most N tasks (0: no limit)."
+    "--max-pages",
+    type=click.IntRange(0),
+    default=DEFAULT_MAX_PAGES,
+    show_default=True,
+    metavar="N",
+    help="Fetch at most N pages: each task's first page and every next page count (0: no "
+    "bound). The crawl says so at its start, and its summary and report when it was reached.",
 )
 @click.option(
     "--scope",
@@ -169,7 +184,18 @@ log = logging.getLogger("crawlog.worker")
     default=DEFAULT_FAIL_ON,
     show_default=True,
     help="Exit 1 when the finished crawl had: none-done: no task done; aborted: that, or an "
-    "aborted task; failed: that, or any failed task (strict, for CI); never: exit 0.",
+    "aborted task; spider-errors: that, or more than --spider-error-share of the tasks failed "
+    "by the spider (it raised), not by the site (a 404); failed: that, or any failed task "
+    "(strict, for CI); never: exit 0.",
+)
+@click.option(
+    "--spider-error-share",
+    type=click.FloatRange(0, 1),
+    default=DEFAULT_SPIDER_ERROR_SHARE,
+    show_default=True,
+    metavar="FRACTION",
+    help="With --fail-on spider-errors: the share of the tasks that may fail through spider "
+    "errors (0.1: 10 %) before the crawl exits 1.",
 )
 @click.option(
     "--no-events",
@@ -192,123 +218,54 @@ log = logging.getLogger("crawlog.worker")
 )
 @identity_options
 @metrics_options
-def crawl_command(
-    seeds: tuple[str, ...],
-    job: str | None,
-    data_dir: Path | None,
-    workers: int,
-    concurrency: int,
-    per_host: int,
-    delay: float,
-    autothrottle: bool,
-    autothrottle_target: float,
-    autothrottle_max_delay: float,
-    depth: int | None,
-    max_pages: int,
-    scope: ScopeMode,  # click.Choice(SCOPE_MODES) checked it
-    spider: str | None,
-    lease: float,
-    ignore_robots: bool,
-    cookies: bool | None,
-    allow: tuple[str, ...],
-    deny: tuple[str, ...],
-    sitemap: tuple[str, ...],
-    sitemaps_from_robots: bool,
-    fail_on: FailOn,  # click.Choice checked it
-    no_events: bool,
-    with_console: bool,
-    console_port: int,
-    metrics_host: str,
-    metrics_port: int | None,
-    **identity: Any,  # identity_options: user agent, headers, proxies, timeouts, retries
-) -> None:
+def crawl_command(**params: Any) -> None:
     """Crawl from SEEDS until every task is done; run it again after a crash to resume.
 
     Starts the embedded server if REDIS_URL is not set (and restarts it if it dies),
     enqueues the seeds, runs the workers and the projector, shows progress, and prints a
-    summary from the log. Exit status 0 when every task ended and --fail-on finds nothing
-    wrong (by default: some task done, none aborted); 1 with a one-line reason when it
-    does, or when the crawl was stopped (Ctrl-C, SIGTERM) before every task ended.
+    summary from the log. Fetches at most --max-pages pages (10,000 unless told). Exit
+    status 0 when every task ended and --fail-on finds nothing wrong (by default: some
+    task done, none aborted, at most 10 % failed by the spider itself); 1 with a one-line
+    reason when it does, or when the crawl was stopped (Ctrl-C, SIGTERM) before every task
+    ended; 2 for an error, such as the job being crawled by another live crawl.
 
     With --metrics-port P the projector serves its metrics on port P and worker wN on
     P+N (the crawl process itself serves none).
     """
-    from crawler.cli._processes import failure, fork_children, run_crawl
+    from crawler.cli._processes import fork_children, run_crawl
     from crawler.cli._terminal import echo_line
     from crawler.cli.console import console_of_crawl
 
-    spider = spider_path(spider)
-    loaded = load_spider(spider)  # fail now, not in every worker
-    sitemaps = tuple(dict.fromkeys(check_seed_url(s) for s in sitemap))
-    # With sitemaps, no seed is needed: the URLs they list are the seeds.
-    canonical = tuple(
-        check_seed_url(s) for s in seeds or _start_urls(loaded, spider, required=not sitemaps)
-    )
-    if sitemaps_from_robots and not canonical:
-        raise ConfigError(
-            "--sitemaps-from-robots reads the robots.txt of the seeds' sites: give SEED URLs"
-        )
-    job = job or _job_name((canonical or sitemaps)[0])
-    config = JobConfig(
-        seeds=canonical,
-        scope=scope,
-        max_depth=depth,
-        max_pages=max_pages,
-        spider=spider,
-        politeness=Politeness(
-            per_host=per_host,
-            delay_s=delay,
-            autothrottle=autothrottle,
-            autothrottle_target=autothrottle_target,
-            autothrottle_max_delay_s=autothrottle_max_delay,
-        ),
-        lease_ms=int(lease * 1000),
-        recovery_limit=DEFAULT_RECOVERY_LIMIT,
-        obey_robots=not ignore_robots,
-        cookies=_cookies_wanted(cookies, loaded),
-        # The spider's own rules unless the command line (or crawlog.toml) sets some.
-        allow=tuple(allow or loaded.allow),
-        deny=tuple(deny or loaded.deny),
-        sitemaps=sitemaps,
-        sitemaps_from_robots=sitemaps_from_robots,
-        record_events=not no_events,
-        **identity_settings(loaded, identity),
-    )
-    config.scope_rule()
-    config.fetch_config()
-    config.retry_policy()
-    config.rules()  # a bad pattern is one line here, not an error in every worker
-    directory = resolve_data_dir(data_dir)
-    metrics = (metrics_host, metrics_port) if metrics_port is not None else None
+    options = CrawlOptions.of(params)
+    settings = crawl_settings(options)
     # First, before the server: the children import what they need meanwhile (``_fork``).
-    forks = fork_children(
-        job, directory, config, workers=workers, concurrency=concurrency, metrics=metrics
-    )
+    forks = fork_children(settings)
     try:
         # crawlog's own server is supervised by the crawl (restarted if it dies); a server
         # of the user's (REDIS_URL) is theirs to run.
-        server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(directory)
-        url = server.url if server is not None else resolve_url(data_dir)
-        beside = console_of_crawl(url, directory, job, port=console_port) if with_console else None
+        server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(settings.data_dir)
+        url = server.url if server is not None else resolve_url(options.data_dir)
+        beside = (
+            console_of_crawl(url, settings.data_dir, settings.job, port=options.console_port)
+            if options.with_console
+            else None
+        )
         with beside or nullcontext():
             summary = anyio.run(
-                lambda: run_crawl(
-                    url,
-                    directory,
-                    job,
-                    config,
-                    workers=workers,
-                    concurrency=concurrency,
-                    echo=echo_line,
-                    metrics=metrics,
-                    server=server,
-                    forks=forks,
-                )
+                lambda: run_crawl(settings, url, echo=echo_line, server=server, forks=forks)
             )
     finally:
         if forks is not None:
             forks.dismiss()
-    summary, refused = said_once_if_unwritable(url, directory, summary)
+    summary, refused = said_once_if_unwritable(url, settings.data_dir, summary)
+    _exit_now(_summed_up(summary, options, refused=refused))
+
+
+def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -> int:
+    """Print the crawl's summary (and why it failed, if it did); its exit status."""
+    from crawler.cli._processes import failure
+    from crawler.cli._report_text import bound_reached_line
+
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"
     click.echo(
@@ -322,16 +279,19 @@ def crawl_command(
             else ""
         )
     )
+    if (bound := bound_reached_line(summary.past_bound)) is not None:
+        click.echo(bound)
     click.echo(f"next: crawlog report --job {summary.job}")
     if refused:
-        _exit_now(EXIT_ERROR)
+        return EXIT_ERROR
     if not summary.complete:
-        _exit_now(1)
-    reason = failure(summary, fail_on)
+        return 1
+    fail_on = options.fail_on
+    reason = failure(summary, fail_on, options.spider_error_share)
     if reason is not None:
         click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
-        _exit_now(1)
-    _exit_now(0)
+        return 1
+    return 0
 
 
 def _exit_now(status: int) -> NoReturn:
@@ -346,36 +306,6 @@ def _exit_now(status: int) -> NoReturn:
     sys.stderr.flush()
     logging.shutdown()
     os._exit(status)
-
-
-def _cookies_wanted(cookies: bool | None, spider: Spider) -> bool:
-    """Whether the job keeps cookies: ``--cookies``/``--no-cookies``, its environment
-    variable or crawlog.toml, else the spider's ``cookies`` attribute, else off (an option
-    beats the spider, as for the user agent and headers)."""
-    if cookies is not None:
-        return cookies
-    wanted = getattr(spider, "cookies", None)
-    if wanted is None:
-        return False
-    if not isinstance(wanted, bool):
-        raise ConfigError(f"spider {spider.name}: cookies = {wanted!r}: expected True or False")
-    return wanted
-
-
-def _start_urls(spider: Spider, path: str | None, *, required: bool) -> tuple[str, ...]:
-    urls = tuple(spider.start_urls)
-    if not urls and required:
-        spider_has = f"--spider {path!r} has no start_urls" if path else "no --spider"
-        raise ConfigError(
-            f"no seeds to crawl ({spider_has}): give SEED URLs, a --sitemap, or a spider "
-            "whose start_urls lists them"
-        )
-    return urls
-
-
-def _job_name(seed: str) -> str:
-    host = seed.split("://", 1)[1].split("/", 1)[0]
-    return "".join(c if c.isalnum() or c in "._-" else "-" for c in host)[:64]
 
 
 @click.command(

@@ -25,6 +25,7 @@ from crawler.cli._format import format_duration
 from crawler.cli._options import data_dir_option, json_option
 from eventlog import (
     REDIS_URL_ENV,
+    CrawlogError,
     EventLog,
     JobKeys,
     TaskQueue,
@@ -80,8 +81,14 @@ def jobs_command(ctx: click.Context, data_dir: Path | None, as_json: bool) -> No
     failed counts are the projector's last commit; remaining is live when the server runs.
     Exit status 1 when there is no job.
     """
+    from projector import Store, files_warning, projected_jobs
+
     directory = resolve_data_dir(data_dir)
     url = _server_url(directory)
+    for job in projected_jobs(directory):
+        warning = files_warning(Store(directory, job))
+        if warning:
+            click.echo(f"crawlog: warning: {warning}", err=True)
     rows = anyio.run(read_job_rows, directory, url)
     if as_json:
         click.echo(
@@ -122,7 +129,10 @@ async def read_job_rows(directory: Path, url: str | None) -> list[JobRow]:
     def committed() -> list[JobRow]:
         rows = []
         for job in sorted(set(server) | set(projected_jobs(directory))):
-            summary = Store(directory, job).read_manifest().summary
+            try:
+                summary = Store(directory, job).read_manifest().summary
+            except CrawlogError:
+                summary = None  # a damaged manifest: its warning line says what to run
             rows.append(_row(job, server.get(job), summary.job.tasks if summary else None))
         return rows
 

@@ -1,4 +1,5 @@
-"""``crawlog project`` and ``crawlog replay``: run the projector, rebuild and check state."""
+"""``crawlog project``, ``crawlog replay`` and ``crawlog repair``: run the projector, rebuild
+and check state, rebuild the projector's files."""
 
 from __future__ import annotations
 
@@ -262,7 +263,7 @@ def replay_command(
     from_redis: bool,
 ) -> None:
     """Rebuild the job's whole state from the archive and the stream tail."""
-    from projector import Store, TaskSpill, rebuild_checkpoint_index, replay_job, tune_gc
+    from projector import Store, TaskSpill, rebuild_checkpoint_index, repair, replay_job, tune_gc
     from projector import verify as verify_snapshot
 
     tune_gc()  # a fold of the whole log: as few collections as the projector's
@@ -274,6 +275,9 @@ def replay_command(
         click.echo(f"{len(rebuilt)} damaged archive segment(s) rebuilt from Redis")
         for name in rebuilt:
             click.echo(f"  {name}")
+    if store.manifest_problem() or not store.snapshot_readable(store.read_manifest()):
+        for line in repair(store):  # a damaged snapshot is written again from the archive
+            click.echo(line)
     if verify:
         if store.read_manifest().snapshot is None:
             raise CrawlogError(
@@ -281,6 +285,12 @@ def replay_command(
                 f"run `crawlog project --job {job}` first"
             )
         position, found = verify_snapshot(store)
+        try:
+            gap = anyio.run(_stream_gap, resolve_url(data_dir), store)
+        except CrawlogError as exc:  # where the stream cannot be asked, the files still can
+            click.echo(f"crawlog: the stream was not checked for a gap: {exc}", err=True)
+            gap = None
+        found += [gap] if gap else []
         if found:
             click.echo(f"replay differs from the live state at {position}:")
             for line in found:
@@ -307,6 +317,39 @@ def replay_command(
                     click.echo(f"checkpoint index rebuilt: {changed} entries changed")
 
     anyio.run(run)
+
+
+async def _stream_gap(url: str, store: Store) -> str | None:
+    from projector import stream_gap
+
+    async with connect(url) as client:
+        return await stream_gap(client, store)
+
+
+@click.command("repair", epilog="Example:  crawlog repair --job shop")
+@job_option
+@data_dir_option
+def repair_command(job: str, data_dir: Path | None) -> None:
+    """Rebuild the job's projector files that can be rebuilt from its archive: a manifest
+    missing or damaged (from the segment files on disk), a snapshot or task and key files
+    that cannot be read. Stop the projector first. Archive segments themselves come back
+    with `crawlog replay --from-redis` while the stream still holds their events."""
+    from projector import Store, files_warning, projected_jobs, repair
+
+    directory = resolve_data_dir(data_dir)
+    store = Store(directory, job)
+    if not store.root.is_dir():
+        known = projected_jobs(directory)
+        raise ConfigError(
+            f"no job {job!r} has projected data under {directory}{did_you_mean(job, known)}: "
+            "`crawlog jobs` lists the jobs"
+        )
+    done = repair(store)
+    for line in done or [f"nothing to repair in {store.root}"]:
+        click.echo(line)
+    warning = files_warning(store)
+    if warning:
+        raise CrawlogError(warning)
 
 
 async def _rebuild_segments(url: str, store: Store) -> list[str]:

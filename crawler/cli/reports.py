@@ -73,9 +73,13 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     as the projector's last commit.
     """
     from crawler.cli._report_text import format_report
-    from projector import build_report
+    from projector import build_report, files_warning
 
-    report = build_report(_store(data_dir, job), lease_s=lease_s, now=time.time())
+    store = _store(data_dir, job)
+    warning = files_warning(store)
+    if warning:
+        click.echo(f"crawlog: warning: {warning}", err=True)
+    report = build_report(store, lease_s=lease_s, now=time.time())
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
     else:

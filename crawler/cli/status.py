@@ -75,6 +75,7 @@ def status_command(
 
     directory = resolve_data_dir(data_dir)
     url = resolve_url(data_dir, create=False)  # reading a job starts no server of its own
+    _warn_of_missing_files(directory, job)
 
     def emit_json(report: Progress) -> None:
         click.echo(json.dumps(as_dict(report)))
@@ -118,3 +119,13 @@ def status_command(
     # Ctrl-C is how a watch ends: not an error.
     with suppress(KeyboardInterrupt):
         anyio.run(run)
+
+
+def _warn_of_missing_files(directory: Path, job: str) -> None:
+    """One line on stderr if a file the projector committed is missing or cut short."""
+    from projector import Store, files_warning, job_dir
+
+    if job_dir(directory, job).is_dir():
+        warning = files_warning(Store(directory, job))
+        if warning:
+            click.echo(f"crawlog: warning: {warning}", err=True)

@@ -219,8 +219,9 @@ class PingPongSpider(Spider):
 
 
 class SamePageAgainSpider(Spider):
-    """A site whose same URL gives the next page (from a session): its next page is its own
-    URL, with ``dont_filter``."""
+    """A next page that never ends: every page's next page is the page itself, for ever,
+    with ``dont_filter`` (a site whose same URL gives the next page, from a session), so
+    only a page bound stops it."""
 
     name = "same-page-again"
 
@@ -237,3 +238,18 @@ class PriceSpider(Spider):
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         row: dict[str, str] = {"title": "a page"}
         yield Item(response.url, {"price": row["price"]})  # the line the failure names
+
+
+class MissingFieldSpider(Spider):
+    """An ordinary mistake: reads a field most pages lack (``KeyError: 'price'`` on every
+    item page); the home page and listings give an item and their links."""
+
+    name = "missing-field"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        fields: dict[str, str] = {}
+        if "/item/" in response.url:
+            yield Item(response.url, {"price": fields["price"]})
+        yield Item(response.url)
+        for link in LexborHTMLParser(response.body).css("a"):
+            yield Follow(str(link.attributes.get("href")))

@@ -10,7 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from eventlog import EventLog, TaskEnqueued
-from projector._projector import Projector, wait_for_position
+from projector._committed import wait_for_position
+from projector._projector import Projector
 
 pytestmark = pytest.mark.anyio
 EVENTS = 150

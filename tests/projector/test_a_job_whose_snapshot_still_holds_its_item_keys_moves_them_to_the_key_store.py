@@ -12,8 +12,9 @@ import msgspec
 import pytest
 
 from eventlog import EventLog, ItemScraped, TaskClaimed, TaskDone, TaskEnqueued
+from projector._committed import read_committed
 from projector._fold import fold
-from projector._projector import Projector, read_committed
+from projector._projector import Projector
 from projector._replay import verify
 from projector._state import canonical
 from projector._store import MANIFEST, Store

@@ -26,8 +26,9 @@ from eventlog import (
     TaskEnqueued,
 )
 from projector._archive import read_entries
+from projector._committed import read_committed
 from projector._fold import fold
-from projector._projector import Projector, read_committed
+from projector._projector import Projector
 from projector._replay import verify
 from projector._state import canonical
 from projector._store import Store

@@ -38,7 +38,8 @@ from eventlog import (
 from projector._archive import read_entries
 from projector._fetches import RELATIVE_ERROR, FetchTracker, rebuild
 from projector._projector import Projector
-from projector._report import Report, build_report
+from projector._report import build_report
+from projector._report_model import Report
 from projector._store import Store
 
 pytestmark = pytest.mark.anyio

@@ -9,8 +9,9 @@ import pytest
 
 from eventlog import EventLog, PageFetched, TaskClaimed, TaskDone, TaskEnqueued
 from projector._archive import read_entries
+from projector._committed import committed_position, read_committed
 from projector._fold import fold
-from projector._projector import Projector, committed_position, read_committed
+from projector._projector import Projector
 from projector._state import canonical
 from projector._store import Store
 

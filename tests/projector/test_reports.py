@@ -37,18 +37,19 @@ from eventlog import (
 )
 from projector import _views
 from projector._archive import merge_segments
+from projector._committed import wait_for_position
 from projector._export import export
 from projector._fetches import RELATIVE_ERROR
-from projector._projector import Projector, wait_for_position
+from projector._projector import Projector
 from projector._query import query
-from projector._report import (
+from projector._report import build_report
+from projector._report_model import (
     AnomalyRow,
     MinuteCount,
     ReasonCount,
     Report,
     RetryCount,
     StatusCount,
-    build_report,
 )
 from projector._state import State
 from projector._state_tables import register_state, state_views_used

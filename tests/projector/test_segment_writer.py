@@ -19,8 +19,9 @@ from hypothesis import given, settings
 
 from eventlog import EventLog, LogEntry
 from projector._archive import read_entries, read_table, to_table
+from projector._committed import read_committed
 from projector._fold import fold
-from projector._projector import Projector, read_committed
+from projector._projector import Projector
 from projector._segment_index import index_name
 from projector._state import canonical
 from projector._store import Store

@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from eventlog import EventLog, LogEntry, TaskEnqueued, TaskFailed
+from projector._committed import read_committed
 from projector._fold import fold
-from projector._projector import Projector, read_committed
+from projector._projector import Projector
 from projector._state import State
 from projector._summary import LISTED, Summary, SummaryTracker, summarize, touched_tasks
 from tests.projector.strategies import logs

@@ -10,8 +10,9 @@ import msgspec
 import pytest
 
 from eventlog import EventLog, TaskClaimed, TaskDone, TaskEnqueued, TaskFailed, TaskRetried
+from projector._committed import read_committed
 from projector._fold import fold
-from projector._projector import Projector, read_committed
+from projector._projector import Projector
 from projector._state import TERMINAL, canonical
 from projector._store import Store
 from projector._summary import Summary, summarize

@@ -1,5 +1,7 @@
-"""`crawl --fail-on`: a finished crawl where no task ended done (or one was aborted) exits 1
-with a one-line reason by default; `failed` is strict (any failed task), `never` exits 0."""
+"""`crawl --fail-on`: a finished crawl where no task ended done (or one was aborted, or more
+than 10 % of its tasks failed through spider errors) exits 1 with a one-line reason by
+default; `aborted` lets spider errors by, `failed` is strict (any failed task), `never`
+exits 0."""
 
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ async def test_a_crawl_whose_only_task_failed(
         assert reason_lines(result.stderr) == []
 
 
-@pytest.mark.parametrize(("fail_on", "code"), [(None, 0), ("failed", 1)])
+@pytest.mark.parametrize(("fail_on", "code"), [(None, 1), ("aborted", 0), ("failed", 1)])
 async def test_a_crawl_with_some_failed_tasks(
     valkey_url: str, tmp_path: Path, job: str, fail_on: str | None, code: int
 ) -> None:
@@ -90,9 +92,13 @@ async def test_a_crawl_with_some_failed_tasks(
         )
     assert result.returncode == code, result
     assert f"finished {job}" in result.stdout and "1 done, 1 failed" in result.stdout
-    if code:
+    if fail_on == "failed":
         [line] = reason_lines(result.stderr)
         assert "task(s) failed" in line and "(--fail-on failed)" in line
+    elif code:
+        [line] = reason_lines(result.stderr)
+        assert "1 of 2 task(s) (50%) failed through spider errors, more than 10%" in line
+        assert line.endswith("(--fail-on spider-errors)"), line
 
 
 def test_an_aborted_task_fails_the_crawl_unless_told_otherwise() -> None:

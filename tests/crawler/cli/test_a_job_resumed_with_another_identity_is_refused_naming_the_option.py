@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
+from crawler._defaults import DEFAULT_MAX_PAGES
 from crawler._job import JobConfig, save_config
 from eventlog import JobKeys
 from tests.crawler.cli_run import clean_env, crawlog
@@ -59,7 +60,11 @@ async def test_the_same_identity_resumes_the_job(
     redis_client: aioredis.Redis, valkey_url: str, job: str, tmp_path: Path
 ) -> None:
     stored = JobConfig(
-        seeds=(SEED,), user_agent="first/1.0", headers=(("X-A", "1"),), max_attempts=1
+        seeds=(SEED,),
+        user_agent="first/1.0",
+        headers=(("X-A", "1"),),
+        max_attempts=1,
+        max_pages=DEFAULT_MAX_PAGES,  # as `crawl` stores it without --max-pages
     )
     await save_config(redis_client, JobKeys(job), stored)
 

@@ -28,6 +28,7 @@ COMMANDS = [
     ["enqueue", f"{SITE}/2"],
     ["project", "--once"],
     ["replay"],
+    ["repair"],
 ]
 
 

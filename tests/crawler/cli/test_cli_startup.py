@@ -24,6 +24,8 @@ ANALYTICS = (
     "projector._query",
     "projector._export",
     "projector._report",
+    "projector._report_model",
+    "projector._committed",
     "projector._history",
 )
 """What reads or writes the projector's archive: no worker needs it."""

@@ -21,7 +21,7 @@ import pytest
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
 from eventlog import ActionDone, ActionIntended, ActionResolved, EventLog, TaskDone, TaskPaused
-from projector._projector import read_committed
+from projector._committed import read_committed
 from projector._store import Store
 from tests.crawler.conftest import ROOT, run_projector
 from tests.crawler.operator_cli import crawlog

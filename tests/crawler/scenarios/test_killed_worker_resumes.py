@@ -17,7 +17,7 @@ import pytest
 
 from crawler.testsite import RunningSite
 from eventlog import TaskQueue
-from projector._projector import read_committed
+from projector._committed import read_committed
 from projector._query import query
 from projector._store import Store
 from tests.crawler.conftest import replay_verify, run_projector
