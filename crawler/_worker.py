@@ -39,11 +39,13 @@ from crawler._task_steps import TaskSteps, WorkerStats
 from crawler._urls import fingerprint, site_of
 from eventlog import (
     CONTROL_POLL_S,
+    DEFAULT_DURABILITY,
     DEFAULT_NAME_TTL_MS,
     WORKER_STOPPED,
     AnyEvent,
     Controls,
     CrawlogError,
+    Durability,
     Lease,
     LeaseLost,
     QueueObserver,
@@ -93,10 +95,12 @@ def worker_queue(
     config: JobConfig,
     *,
     observer: QueueObserver | None = None,
+    durability: Durability = DEFAULT_DURABILITY,
 ) -> TaskQueue:
     """The queue a worker ``name`` of ``job`` works through: its lease time and whether it
     records events come from the job's ``config``; ``observer`` is told of its calls (the
-    worker's metrics)."""
+    worker's metrics); ``durability``: when a checkpoint counts as written
+    (`TaskQueue.durability`)."""
     return TaskQueue(
         redis,
         job,
@@ -104,6 +108,7 @@ def worker_queue(
         lease_ms=config.lease_ms,
         record_events=config.record_events,
         observer=observer,
+        durability=durability,
     )
 
 

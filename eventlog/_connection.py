@@ -32,6 +32,7 @@ from redis.backoff import EqualJitterBackoff
 from redis.commands.core import AsyncScript
 
 from eventlog._exceptions import ConfigError, ServerCannotPersist, ServerError, ServerUnreachable
+from eventlog._sentinel import SENTINEL_SCHEME, sentinel_client
 
 DEFAULT_SOCKET_TIMEOUT_S = 10.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -85,20 +86,24 @@ def client_for(
     redis-py's health check is a PING, which such a server refuses with the writes.
     """
     scheme = urlsplit(url).scheme
-    if scheme not in _SCHEMES:
+    if scheme not in _SCHEMES and scheme != SENTINEL_SCHEME:
         raise ConfigError(
-            f"unsupported Redis URL {redacted(url)!r}: use redis://, rediss:// or unix://"
+            f"unsupported Redis URL {redacted(url)!r}: use redis://, rediss://, unix:// or "
+            f"{SENTINEL_SCHEME}://"
         )
+    settings: dict[str, Any] = {
+        "socket_timeout": socket_timeout_s,
+        "socket_connect_timeout": DEFAULT_CONNECT_TIMEOUT_S,
+        "decode_responses": False,
+        "health_check_interval": health_check_s,
+        # The raw stream replies are parsed here in their RESP2 shape (lists, not maps).
+        "protocol": 2,
+    }
     try:
-        client = aioredis.Redis.from_url(
-            url,
-            socket_timeout=socket_timeout_s,
-            socket_connect_timeout=DEFAULT_CONNECT_TIMEOUT_S,
-            decode_responses=False,
-            health_check_interval=health_check_s,
-            # The raw stream replies are parsed here in their RESP2 shape (lists, not maps).
-            protocol=2,
-        )
+        if scheme == SENTINEL_SCHEME:
+            client = sentinel_client(url, **settings)
+        else:
+            client = aioredis.Redis.from_url(url, **settings)
     except ValueError as exc:
         raise ConfigError(f"bad Redis URL {redacted(url)!r}: {exc}") from None
     pool = client.connection_pool

@@ -11,6 +11,7 @@ this tree and the classes in step::
     ├── ConfigError ............ bad input: a URL, a job name, an option, a data directory
     ├── ServerError ............ the Redis/Valkey server is not there or not usable:
     │   ├── ServerUnreachable .. the Redis/Valkey server cannot be reached
+    │   │   └── ReplicaUnconfirmed  no replica confirmed a write in time (--durability replica)
     │   ├── ServerCannotPersist  it refuses writes: it cannot save them (a full disk)
     │   └── ServerStartError ... the embedded valkey-server did not come up
     ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
@@ -53,6 +54,11 @@ class ServerError(CrawlogError):
 
 class ServerUnreachable(ServerError):
     """The server cannot be reached (refused, timed out, bad credentials)."""
+
+
+class ReplicaUnconfirmed(ServerUnreachable):
+    """No replica confirmed a checkpoint or finish in time (``--durability replica``): the
+    write is on the primary only, and the worker was not told it went through."""
 
 
 class ServerCannotPersist(ServerError):

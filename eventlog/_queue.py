@@ -21,6 +21,7 @@ import redis.exceptions
 from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors, script_pipeline
 from eventlog._control import ControlEvent, apply_control
+from eventlog._durability import CONFIRMED_MODES, DEFAULT_DURABILITY, Durability, run_confirmed
 from eventlog._events import (
     AnyEvent,
     CheckpointSaved,
@@ -128,7 +129,7 @@ class TaskQueue:
     name in the ``workers`` group (its leases are its pending entries); ``lease_ms``: how
     long a lease lasts unrenewed; ``log``: the job's event log (default: one on ``redis``);
     ``record_events``: see the attribute; ``observer``: told of every writing call (the
-    worker's metrics, `QueueObserver`), None for none.
+    worker's metrics, `QueueObserver`), None for none; ``durability``: see the attribute.
     """
 
     def __init__(
@@ -141,6 +142,7 @@ class TaskQueue:
         log: EventLog | None = None,
         record_events: bool = True,
         observer: QueueObserver | None = None,
+        durability: Durability = DEFAULT_DURABILITY,
     ) -> None:
         if not consumer or any(c.isspace() for c in consumer):
             raise ConfigError(f"invalid worker name {consumer!r}: no spaces, not empty")
@@ -157,6 +159,9 @@ class TaskQueue:
         self.poisoned = 0
         """Task entries this consumer moved to the dead stream because they did not decode."""
         self.observer = observer
+        self.durability = durability
+        """``replica``: a checkpoint or finish returns once a replica has it too
+        (`eventlog._durability`)."""
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
         self._enqueue = redis.register_script(ENQUEUE)
@@ -786,7 +791,11 @@ class TaskQueue:
         for e in written:
             args += (e.event_id, encode(e))
         with redis_errors("writing a task's progress"):
-            status, value = settle_reply(await self._settle(keys=keys, args=args))
+            if self.durability == "replica" and mode in CONFIRMED_MODES:
+                reply = await run_confirmed(self.redis, self._settle, keys, args)
+            else:
+                reply = await self._settle(keys=keys, args=args)
+            status, value = settle_reply(reply)
         if status == "lost":
             raise LeaseLost(lease.entry_id, self.consumer, value.decode() if value else None)
         if status == "resumed":

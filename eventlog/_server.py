@@ -161,8 +161,9 @@ def resolve_url(
 ) -> str:
     """The Redis URL crawlog should use.
 
-    ``$REDIS_URL`` if set (nothing is started then); otherwise the URL of the private server
-    of the data directory (see :func:`resolve_data_dir`), started if it is not running.
+    ``$REDIS_URL`` if set (nothing is started then); otherwise the Sentinel URL of the data
+    directory's replica set if it has one (`eventlog._replica_set`, not started here), or the
+    URL of its private server (see :func:`resolve_data_dir`), started if it is not running.
     With ``create=False`` (commands that only read a job), a data directory that does not
     exist is a ``ConfigError`` saying where it looked, and nothing is created or started.
     """
@@ -170,6 +171,14 @@ def resolve_url(
     if external:
         return external
     directory = resolve_data_dir(data_dir) if create else require_data_dir(data_dir)
+    # Imported here: the replica set module builds on this one.
+    from eventlog._replica_set import replica_set_url
+
+    replicated = replica_set_url(directory)
+    if replicated is not None:
+        # `crawlog server start --replica` made one here: it is reached through its
+        # Sentinels, and nothing is started (`crawlog server start --replica` does that).
+        return replicated
     return ensure_server(directory, fsync=fsync).url
 
 

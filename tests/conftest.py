@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from eventlog import EventLog, JobKeys, TaskQueue, connect
+from eventlog import EventLog, JobKeys, ReplicaSetInfo, TaskQueue, connect, start_replica_set
 from eventlog._server import valkey_binary
 
 SERVER_START_TIMEOUT_S = 10.0
@@ -35,6 +35,25 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return  # an xdist worker: the controller has compiled them
     for package in PACKAGES:
         compileall.compile_dir(REPO / package, quiet=2)
+
+
+@pytest.fixture
+def replica_set(tmp_path: Path) -> Iterator[ReplicaSetInfo]:
+    """crawlog's replica set (a primary, a replica, three Sentinels) in ``tmp_path/data``,
+    failing over a second after its primary stops answering; gone after the test."""
+    from tests.server_helpers import (
+        TEST_DOWN_AFTER_MS,
+        TEST_FAILOVER_TIMEOUT_MS,
+        stop_or_kill_replica_set,
+    )
+
+    data_dir = tmp_path / "data"
+    try:
+        yield start_replica_set(
+            data_dir, down_after_ms=TEST_DOWN_AFTER_MS, failover_timeout_ms=TEST_FAILOVER_TIMEOUT_MS
+        )
+    finally:
+        stop_or_kill_replica_set(data_dir)
 
 
 def _free_port() -> int:

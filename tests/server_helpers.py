@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from eventlog._exceptions import CrawlogError
+from eventlog._replica_set import stop_replica_set
 from eventlog._server import PID_FILE, _wait_gone, stop_server
 
 # Environment variables that would point crawlog somewhere other than the test's directory.
@@ -47,3 +48,20 @@ def server_dir(directory: Path) -> Iterator[Path]:
 def python(code: str, *args: str) -> list[str]:
     """argv running ``code`` in this interpreter (the venv with crawlog installed)."""
     return [sys.executable, "-c", code, *args]
+
+
+TEST_DOWN_AFTER_MS = 1_000
+"""The Sentinels of a test's replica set call a silent primary down after this long."""
+TEST_FAILOVER_TIMEOUT_MS = 3_000
+
+
+def stop_or_kill_replica_set(directory: Path) -> None:
+    """Stop every member of the replica set of ``directory``, whatever state it is in."""
+    with contextlib.suppress(CrawlogError):
+        stop_replica_set(directory, timeout_s=5)
+    root = directory / "replicas"
+    for pidfile in root.glob(f"*/{PID_FILE}"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pidfile.read_text())
+            os.kill(pid, signal.SIGKILL)
+            _wait_gone(pid, 5)

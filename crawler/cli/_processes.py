@@ -52,6 +52,7 @@ from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._crawl_settings import bound_line
+from crawler.cli._durability_option import durability_in_force
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._light import without_httpx_cli
@@ -65,11 +66,18 @@ from eventlog import (
     answers,
     connect,
     hold_job_crawl,
+    is_sentinel_url,
     redacted,
+    replica_set_url,
+    require_replica,
+    supervise_replica_set,
     supervise_server,
+    watch_primary,
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import redis.asyncio as aioredis
 
     from crawler.cli._crawl_settings import CrawlSettings
@@ -273,6 +281,8 @@ async def run_crawl(
         connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client,
         hold_job_crawl(client, JobKeys(job)),
     ):
+        if durability_in_force() == "replica":
+            await require_replica(client, redacted(url))
         queue = TaskQueue(client, job, "crawl")
         config, new = await _store_and_seed(queue, settings.config, echo)
         most = _most_tasks(config)
@@ -298,6 +308,11 @@ async def run_crawl(
                 tg.start_soon(children.stop_projector_after_the_workers)
                 if server is not None:
                     tg.start_soon(children.supervise, server, echo)
+                elif replica_set_url(data_dir) == url:
+                    tg.start_soon(children.supervise_set, data_dir, echo)
+                elif is_sentinel_url(url):
+                    # Sentinels of the user's: nothing to restart, a failover to say.
+                    tg.start_soon(watch_primary, url, echo)
                 tg.start_soon(_import_progress_source)
                 progress = functools.partial(_live_progress, client, settings, config.lease_ms)
                 await _watch(progress, children.workers_exited, echo, url)
@@ -434,6 +449,14 @@ class _Children:
         """Restart crawlog's own server if it dies; note when it could not be."""
         try:
             await supervise_server(own, echo)
+        except ServerError:
+            self.server_lost = True
+            raise
+
+    async def supervise_set(self, data_dir: Path, echo: Callable[[str], None]) -> None:
+        """The data directory's replica set: members restarted, a failover said."""
+        try:
+            await supervise_replica_set(data_dir, echo)
         except ServerError:
             self.server_lost = True
             raise

@@ -34,6 +34,7 @@ from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
 from crawler._spider import load_spider
 from crawler._urls import check_seed_url
 from crawler.cli._crawl_settings import CrawlOptions, crawl_settings
+from crawler.cli._durability_option import durability_in_force, durability_option
 from crawler.cli._exit import EXIT_ERROR
 from crawler.cli._identity_options import identity_options
 from crawler.cli._lifeline import die_with_parent
@@ -55,6 +56,7 @@ from eventlog import (
     TaskQueue,
     connect,
     ensure_server,
+    replica_set_url,
     resolve_data_dir,
     resolve_url,
 )
@@ -218,6 +220,7 @@ log = logging.getLogger("crawlog.worker")
 )
 @identity_options
 @metrics_options
+@durability_option
 def crawl_command(**params: Any) -> None:
     """Crawl from SEEDS until every task is done; run it again after a crash to resume.
 
@@ -242,8 +245,10 @@ def crawl_command(**params: Any) -> None:
     forks = fork_children(settings)
     try:
         # crawlog's own server is supervised by the crawl (restarted if it dies); a server
-        # of the user's (REDIS_URL) is theirs to run.
-        server = None if os.environ.get(REDIS_URL_ENV) else ensure_server(settings.data_dir)
+        # of the user's (REDIS_URL) is theirs to run; the data directory's replica set is
+        # supervised by `run_crawl`, and no single server is started beside it.
+        elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(settings.data_dir)
+        server = None if elsewhere else ensure_server(settings.data_dir)
         url = server.url if server is not None else resolve_url(options.data_dir)
         beside = (
             console_of_crawl(url, settings.data_dir, settings.job, port=options.console_port)
@@ -330,6 +335,7 @@ def _exit_now(status: int) -> NoReturn:
     help="Seconds in-flight tasks get to finish their page on SIGTERM.",
 )
 @metrics_options
+@durability_option
 def worker_command(
     log_level: str,
     job: str,
@@ -377,7 +383,14 @@ def worker_command(
                 options=WorkerOptions(
                     concurrency=concurrency, exit_when_done=exit_when_done, grace_s=grace
                 ),
-                queue=worker_queue(client, job, worker_name, config, observer=observer),
+                queue=worker_queue(
+                    client,
+                    job,
+                    worker_name,
+                    config,
+                    observer=observer,
+                    durability=durability_in_force(),
+                ),
             )
             log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
             async with anyio.create_task_group() as tg:
