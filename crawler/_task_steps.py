@@ -342,7 +342,10 @@ class TaskSteps:
             # request; here the task ends, its page's items kept, the drop counted.
             parsed.next_page, parsed.stop = None, stop
             parsed.drop(stop)
-        self.stats.enqueued += await self.scraper.admit(parsed)
+        # Awaited first: ``stats.enqueued += await ...`` reads the count before the await,
+        # and the worker's other tasks' additions meanwhile would be lost.
+        enqueued = await self.scraper.admit(parsed)
+        self.stats.enqueued += enqueued
         if step.fetched_at is not None:
             fetched = step.pending[step.fetched_at]
             if parsed.dropped:
