@@ -50,6 +50,7 @@ from eventlog import (
     LeaseLost,
     QueueObserver,
     ServerCannotPersist,
+    ServerOutOfMemory,
     Task,
     TaskAborted,
     TaskQueue,
@@ -547,7 +548,7 @@ class Worker:
         )
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
-        except ServerCannotPersist:
+        except (ServerCannotPersist, ServerOutOfMemory):
             # The worker stops with this error, said once; a line per task would bury it.
             # The lease stays and expires as after a kill: nothing is lost.
             pass

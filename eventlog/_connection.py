@@ -16,6 +16,8 @@ and on the HMGET of every checkpoint a restarted worker sends.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Generic, TypeVar
@@ -31,8 +33,17 @@ from redis.asyncio.retry import Retry
 from redis.backoff import EqualJitterBackoff
 from redis.commands.core import AsyncScript
 
-from eventlog._exceptions import ConfigError, ServerCannotPersist, ServerError, ServerUnreachable
+from eventlog._exceptions import (
+    ConfigError,
+    ServerCannotPersist,
+    ServerError,
+    ServerOutOfMemory,
+    ServerUnreachable,
+)
+from eventlog._memory import out_of_memory_advice, require_noeviction
 from eventlog._sentinel import SENTINEL_SCHEME, sentinel_client
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SOCKET_TIMEOUT_S = 10.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -49,6 +60,8 @@ _RIDE_OUT_CAP_S = 0.5
 wait after the server is back lets its leases expire under it (with chaos.py's short
 leases, a cap near the lease length made live workers' tasks be taken over and fetched
 twice)."""
+OUTAGE_GAP_S = 5.0
+"""Refusals for memory further apart than this are two outages, each said once."""
 _NOSCRIPT_RESENDS = 3
 _MISCONF = "MISCONF"
 """The error code of a server that cannot persist: it refuses every write (and PING)."""
@@ -151,19 +164,57 @@ def _packing_in_c(base: ConnectionClass) -> ConnectionClass:
     return PackingInC
 
 
-def ride_out_retry(seconds: float) -> Retry:
+def ride_out_retry(seconds: float, *, where: str = "", quiet: bool = False) -> Retry:
     """A redis-py retry policy that keeps trying a lost server for at least ``seconds``.
 
     Exponential backoff from ``_RIDE_OUT_BASE_S`` up to ``_RIDE_OUT_CAP_S``, each wait
     jittered between half and all of it (workers that lost the server together do not come
     back in lockstep). The number of retries is counted so that even the shortest waits add
     up to ``seconds``.
+
+    A server that refuses a write for memory (``OOM``: ``maxmemory`` reached, policy
+    ``noeviction``) applied none of it and is waited out the same way: someone may raise
+    ``maxmemory`` or free memory meanwhile. The first refusal of such an outage is logged
+    with what to do about it (at debug level if ``quiet``: a crawl says it once for all of
+    its processes); ``where`` names the server in it.
     """
     retries, waited = 0, 0.0
     while waited < seconds:
         waited += min(_RIDE_OUT_CAP_S, _RIDE_OUT_BASE_S * 2**retries) / 2
         retries += 1
-    return Retry(EqualJitterBackoff(cap=_RIDE_OUT_CAP_S, base=_RIDE_OUT_BASE_S), retries)
+    return Retry(
+        EqualJitterBackoff(cap=_RIDE_OUT_CAP_S, base=_RIDE_OUT_BASE_S),
+        retries,
+        supported_errors=(
+            redis.exceptions.ConnectionError,
+            redis.exceptions.TimeoutError,
+            redis.exceptions.OutOfMemoryError,
+        ),
+        is_retryable=_OutOfMemoryNotice(where or "REDIS_URL", seconds, quiet=quiet),
+    )
+
+
+class _OutOfMemoryNotice:
+    """Retries every error it is shown; logs the first refusal for memory of an outage."""
+
+    def __init__(self, where: str, seconds: float, *, quiet: bool) -> None:
+        self.where = where
+        self.seconds = seconds
+        self.level = logging.DEBUG if quiet else logging.WARNING
+        self.last_refusal = -OUTAGE_GAP_S
+
+    def __call__(self, error: Exception) -> bool:
+        if isinstance(error, redis.exceptions.OutOfMemoryError):
+            now = time.monotonic()
+            if now - self.last_refusal > OUTAGE_GAP_S:
+                log.log(
+                    self.level,
+                    "%s; retrying for up to %.0f s",
+                    out_of_memory_advice(self.where),
+                    self.seconds,
+                )
+            self.last_refusal = now
+        return True
 
 
 @asynccontextmanager
@@ -172,21 +223,25 @@ async def connect(
     *,
     socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
     ride_out_s: float | None = None,
+    quiet: bool = False,
 ) -> AsyncIterator[aioredis.Redis]:
     """A connected client for ``url``; ``ServerUnreachable`` if nothing answers there.
 
-    With ``ride_out_s``, a server lost *after* this first answer is retried for that long
-    (a restart is waited out, see `ride_out_retry`) before a command fails. The first
-    answer itself is not waited for: a wrong URL should be one quick, clear error.
-    Retrying is safe because crawlog's writes are idempotent: an append carries its
-    event id, an enqueue its fingerprint, and the fenced scripts recognise their own
-    last event.
+    With ``ride_out_s``, a server lost *after* this first answer, or refusing writes for
+    memory, is retried for that long (a restart is waited out, see `ride_out_retry`;
+    ``quiet`` as there) before a command fails. The first answer itself is not waited
+    for: a wrong URL should be one quick, clear error. Retrying is safe because crawlog's
+    writes are idempotent: an append carries its event id, an enqueue its fingerprint, and
+    the fenced scripts recognise their own last event. Such a long-running writer also
+    refuses a server whose ``maxmemory-policy`` evicts keys (``ServerEvicts``, see
+    ``_memory``).
     """
     client = client_for(url, socket_timeout_s=socket_timeout_s)
     try:
         await ping(client, url)
         if ride_out_s is not None:
-            client.set_retry(ride_out_retry(ride_out_s))
+            await require_noeviction(client, redacted(url))
+            client.set_retry(ride_out_retry(ride_out_s, where=redacted(url), quiet=quiet))
         yield client
     finally:
         await client.aclose()
@@ -295,6 +350,12 @@ def redis_errors(what: str) -> Iterator[None]:
         raise ServerUnreachable(
             f"lost the Redis server while {what} ({exc}): check that it is running; "
             "nothing half-written is left behind, so the same command can be run again"
+        ) from exc
+    except redis.exceptions.OutOfMemoryError as exc:
+        raise ServerOutOfMemory(
+            f"Redis refused {what}: it is out of memory (maxmemory reached). Raise its "
+            "maxmemory (CONFIG SET maxmemory) or free memory on it, then run the same "
+            "command again; nothing half-written is left behind"
         ) from exc
     except redis.exceptions.ResponseError as exc:
         if (refusal := cannot_persist(exc)) is not None:

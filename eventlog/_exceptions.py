@@ -13,12 +13,18 @@ this tree and the classes in step::
     │   ├── ServerUnreachable .. the Redis/Valkey server cannot be reached
     │   │   └── ReplicaUnconfirmed  no replica confirmed a write in time (--durability replica)
     │   ├── ServerCannotPersist  it refuses writes: it cannot save them (a full disk)
+    │   ├── ServerOutOfMemory .. it refused writes at its ``maxmemory`` for longer than a
+    │   │                        long-running process rides out
+    │   ├── ServerEvicts ....... its ``maxmemory-policy`` may evict the job's keys
     │   └── ServerStartError ... the embedded valkey-server did not come up
     ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
     ├── WorkerNameTaken ........ another live process holds this worker name
     ├── JobAlreadyCrawled ...... another live ``crawlog crawl`` runs this job
+    ├── ProjectorHeld .......... another projector, on any machine, holds the job's lease
+    ├── ProjectorLeaseLost ..... a projector stalled past its lease, which another took (or
+    │                            committed under) since: it neither commits nor trims
     ├── OperatorRefused ........ an operator command that does not apply now (a retry of a
     │   │                        task still running...): nothing was written
     │   └── UnknownTask ........ a task id or URL the job's log has no task for
@@ -30,6 +36,8 @@ this tree and the classes in step::
     │                            logged as done (its worker died mid-way): the task is
     │                            paused for an operator to resolve
     ├── ArchiveCorrupt ......... [projector] an archive segment cannot be read back
+    ├── ArchiveBehind .......... [projector] a data directory's archive ends before what
+    │                            the job's log was trimmed to: it lacks events
     ├── NoProjectedData ........ [projector] a report, query or export of a job that has
     │                            nothing committed yet (no projector has run)
     ├── ProjectorBusy .......... [projector] another projector process holds the job's lock
@@ -73,6 +81,20 @@ class ServerCannotPersist(ServerError):
         self.detail = detail
         """The server's own words, e.g. "Errors writing to the AOF file: No space left..."."""
         self.disk_full = disk_full
+
+
+class ServerOutOfMemory(ServerError):
+    """The server refused writes with ``OOM`` (``maxmemory`` reached, policy ``noeviction``)
+    for longer than the caller waits it out. The refused writes were not applied."""
+
+
+class ServerEvicts(ServerError):
+    """The server's ``maxmemory-policy`` evicts keys when memory runs out: it would delete a
+    job's tasks, leases or log without a word, so crawlog does not write to it."""
+
+    def __init__(self, message: str, policy: str) -> None:
+        super().__init__(message)
+        self.policy = policy
 
 
 class ServerStartError(ServerError):
@@ -137,6 +159,34 @@ class JobAlreadyCrawled(CrawlogError):
         self.job = job
         self.pid = pid
         self.since = since
+
+
+class ProjectorHeld(CrawlogError):
+    """Another projector holds the job's lease (one per job, wherever it runs)."""
+
+    def __init__(self, job: str, holder: str, expires_in_ms: int) -> None:
+        super().__init__(
+            f"another projector holds job {job!r} ({holder}): one per job is enough; stop "
+            f"that one first (a killed one lets the job go within {expires_in_ms} ms)"
+        )
+        self.job = job
+        self.holder = holder
+        self.expires_in_ms = expires_in_ms
+
+
+class ProjectorLeaseLost(CrawlogError):
+    """A projector's lease is another's now (it stalled past it): what it read since its
+    last commit is neither committed nor trimmed; the projector that holds the job goes on."""
+
+    def __init__(self, job: str, data_dir: str) -> None:
+        super().__init__(
+            f"the projector of job {job!r} with data directory {data_dir} lost its lease (it "
+            "was stalled past it and another projector took the job, or committed since): "
+            "it stopped without committing or trimming. Nothing is lost: the log keeps "
+            "what was not committed; run one projector for the job"
+        )
+        self.job = job
+        self.data_dir = data_dir
 
 
 class OperatorRefused(CrawlogError):

@@ -291,6 +291,20 @@ class JobKeys:
         """The projector's committed position, published for those who wait for it."""
         return self._key("projector")
 
+    # -- The projector's lease (one projector per job, wherever it runs) -----------------
+
+    @cached_property
+    def projector_lease(self) -> str:
+        """Held by the job's one projector while it runs, wherever it runs: its value is
+        the holder (`ProjectorHolder`, JSON), its TTL renewed (``_projector_lease``)."""
+        return self._key("projector", "lease")
+
+    @cached_property
+    def projector_committer(self) -> str:
+        """The holder (`ProjectorHolder`, JSON) whose commit last moved the published
+        position and trimmed the log: where the job's archive is."""
+        return self._key("projector", "committer")
+
     def evidence(self, task_id: str) -> str:
         """The response a recovered task's worker got before it parsed it (an `Evidence`,
         msgpack, expiring): what the task's abort carries if that worker dies too."""

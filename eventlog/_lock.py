@@ -116,7 +116,7 @@ async def _held(
     """Hold ``lock`` while the block runs (see `hold_worker_name`); its token."""
     key, ttl_ms = lock.key, lock.ttl_ms
     # The token's first part says since when and by which pid, for whoever finds it held.
-    token = f"{secrets.token_hex(16)}@{int(time.time())}@{os.getpid()}|{_this_process()}"
+    token = f"{secrets.token_hex(16)}@{int(time.time())}@{os.getpid()}|{this_process()}"
     acquire = redis.register_script(LOCK_ACQUIRE)
     deadline = anyio.current_time() + wait_s
     with redis_errors(f"taking {lock.what}"):
@@ -197,7 +197,7 @@ def _machine() -> str:
         return ""
 
 
-def _this_process() -> str:
+def this_process() -> str:
     """``machine|pid|start time`` of this process, or '' where /proc cannot tell."""
     machine, pid = _machine(), os.getpid()
     start = _start_time(pid)

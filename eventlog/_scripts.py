@@ -825,3 +825,40 @@ redis.call('RPUSH', KEYS[3], 1)
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1
 """
+
+# -- The projector's lease (eventlog/_projector_lease.py) --------------------------------
+
+PROJECTOR_LEASE_RENEW = """
+-- Renew the projector's lease, or take it back once it lapsed if nobody committed since.
+-- KEYS: the lease, the published position.
+-- ARGV: the holder's value, ttl ms, the position this holder last published ('' if none).
+-- A lease that lapsed (its holder stalled) and was taken by nobody is taken back only if
+-- the published position is still this holder's: another projector's commit (or trim)
+-- in between means this one's state is stale, and it must stop.
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if holder == false and (redis.call('GET', KEYS[2]) or '') == ARGV[3] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+PROJECTOR_PUBLISH = """
+-- Publish the projector's committed position and trim the log below it, only if the
+-- caller holds the projector's lease (fenced: a projector that lost it does neither).
+-- KEYS: the lease, the published position, the events stream, the last committer.
+-- ARGV: the holder's value, ttl ms, the position, the MINID to trim to ('' for none).
+-- Returns {1, entries trimmed}, or {0, 0} if the lease is not the caller's.
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[3])
+redis.call('SET', KEYS[4], ARGV[1])
+redis.call('PUBLISH', KEYS[2], ARGV[3])
+local trimmed = 0
+if ARGV[4] ~= '' then trimmed = redis.call('XTRIM', KEYS[3], 'MINID', ARGV[4]) end
+return {1, trimmed}
+"""

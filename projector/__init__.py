@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         write_table,
     )
     from projector._committed import committed_position, read_committed, wait_for_position
+    from projector._continuity import ArchiveBehind
     from projector._defaults import (
         DEFAULT_COMMIT_INTERVAL_S,
         DEFAULT_KEEP_TAIL_S,
@@ -99,6 +100,7 @@ __all__ = [
     "RUNNING",
     "SCHEMA",
     "TERMINAL",
+    "ArchiveBehind",
     "ArchiveCorrupt",
     "ExportFormat",
     "ExportWhat",

@@ -26,15 +26,19 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
 from eventlog import (
+    DEFAULT_PROJECTOR_LEASE_MS,
     EventLog,
     InFlight,
     LogEntry,
     PoisonEntry,
-    publish_projector_position,
+    ProjectorLease,
+    hold_projector_lease,
+    last_committer,
     stream_id_key,
 )
 from projector._committed import bring_back, live_state, restored_fetches
 from projector._committer import CommitRequest, Committer
+from projector._continuity import archive_behind, behind_the_trim
 from projector._defaults import (
     DEFAULT_COMMIT_INTERVAL_S,
     DEFAULT_KEEP_TAIL_S,
@@ -98,9 +102,17 @@ class Projector:
         snapshot_interval_s: float = DEFAULT_SNAPSHOT_INTERVAL_S,
         keep_tail_s: float | None = DEFAULT_KEEP_TAIL_S,
         writer_min_events: int = WRITER_MIN_EVENTS,
+        lease_ms: int = DEFAULT_PROJECTOR_LEASE_MS,
     ) -> None:
         self.log = EventLog(redis, job)
         self.store = Store(data_dir, job)
+        self.data_dir = data_dir
+        self.lease_ms = lease_ms
+        self.lease: ProjectorLease | None = None
+        """The job's projector lease (``eventlog._projector_lease``), held while entered:
+        one projector per job wherever it runs, and what fences its publish and trim."""
+        self._keeping = anyio.CancelScope()
+        """Around the lease's renewals: cancelled on exit, after the last commit."""
         self.commit_events = commit_events
         self.commit_interval_s = commit_interval_s
         self.snapshot_interval_s = snapshot_interval_s
@@ -150,9 +162,16 @@ class Projector:
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:
+            # The file lock still keeps a second projector of this data directory out at
+            # once (even one on another server); the lease, any other projector of the job.
             lock_fd = stack.enter_context(self.store.lock())
+            lease = hold_projector_lease(
+                self.log.redis, self.log.keys, str(self.data_dir.resolve()), ttl_ms=self.lease_ms
+            )
+            self.lease = await stack.enter_async_context(lease)
             # A missing manifest over segment files, or a damaged one, is rebuilt from them.
             self.manifest = await anyio.to_thread.run_sync(recover, self.store)
+            await self._require_whole_archive()
             self._committer = Committer(self.store, self.manifest)
             # Left after the task group, which waits for the commit in flight.
             writer = SegmentWriter(self.store.archive, lock_fd)
@@ -184,6 +203,7 @@ class Projector:
                     self.manifest.summary,
                 )
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
+            self._tasks.start_soon(self._keep_lease)
             self._stack = stack.pop_all()
         self.position = self.manifest.position
         self._snapshot_at = time.monotonic()
@@ -207,11 +227,22 @@ class Projector:
                 if exc_type is None or issubclass(exc_type, anyio.get_cancelled_exc_class()):
                     await self.commit(snapshot=True, wait=True)
         finally:
+            self._keeping.cancel()
             result = await self._stack.__aexit__(exc_type, exc, tb)
         return result
 
+    async def _keep_lease(self) -> None:
+        assert self.lease is not None
+        with self._keeping:
+            await self.lease.keep()
+
     async def step(self, *, block_ms: int = 0) -> int:
-        """Read and fold one batch; start a commit if one is due. Returns the events read."""
+        """Read and fold one batch; start a commit if one is due. Returns the events read.
+
+        ``ProjectorLeaseLost`` once the lease is found lost: what was read is not committed.
+        """
+        assert self.lease is not None, "enter the projector first"
+        self.lease.check()
         if time.monotonic() - self._dead_read_at >= DEAD_LETTER_POLL_S:
             await self._count_dead_letters()
         ahead, self._ahead = self._ahead, None
@@ -386,6 +417,10 @@ class Projector:
             if streamed:
                 assert self._writer is not None
                 work = msgspec.structs.replace(work, segment=await self._writer.segment())
+            assert self.lease is not None
+            # Still the job's projector? One that lost its lease commits nothing (its
+            # state is stale: another projector may have committed and trimmed since).
+            await self.lease.renew()
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             if work.task_rows:
                 self.stored.landed()
@@ -401,8 +436,10 @@ class Projector:
             done.set()
 
     async def _publish_and_trim(self) -> None:
+        """Publish the committed position and trim the log below it, in one script call
+        fenced by the lease (``ProjectorLeaseLost``, and neither done, if it is lost)."""
         position = self.manifest.position
-        await publish_projector_position(self.log.redis, self.log.keys, position)
+        minid = None
         if self.keep_tail_s is not None and position != "0-0":
             # MINID keeps everything at or after it, so it never reaches past the
             # committed position. Exact, not "~": approximate trimming stops after
@@ -411,7 +448,28 @@ class Projector:
             tail_ms = int(self.keep_tail_s * 1000)
             floor = min(committed, (committed[0] - tail_ms, 0)) if tail_ms else committed
             minid = f"{max(floor[0], 0)}-{floor[1]}"
-            await self.log.trim_before(minid)
+        assert self.lease is not None
+        await self.lease.publish_and_trim(position, minid)
+
+    async def _require_whole_archive(self) -> None:
+        """``ArchiveBehind`` if the log was trimmed past the committed position: reading on
+        would skip what this archive lacks (``_continuity``)."""
+        info = await self.log.stream_info()
+        if info is None:
+            return
+        # Dead letters of task entries are counted too: a refusal may be missed, never
+        # made in error.
+        dead = await self.log.dead_letter_count()
+        if behind_the_trim(self.manifest.events, dead, info.entries_added, info.length):
+            committer = await last_committer(self.log.redis, self.log.keys)
+            raise archive_behind(
+                self.store.job,
+                self.store.root,
+                self.manifest.position,
+                info.entries_added - info.length,
+                await self.log.first_id(),
+                committer,
+            )
 
     def _commit_due(self) -> bool:
         if not self._pending:

@@ -1,9 +1,9 @@
 """Each package is used through its API: no module of eventlog, projector or crawler imports
 another top-level package's ``_private`` module, at the top, under ``TYPE_CHECKING`` or in a
 function. Within a package anything goes (``crawler.cli`` imports ``crawler._worker``),
-except between the subpackages of ``crawler`` (``cli``, ``console``, ``scrapy``,
+except between the subpackages of ``crawler`` (``cli``, ``console``, ``ops``, ``scrapy``,
 ``testsite``): each uses another only through its public modules and names (the console
-imports ``crawler.cli.LiveProgress``, not ``crawler.cli._progress_source``, nor
+imports ``crawler.ops.LiveProgress``, not ``crawler.ops._progress_source``, nor
 ``crawler.cli.retry._retry_of``). ``tools/public_imports.py`` rewrites imports of another
 top-level package's private modules into imports of the public package."""
 
@@ -111,27 +111,28 @@ def run() -> None:
 def test_between_crawler_s_subpackages_only_public_modules_and_names_are_imported() -> None:
     source = """
 from crawler._job import load_config
-from crawler.cli import LiveProgress
-from crawler.cli._progress import Tracker
+from crawler.ops import LiveProgress
+from crawler.ops._progress import Tracker
 from crawler.cli.retry import RETRY_BATCH, _retry_of
 import crawler.cli._operator
 from crawler.console import _pages
 """
     assert imports_of_private_modules(source, "crawler.console._live") == [
-        (4, "crawler.cli._progress"),
+        (4, "crawler.ops._progress"),
         (5, "crawler.cli.retry._retry_of"),
         (6, "crawler.cli._operator"),
     ]
     assert imports_of_private_modules(source, "crawler.cli._x") == [
+        (4, "crawler.ops._progress"),
         (7, "crawler.console._pages"),
     ]
     assert imports_of_private_modules(source, "crawler._worker") == [
-        (4, "crawler.cli._progress"),
+        (4, "crawler.ops._progress"),
         (5, "crawler.cli.retry._retry_of"),
         (6, "crawler.cli._operator"),
         (7, "crawler.console._pages"),
     ]
-    assert {"cli", "console", "scrapy", "testsite"} <= SUBPACKAGES
+    assert {"cli", "console", "ops", "scrapy", "testsite"} <= SUBPACKAGES
 
 
 def test_the_files_walked_are_every_module_of_the_three_packages() -> None:

@@ -21,26 +21,14 @@ from crawler.cli._main import cli, main
 from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
-    from crawler.cli._format import format_duration
-    from crawler.cli._operator import OpenJob, task_id_of
     from crawler.cli._processes import stop_processes
-    from crawler.cli._progress import Progress, Row, Tracker, format_eta
-    from crawler.cli._progress_source import LiveProgress
 
 
 __all__ = [
-    "LiveProgress",
-    "OpenJob",
-    "Progress",
-    "Row",
-    "Tracker",
     "cli",
     "crawlog_command",
-    "format_duration",
-    "format_eta",
     "main",
     "stop_processes",
-    "task_id_of",
 ]
 
 _install_lazy_importer(globals())

@@ -59,14 +59,19 @@ from crawler.cli._light import without_httpx_cli
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
+    MEMORY_CHECK_S,
     JobKeys,
     ServerError,
+    ServerEvicts,
     ServerInfo,
     TaskQueue,
     answers,
     connect,
+    evicting_server,
     hold_job_crawl,
     is_sentinel_url,
+    out_of_memory_advice,
+    read_memory,
     redacted,
     replica_set_url,
     require_replica,
@@ -81,8 +86,7 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from crawler.cli._crawl_settings import CrawlSettings
-    from crawler.cli._progress import Progress
-    from crawler.cli._progress_source import LiveProgress
+    from crawler.ops import LiveProgress, Progress
     from projector import Store
 
 PROGRESS_EVERY_S = 1.0
@@ -275,10 +279,12 @@ async def run_crawl(
     """
     started = time.monotonic()
     job, data_dir = settings.job, settings.data_dir
-    # Like its workers and projector, the crawl waits out a Redis restart. One crawl of a
-    # job at a time: a second one says so up front, before it stores or starts anything.
+    # Like its workers and projector, the crawl waits out a Redis restart (and refuses a
+    # server that evicts keys); it says itself when the server is out of memory. One crawl
+    # of a job at a time: a second one says so up front, before it stores or starts anything.
+    evicting: list[ServerEvicts] = []  # set by watch_memory: the crawl stops with it
     async with (
-        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client,
+        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client,
         hold_job_crawl(client, JobKeys(job)),
     ):
         if durability_in_force() == "replica":
@@ -313,6 +319,15 @@ async def run_crawl(
                 elif is_sentinel_url(url):
                     # Sentinels of the user's: nothing to restart, a failover to say.
                     tg.start_soon(watch_primary, url, echo)
+                tg.start_soon(
+                    watch_memory,
+                    client,
+                    job,
+                    url,
+                    children.worker_processes,
+                    evicting.append,
+                    echo,
+                )
                 tg.start_soon(_import_progress_source)
                 progress = functools.partial(_live_progress, client, settings, config.lease_ms)
                 await _watch(progress, children.workers_exited, echo, url)
@@ -321,6 +336,10 @@ async def run_crawl(
         finally:
             with anyio.CancelScope(shield=True):
                 await children.stop()
+    if evicting:
+        # Stopped cleanly (the workers handed their tasks back, the projector committed):
+        # the same command carries on once the server no longer evicts.
+        raise evicting[0]
     return _summary(
         settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
     )
@@ -502,7 +521,7 @@ class _Children:
 def _live_progress(client: aioredis.Redis, settings: CrawlSettings, lease_ms: int) -> LiveProgress:
     """The crawl's progress source; imported once the workers are under way (it reads the
     projector's archive)."""
-    from crawler.cli._progress_source import LiveProgress
+    from crawler.ops import LiveProgress
 
     return LiveProgress(client, settings.job, settings.data_dir, lease_ms=lease_ms)
 
@@ -512,7 +531,7 @@ async def _import_progress_source() -> None:
     thread, beside the children's start: imported once the workers had exited, it held up
     a small crawl's last refresh and summary after its projector's last commit. In a
     thread, so the loop still sends the projector its stop the moment the workers exit."""
-    await anyio.to_thread.run_sync(importlib.import_module, "crawler.cli._progress_source")
+    await anyio.to_thread.run_sync(importlib.import_module, "crawler.ops._progress_source")
 
 
 def _most_tasks(config: JobConfig) -> int | None:
@@ -615,6 +634,41 @@ async def _watch(
                         "retrying"
                     )
             tg.cancel_scope.cancel()
+
+
+async def watch_memory(
+    client: aioredis.Redis,
+    job: str,
+    url: str,
+    workers: Sequence[Child],
+    evicting: Callable[[ServerEvicts], None],
+    echo: Callable[[str], None],
+) -> None:
+    """Read the server's memory every ``MEMORY_CHECK_S`` while the crawl runs.
+
+    Full (``OOM``: its workers and projector wait, each write retried): one progress line
+    an outage, saying what to do. A ``maxmemory-policy`` that evicts (changed since the
+    crawl's start): ``evicting`` is told, the workers are stopped as by Ctrl-C (they hand
+    their tasks back, then the projector commits) and the crawl ends with that error.
+    """
+    said_full = False
+    while True:
+        await anyio.sleep(MEMORY_CHECK_S)
+        memory = await read_memory(client)
+        if memory is None:
+            return  # this user may not read it: nothing to watch
+        if memory.evicts:
+            evicting(evicting_server(memory.policy, redacted(url)))
+            for process in workers:
+                if process.returncode is None:
+                    process.send_signal(signal.SIGTERM)
+            return
+        if memory.full and not said_full:
+            echo(
+                f"progress {job}: {out_of_memory_advice(redacted(url))}; workers and "
+                "projector wait and carry on once it has room"
+            )
+        said_full = memory.full
 
 
 def _metrics_args(metrics: tuple[str, int] | None, offset: int) -> tuple[str, ...]:

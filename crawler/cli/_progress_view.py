@@ -1,7 +1,7 @@
 """How progress is shown: a rich live table on a terminal, plain lines elsewhere, or JSON.
 
-Only formatting: the numbers are computed in ``_progress`` and read in
-``_progress_source``. Plain lines are what a log file or a CI job wants (no cursor
+Only formatting: the numbers are computed in ``crawler/ops/_progress.py`` and read in
+``crawler/ops/_progress_source.py``. Plain lines are what a log file or a CI job wants (no cursor
 movement, one self-contained line per refresh and site); the rich table redraws in place.
 rich is imported only for the table: plain lines, e.g. of a crawl whose output is piped,
 cost a crawl no rich import on the way to its summary.
@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import msgspec
 
-from crawler.cli._format import format_duration
-from crawler.cli._progress import TOTAL, Progress, Row, format_eta
 from crawler.cli._terminal import TERMINAL as _TERMINAL
+from crawler.ops import TOTAL, Progress, Row, format_duration, format_eta
 from eventlog import WorkerInfo
 
 if TYPE_CHECKING:

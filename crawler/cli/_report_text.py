@@ -6,7 +6,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Final
 
 from crawler._defaults import PAST_MAX_PAGES
-from crawler.cli._format import table_lines
+from crawler.ops import table_lines
 from projector import LISTED
 
 if TYPE_CHECKING:

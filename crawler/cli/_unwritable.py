@@ -95,7 +95,7 @@ async def writes_refused(url: str, *, where: str | None) -> ServerCannotPersist 
 
 async def summary_from_log(url: str, summary: CrawlSummary, data_dir: Path) -> CrawlSummary:
     """``summary`` with its counts taken from the log, not from the projector's commit."""
-    from crawler.cli._progress_source import LiveProgress
+    from crawler.ops import LiveProgress
 
     client = client_for(url, health_check_s=0)  # its PING would be refused
     try:

@@ -22,8 +22,8 @@ import click
 
 from crawler.cli._argv import crawlog_command
 from crawler.cli._lifeline import PARENT_ENV, die_with_parent
-from crawler.cli._operator import default_operator
 from crawler.cli._options import data_dir_option
+from crawler.ops import default_operator
 from eventlog import ConfigError
 
 DEFAULT_HOST = "127.0.0.1"

@@ -8,9 +8,9 @@ from pathlib import Path
 import anyio
 import click
 
-from crawler.cli._format import format_duration, table_lines
-from crawler.cli._operator import echo_json, open_job, resolve_site
+from crawler.cli._operator import echo_json
 from crawler.cli._options import data_dir_option, job_option, json_option
+from crawler.ops import format_duration, open_job, resolve_site, table_lines
 from eventlog import CookieStore, StoredCookie
 
 VALUE_SHOWN = 12

@@ -47,7 +47,7 @@ from crawler.cli._options import (
     log_level_option,
     metrics_options,
 )
-from crawler.cli._unwritable import said_once_if_unwritable
+from crawler.cli._unwritable import said_by_the_crawl, said_once_if_unwritable
 from eventlog import (
     DEFAULT_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
@@ -364,8 +364,9 @@ def worker_command(
         serve(registry, metrics_host, metrics_port)
 
     async def run() -> None:
-        # A Redis restart mid-crawl is waited out (each write is idempotent), not fatal.
-        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        # A Redis restart or a full server mid-crawl is waited out (each write is
+        # idempotent), not fatal; a crawl says it once for all of its processes.
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=said_by_the_crawl()) as client:
             config = await load_config(client, JobKeys(job))
             observer = None
             if metrics is not None:

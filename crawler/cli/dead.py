@@ -8,9 +8,9 @@ from typing import Any
 import anyio
 import click
 
-from crawler.cli._format import table_lines
-from crawler.cli._operator import echo_json, open_job
+from crawler.cli._operator import echo_json
 from crawler.cli._options import data_dir_option, job_option, json_option
+from crawler.ops import open_job, table_lines
 from eventlog import (
     DeadLetter,
     EventLog,

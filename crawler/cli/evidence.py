@@ -1,76 +1,29 @@
 """``crawlog evidence``: the last response a failed or aborted task got, written to files.
 
-The worker keeps that response with the task's terminal event (`eventlog.Evidence`): its
-status, headers and the start of its body, compressed. It is read back from the
-projector's archive and the stream's tail (`projector.task_history`), so it is there
-after the stream is trimmed. Also what ``crawlog history`` and the console's "Needs a
-person" page show of it (`last_failure`, `evidence_summary`).
+What evidence is and how it is read and summed up is the library's (``crawler.ops``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import TypeAlias
 
 import anyio
 import click
 import msgspec
 
-from crawler.cli._operator import open_job, task_id_of
 from crawler.cli._options import data_dir_option, job_option
-from eventlog import ConfigError, Evidence, LogEntry, TaskAborted, TaskEnqueued, TaskFailed
-
-Failure: TypeAlias = TaskFailed | TaskAborted
-"""A task's end that may carry evidence."""
-BODY_STEM = "body"
-UNKNOWN_EXTENSION = ".bin"
-"""The body file's extension when its content type names none."""
-
-
-def last_failure(task_id: str, entries: list[LogEntry]) -> tuple[LogEntry, Failure] | None:
-    """The task's last failed or aborted end among ``entries`` (its history), if any."""
-    for entry in reversed(entries):
-        event = entry.event
-        if isinstance(event, TaskFailed | TaskAborted) and event.task_id == task_id:
-            return entry, event
-    return None
-
-
-def evidence_summary(evidence: Evidence) -> str:
-    """One line: the response's status, content type and body size."""
-    kept = f"{evidence.body_bytes} B body"
-    if evidence.truncated:
-        kept += f", its first {len(evidence.body)} B kept"
-    return f"HTTP {evidence.status}, {evidence.content_type or 'no content type'}, {kept}"
-
-
-def export_command_line(job: str, task_id: str) -> str:
-    """The command that writes a task's evidence to files."""
-    return f"crawlog evidence --job {job} {task_id} --out evidence-{task_id}"
-
-
-def body_extension(evidence: Evidence) -> str:
-    """The body file's extension, from the content type (``.html``, ``.json``...)."""
-    import mimetypes  # here: its import is a share of every command's start
-
-    media = (evidence.content_type or "").partition(";")[0].strip().lower()
-    return (mimetypes.guess_extension(media) if media else None) or UNKNOWN_EXTENSION
-
-
-def response_text(evidence: Evidence) -> str:
-    """The response's status line and headers, as they came (repeated ones each on a line)."""
-    import http
-
-    try:
-        phrase = http.HTTPStatus(evidence.status).phrase
-    except ValueError:
-        phrase = ""
-    lines = [f"HTTP {evidence.status} {phrase}".rstrip()]
-    lines += [f"{name}: {value}" for name, value in evidence.headers]
-    if evidence.headers_truncated:
-        lines.append("# (more headers were left out: past the size evidence keeps)")
-    return "\n".join(lines) + "\n"
+from crawler.ops import (
+    BODY_STEM,
+    Failure,
+    body_extension,
+    evidence_summary,
+    last_failure,
+    open_job,
+    response_text,
+    task_id_of,
+)
+from eventlog import ConfigError, LogEntry, TaskAborted, TaskEnqueued, TaskFailed
 
 
 @click.command(
@@ -118,33 +71,12 @@ def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) ->
         raise ConfigError(
             f"{what} ended with no response to keep ({error or failure.reason}): no evidence"
         )
-    enqueued = [
-        e.event for e in entries if isinstance(e.event, TaskEnqueued) and e.event.task_id == task_id
-    ]
-    task_url = enqueued[0].url if enqueued else evidence.url
     try:
         out.mkdir(parents=True, exist_ok=True)
         body_path = out / (BODY_STEM + body_extension(evidence))
         (out / "response.txt").write_text(response_text(evidence), encoding="utf-8")
         body_path.write_bytes(evidence.body)
-        meta = {
-            "job": job,
-            "task": task_id,
-            "url": task_url,
-            "response_url": evidence.url,
-            "status": evidence.status,
-            "attempt": failure.attempt,
-            "outcome": "failed" if isinstance(failure, TaskFailed) else "aborted",
-            "error": failure.reason,
-            "when": dt.datetime.fromtimestamp(failure.at, dt.UTC).isoformat(),
-            "worker": failure.actor,
-            "stream_id": entry.stream_id,
-            "content_type": evidence.content_type,
-            "body_bytes": evidence.body_bytes,
-            "body_kept_bytes": len(evidence.body),
-            "truncated": evidence.truncated,
-            "body_file": body_path.name,
-        }
+        meta = _meta(job, task_id, entries, entry, failure, body_path.name)
         (out / "meta.json").write_bytes(msgspec.json.format(msgspec.json.encode(meta)) + b"\n")
     except OSError as exc:
         raise ConfigError(f"cannot write the evidence to {out}: {exc.strerror or exc}") from None
@@ -152,3 +84,32 @@ def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) ->
         f"{what}: {evidence_summary(evidence)}; wrote {out / 'response.txt'}, {body_path}, "
         f"{out / 'meta.json'}"
     )
+
+
+def _meta(
+    job: str, task_id: str, entries: list[LogEntry], entry: LogEntry, failure: Failure, body: str
+) -> dict[str, object]:
+    """What meta.json says of the evidence: the task, its failure, the files written."""
+    evidence = failure.evidence
+    assert evidence is not None, "only a failure with evidence is written"
+    enqueued = [
+        e.event for e in entries if isinstance(e.event, TaskEnqueued) and e.event.task_id == task_id
+    ]
+    return {
+        "job": job,
+        "task": task_id,
+        "url": enqueued[0].url if enqueued else evidence.url,
+        "response_url": evidence.url,
+        "status": evidence.status,
+        "attempt": failure.attempt,
+        "outcome": "failed" if isinstance(failure, TaskFailed) else "aborted",
+        "error": failure.reason,
+        "when": dt.datetime.fromtimestamp(failure.at, dt.UTC).isoformat(),
+        "worker": failure.actor,
+        "stream_id": entry.stream_id,
+        "content_type": evidence.content_type,
+        "body_bytes": evidence.body_bytes,
+        "body_kept_bytes": len(evidence.body),
+        "truncated": evidence.truncated,
+        "body_file": body,
+    }

@@ -12,31 +12,27 @@ import click
 import msgspec
 
 from crawler.cli._exit import EXIT_NO
-from crawler.cli._format import table_lines
-from crawler.cli._operator import echo_json, open_log, task_id_of
+from crawler.cli._operator import echo_json
 from crawler.cli._options import data_dir_option, job_option, json_option
-from crawler.cli.evidence import evidence_summary, export_command_line, last_failure
+from crawler.ops import (
+    detail_of,
+    evidence_summary,
+    export_command_line,
+    last_failure,
+    open_log,
+    request_summary,
+    table_lines,
+    task_id_of,
+)
 from eventlog import (
-    AnyEvent,
-    CheckpointSaved,
-    ItemScraped,
     JobKeys,
     LogEntry,
     PageFetched,
-    RequestSpec,
-    RetryScheduled,
-    TaskAborted,
-    TaskClaimed,
-    TaskEnqueued,
     TaskFailed,
-    TaskReclaimed,
-    TaskReleased,
     tag_of,
 )
 from projector import TaskState, fold
 
-DATA_SHOWN = 80
-"""Characters of a task's data (as JSON) its history shows."""
 # A task of thousands of pages (a long listing, a loop up to its page cap): its history
 # stays a few screens, not megabytes; ``--json`` has every attempt and event.
 ATTEMPTS_NAMED = 20
@@ -172,7 +168,7 @@ def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[st
         f"task {task.task_id}  {task.url}",
         f"site {task.site}, depth {task.depth}"
         + (f", parent task {task.parent_task_id}" if task.parent_task_id else ""),
-        *([f"request {_request(task.spec)}"] if task.spec is not None else []),
+        *([f"request {request_summary(task.spec)}"] if task.spec is not None else []),
         f"now {task.status} at attempt {task.attempt}; {len(attempts)} fetch attempt(s)"
         + (f": {by_attempt}" if attempts else "")
         + (f"; {task.recoveries} lease(s) lost" if task.recoveries else ""),
@@ -212,65 +208,3 @@ def _evidence_lines(task_id: str, entries: list[LogEntry], job: str) -> list[str
         f"{evidence_summary(failure.evidence)}",
         f"  export it: {export_command_line(job, task_id)}",
     ]
-
-
-def _request(spec: RequestSpec) -> str:
-    """What a task asks for when it is not a plain GET parsed by ``parse``."""
-    parts = [spec.method]
-    if spec.body:
-        parts[0] += f" with a {len(spec.body)} B body"
-    if spec.headers:
-        parts.append(f"headers {', '.join(sorted(spec.headers))}")
-    parts.append(f"callback {spec.callback or 'parse'}")
-    if spec.data:
-        shown = msgspec.json.encode(spec.data).decode()
-        parts.append(f"data {shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 1] + '…'}")
-    return ", ".join(parts)
-
-
-def detail_of(event: AnyEvent) -> str:
-    """What ``crawlog history`` says of an event beside its type: why, or what it carried."""
-    match event:
-        case TaskEnqueued():
-            return (
-                f"depth {event.depth}"
-                + (f", linked from task {event.parent_task_id}" if event.parent_task_id else "")
-                + (f"; {_request(event.spec)}" if event.spec is not None else "")
-            )
-        case TaskClaimed():
-            again = f", delivery {event.deliveries}" if event.deliveries > 1 else ""
-            return f"attempt {event.attempt}{again}"
-        case TaskReclaimed():
-            owner, deliveries = event.previous_owner, event.deliveries
-            return f"{event.reason}: taken from {owner} (delivery {deliveries})"
-        case PageFetched():
-            outcome = event.error or f"HTTP {event.status}"
-            dropped = "".join(f", {n} {why}" for why, n in sorted(event.dropped.items()))
-            items = "".join(f", {n} {why}" for why, n in sorted(event.items_dropped.items()))
-            return (
-                f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms"
-                + (f"; URLs dropped{dropped}" if dropped else "")
-                + (f"; items dropped by pipelines{items}" if items else "")
-            )
-        case CheckpointSaved():
-            counts = event.counts
-            return f"after page {event.cursor.page} ({counts.pages} pages, {counts.items} items)"
-        case ItemScraped():
-            return f"item {event.key}"
-        case RetryScheduled():
-            return f"{event.reason}: attempt {event.attempt + 1} in {event.delay_s:.1f} s"
-        case TaskReleased():
-            return f"released by {event.actor}: {event.reason} (attempt {event.attempt} kept)"
-        case TaskAborted():
-            owners = f"; held by {', '.join(event.owners)}" if event.owners else ""
-            last = f"; last error {event.last_error}" if event.last_error else ""
-            kept = f"; evidence {evidence_summary(event.evidence)}" if event.evidence else ""
-            return f"{event.reason}{last}{owners}{kept}"
-        case TaskFailed() if event.evidence is not None:
-            return f"{event.reason}; evidence {evidence_summary(event.evidence)}"
-    parts = [
-        str(getattr(event, name))
-        for name in ("site", "reason", "action_id")
-        if getattr(event, name, None)
-    ]
-    return ": ".join(parts)

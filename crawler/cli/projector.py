@@ -18,7 +18,9 @@ from anyio.abc import TaskStatus
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._logs import set_log_level
 from crawler.cli._options import data_dir_option, job_option, log_level_option, metrics_options
+from crawler.cli._unwritable import said_by_the_crawl
 from eventlog import (
+    DEFAULT_PROJECTOR_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
     ConfigError,
     CrawlogError,
@@ -92,6 +94,14 @@ log = logging.getLogger("crawlog.projector")
     help="Seconds of committed events left in Redis when trimming.",
 )
 @click.option("--no-trim", is_flag=True, help="Never trim the stream in Redis.")
+@click.option(
+    "--lease",
+    type=click.FloatRange(min=0.3),
+    default=DEFAULT_PROJECTOR_LEASE_MS / 1000,
+    show_default=True,
+    help="Seconds the job's projector lease lasts unless renewed: how long a projector "
+    "killed on another machine holds the job.",
+)
 @metrics_options
 @click.pass_context
 def project_command(
@@ -106,6 +116,7 @@ def project_command(
     snapshot_interval: float,
     keep_tail: float,
     no_trim: bool,
+    lease: float,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
@@ -132,8 +143,9 @@ def project_command(
         serve(registry, metrics_host, metrics_port)
 
     async def run() -> None:
-        # A Redis restart is waited out: the projector reads again after its position.
-        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
+        # A Redis restart or a full server is waited out: the projector reads again after
+        # its position (a crawl says it once for all of its processes).
+        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=said_by_the_crawl()) as client:
             await _require_job(client, job, directory)
             async with (
                 Projector(
@@ -143,6 +155,7 @@ def project_command(
                     commit_interval_s=commit_interval,
                     snapshot_interval_s=snapshot_interval,
                     keep_tail_s=None if no_trim else keep_tail,
+                    lease_ms=int(lease * 1000),
                 ) as projector,
                 anyio.create_task_group() as tg,
             ):

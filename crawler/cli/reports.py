@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 import msgspec
 
-from crawler.cli._format import table_lines
 from crawler.cli._options import data_dir_option, job_option, json_option
+from crawler.ops import table_lines
 from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean, require_data_dir
 from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 

@@ -7,9 +7,10 @@ from pathlib import Path
 import anyio
 import click
 
-from crawler.cli._operator import by_option, open_job, reason_option, task_id_of
+from crawler.cli._operator import by_option, reason_option
 from crawler.cli._options import data_dir_option, job_option
-from eventlog import Decision, read_workers, resolve_action
+from crawler.ops import open_job, resolve, task_id_of
+from eventlog import Decision, read_workers
 
 
 @click.command(
@@ -46,12 +47,8 @@ async def _resolve(
 ) -> str:
     task_id, _ = task_id_of(task_arg)
     async with open_job(data_dir, job_name) as job:
-        done = await resolve_action(
-            job.client, job.keys, task_id, decision, actor=by, reason=reason
-        )
+        line = await resolve(job, task_id, decision, reason, by)
         alive = any(w.alive for w in await read_workers(job.client, job.keys))
-    what = "done: it will be skipped" if decision == "done" else "to redo: it will run again"
-    line = f"resolved action {done.action_id} of task {task_id} as {what} (by {by}: {reason})"
     if not alive:
         line += f"; no worker is running: `crawlog worker --job {job_name}` resumes the task"
     return line

@@ -10,21 +10,11 @@ from typing import Any
 import anyio
 import click
 
-from crawler.cli._operator import (
-    SHOWN,
-    by_option,
-    echo_json,
-    open_job,
-    reason_option,
-    resolve_site,
-    task_id_of,
-)
+from crawler.cli._operator import SHOWN, by_option, echo_json, reason_option
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import OperatorRefused, Retry, Task, TaskQueue, TaskRetried, read_workers
-from projector import ABORTED, DONE, FAILED, TERMINAL, TaskState
-
-RETRY_BATCH = 500
-"""Tasks per retry script call: one round trip each, short enough not to stall the server."""
+from crawler.ops import open_job, resolve_site, retry_tasks, task_id_of
+from eventlog import OperatorRefused, read_workers
+from projector import ABORTED, FAILED, TERMINAL, TaskState
 
 
 @click.command(
@@ -134,14 +124,8 @@ async def _retry(
                 return [], [], True
             if not yes:
                 _confirm(job_name, chosen)
-        queue = TaskQueue(job.client, job.keys, by)
-        retried: list[TaskState] = []
-        refused: list[str] = []
-        for start in range(0, len(chosen), RETRY_BATCH):
-            batch = chosen[start : start + RETRY_BATCH]
-            done = await queue.retry([retry_of(t, reason, by) for t in batch])
-            for task, ok in zip(batch, done, strict=True):
-                (retried.append(task) if ok else refused.append(task.task_id))
+        retried, not_retried = await retry_tasks(job, chosen, reason, by)
+        refused = [t.task_id for t in not_retried]
         if task_arg is not None and refused:
             raise OperatorRefused(
                 f"task {refused[0]} was already retried from attempt {chosen[0].attempt} "
@@ -149,29 +133,6 @@ async def _retry(
             )
         alive = any(w.alive for w in await read_workers(job.client, job.keys))
         return retried, refused, alive
-
-
-def retry_of(task: TaskState, reason: str, by: str) -> Retry:
-    """The retry of an ended task at its next attempt, same request, with who and why
-    (as ``crawlog retry`` and the console's Retry buttons make it)."""
-    again = Task(
-        task_id=task.task_id,
-        url=task.url,
-        site=task.site,
-        depth=task.depth,
-        parent_task_id=task.parent_task_id,
-        attempt=task.attempt + 1,
-        spec=task.spec,  # the same request and callback, as a redo after a kill has
-        request=task.request,  # a Scrapy request, callback and meta: the same one again
-    )
-    return Retry(
-        task=again,
-        event=TaskRetried(actor=by, task_id=task.task_id, reason=reason),
-        ended_attempt=task.attempt,
-        # A done task is retried to fetch it again: from the start. A failed or aborted
-        # one resumes where its last checkpoint left it, as after a crash.
-        resume_after=None if task.status == DONE else task.checkpoint_id,
-    )
 
 
 def _confirm(job: str, tasks: Sequence[TaskState]) -> None:

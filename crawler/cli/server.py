@@ -12,8 +12,8 @@ import anyio
 import click
 
 from crawler.cli._exit import EXIT_NO
-from crawler.cli._format import format_duration
 from crawler.cli._options import data_dir_option, fsync_option, json_option
+from crawler.ops import format_duration
 from eventlog import (
     DEFAULT_DOWN_AFTER_MS,
     REDIS_URL_ENV,

@@ -1,8 +1,9 @@
 """``crawlog status``: a job's live progress, from any process that can reach its Redis.
 
 Not ``crawlog server status`` (is the server up?): this is about one job. The numbers are
-the projector's committed state plus the stream's tail folded here (``_progress_source``),
-so they are as recent as the log itself, whether or not the projector keeps up.
+the projector's committed state plus the stream's tail folded here
+(``crawler.ops.LiveProgress``), so they are as recent as the log itself, whether or not the
+projector keeps up.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from crawler.cli._options import data_dir_option, job_option, json_option
 from eventlog import JobKeys, connect, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
-    from crawler.cli._progress import Progress
+    from crawler.ops import LiveProgress, Progress
 
 WATCH_EVERY_S = 0.5
 """Half the promised second: a refresh sees everything appended before it starts."""
@@ -70,15 +71,11 @@ def status_command(
     the ETA) as unknown, --watch measures them over the last 10 s.
     With --json, one JSON object per refresh, one per line.
     """
-    from crawler.cli._progress_source import LiveProgress
-    from crawler.cli._progress_view import PlainDisplay, as_dict, display_for
+    from crawler.ops import LiveProgress
 
     directory = resolve_data_dir(data_dir)
     url = resolve_url(data_dir, create=False)  # reading a job starts no server of its own
     _warn_of_missing_files(directory, job)
-
-    def emit_json(report: Progress) -> None:
-        click.echo(json.dumps(as_dict(report)))
 
     async def run() -> None:
         async with connect(url) as client:
@@ -93,32 +90,43 @@ def status_command(
                 delay_floor_ms=floor_ms,
                 every_task=False,  # counts per site: the ended tasks stay in the task store
             )
-            if not watch:
-                report = await source.refresh()
-                if as_json:
-                    emit_json(report)
-                else:
-                    PlainDisplay(click.echo, detail=True).update(report)
-                return
-            display = None if as_json else display_for(click.echo, detail=True)
-            with ExitStack() as stack:
-                if display is not None:
-                    stack.enter_context(display)
-                while True:
-                    report = await source.refresh()
-                    if display is None:
-                        emit_json(report)
-                    else:
-                        display.update(report)
-                    if report.complete:
-                        # The job ended: what the help promises, and no reason to go on
-                        # redrawing the same numbers.
-                        return
-                    await anyio.sleep(interval)
+            await _show(source, watch=watch, as_json=as_json, interval=interval)
 
     # Ctrl-C is how a watch ends: not an error.
     with suppress(KeyboardInterrupt):
         anyio.run(run)
+
+
+async def _show(source: LiveProgress, *, watch: bool, as_json: bool, interval: float) -> None:
+    """One refresh, or with ``watch`` one every ``interval`` until the job ends: as a
+    table on a terminal, plain lines elsewhere, or a JSON object a line."""
+    from crawler.cli._progress_view import PlainDisplay, as_dict, display_for
+
+    def emit_json(report: Progress) -> None:
+        click.echo(json.dumps(as_dict(report)))
+
+    if not watch:
+        report = await source.refresh()
+        if as_json:
+            emit_json(report)
+        else:
+            PlainDisplay(click.echo, detail=True).update(report)
+        return
+    display = None if as_json else display_for(click.echo, detail=True)
+    with ExitStack() as stack:
+        if display is not None:
+            stack.enter_context(display)
+        while True:
+            report = await source.refresh()
+            if display is None:
+                emit_json(report)
+            else:
+                display.update(report)
+            if report.complete:
+                # The job ended: what the help promises, and no reason to go on
+                # redrawing the same numbers.
+                return
+            await anyio.sleep(interval)
 
 
 def _warn_of_missing_files(directory: Path, job: str) -> None:

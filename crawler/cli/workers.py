@@ -8,9 +8,9 @@ import anyio
 import click
 import msgspec
 
-from crawler.cli._format import format_duration, table_lines
-from crawler.cli._operator import SHOWN, echo_json, open_job
+from crawler.cli._operator import SHOWN, echo_json
 from crawler.cli._options import data_dir_option, job_option, json_option
+from crawler.ops import format_duration, open_job, table_lines
 from eventlog import LeaseInfo, TaskQueue, read_leases, read_workers
 
 
@@ -59,6 +59,20 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
     if not names:
         click.echo(f"no worker is alive or holds a lease in job {job}")
         return
+    rows = _worker_rows(names, alive, held, lease_ms)
+    for line in table_lines([["worker", "state", "leases", "oldest", "expired"], *rows]):
+        click.echo(line)
+    click.echo(f"{len(alive)} alive, {total} lease(s); lease time {_age(lease_ms)}")
+    if leases:
+        click.echo("")
+        for line in _lease_lines(leases, show_all):
+            click.echo(line)
+
+
+def _worker_rows(
+    names: list[str], alive: set[str], held: dict[str, list[LeaseInfo]], lease_ms: int
+) -> list[list[str]]:
+    """Per worker: its name, alive or gone, its leases, the oldest's age, how many expired."""
     rows = []
     for name in names:
         mine = held.get(name, [])
@@ -73,28 +87,28 @@ def workers_command(job: str, data_dir: Path | None, show_all: bool, as_json: bo
                 str(expired),
             ]
         )
-    for line in table_lines([["worker", "state", "leases", "oldest", "expired"], *rows]):
-        click.echo(line)
-    click.echo(f"{len(alive)} alive, {total} lease(s); lease time {_age(lease_ms)}")
-    if leases:
-        ordered = sorted(leases, key=lambda x: -x.age_ms)
-        shown = ordered if show_all else ordered[:SHOWN]
-        click.echo("")
-        table = [
-            [
-                x.worker,
-                x.task_id or "?",
-                str(x.lane),
-                _age(x.age_ms),
-                str(x.deliveries),
-                x.url or "(entry deleted)",
-            ]
-            for x in shown
+    return rows
+
+
+def _lease_lines(leases: list[LeaseInfo], show_all: bool) -> list[str]:
+    """The leases as a table, oldest first (the first ``SHOWN`` unless ``show_all``)."""
+    ordered = sorted(leases, key=lambda x: -x.age_ms)
+    shown = ordered if show_all else ordered[:SHOWN]
+    table = [
+        [
+            x.worker,
+            x.task_id or "?",
+            str(x.lane),
+            _age(x.age_ms),
+            str(x.deliveries),
+            x.url or "(entry deleted)",
         ]
-        for line in table_lines([["worker", "task", "lane", "age", "deliveries", "url"], *table]):
-            click.echo(line)
-        if len(leases) > len(shown):
-            click.echo(f"... and {len(leases) - len(shown)} more (--all lists them)")
+        for x in shown
+    ]
+    lines = table_lines([["worker", "task", "lane", "age", "deliveries", "url"], *table])
+    if len(leases) > len(shown):
+        lines.append(f"... and {len(leases) - len(shown)} more (--all lists them)")
+    return lines
 
 
 def _age(ms: int) -> str:

@@ -2,8 +2,9 @@
 
 ``crawlog console`` serves it (``crawler/cli/console.py``). It reads what the command line
 reads (the projector's committed state plus the stream's tail, the workers' leases) and
-acts through the same library calls as ``crawlog pause``, ``resume`` and ``retry``, so an
-action from a page is an event with who and why, like one from a terminal. Starlette and
+acts through the same library as ``crawlog pause``, ``resume``, ``retry`` and ``resolve``
+(``crawler.ops``; it imports nothing from the command line), so an action from a page is
+an event with who and why, like one from a terminal. Starlette and
 uvicorn are an optional extra (``pip install 'crawlog[console]'``) and load only here:
 no worker and no other command imports this package. ``docs/console.md`` says how it works.
 
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING
 from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
-    from crawler.console._app import ConsoleSettings, bind_socket, serve, url_of
+    from crawler.console._app import bind_socket, serve, url_of
     from crawler.console._guard import is_loopback_address, new_token
+    from crawler.console._state import ConsoleSettings
 
 
 __all__ = [

@@ -1,13 +1,13 @@
 """The console's actions: pause or resume a site, retry a task, retry a group in bulk.
 
-Each is the same library call as the command line's (``apply_control`` as ``crawlog
-pause|resume``, ``TaskQueue.retry`` with the retry ``crawlog retry`` builds), so each is
-an event with who (``USER@console``) and why, and is refused, with a message saying why,
-when it no longer applies: the site was paused meanwhile, the task was retried meanwhile
-(the form carries the attempt the operator saw), the group no longer has the count the
-operator confirmed. A form is applied once: each rendered form has its own id, and the
-:class:`FormLedger` answers a second submit of it (a double click, a reload) with the
-first outcome instead of acting again.
+Each is the same library call as the command line's (``crawler.ops``: ``control_site`` as
+``crawlog pause|resume``, ``retry_tasks`` as ``crawlog retry``, ``resolve`` as ``crawlog
+resolve``), so each is an event with who (``USER@console``) and why, and is refused,
+with a message saying why, when it no longer applies: the site was paused meanwhile, the
+task was retried meanwhile (the form carries the attempt the operator saw), the group no
+longer has the count the operator confirmed. A form is applied once: each rendered form
+has its own id, and the :class:`FormLedger` answers a second submit of it (a double
+click, a reload) with the first outcome instead of acting again.
 """
 
 from __future__ import annotations
@@ -15,27 +15,21 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 
 import anyio
 import msgspec
 
-from crawler.cli import OpenJob
-from crawler.cli.retry import RETRY_BATCH, retry_of
+import crawler.ops as ops
+from crawler.ops import OpenJob, retry_tasks
 from eventlog import (
     ConfigError,
     CrawlogError,
     Decision,
     EventLog,
     OperatorRefused,
-    SitePaused,
-    SiteResumed,
-    TaskQueue,
-    apply_control,
     find_dead_letter,
-    read_controls,
     replay_dead_letter,
-    resolve_action,
 )
 from projector import ABORTED, FAILED, PAUSED, TERMINAL, TaskState
 
@@ -121,17 +115,7 @@ class FormLedger:
 
 async def control_site(job: OpenJob, site: str, reason: str, by: str, *, pause: bool) -> Outcome:
     """Pause or resume one site, as ``crawlog pause|resume --site`` does."""
-    controls = await read_controls(job.client, job.keys)
-    if pause == (site in controls.paused_sites):
-        raise OperatorRefused(
-            f"site {site} is {'already' if pause else 'not'} paused (someone else may have "
-            "acted meanwhile); nothing written"
-        )
-    event = (SitePaused if pause else SiteResumed)(actor=by, site=site, reason=reason)
-    moved = await apply_control(job.client, job.keys, event)
-    verb = "paused" if pause else "resumed"
-    back = "" if pause else f"; {moved} parked task(s) back in the queue"
-    return Outcome(ok=True, message=f"{verb} site {site} by {by}: {reason}{back}")
+    return Outcome(ok=True, message=await ops.control_site(job, site, reason, by, pause=pause))
 
 
 async def retry_task(
@@ -153,7 +137,7 @@ async def retry_task(
             f"task {task_id} is {task.status} (attempt {task.attempt}), it has not ended: only "
             "a done, failed or aborted task can be retried; nothing written"
         )
-    retried, _ = await _retry_all(job, [task], reason, by)
+    retried, _ = await retry_tasks(job, [task], reason, by)
     if not retried:
         raise OperatorRefused(
             f"task {task_id} was already retried from attempt {task.attempt} (another "
@@ -207,7 +191,7 @@ async def retry_group(
             f"{len(chosen)} {status} task(s) now {which}, not the {shown} shown "
             "(some were retried or ended meanwhile): look again; nothing retried"
         )
-    retried, refused = await _retry_all(job, chosen, reason, by)
+    retried, refused = await retry_tasks(job, chosen, reason, by)
     extra = f"; {len(refused)} already retried meanwhile" if refused else ""
     return Outcome(
         ok=True,
@@ -234,13 +218,7 @@ async def resolve_task(job: OpenJob, task_id: str, decision: str, reason: str, b
     if decision not in ("done", "redo"):
         raise ConfigError(f"decide 'done' or 'redo', not {decision!r}")
     chosen: Decision = "done" if decision == "done" else "redo"
-    resolved = await resolve_action(job.client, job.keys, task_id, chosen, actor=by, reason=reason)
-    what = "done: it will be skipped" if chosen == "done" else "to redo: it will run again"
-    return Outcome(
-        ok=True,
-        message=f"resolved action {resolved.action_id} of task {task_id} as {what} "
-        f"(by {by}: {reason})",
-    )
+    return Outcome(ok=True, message=await ops.resolve(job, task_id, chosen, reason, by))
 
 
 async def replay_dead(job: OpenJob, dead_id: str, reason: str, by: str) -> Outcome:
@@ -254,17 +232,3 @@ async def replay_dead(job: OpenJob, dead_id: str, reason: str, by: str) -> Outco
     return Outcome(
         ok=True, message=f"replayed {dead_id} to {letter.stream} as {new_id} (by {by}: {reason})"
     )
-
-
-async def _retry_all(
-    job: OpenJob, tasks: Sequence[TaskState], reason: str, by: str
-) -> tuple[list[TaskState], list[TaskState]]:
-    queue = TaskQueue(job.client, job.keys, by)
-    retried: list[TaskState] = []
-    refused: list[TaskState] = []
-    for start in range(0, len(tasks), RETRY_BATCH):
-        batch = tasks[start : start + RETRY_BATCH]
-        done = await queue.retry([retry_of(t, reason, by) for t in batch])
-        for task, ok in zip(batch, done, strict=True):
-            (retried if ok else refused).append(task)
-    return retried, refused

@@ -21,7 +21,7 @@ import msgspec
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
-from crawler.cli import LiveProgress, Progress, Tracker
+from crawler.ops import LiveProgress, Progress, Tracker
 from eventlog import (
     LogEntry,
     PageFetched,

@@ -18,12 +18,20 @@ from urllib.parse import quote, urlencode
 
 import msgspec
 
-from crawler.cli import Progress, Row, format_duration, format_eta
-from crawler.cli.evidence import evidence_summary, export_command_line, last_failure
-from crawler.cli.jobs import JobRow
 from crawler.console._actions import Outcome
 from crawler.console._chart import bars_per_minute
 from crawler.console._live import Observed, PanelView
+from crawler.ops import (
+    JobRow,
+    Progress,
+    Row,
+    detail_of,
+    evidence_summary,
+    export_command_line,
+    format_duration,
+    format_eta,
+    last_failure,
+)
 from eventlog import (
     DeadLetter,
     Evidence,
@@ -339,8 +347,6 @@ def task_page(
     job: str, task: TaskState, entries: Sequence[LogEntry], token: str, form_id: str
 ) -> str:
     """A task's whole story: every event, when, who, what, why; and Retry when it ended."""
-    from crawler.cli.history import detail_of
-
     facts = (
         f"<p>{escape(task.url)}<br>site {escape(task.site)}, depth {task.depth}"
         + (f", parent task {escape(task.parent_task_id)}" if task.parent_task_id else "")

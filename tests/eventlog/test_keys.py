@@ -23,6 +23,8 @@ def all_keys(keys: JobKeys) -> list[str]:
         keys.control,
         keys.config,
         keys.projector,
+        keys.projector_lease,
+        keys.projector_committer,
         keys.event_ids(7),
         keys.evidence("t-1"),
         keys.worker_lock("w1"),

@@ -34,7 +34,7 @@ class ModulesSpider(Spider):
             json.dump(record, out)
         yield Item(response.url)
 '''
-TABLE = ("rich", "crawler.cli._progress_view", "crawler.cli._progress_source")
+TABLE = ("rich", "crawler.cli._progress_view", "crawler.ops._progress_source")
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -34,7 +34,7 @@ OTHER_COMMANDS = (
     "crawler._metrics",
     "crawler.cli._processes",
     "crawler.testsite._invariants",
-    "crawler.cli._progress_source",
+    "crawler.ops._progress_source",
     "crawler.cli._progress_view",
 )
 """Machinery of commands other than ``worker`` (or of a worker serving metrics)."""
@@ -104,7 +104,7 @@ def _crawl_modules(*extra: str, cwd: Path) -> set[str]:
     return modules
 
 
-PROGRESS = {"crawler.cli._progress_source", "crawler.cli._progress_view", "rich"}
+PROGRESS = {"crawler.ops._progress_source", "crawler.cli._progress_view", "rich"}
 
 
 def test_a_crawl_of_one_worker_imports_no_analytics_table_or_http_stack_before_it(

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.cli._progress import (
+from crawler.cli._progress_view import as_dict, progress_lines
+from crawler.ops._progress import (
     TOTAL,
     RateWindow,
     SiteCounts,
@@ -16,7 +17,6 @@ from crawler.cli._progress import (
     row,
     sum_counts,
 )
-from crawler.cli._progress_view import as_dict, progress_lines
 from eventlog import (
     AnyEvent,
     LogEntry,

@@ -13,8 +13,8 @@ import anyio
 import pytest
 from rich.console import Console
 
-from crawler.cli._progress import SiteCounts, Snapshot, progress, sum_counts
 from crawler.cli._progress_view import progress_lines, progress_renderable
+from crawler.ops._progress import SiteCounts, Snapshot, progress, sum_counts
 from crawler.testsite import RunningSite
 from eventlog import EventLog, JobPaused, SitePaused, TaskEnqueued
 from tests.crawler.conftest import run_projector
@@ -113,7 +113,7 @@ async def test_status_of_a_job_paused_by_an_operator_shows_the_pause_and_the_pro
 
 
 def test_job_and_site_pause_events_reach_the_snapshot() -> None:
-    from crawler.cli._progress import Tracker
+    from crawler.ops._progress import Tracker
     from tests.projector.strategies import as_entries
 
     tracker = Tracker()

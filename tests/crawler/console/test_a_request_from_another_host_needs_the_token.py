@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from crawler.console._app import ConsoleSettings, create_app
+from crawler.console import ConsoleSettings
+from crawler.console._app import create_app
 from crawler.console._guard import TOKEN_COOKIE
 from tests.crawler.console.conftest import RunningConsole
 

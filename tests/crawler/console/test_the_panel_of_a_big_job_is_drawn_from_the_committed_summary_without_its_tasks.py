@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from crawler.cli import LiveProgress
+from crawler.ops import LiveProgress
 from eventlog import EventLog, JobKeys, PageFetched, TaskClaimed, TaskDone, TaskEnqueued, TaskFailed
 from tests.crawler.cli_run import clean_env, crawlog
 

@@ -30,7 +30,7 @@ import anyio.to_thread
 import msgspec
 import redis.asyncio as aioredis
 
-from crawler.cli._progress import (
+from crawler.ops._progress import (
     RATE_WINDOW_S,
     TOTAL,
     HostDelay,

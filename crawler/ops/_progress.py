@@ -4,7 +4,8 @@ Pure: no I/O and no clock. The caller folds the log into a :class:`Tracker`, tak
 :class:`Snapshot` of it now and then (passing the time itself), and :func:`progress`
 turns two snapshots into rows: the rate is what ended between them, the ETA what is left
 at that rate. Where the numbers come from (committed state + stream tail, Redis for the
-workers) is ``_progress_source``; how they are shown is ``_progress_view``.
+workers) is ``_progress_source``; how they are shown is ``crawler/cli/_progress_view.py``
+(a terminal) and the console's pages.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from crawler.cli._format import format_duration
+from crawler.ops._format import format_duration
 from eventlog import LogEntry, RetryScheduled, TaskReclaimed, WorkerInfo
 from projector import ABORTED, DONE, FAILED, PAUSED, PENDING, RUNNING, State, apply
 

@@ -1,9 +1,9 @@
-"""The command line has one duration formatter and one table renderer (``_format``): ETAs,
+"""The command line has one duration formatter and one table renderer (``crawler.ops``): ETAs,
 uptimes, ages and leases read alike, and every table lines up the same way."""
 
 from __future__ import annotations
 
-from crawler.cli._format import format_duration, table_lines
+from crawler.ops import format_duration, table_lines
 
 DAY = 24 * 3600
 

@@ -1,0 +1,84 @@
+"""The operator's model and actions: what ``crawlog``'s commands and the web console share.
+
+A job opened on its server (``OpenJob``, ``open_job``, ``open_log``), tasks and sites from
+what the operator types (``task_id_of``, ``resolve_site``), the jobs of a data directory
+(``read_job_rows``), a task's history and evidence as the operator reads them
+(``detail_of``, ``last_failure``, ``evidence_summary``), the actions (``pause_or_resume``,
+``control_site``, ``retry_tasks``, ``resolve``: each an event with who and why), a job's
+live progress (``LiveProgress``, ``Tracker``, ``Progress``) and how durations, ETAs and
+tables are written. ``crawler/cli/`` and ``crawler/console/`` are two front ends on it; it
+imports neither, nor click, nor a web stack (rq keeps its operator actions the same way,
+in a library module its command line calls).
+
+Every name loads on first use (:func:`eventlog.install_lazy_importer`): the command line
+imports this package at start.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from eventlog import install_lazy_importer as _install_lazy_importer
+
+if TYPE_CHECKING:
+    from crawler.ops._control import control_site, pause_or_resume
+    from crawler.ops._evidence import (
+        BODY_STEM,
+        Failure,
+        body_extension,
+        evidence_summary,
+        export_command_line,
+        last_failure,
+        response_text,
+    )
+    from crawler.ops._format import format_duration, table_lines
+    from crawler.ops._history import detail_of, request_summary
+    from crawler.ops._job import (
+        OpenJob,
+        default_operator,
+        open_job,
+        open_log,
+        resolve_site,
+        task_id_of,
+    )
+    from crawler.ops._jobs import JobRow, read_job_rows
+    from crawler.ops._progress import TOTAL, Progress, Row, Tracker, format_eta
+    from crawler.ops._progress_source import LiveProgress
+    from crawler.ops._resolve import resolve
+    from crawler.ops._retry import RETRY_BATCH, retry_tasks
+
+
+__all__ = [
+    "BODY_STEM",
+    "RETRY_BATCH",
+    "TOTAL",
+    "Failure",
+    "JobRow",
+    "LiveProgress",
+    "OpenJob",
+    "Progress",
+    "Row",
+    "Tracker",
+    "body_extension",
+    "control_site",
+    "default_operator",
+    "detail_of",
+    "evidence_summary",
+    "export_command_line",
+    "format_duration",
+    "format_eta",
+    "last_failure",
+    "open_job",
+    "open_log",
+    "pause_or_resume",
+    "read_job_rows",
+    "request_summary",
+    "resolve",
+    "resolve_site",
+    "response_text",
+    "retry_tasks",
+    "table_lines",
+    "task_id_of",
+]
+
+_install_lazy_importer(globals())
