@@ -46,8 +46,8 @@ from crawler._urls import Dropped, ResolvedUrls, request_fingerprint, site_of
 from eventlog import (
     ActionDone,
     ActionIntended,
+    CheckpointSaved,
     CrawlogError,
-    Cursor,
     Lease,
     RequestSpec,
     Task,
@@ -110,14 +110,14 @@ class Scraper:
         self._resolved = ResolvedUrls()
 
     async def parse(
-        self, lease: Lease, result: FetchResult, page: int, resume: Cursor | None
+        self, lease: Lease, result: FetchResult, page: int, last: CheckpointSaved | None
     ) -> Parsed:
         """Let the spider parse the page (if it takes its content type), each output checked
         as it is yielded, its URLs resolved against the page and kept if in scope and depth.
 
         Raises whatever the spider raises, and SpiderOutputError for an output crawlog
         cannot take: either fails the task, never the worker."""
-        response = self._response(lease, result, page, resume)
+        response = self._response(lease, result, page, last)
         parsed = Parsed()
         if result.error is not None or not parses(self._accepted, response.content_type):
             return parsed
@@ -140,9 +140,12 @@ class Scraper:
         return parsed
 
     def _response(
-        self, lease: Lease, result: FetchResult, page: int, resume: Cursor | None
+        self, lease: Lease, result: FetchResult, page: int, last: CheckpointSaved | None
     ) -> Response:
+        """The page as the spider sees it, resumed from ``last``, the task's checkpoint
+        before it (None on its first page)."""
         task = lease.task
+        resume = last.cursor if last is not None else None
         data = None if task.spec is None else task.spec.data
         if resume is not None and resume.data is not None:
             data = resume.data  # a NextPage's own, from the checkpoint it left
@@ -159,6 +162,10 @@ class Scraper:
             data=data,
             once=self.once_for(lease),
             link_rules=self._rules,
+            spec=task.spec,
+            task_url=task.url,
+            meta=last.meta if last is not None else None,
+            cb_kwargs=last.cb_kwargs if last is not None else None,
         )
 
     async def _take(self, index: int, yielded: Any, response: Response, parsed: Parsed) -> None:
@@ -192,7 +199,7 @@ class Scraper:
         if (why := self.scope.refusal(resolved, response.depth)) is not None:
             parsed.drop(why)
         else:
-            parsed.next_page = NextPage(resolved, output.cursor, output.data, output.dont_filter)
+            parsed.next_page = msgspec.structs.replace(output, url=resolved)
 
     def _admit_links(
         self,

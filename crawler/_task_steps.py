@@ -140,19 +140,20 @@ class FetchedPages:
 class _Step:
     """One page of a task on its way: where it is, and the events of its step so far."""
 
-    __slots__ = ("counts", "fetched", "fetched_at", "page", "pending", "resume", "url")
+    __slots__ = ("counts", "fetched", "fetched_at", "last", "page", "pending", "url")
 
     def __init__(
         self,
         *,
         page: int,
         url: str,
-        resume: Cursor | None,
+        last: CheckpointSaved | None,
         counts: Counts,
         pending: StepEvents,
         fetched: FetchedPages,
     ) -> None:
-        self.page, self.url, self.resume = page, url, resume
+        self.page, self.url, self.last = page, url, last
+        """``last``: the task's checkpoint before this page (None on its first page)."""
         self.counts = counts
         """The task's totals before this page."""
         self.pending = pending
@@ -249,7 +250,7 @@ class TaskSteps:
             return _Step(
                 page=1,
                 url=task.url,
-                resume=None,
+                last=None,
                 counts=Counts(),
                 pending=[claimed],
                 fetched=FetchedPages(),
@@ -258,7 +259,7 @@ class TaskSteps:
         return _Step(
             page=resume.page + 1,
             url=resume.url or task.url,
-            resume=resume,
+            last=last,
             counts=last.counts,
             pending=[claimed],
             fetched=FetchedPages(last.recent_pages),
@@ -321,7 +322,7 @@ class TaskSteps:
         taken (not to a page the task fetched, nor past a page cap), its drops noted on
         the page's `PageFetched`; None if the spider failed the task."""
         try:
-            parsed = await self.scraper.parse(lease, result, step.page, step.resume)
+            parsed = await self.scraper.parse(lease, result, step.page, step.last)
         except (LeaseLost, UncertainAction):
             raise
         except Exception as exc:
@@ -388,13 +389,15 @@ class TaskSteps:
             attempt=task.attempt,
             cursor=cursor,
             counts=counts,
+            meta=nxt.meta,
+            cb_kwargs=nxt.cb_kwargs,
             recent_pages=step.fetched.recent(),
         )
         await self.queue.checkpoint(lease, saved, before=pending)
         return _Step(
             page=step.page + 1,
             url=nxt.url,
-            resume=cursor,
+            last=saved,
             counts=counts,
             pending=[],
             fetched=step.fetched,

@@ -29,9 +29,10 @@ from eventlog import (
     LogEntry,
     PageFetched,
     TaskFailed,
+    stream_id_key,
     tag_of,
 )
-from projector import TaskState, fold
+from projector import TaskState, clock_offset, clock_skew, fold
 
 # A task of thousands of pages (a long listing, a loop up to its page cap): its history
 # stays a few screens, not megabytes; ``--json`` has every attempt and event.
@@ -133,20 +134,40 @@ def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[Lo
         )
     else:
         why = "no such task in this job (check the id, or give the URL)"
-    fetched = [e.event for e in entries if isinstance(e.event, PageFetched)]
+    fetched = [(e, e.event) for e in entries if isinstance(e.event, PageFetched)]
     lines = [f"job {job} has no {what}: {why}"]
     if fetched:
         lines.append(
             f"it was fetched {len(fetched)} time(s) by other tasks (after a redirect, or as a "
             "request with another method or body: give that task's id):"
         )
-        lines += [f"  {_when(f.at)}  {f.actor}  task {f.task_id}" for f in fetched]
+        lines += [f"  {_when(_server_time(e))}  {f.actor}  task {f.task_id}" for e, f in fetched]
     return "\n".join(lines)
 
 
 def _when(epoch: float) -> str:
     moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
+def _server_time(entry: LogEntry) -> float:
+    """When the server wrote the entry (its stream ID's milliseconds): whatever the clock
+    of the worker that made the event, the times of a history are the server's."""
+    return stream_id_key(entry.stream_id)[0] / 1000
+
+
+def _clock_lines(entries: list[LogEntry]) -> list[str]:
+    """A line for each actor whose clock is off the server's (``projector.clock_skew``)."""
+    offsets: dict[str, float] = {}
+    for entry in entries:
+        actor, offset = entry.event.actor, clock_offset(entry)
+        offsets[actor] = max(offsets.get(actor, offset), offset)
+    return [
+        f"warning: {s.worker}'s clock is {abs(s.offset_s):,.0f} s "
+        f"{'ahead of' if s.offset_s > 0 else 'behind'} the server's: the times below are the "
+        "server's"
+        for s in clock_skew(offsets)
+    ]
 
 
 def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[str]:
@@ -179,19 +200,26 @@ def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[st
             "page may have been requested all the same"
         )
     lines += _evidence_lines(task.task_id, entries, job)
+    lines += _clock_lines(entries)
     lines.append("")
     first_events, not_listed, last_events = elided(entries, EVENTS_LISTED)
     rows = [_event_row(e) for e in first_events]
     if not_listed:
         rows.append(["…", "", "", "", f"{not_listed} events not listed (--json has them all)"])
     rows += [_event_row(e) for e in last_events]
-    lines += table_lines([["time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
+    lines += table_lines([["server time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
     return lines
 
 
 def _event_row(entry: LogEntry) -> list[str]:
     event = entry.event
-    return [_when(event.at), entry.stream_id, event.actor, tag_of(type(event)), detail_of(event)]
+    return [
+        _when(_server_time(entry)),
+        entry.stream_id,
+        event.actor,
+        tag_of(type(event)),
+        detail_of(event),
+    ]
 
 
 def _evidence_lines(task_id: str, entries: list[LogEntry], job: str) -> list[str]:

@@ -27,7 +27,7 @@ from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean, 
 from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
-    from projector import QueryResult, Store
+    from projector import Feed, QueryResult, Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
 FOLLOW_EVERY_S = 1.0
@@ -51,6 +51,38 @@ def _store(data_dir: Path | None, job: str) -> Store:
     return Store(directory, job)
 
 
+def _stored_lease_s(job: str, data_dir: Path | None) -> float:
+    """The lease the job was crawled with (``--lease`` of its crawl, kept with the job in
+    its server); ``DEFAULT_LEASE_S``, said on stderr, if the server cannot tell. A report
+    starts no server: a private one that is not running is not asked."""
+    import os
+
+    import anyio
+
+    from crawler._job import load_config
+    from eventlog import REDIS_URL_ENV, JobKeys, connect, server_status
+
+    async def read(url: str) -> float:
+        async with connect(url) as client:
+            return (await load_config(client, JobKeys(job))).lease_ms / 1000
+
+    try:
+        url = os.environ.get(REDIS_URL_ENV)
+        if not url:
+            running = server_status(require_data_dir(data_dir, job=job))
+            if running is None:
+                raise CrawlogError("its server is not running")
+            url = running.url
+        return anyio.run(read, url)
+    except CrawlogError as exc:
+        click.echo(
+            f"crawlog: warning: the job's lease is unknown ({exc}): stuck means silent for "
+            f"{DEFAULT_LEASE_S:g} s (--lease S to say otherwise)",
+            err=True,
+        )
+        return DEFAULT_LEASE_S
+
+
 @click.command(
     "report", epilog="Example:  crawlog report --job books --lease 60 --data-dir ~/crawls"
 )
@@ -61,12 +93,12 @@ def _store(data_dir: Path | None, job: str) -> Store:
     "--lease",
     "lease_s",
     type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_LEASE_S,
-    show_default=True,
+    default=None,
     metavar="S",
-    help="Lease in seconds: a running task silent for longer is reported as stuck.",
+    help="Lease in seconds: a running task silent for longer is reported as stuck "
+    f"[default: the job's own lease, or {DEFAULT_LEASE_S:g} if its server cannot be asked].",
 )
-def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: float) -> None:
+def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: float | None) -> None:
     """Report a job's progress: tasks, sites, throughput, failures, recoveries, anomalies.
 
     Reads what the projector committed, so it works while the crawl runs; it is as recent
@@ -79,6 +111,8 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     warning = files_warning(store)
     if warning:
         click.echo(f"crawlog: warning: {warning}", err=True)
+    if lease_s is None:
+        lease_s = _stored_lease_s(job, data_dir)
     report = build_report(store, lease_s=lease_s, now=time.time())
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
@@ -109,10 +143,12 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
 def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, unsafe: bool, sql: str) -> None:
     """Run a read-only DuckDB SQL query over the job's views.
 
-    Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
-    columns). Works while the crawl runs, on what the projector last committed. Only
-    reading statements run, and they see the job's views and nothing else on the machine
-    (no other file, no network, no extension) unless --unsafe is given.
+    Views: events, pages, items (a column per item field: SELECT url, title FROM items),
+    item_events (each item in its envelope: key, task_id, data, worker, times), tasks,
+    sites, anomalies, job (docs/reports.md lists their columns). Works while the crawl
+    runs, on what the projector last committed. Only reading statements run, and they see
+    the job's views and nothing else on the machine (no other file, no network, no
+    extension) unless --unsafe is given.
     """
     from projector import query
 
@@ -167,6 +203,12 @@ def _cell(value: Any) -> str:
     help="JSON lines, Parquet or CSV with a header.",
 )
 @click.option(
+    "--with-meta",
+    is_flag=True,
+    help="Items in their envelope (key, task_id, worker, times, the item as data) rather "
+    "than as the spider wrote them.",
+)
+@click.option(
     "--follow",
     is_flag=True,
     help="Keep going: append what the projector commits, each row once, resuming after a "
@@ -191,6 +233,7 @@ def export_command(
     data_dir: Path | None,
     what: ExportWhat,
     fmt: ExportFormat,
+    with_meta: bool,
     follow: bool,
     until_done: bool,
     interval: float,
@@ -198,23 +241,30 @@ def export_command(
 ) -> None:
     """Export every page fetch (duplicates included) or every item (one per key) to OUT.
 
-    Rows are in log order. OUT "-" writes JSON lines or CSV to stdout. Items in CSV have a
-    column per item field. With --follow, OUT is a feed (docs/reports.md): rows are
+    Rows are in log order. OUT "-" writes JSON lines or CSV to stdout. Items are written
+    as the spider wrote them (CSV and Parquet: a column per item field), or with
+    --with-meta in their envelope. With --follow, OUT is a feed (docs/reports.md): rows are
     appended as the projector commits them, and the command run again after a kill goes
     on where it stopped (Parquet: OUT is a directory of part files).
     """
-    from projector import export
+    from projector import Feed, export
 
     if until_done and not follow:
         raise ConfigError("--until-done goes with --follow")
+    if with_meta and what != "items":
+        raise ConfigError("--with-meta goes with --what items (a page's row is all meta)")
     store = _store(data_dir, job)
     if follow:
         if out == STDOUT:
             raise ConfigError("--follow writes a file and its position beside it: give OUT, not -")
-        _follow(store, what=what, fmt=fmt, out=Path(out), until_done=until_done, every=interval)
+        _follow(
+            Feed(store, what=what, fmt=fmt, out=Path(out), with_meta=with_meta),
+            until_done=until_done,
+            every=interval,
+        )
         return
     if out != STDOUT:
-        rows = export(store, what=what, fmt=fmt, out=Path(out))
+        rows = export(store, what=what, fmt=fmt, out=Path(out), with_meta=with_meta)
         click.echo(f"exported {rows:,} {what} to {out}")
         return
     if fmt == "parquet":
@@ -222,20 +272,18 @@ def export_command(
     # DuckDB writes to files only: export to a temporary one, then copy it to stdout.
     with tempfile.TemporaryDirectory(prefix="crawlog-export-") as tmp:
         path = Path(tmp) / f"{what}.{fmt}"
-        export(store, what=what, fmt=fmt, out=path)
+        export(store, what=what, fmt=fmt, out=path, with_meta=with_meta)
         with path.open("rb") as source:
             shutil.copyfileobj(source, sys.stdout.buffer)
         sys.stdout.buffer.flush()
 
 
-def _follow(
-    store: Store, *, what: ExportWhat, fmt: ExportFormat, out: Path, until_done: bool, every: float
-) -> None:
-    """Feed ``out`` until Ctrl-C or SIGTERM (or, ``until_done``, the job's end), a line on
+def _follow(feed: Feed, *, until_done: bool, every: float) -> None:
+    """Run ``feed`` until Ctrl-C or SIGTERM (or, ``until_done``, the job's end), a line on
     stderr per batch of rows written and one when it stops."""
-    from projector import Feed, position_path
+    from projector import position_path
 
-    feed = Feed(store, what=what, fmt=fmt, out=out)
+    out, what = feed.out, feed.what
     position = feed.open()
     stop = threading.Event()
 
