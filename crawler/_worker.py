@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
 from crawler._downloader import Downloader
+from crawler._fair_claims import LEASES_PER_PLACE, ClaimPause, busy_sites, first_of
 from crawler._fetch_spec import FetchConfig
 from crawler._job import JobConfig
 from crawler._recovery import Recovery, recovery_of
@@ -46,6 +47,7 @@ from eventlog import (
     Controls,
     CrawlogError,
     Durability,
+    Journal,
     Lease,
     LeaseLost,
     QueueObserver,
@@ -97,11 +99,12 @@ def worker_queue(
     *,
     observer: QueueObserver | None = None,
     durability: Durability = DEFAULT_DURABILITY,
+    journal: Journal | None = None,
 ) -> TaskQueue:
     """The queue a worker ``name`` of ``job`` works through: its lease time and whether it
     records events come from the job's ``config``; ``observer`` is told of its calls (the
     worker's metrics); ``durability``: when a checkpoint counts as written
-    (`TaskQueue.durability`)."""
+    (`TaskQueue.durability`); ``journal``: where its writes go first (`TaskQueue.journal`)."""
     return TaskQueue(
         redis,
         job,
@@ -110,6 +113,7 @@ def worker_queue(
         record_events=config.record_events,
         observer=observer,
         durability=durability,
+        journal=journal,
     )
 
 
@@ -211,6 +215,7 @@ class Worker:
         """The same for every taken-back lease not renewed since (one time for all of them
         rather than 100,000 entries in ``_fresh``)."""
         self._capacity = anyio.Event()
+        self._claim_pause = ClaimPause()
         self._backlog: deque[Lease] = deque()
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._ended: set[str] = set()
@@ -262,6 +267,10 @@ class Worker:
             anyio.create_task_group() as background,
         ):
             await self.queue.ensure_groups()
+            # Before any claim: what this name wrote and was never acknowledged goes first.
+            flushed = await self.queue.flush_journal()
+            if flushed.total:
+                log.info("%s flushed its journal: %s", self.name, msgspec.structs.asdict(flushed))
             self.controls = await read_controls(self.redis, self.keys)
             background.start_soon(self._control_loop)
             background.start_soon(self._renew_loop)
@@ -309,17 +318,31 @@ class Worker:
                 with anyio.move_on_after(CONTROL_POLL_S):
                     await (self._fetcher_open if self._resumed.is_set() else self._resumed).wait()
                 continue
-            free = self.concurrency - len(self._in_flight)
+            # A task waiting for its host's politeness slot takes no place (sharing claims
+            # between sites), up to a bound on the leases one worker holds.
+            free = min(
+                self.concurrency - len(self._in_flight) + self.gate.waiting,
+                LEASES_PER_PLACE * self.concurrency - len(self._in_flight),
+            )
             if free <= 0 or self.controls.job_paused:
                 with anyio.move_on_after(CONTROL_POLL_S):
-                    await self._capacity.wait()
+                    await first_of(self._capacity.wait, self.gate.queued)
                 continue
             if self._backlog:
                 for _ in range(min(free, len(self._backlog))):
                     self._start(tasks, self._backlog.popleft())
                 continue
             sent = time.monotonic()
-            leases = await self._claim_unless_done(free)
+            busy = self._busy_sites()
+            leases: list[Lease] | None
+            if busy:
+                if wait := self._claim_pause.wait_s(time.monotonic()):
+                    with anyio.move_on_after(wait):
+                        await first_of(self.stopping.wait, self.gate.eased)
+                    continue
+                leases = await self._claim_around(free, busy)
+            else:
+                leases = await self._claim_unless_done(free)
             if leases is None:
                 return
             for lease in leases:
@@ -327,6 +350,24 @@ class Worker:
                 self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
+
+    # --- sharing claims between sites (crawler._fair_claims) ----------------------------
+
+    def _busy_sites(self) -> set[str]:
+        """Sites of tasks in flight whose host has ``per_host`` of our requests waiting."""
+        hosts = self.gate.busy_hosts()
+        return busy_sites({lease.task.site for lease in self._leases.values()}, hosts)
+
+    async def _claim_around(self, free: int, busy: set[str]) -> list[Lease]:
+        """New tasks of sites that are not busy; after none, a pause (`ClaimPause`)."""
+        leases, _moved = await self.queue.claim_around(free, busy)
+        if leases:
+            self._claim_pause.found()
+        else:
+            self._claim_pause.empty(time.monotonic())
+        return leases
+
+    # --- end of sharing claims between sites ----------------------------------------------
 
     async def _claim_unless_done(self, free: int) -> list[Lease] | None:
         """New tasks (the claim waits up to ``IDLE_BLOCK_MS`` for some), or None if, with
