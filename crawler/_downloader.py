@@ -22,6 +22,7 @@ import redis.asyncio as aioredis
 from crawler._fetch_spec import FetchConfig, FetchResult
 from crawler._job import JobConfig
 from crawler._politeness import PolitenessGate
+from crawler._recrawl import conditional_headers, run_fingerprint
 from crawler._robots import (
     RobotsCache,
     RobotsRules,
@@ -31,7 +32,7 @@ from crawler._robots import (
 )
 from crawler._scope import Scope
 from crawler._urls import fingerprint, site_of
-from eventlog import CookieStore, RobotsFile, SharedRobots, Task, TaskQueue
+from eventlog import FIRST_RUN, CookieStore, RobotsFile, SharedRobots, Task, TaskQueue
 
 if TYPE_CHECKING:
     from crawler._fetch import Fetcher
@@ -100,13 +101,16 @@ class Downloader:
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await hold()
             spec = task.spec
+            headers = None if spec is None else spec.headers
+            if first and task.revisit is not None:
+                headers = {**(headers or {}), **conditional_headers(task.revisit)}
             result = await self._fetcher.fetch(
                 url,
                 redirect_allowed=self._in_scope,
-                claim_target=self.claimer(task.task_id),
+                claim_target=self.claimer(task.task_id, task.run),
                 method=spec.method if spec is not None and first else "GET",
                 body=spec.body if spec is not None and first else None,
-                headers=None if spec is None else spec.headers,
+                headers=headers,
             )
         # After the slot is done with: the next request to the host need not wait for this.
         await self.gate.observe(host, result.elapsed_ms, result.status)
@@ -115,13 +119,13 @@ class Downloader:
     def _in_scope(self, url: str) -> bool:
         return self.scope.allows(url, 0)
 
-    def claimer(self, task_id: str) -> Callable[[str], Awaitable[bool]]:
+    def claimer(self, task_id: str, run: int = FIRST_RUN) -> Callable[[str], Awaitable[bool]]:
         """Whether the task may follow a redirect to a URL: not if a task of its own
         fetches it (enqueued, or reached by another redirect first). Without this, a page
         linked both directly and through a redirect is fetched twice."""
 
         async def claim(url: str) -> bool:
-            fp = fingerprint(url)
+            fp = run_fingerprint(fingerprint(url), run)
             if fp == task_id:
                 return True  # the same URL in another spelling: the task's own page
             if fp in self._seen:

@@ -28,6 +28,7 @@ from crawler._fetch_spec import FetchResult
 from crawler._job import JobConfig
 from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
+from crawler._recrawl import run_fingerprint
 from crawler._scope import Scope
 from crawler._spider import (
     Item,
@@ -44,6 +45,7 @@ from crawler._spider import (
 )
 from crawler._urls import Dropped, ResolvedUrls, request_fingerprint, site_of
 from eventlog import (
+    FIRST_RUN,
     ActionDone,
     ActionIntended,
     CheckpointSaved,
@@ -82,6 +84,8 @@ class Parsed(msgspec.Struct, kw_only=True):
     """Items the spider's pipelines dropped, by reason."""
     stop: str | None = None
     """Why the task ends at this page though the spider gave a next page (a loop, a cap)."""
+    run: int = FIRST_RUN
+    """The run of the job the page's task belongs to: its new tasks are of that run."""
 
     def drop(self, reason: str, count: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + count
@@ -118,7 +122,7 @@ class Scraper:
         Raises whatever the spider raises, and SpiderOutputError for an output crawlog
         cannot take: either fails the task, never the worker."""
         response = self._response(lease, result, page, last)
-        parsed = Parsed()
+        parsed = Parsed(run=lease.task.run)
         if result.error is not None or not parses(self._accepted, response.content_type):
             return parsed
         callback = None if lease.task.spec is None else lease.task.spec.callback
@@ -216,6 +220,7 @@ class Scraper:
         # Hoisted: for the default spider this runs once per link of every page.
         fresh, seen, refusal = parsed.fresh, self.seen, self.scope.refusal
         resolve, depth, parent = self._resolved.resolve, response.depth + 1, response.task_id
+        run = parsed.run
 
         def base() -> URL:
             return response.base_url
@@ -231,6 +236,8 @@ class Scraper:
                     check_callback(self.spider, named)
                     self._callbacks.add(named)
                 fp = request_fingerprint(resolved, spec.method, spec.body)
+            if run != FIRST_RUN:
+                fp = run_fingerprint(fp, run)
             if fp in seen or fp in fresh:
                 continue  # enqueued already: not a drop, the crawl has it
             if (why := refusal(resolved, depth)) is not None:
@@ -244,6 +251,7 @@ class Scraper:
                 priority=priority,
                 parent_task_id=parent,
                 spec=spec,
+                run=run,
             )
 
     async def admit(self, parsed: Parsed) -> int:

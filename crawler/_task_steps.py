@@ -38,6 +38,7 @@ from crawler._fetch_spec import (
 )
 from crawler._job import JobConfig
 from crawler._recovery import aborted_for_recoveries, past_recovery_limit
+from crawler._recrawl import UNCHANGED, change_of, fetched_validators
 from crawler._scraper import Parsed, Scraper, UncertainAction
 from crawler._spider import NextPage
 from crawler._urls import fingerprint
@@ -220,6 +221,9 @@ class TaskSteps:
         self.policy = config.retry_policy()
         self.circuits = SiteCircuits(config.breaker())
         self._rng = random.Random()
+        self.unsettled: dict[str, str] = {}
+        """Task id -> this worker, for the tasks that sent a request whose step is not
+        written yet: saved if the store loses the job (`save_in_flight_at_loss`)."""
 
     async def crawl(self, lease: Lease) -> None:
         """The task of ``lease``, page after page from its resume point: each page fetched
@@ -287,6 +291,7 @@ class TaskSteps:
             # A page is counted only when it was asked for: the retry that follows an
             # unreadable robots.txt says why the task waits (its reason), not a fetch.
             self.stats.pages += 1
+            self.unsettled[task.task_id] = self.name
             step.fetched_at = len(pending)
             pending.append(self._page_fetched(task, step, result))
             step.fetched.add(step.url)
@@ -298,6 +303,13 @@ class TaskSteps:
             reason = f"redirect to {result.location}, fetched by its own task"
             await self._end(lease, self._task_done(task, reason, step.counts), pending)
             return None
+        fetched = None if step.fetched_at is None else pending[step.fetched_at]
+        if isinstance(fetched, PageFetched) and fetched.change == UNCHANGED:
+            # A revisit that found the page as it was: not parsed, its items stay.
+            c = step.counts
+            counts = Counts(pages=c.pages + 1, items=c.items, bytes=c.bytes)
+            await self._end(lease, self._task_done(task, UNCHANGED, counts), pending)
+            return None
         if lease.recoveries and (evidence := evidence_of(result)) is not None:
             # Its workers died with this task before: if this one does too, its abort
             # comes from a worker that never saw the page, and carries this instead.
@@ -305,6 +317,7 @@ class TaskSteps:
         return result
 
     def _page_fetched(self, task: Task, step: _Step, result: FetchResult) -> PageFetched:
+        seen = fetched_validators(task, result.status, result.headers, result.body)
         return PageFetched(
             actor=self.name,
             task_id=task.task_id,
@@ -315,6 +328,11 @@ class TaskSteps:
             elapsed_ms=result.elapsed_ms,
             page=step.page,
             error=result.error,
+            etag=seen.etag,
+            last_modified=seen.last_modified,
+            body_hash=seen.body_hash,
+            run=task.run,
+            change=change_of(task, result.status, seen.body_hash) if step.page == 1 else None,
         )
 
     async def _parse_step(self, lease: Lease, step: _Step, result: FetchResult) -> Parsed | None:
@@ -394,6 +412,7 @@ class TaskSteps:
             recent_pages=step.fetched.recent(),
         )
         await self.queue.checkpoint(lease, saved, before=pending)
+        self.unsettled.pop(task.task_id, None)  # its page is in the log now
         return _Step(
             page=step.page + 1,
             url=nxt.url,

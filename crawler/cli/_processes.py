@@ -35,7 +35,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -53,6 +53,7 @@ from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._crawl_settings import bound_line
 from crawler.cli._durability_option import durability_in_force
+from crawler.cli._exit import EXIT_STORE_LOST
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._light import without_httpx_cli
@@ -60,12 +61,15 @@ from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
     MEMORY_CHECK_S,
+    JobIdentity,
     JobKeys,
     ServerError,
     ServerEvicts,
     ServerInfo,
+    StoreLost,
     TaskQueue,
     answers,
+    check_identity,
     connect,
     evicting_server,
     flush_journals,
@@ -272,6 +276,8 @@ async def run_crawl(
     echo: Callable[[str], None],
     server: ServerInfo | None = None,
     forks: Forks | None = None,
+    seed: Seeder | None = None,
+    finished: Callable[[TaskQueue], Awaitable[None]] | None = None,
 ) -> CrawlSummary:
     """Run the job to completion (or until interrupted); its summary.
 
@@ -281,6 +287,10 @@ async def run_crawl(
     ``server``: crawlog's own server, at ``url``, which the crawl supervises (restarts
     it if it dies, see ``supervise_server``); None for a server of the user's
     (``REDIS_URL``), of which progress says when it stops answering.
+
+    ``seed``: what enqueues the job's first tasks, under the job's crawl lock (by default
+    its seeds and sitemaps, ``_store_and_seed``; ``crawlog recrawl``'s run's pages);
+    ``finished``: called once every task ended, before the summary.
     """
     started = time.monotonic()
     job, data_dir = settings.job, settings.data_dir
@@ -294,11 +304,14 @@ async def run_crawl(
     ):
         if durability_in_force() == "replica":
             await require_replica(client, redacted(url))
+        # Before anything is written: a store that lost the job must not take it for a new
+        # one (its seeds enqueued again, every page fetched again).
+        identity = await _store_checked(client, data_dir, job)
         queue = TaskQueue(client, job, "crawl")
         # Before any worker claims: what the job's workers journalled and no store answered
         # (the workers of the last crawl, however many this one starts).
         await flush_journals(client, job, data_dir)
-        config, new = await _store_and_seed(queue, settings.config, echo)
+        config, new = await (seed or _store_and_seed)(queue, settings.config, echo)
         most = _most_tasks(config)
         workers = settings.workers if most is None else min(settings.workers, most)
         echo(
@@ -341,9 +354,17 @@ async def run_crawl(
                 await _watch(progress, children.workers_exited, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
+            if identity is not None:
+                # "Nothing left" from a store that lost the job is no end of it.
+                await check_identity(client, queue.keys, identity)
+            if complete and finished is not None:
+                await finished(queue)
         finally:
             with anyio.CancelScope(shield=True):
                 await children.stop()
+    if EXIT_STORE_LOST in children.exits():
+        # Its processes found the job's keys gone (and said nothing: the crawl says it).
+        raise StoreLost(job, "its processes found its task lanes or identity gone")
     if evicting:
         # Stopped cleanly (the workers handed their tasks back, the projector committed):
         # the same command carries on once the server no longer evicts.
@@ -351,6 +372,17 @@ async def run_crawl(
     return _summary(
         settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
     )
+
+
+Seeder = Callable[[TaskQueue, JobConfig, Callable[[str], None]], Awaitable[tuple[JobConfig, int]]]
+"""What enqueues a crawl's first tasks: the job's configuration stored and how many are new."""
+
+
+async def _store_checked(client: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:
+    """The job's identity, minted for a new job; `StoreLost` if the store lost the job."""
+    from projector import check_store  # light: the manifest's identity, read as JSON
+
+    return await check_store(client, data_dir, job, create=True)
 
 
 async def _store_and_seed(
