@@ -17,7 +17,16 @@ tool use the unix socket directly. A seeded chaos loop, after a random pause, do
   the last event seen before the kill must still be there (appendfsync always);
 * ``lose_reply``: a worker's next command reaches the server, its reply is dropped and
   the connection cut (redis-py retries: the idempotent scripts must absorb it);
-* ``delay``: a worker's Redis traffic is held back for a while.
+* ``delay``: a worker's Redis traffic is held back for a while;
+* ``oom_window``: ``CONFIG SET maxmemory`` far below what the server holds for a few
+  seconds, then back: workers and projector ride the refused writes out;
+* ``second_projector``: ``crawlog project --once`` on another data directory mid-crawl:
+  it must be refused (the job's projector lease), the crawl unaffected;
+* ``damage_file``: SIGKILL the projector, truncate its manifest or snapshot, repair it
+  with ``crawlog repair``, and let the projector resume;
+* ``kill_primary``: a side crawl (``crawlog crawl --durability replica``) on a replica set
+  of its own, its primary SIGKILLed mid-crawl: the Sentinels promote the replica and the
+  same crawl ends.
 
 One round is one fault. When the crawl ends with rounds left, another crawl (new job, new
 site seed) takes the rest. After each crawl the invariants (``crawler/testsite/_invariants.py``,
@@ -42,6 +51,7 @@ import math
 import os
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,6 +78,7 @@ from crawler.testsite import (
     tasks_held,
 )
 from eventlog import (
+    REDIS_URL_ENV,
     TERMINAL_EVENT_TYPES,
     CrawlogError,
     EventLog,
@@ -76,9 +87,13 @@ from eventlog import (
     TaskReclaimed,
     client_for,
     ensure_server,
+    read_leases,
+    replica_set_status,
+    start_replica_set,
+    stop_replica_set,
     stream_id_key,
 )
-from projector import Store, wait_for_position
+from projector import MANIFEST, Store, wait_for_position
 
 T = TypeVar("T")
 
@@ -103,6 +118,10 @@ FAULT_WEIGHTS = {
     "kill_valkey": 2,
     "lose_reply": 3,
     "delay": 2,
+    "oom_window": 2,
+    "second_projector": 1,
+    "damage_file": 1,
+    "kill_primary": 1,
 }
 MEMORY_BOUND_MB = 128.0
 """Peak ``used_memory`` allowed: the projector trims the log, dedup sets expire."""
@@ -113,6 +132,20 @@ REDIS_RETRY_S = 30.0
 POLL_S = 0.05
 RESTART_PAUSE_S = 0.2
 WARM_UP_REQUESTS = 100
+OOM_FOR_S = (2.0, 5.0)
+"""How long the server stays out of memory (well within the 60 s the processes ride out)."""
+OOM_MAXMEMORY = "1mb"
+"""Far below what a crawl's server holds: every write is refused (``noeviction``)."""
+SIDE_PAGES = 300
+"""Site size of a side crawl (``kill_primary``)."""
+SIDE_WORKERS = 2
+SIDE_CONCURRENCY = 8
+SIDE_CRAWL_S = 240.0
+SIDE_FAULT_AT = 3
+"""A side crawl's fault comes once the site served 1/3 of its pages."""
+SIDE_DOWN_AFTER_MS = 1_000
+"""The Sentinels' down-after of a side replica set (5 s by default): a quick failover."""
+COMMAND_TIMEOUT_S = 120.0
 
 
 @dataclass
@@ -161,6 +194,9 @@ class Totals:
     stream_after: list[int] = field(default_factory=list)
     server_down: list[list[float]] = field(default_factory=list)
     """[killed, back up] (monotonic) of each Valkey kill; back up is inf until it is."""
+    failed: list[str] = field(default_factory=list)
+    """Faults whose expected outcome did not come: a second projector that ran, a repair
+    that failed, a side crawl that did not end, with what was seen."""
 
 
 class ChaosRun:
@@ -248,6 +284,8 @@ class Crawl:
         self.killed: set[Process] = set()
         self.finishing = False
         self.projector: Process | None = None
+        self.projector_held = False
+        """While set, a dead projector is not restarted (its files are being damaged)."""
         self.slots: list[Slot] = []
         self.in_flight: dict[str, str] = {}
         self.stderr: dict[str, Path] = {}
@@ -385,6 +423,8 @@ class Crawl:
             if not self.finishing and process not in self.killed:
                 self._crashed(name, status)
                 await anyio.sleep(RESTART_PAUSE_S)
+            while self.projector_held:
+                await anyio.sleep(POLL_S)
 
     def _crashed(self, name: str, status: int) -> None:
         lines = self.stderr[name].read_text(errors="replace").strip().splitlines()
@@ -426,7 +466,7 @@ class Crawl:
         workers = self._alive_workers()
         if kind in ("kill_worker", "stop_worker", "lose_reply", "delay") and not workers:
             return None
-        if kind == "kill_projector" and (
+        if kind in ("kill_projector", "second_projector", "damage_file") and (
             self.projector is None or self.projector.returncode is not None
         ):
             return None
@@ -488,14 +528,87 @@ class Crawl:
             fault.in_flight = await self._held(slot.name)
             slot.proxy.lose_next_reply()
             fault.note = "next reply dropped, connections cut"
-        else:
+        elif kind == "delay":
             slot = run.rng.choice(workers)
             fault.target = slot.name
             fault.in_flight = await self._held(slot.name)
             per_chunk, for_s = run.rng.uniform(*DELAY_S), run.rng.uniform(*DELAY_FOR_S)
             slot.proxy.delay(per_chunk, for_s)
             fault.note = f"{per_chunk * 1000:.0f} ms per chunk for {for_s:.1f} s"
+        elif kind == "oom_window":
+            await self._oom_window(fault, workers)
+        elif kind == "second_projector":
+            await self._second_projector(fault)
+        elif kind == "damage_file":
+            await self._damage_file(fault)
+        else:
+            await SideCrawl(run, fault).run()
         return fault
+
+    async def _oom_window(self, fault: Fault, workers: list[Slot]) -> None:
+        """The server out of memory for a few seconds: every write refused, then room again.
+
+        Leases cannot be renewed meanwhile, so every worker's tasks are in flight.
+        """
+        run = self.run_
+        fault.target = "valkey"
+        for slot in workers:
+            fault.in_flight.update(await self._held(slot.name))
+        client = client_for(run.url)
+        for_s = run.rng.uniform(*OOM_FOR_S)
+        try:
+            await self._retrying(lambda: client.config_set("maxmemory", OOM_MAXMEMORY))
+            await anyio.sleep(for_s)
+        finally:
+            await self._retrying(lambda: client.config_set("maxmemory", "0"))
+            await client.aclose()
+        fault.note = f"maxmemory {OOM_MAXMEMORY} for {for_s:.1f} s"
+
+    async def _second_projector(self, fault: Fault) -> None:
+        """``crawlog project --once`` of the job on another data directory: refused."""
+        run = self.run_
+        fault.target = "projector"
+        other = run.work / f"other-{fault.round}"
+        result = await _crawlog(
+            ("project", "--job", self.job, "--data-dir", str(other), "--once"), run.url
+        )
+        last = _last_line(result.stderr or result.stdout)
+        refused = result.returncode == 2 and "another projector holds" in last
+        fault.note = f"exit {result.returncode}: {last[:160]}"
+        if not refused:
+            run.totals.failed.append(f"round {fault.round} second projector: {fault.note}")
+
+    async def _damage_file(self, fault: Fault) -> None:
+        """Between a projector's kill and its restart, truncate its manifest or snapshot;
+        ``crawlog repair`` (the documented path) rebuilds it, then the projector resumes."""
+        run = self.run_
+        assert self.projector is not None
+        fault.target = "projector"
+        self.projector_held = True
+        try:
+            self.killed.add(self.projector)
+            self.projector.send_signal(signal.SIGKILL)
+            await self.projector.wait()
+            store = Store(run.work, self.job)
+            root, snapshot = store.root, store.read_manifest().snapshot
+            damaged = root / MANIFEST
+            if snapshot is not None and run.rng.random() < 0.5:
+                damaged = store.snapshots / snapshot
+            size = damaged.stat().st_size
+            with damaged.open("r+b") as file:
+                file.truncate(size // 2)
+            result = await _crawlog(
+                ("repair", "--job", self.job, "--data-dir", str(run.work)), run.url
+            )
+            last = _last_line(result.stdout or result.stderr)
+            fault.note = (
+                f"{damaged.relative_to(root)} cut to {size // 2} of {size} bytes; "
+                f"repair exit {result.returncode}: {last[:120]}"
+            )
+            if result.returncode != 0:
+                run.totals.failed.append(f"round {fault.round} repair: {fault.note}")
+        finally:
+            self.projector_held = False
 
     async def _held(self, name: str) -> dict[str, str]:
         async def read() -> dict[str, str]:
@@ -610,6 +723,119 @@ class Crawl:
             )
 
 
+class SideCrawl:
+    """A crawl of its own, run by ``crawlog crawl`` as a user runs it, for a fault that needs
+    a store of its own: ``kill_primary`` (a replica set, ``--durability replica``, its
+    primary SIGKILLed once the site served a third of its pages). The crawl must end by
+    itself (exit 0), and is checked like the others, the leases held at the fault as its
+    in-flight tasks."""
+
+    def __init__(self, run: ChaosRun, fault: Fault) -> None:
+        self.run_, self.fault = run, fault
+        self.job = f"chaos-{run.seed}-r{fault.round}"
+        self.directory = run.work / f"side-{fault.round}"
+        self.log = run.logs / f"{self.job}-crawl.log"
+
+    def _command(self, site: RunningSite) -> list[str]:
+        return crawlog_command(
+            "crawl", site.url + "/", "--job", self.job, "--data-dir", str(self.directory),
+            "--workers", str(SIDE_WORKERS), "--concurrency", str(SIDE_CONCURRENCY),
+            "--per-host", str(SIDE_WORKERS * SIDE_CONCURRENCY), "--lease", f"{LEASE_MS / 1000:g}",
+            "--max-pages", "0", "--fail-on", "never", "--durability", "replica",
+        )  # fmt: skip
+
+    async def run(self) -> None:
+        run, fault = self.run_, self.fault
+        fault.target = "primary"
+        info = await anyio.to_thread.run_sync(
+            lambda: start_replica_set(self.directory, down_after_ms=SIDE_DOWN_AFTER_MS)
+        )
+        try:
+            async with serve_testsite(pages=SIDE_PAGES, seed=run.seed * 1000 + fault.round) as site:
+                await self._crawl(site, info.url)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(stop_replica_set, self.directory)
+
+    async def _crawl(self, site: RunningSite, url: str) -> None:
+        run, fault = self.run_, self.fault
+        # The data directory's replica set, found by the crawl itself: no REDIS_URL.
+        env = {k: v for k, v in os.environ.items() if k != REDIS_URL_ENV}
+        started = time.monotonic()
+        with self.log.open("ab") as out:
+            process = await anyio.open_process(self._command(site), env=env, stdout=out, stderr=out)
+        status: int | None = None
+        try:
+            with anyio.move_on_after(SIDE_CRAWL_S):
+                while site.request_count < len(site.reachable) // SIDE_FAULT_AT:
+                    if process.returncode is not None:
+                        break
+                    await anyio.sleep(POLL_S)
+                fault.in_flight = await self._leases(url)
+                killed = await anyio.to_thread.run_sync(self._kill_primary)
+                fault.note = f"primary pid {killed} SIGKILLed"
+                status = await process.wait()
+        finally:
+            if process.returncode is None:
+                with anyio.CancelScope(shield=True):
+                    await stop_processes([process])
+        text = self.log.read_text(errors="replace")
+        fault.note += f"; crawl exit {status} after {time.monotonic() - started:.1f} s"
+        if status != 0 or f"finished {self.job}" not in text:
+            run.totals.failed.append(
+                f"round {fault.round} side crawl {self.job}: exit {status}, {_tail(text)}"
+            )
+            return
+        check = await anyio.to_thread.run_sync(
+            lambda: check_crawl(site, Store(self.directory, self.job), fault.in_flight)
+        )
+        checks = check.checks(len(fault.in_flight))
+        run.totals.checks.append((fault.crawl, check, checks))
+        run.totals.pages += check.requested
+        fault.note += (
+            f"; lost {len(check.lost)}, refetched {check.refetched_pages}, items "
+            f"{check.items} ({check.duplicate_items} duplicated), anomalies {check.anomalies}"
+        )
+        for name, held in checks.items():
+            if not held:
+                run.echo(f"  FAIL side crawl {self.job}: {name}")
+
+    async def _leases(self, url: str) -> dict[str, str]:
+        """Task id -> URL of every lease of the job: the tasks a store fault has in flight."""
+        client = client_for(url)
+        try:
+            leases, _ = await read_leases(client, JobKeys(self.job))
+        except (CrawlogError, redis.exceptions.RedisError, OSError) as exc:
+            self.fault.note += f" (leases not read: {exc})"
+            return {}
+        finally:
+            await client.aclose()
+        return {lease.task_id: lease.url or "" for lease in leases if lease.task_id}
+
+    def _kill_primary(self) -> int | None:
+        for member in replica_set_status(self.directory) or []:
+            if member.role == "primary" and member.pid is not None:
+                os.kill(member.pid, signal.SIGKILL)
+                return member.pid
+        return None
+
+
+async def _crawlog(args: tuple[str, ...], url: str) -> subprocess.CompletedProcess[bytes]:
+    """``crawlog ARGS`` against the server at ``url``, to its end."""
+    env = {**os.environ, REDIS_URL_ENV: url}
+    with anyio.fail_after(COMMAND_TIMEOUT_S):
+        return await anyio.run_process(crawlog_command(*args), env=env, check=False)
+
+
+def _last_line(output: bytes) -> str:
+    lines = output.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _tail(text: str) -> str:
+    return " | ".join(text.strip().splitlines()[-3:])[-300:]
+
+
 def _ignore_unix_socket_race(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """Drop one known, harmless asyncio complaint; report everything else as usual.
 
@@ -693,10 +919,14 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         f"every killed worker's tasks ran again elsewhere within lease + 2 s of server "
         f"uptime (max {max_recovery_up:.1f} s; {max_recovery:.1f} s with the server's "
         "downtime)": not unrecovered and max_recovery_up <= LEASE_MS / 1000 + 2.0,
+        "every second projector refused, every damaged file repaired, every side crawl "
+        "ended by itself": not totals.failed,
     }
     echo("")
     for name, held in invariants.items():
         echo(f"  {'ok  ' if held else 'FAIL'} {name}")
+    for failed in totals.failed:
+        echo(f"  {failed}")
     if totals.crashes:
         echo(f"processes that died without being killed ({len(totals.crashes)}):")
         for crash in totals.crashes[:20]:
@@ -708,6 +938,8 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "crawls": len(totals.checks),
         "pages_requested": totals.pages,
         "faults": dict(Counter(f.kind for f in faults)),
+        "round_faults": [f.kind for f in faults],
+        "faults_failed": len(totals.failed),
         "lost_pages": lost,
         "duplicate_items": duplicates,
         "refetched_pages": refetched,
