@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import anyio
+import redis.asyncio as aioredis
 import redis.exceptions
 from anyio.abc import Process, TaskGroup
 from faultproxy import FaultProxy, serve_proxy
@@ -557,12 +558,14 @@ class Crawl:
         client = client_for(run.url)
         for_s = run.rng.uniform(*OOM_FOR_S)
         try:
+            before = await self._retrying(lambda: _oom_refusals(client))
             await self._retrying(lambda: client.config_set("maxmemory", OOM_MAXMEMORY))
             await anyio.sleep(for_s)
         finally:
             await self._retrying(lambda: client.config_set("maxmemory", "0"))
+            refused = await self._retrying(lambda: _oom_refusals(client)) - before
             await client.aclose()
-        fault.note = f"maxmemory {OOM_MAXMEMORY} for {for_s:.1f} s"
+        fault.note = f"maxmemory {OOM_MAXMEMORY} for {for_s:.1f} s: {refused} write(s) refused"
 
     async def _second_projector(self, fault: Fault) -> None:
         """``crawlog project --once`` of the job on another data directory: refused."""
@@ -818,6 +821,12 @@ class SideCrawl:
                 os.kill(member.pid, signal.SIGKILL)
                 return member.pid
         return None
+
+
+async def _oom_refusals(client: aioredis.Redis) -> int:
+    """Commands the server refused for want of memory since it started (its error stats)."""
+    stats: dict[str, Any] = await client.info("errorstats")
+    return int(stats.get("errorstat_OOM", {}).get("count", 0))
 
 
 async def _crawlog(args: tuple[str, ...], url: str) -> subprocess.CompletedProcess[bytes]:
