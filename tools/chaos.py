@@ -50,6 +50,7 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -90,8 +91,10 @@ from eventlog import (
     ensure_server,
     read_leases,
     replica_set_status,
+    server_status,
     start_replica_set,
     stop_replica_set,
+    stop_server,
     stream_id_key,
 )
 from projector import MANIFEST, Store, wait_for_position
@@ -147,6 +150,8 @@ SIDE_FAULT_AT = 3
 SIDE_DOWN_AFTER_MS = 1_000
 """The Sentinels' down-after of a side replica set (5 s by default): a quick failover."""
 COMMAND_TIMEOUT_S = 120.0
+AOF_DIR = "appendonlydir"
+"""Valkey's default ``appenddirname``: where the embedded server keeps its append-only files."""
 
 
 @dataclass
@@ -728,9 +733,16 @@ class Crawl:
 
 class SideCrawl:
     """A crawl of its own, run by ``crawlog crawl`` as a user runs it, for a fault that needs
-    a store of its own: ``kill_primary`` (a replica set, ``--durability replica``, its
-    primary SIGKILLed once the site served a third of its pages). The crawl must end by
-    itself (exit 0), and is checked like the others, the leases held at the fault as its
+    a store of its own, once the site served a third of its pages:
+
+    * ``kill_primary``: on a replica set with ``--durability replica``, the primary
+      SIGKILLed; the crawl must end by itself (exit 0);
+    * ``lose_store``: on the data directory's own server, its data lost (``FLUSHALL``, or
+      SIGKILL and its append-only files deleted, the crawl's supervisor restarting it
+      empty); the crawl must stop with exit 2 naming ``crawlog restore``, then
+      ``crawlog restore --job J --yes`` and the same crawl command end the job.
+
+    Either is then checked like the main crawls, the leases held at the fault as its
     in-flight tasks."""
 
     def __init__(self, run: ChaosRun, fault: Fault) -> None:
@@ -738,35 +750,49 @@ class SideCrawl:
         self.job = f"chaos-{run.seed}-r{fault.round}"
         self.directory = run.work / f"side-{fault.round}"
         self.log = run.logs / f"{self.job}-crawl.log"
+        # The data directory's server or replica set, found by the crawl itself.
+        self.env = {k: v for k, v in os.environ.items() if k != REDIS_URL_ENV}
 
     def _command(self, site: RunningSite) -> list[str]:
+        durability = "replica" if self.fault.kind == "kill_primary" else "local"
         return crawlog_command(
             "crawl", site.url + "/", "--job", self.job, "--data-dir", str(self.directory),
             "--workers", str(SIDE_WORKERS), "--concurrency", str(SIDE_CONCURRENCY),
             "--per-host", str(SIDE_WORKERS * SIDE_CONCURRENCY), "--lease", f"{LEASE_MS / 1000:g}",
-            "--max-pages", "0", "--fail-on", "never", "--durability", "replica",
+            "--max-pages", "0", "--fail-on", "never", "--durability", durability,
         )  # fmt: skip
 
     async def run(self) -> None:
         run, fault = self.run_, self.fault
-        fault.target = "primary"
-        info = await anyio.to_thread.run_sync(
-            lambda: start_replica_set(self.directory, down_after_ms=SIDE_DOWN_AFTER_MS)
-        )
+        if fault.kind == "kill_primary":
+            fault.target = "primary"
+            url = (
+                await anyio.to_thread.run_sync(
+                    lambda: start_replica_set(self.directory, down_after_ms=SIDE_DOWN_AFTER_MS)
+                )
+            ).url
+        else:
+            fault.target = "store"
+            url = (await anyio.to_thread.run_sync(lambda: ensure_server(self.directory))).url
         try:
             async with serve_testsite(pages=SIDE_PAGES, seed=run.seed * 1000 + fault.round) as site:
-                await self._crawl(site, info.url)
+                if await self._crawl(site, url):
+                    await self._check(site)
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(stop_replica_set, self.directory)
+                if fault.kind == "kill_primary":
+                    await anyio.to_thread.run_sync(stop_replica_set, self.directory)
+                else:
+                    await anyio.to_thread.run_sync(stop_server, self.directory)
 
-    async def _crawl(self, site: RunningSite, url: str) -> None:
-        run, fault = self.run_, self.fault
-        # The data directory's replica set, found by the crawl itself: no REDIS_URL.
-        env = {k: v for k, v in os.environ.items() if k != REDIS_URL_ENV}
+    async def _crawl(self, site: RunningSite, url: str) -> bool:
+        """The crawl, the fault, and what the user does next; whether it all went as said."""
+        fault = self.fault
         started = time.monotonic()
         with self.log.open("ab") as out:
-            process = await anyio.open_process(self._command(site), env=env, stdout=out, stderr=out)
+            process = await anyio.open_process(
+                self._command(site), env=self.env, stdout=out, stderr=out
+            )
         status: int | None = None
         try:
             with anyio.move_on_after(SIDE_CRAWL_S):
@@ -775,8 +801,11 @@ class SideCrawl:
                         break
                     await anyio.sleep(POLL_S)
                 fault.in_flight = await self._leases(url)
-                killed = await anyio.to_thread.run_sync(self._kill_primary)
-                fault.note = f"primary pid {killed} SIGKILLed"
+                if fault.kind == "kill_primary":
+                    killed = await anyio.to_thread.run_sync(self._kill_primary)
+                    fault.note = f"primary pid {killed} SIGKILLed"
+                else:
+                    await self._lose_store(url)
                 status = await process.wait()
         finally:
             if process.returncode is None:
@@ -784,11 +813,66 @@ class SideCrawl:
                     await stop_processes([process])
         text = self.log.read_text(errors="replace")
         fault.note += f"; crawl exit {status} after {time.monotonic() - started:.1f} s"
-        if status != 0 or f"finished {self.job}" not in text:
-            run.totals.failed.append(
-                f"round {fault.round} side crawl {self.job}: exit {status}, {_tail(text)}"
+        if fault.kind == "kill_primary":
+            return self._ended(status, text)
+        said = status == 2 and f"crawlog restore --job {self.job}" in text
+        if not said or f"finished {self.job}" in text:
+            return self._failed(f"the crawl went on or did not say to restore: exit {status}")
+        restore = await _crawlog(
+            ("restore", "--job", self.job, "--data-dir", str(self.directory), "--yes"), None
+        )
+        said_out = restore.stdout.decode(errors="replace")
+        line = next(
+            (ln for ln in said_out.splitlines() if "restored" in ln), _last_line(restore.stderr)
+        )
+        fault.note += f"; restore exit {restore.returncode}: {line[:100]}"
+        if restore.returncode != 0:
+            return self._failed("restore failed")
+        resumed = time.monotonic()
+        mark = self.log.stat().st_size
+        status = None
+        with anyio.move_on_after(SIDE_CRAWL_S), self.log.open("ab") as log:
+            again = await anyio.run_process(
+                self._command(site), env=self.env, stdout=log, stderr=log, check=False
             )
+            status = again.returncode
+        fault.note += f"; same crawl again exit {status} after {time.monotonic() - resumed:.1f} s"
+        with self.log.open("rb") as log:
+            log.seek(mark)
+            return self._ended(status, log.read().decode(errors="replace"))
+
+    def _ended(self, status: int | None, text: str) -> bool:
+        if status == 0 and f"finished {self.job}" in text:
+            return True
+        return self._failed(f"the crawl did not end: exit {status}, {_tail(text)}")
+
+    def _failed(self, what: str) -> bool:
+        self.run_.totals.failed.append(
+            f"round {self.fault.round} {self.fault.kind} ({self.job}): {what}; see {self.log}"
+        )
+        return False
+
+    async def _lose_store(self, url: str) -> None:
+        """FLUSHALL, or SIGKILL and the append-only files deleted (restarted empty)."""
+        fault = self.fault
+        if self.run_.rng.random() < 0.5:
+            client = client_for(url)
+            try:
+                await client.flushall()
+            finally:
+                await client.aclose()
+            fault.note = "FLUSHALL"
             return
+        status = server_status(self.directory)
+        assert status is not None
+        os.kill(status.pid, signal.SIGKILL)
+        while _state(status.pid) not in "ZX":
+            await anyio.sleep(0.01)
+        shutil.rmtree(self.directory / AOF_DIR, ignore_errors=True)
+        fault.note = f"server pid {status.pid} SIGKILLed, {AOF_DIR}/ deleted"
+
+    async def _check(self, site: RunningSite) -> None:
+        run, fault = self.run_, self.fault
         check = await anyio.to_thread.run_sync(
             lambda: check_crawl(site, Store(self.directory, self.job), fault.in_flight)
         )
@@ -829,9 +913,12 @@ async def _oom_refusals(client: aioredis.Redis) -> int:
     return int(stats.get("errorstat_OOM", {}).get("count", 0))
 
 
-async def _crawlog(args: tuple[str, ...], url: str) -> subprocess.CompletedProcess[bytes]:
-    """``crawlog ARGS`` against the server at ``url``, to its end."""
-    env = {**os.environ, REDIS_URL_ENV: url}
+async def _crawlog(args: tuple[str, ...], url: str | None) -> subprocess.CompletedProcess[bytes]:
+    """``crawlog ARGS`` against the server at ``url`` (None: the data directory's), to its
+    end."""
+    env = {k: v for k, v in os.environ.items() if k != REDIS_URL_ENV}
+    if url is not None:
+        env[REDIS_URL_ENV] = url
     with anyio.fail_after(COMMAND_TIMEOUT_S):
         return await anyio.run_process(crawlog_command(*args), env=env, check=False)
 
