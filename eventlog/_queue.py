@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Collection, Sequence
+from typing import Literal, NamedTuple
 
 import msgspec
 import redis.asyncio as aioredis
@@ -57,6 +57,7 @@ from eventlog._scripts import (
     CHECKPOINT_VALUES,
     CHECKPOINTS,
     CLAIM,
+    CLAIM_AROUND,
     CLAIM_URL,
     ENQUEUE,
     EXPIRED,
@@ -83,6 +84,10 @@ DEFAULT_RENEW_IDLE_COUNT = 500
 """Idle leases a lane renewed in one call of `TaskQueue.renew_idle`: few enough that one
 call keeps the server only briefly from other workers' commands."""
 PROMOTE_BATCH = 1000
+DEFAULT_CLAIM_AROUND_BUDGET = 64
+"""Entries of busy sites one `TaskQueue.claim_around` may move to the end of their lane:
+enough to reach other sites' tasks behind a run of one site's, few enough that one call
+keeps the server only briefly from other workers' commands."""
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
 ActionState = Literal["intended", "done"]
@@ -103,6 +108,13 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
     """The attempt the task ended at: a second retry of it is refused."""
     resume_after: str | None = None
     """Stream ID of the checkpoint to resume after; None to start at the first page."""
+
+
+class Claimed(NamedTuple):
+    """What `TaskQueue.claim_around` took, and how many entries of busy sites it moved."""
+
+    leases: list[Lease]
+    moved: int
 
 
 class _Resumed(Exception):
@@ -169,6 +181,7 @@ class TaskQueue:
         self._renew = redis.register_script(RENEW)
         self._renew_idle = redis.register_script(RENEW_IDLE)
         self._claim = redis.register_script(CLAIM)
+        self._claim_around = redis.register_script(CLAIM_AROUND)
         self._pending = redis.register_script(PENDING)
         self._expired = redis.register_script(EXPIRED)
         self._recover = redis.register_script(RECOVER)
@@ -342,6 +355,33 @@ class TaskQueue:
                 if lease is not None:
                     leases.append(lease)
         return leases
+
+    async def claim_around(
+        self,
+        count: int,
+        busy_sites: Collection[str],
+        *,
+        budget: int = DEFAULT_CLAIM_AROUND_BUDGET,
+    ) -> Claimed:
+        """New tasks as `claim` takes them, none of whose site is in ``busy_sites``: an
+        entry of a busy site met on the way is moved to the end of its lane (never leased,
+        nothing logged), up to ``budget`` of them. Never blocks: with entries moved, a
+        blocking read would hand out the very entries just moved."""
+        await self.ensure_groups()
+        with redis_errors("claiming tasks"):
+            moved, reply = await self._claim_around(
+                keys=[*self.keys.lanes, self.keys.ckpt],
+                args=[WORKERS_GROUP, self.consumer, count, budget, *sorted(busy_sites)],
+            )
+        leases = []
+        for lane, entries, resumes in reply:
+            for i, (entry_id, fields) in enumerate(entries):
+                lease = await self._lease(
+                    lane, entry_id, fields, deliveries=1, resume=resumes[i] or b""
+                )
+                if lease is not None:
+                    leases.append(lease)
+        return Claimed(leases, int(moved))
 
     async def pending(self, count: int = 1000) -> list[Lease]:
         """This consumer's own leases (its PEL), with their tasks, without re-delivering them.

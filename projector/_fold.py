@@ -506,6 +506,7 @@ def _site_resumed(state: State, event: SiteResumed) -> None:
 def _circuit_opened(state: State, event: CircuitOpened) -> None:
     site = _site(state, event.site)
     site.circuit, site.circuit_reason = CIRCUIT_OPEN, event.reason
+    site.circuit_openings += 1
 
 
 def _circuit_closed(state: State, event: CircuitClosed) -> None:

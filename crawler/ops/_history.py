@@ -24,7 +24,7 @@ from eventlog import (
 )
 
 DATA_SHOWN = 80
-"""Characters of a task's data (as JSON) its history shows."""
+"""Characters of a task's data, meta or cb_kwargs (as JSON) its history shows."""
 
 
 def request_summary(spec: RequestSpec) -> str:
@@ -35,9 +35,12 @@ def request_summary(spec: RequestSpec) -> str:
     if spec.headers:
         parts.append(f"headers {', '.join(sorted(spec.headers))}")
     parts.append(f"callback {spec.callback or 'parse'}")
-    if spec.data:
-        shown = msgspec.json.encode(spec.data).decode()
-        parts.append(f"data {shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 1] + '…'}")
+    for name, value in (("data", spec.data), ("meta", spec.meta), ("cb_kwargs", spec.cb_kwargs)):
+        if value:
+            shown = msgspec.json.encode(value).decode()
+            parts.append(
+                f"{name} {shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 1] + '…'}"
+            )
     return ", ".join(parts)
 
 
