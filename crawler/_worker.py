@@ -98,6 +98,7 @@ from eventlog import (
     Durability,
     Evidence,
     ItemScraped,
+    Journal,
     Lease,
     LeaseLost,
     PageFetched,
@@ -214,11 +215,12 @@ def worker_queue(
     *,
     observer: QueueObserver | None = None,
     durability: Durability = DEFAULT_DURABILITY,
+    journal: Journal | None = None,
 ) -> TaskQueue:
     """The queue a worker ``name`` of ``job`` works through: its lease time and whether it
     records events come from the job's ``config``; ``observer`` is told of its calls (the
     worker's metrics); ``durability``: when a checkpoint counts as written
-    (`TaskQueue.durability`)."""
+    (`TaskQueue.durability`); ``journal``: where its writes go first (`TaskQueue.journal`)."""
     return TaskQueue(
         redis,
         job,
@@ -227,6 +229,7 @@ def worker_queue(
         record_events=config.record_events,
         observer=observer,
         durability=durability,
+        journal=journal,
     )
 
 
@@ -365,6 +368,10 @@ class Worker:
             anyio.create_task_group() as background,
         ):
             await self.queue.ensure_groups()
+            # Before any claim: what this name wrote and was never acknowledged goes first.
+            flushed = await self.queue.flush_journal()
+            if flushed.total:
+                log.info("%s flushed its journal: %s", self.name, msgspec.structs.asdict(flushed))
             self.controls = await read_controls(self.redis, self.keys)
             background.start_soon(self._control_loop)
             background.start_soon(self._renew_loop)

@@ -397,6 +397,22 @@ class ActionResolved(TaskEvent, frozen=True, kw_only=True, tag="action.resolved"
     reason: str
 
 
+ORPHANED_REASON: Final = "journalled events orphaned: lease taken over"
+"""The anomaly a `TaskOrphaned` is counted under."""
+
+
+class TaskOrphaned(TaskEvent, frozen=True, kw_only=True, tag="task.orphaned"):
+    """A worker's journalled write (``step``, with ``events`` events) came back from its
+    journal after another worker had taken the task's lease over (``owner``; None: the
+    lease was gone): recorded, never applied. The fold counts it as an anomaly
+    (`ORPHANED_REASON`), so that ``report`` and ``status`` show how many there were."""
+
+    entry_id: str
+    step: str
+    events: int
+    owner: str | None = None
+
+
 AnyEvent: TypeAlias = (
     TaskEnqueued
     | TaskClaimed
@@ -422,6 +438,7 @@ AnyEvent: TypeAlias = (
     | TaskParked
     | ActionResolved
     | TaskReleased
+    | TaskOrphaned
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

@@ -19,6 +19,7 @@ from eventlog import (
     TaskClaimed,
     TaskEnqueued,
     TaskFailed,
+    TaskOrphaned,
     TaskReclaimed,
     TaskReleased,
 )
@@ -77,6 +78,12 @@ def detail_of(event: AnyEvent) -> str:
             return f"{event.reason}: attempt {event.attempt + 1} in {event.delay_s:.1f} s"
         case TaskReleased():
             return f"released by {event.actor}: {event.reason} (attempt {event.attempt} kept)"
+        case TaskOrphaned():
+            owner = f"taken over by {event.owner}" if event.owner else "gone"
+            return (
+                f"{event.events} event(s) of {event.actor}'s {event.step} from its journal "
+                f"not applied: the lease was {owner}"
+            )
         case TaskAborted():
             owners = f"; held by {', '.join(event.owners)}" if event.owners else ""
             last = f"; last error {event.last_error}" if event.last_error else ""
