@@ -126,6 +126,7 @@ FAULT_WEIGHTS = {
     "second_projector": 1,
     "damage_file": 1,
     "kill_primary": 1,
+    "lose_store": 1,
 }
 MEMORY_BOUND_MB = 128.0
 """Peak ``used_memory`` allowed: the projector trims the log, dedup sets expire."""
