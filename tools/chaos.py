@@ -97,7 +97,7 @@ from eventlog import (
     stop_server,
     stream_id_key,
 )
-from projector import MANIFEST, Store, wait_for_position
+from projector import MANIFEST, TERMINAL, Store, read_committed, wait_for_position
 
 T = TypeVar("T")
 
@@ -808,6 +808,8 @@ class SideCrawl:
                 else:
                     await self._lose_store(url)
                 status = await process.wait()
+                if fault.kind == "lose_store":
+                    fault.in_flight.update(self._forgotten(site))
         finally:
             if process.returncode is None:
                 with anyio.CancelScope(shield=True):
@@ -872,6 +874,19 @@ class SideCrawl:
         shutil.rmtree(self.directory / AOF_DIR, ignore_errors=True)
         fault.note = f"server pid {status.pid} SIGKILLed, {AOF_DIR}/ deleted"
 
+    def _forgotten(self, site: RunningSite) -> dict[str, str]:
+        """Tasks the site already served but the archive has not seen end: what they did
+        after the projector's last commit is what the lost store forgot, and ``restore``
+        puts them back to run again (their journalled events come back orphaned once
+        another worker took them)."""
+        _, state = read_committed(Store(self.directory, self.job))
+        served = {request.path for request in site.requests}
+        return {
+            task.task_id: task.url
+            for task in state.tasks.values()
+            if task.status not in TERMINAL and task.url.removeprefix(site.url) in served
+        }
+
     async def _check(self, site: RunningSite) -> None:
         run, fault = self.run_, self.fault
         check = await anyio.to_thread.run_sync(
@@ -882,7 +897,8 @@ class SideCrawl:
         run.totals.pages += check.requested
         fault.note += (
             f"; lost {len(check.lost)}, refetched {check.refetched_pages}, items "
-            f"{check.items} ({check.duplicate_items} duplicated), anomalies {check.anomalies}"
+            f"{check.items} ({check.duplicate_items} duplicated), anomalies {check.anomalies}, "
+            f"orphaned {check.orphaned}"
         )
         for name, held in checks.items():
             if not held:
@@ -1044,6 +1060,7 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "replay_identical": replay_identical,
         "stuck_tasks": stuck,
         "anomalies": anomalies,
+        "orphaned_events": sum(c.orphaned for c in checks),
         "max_recovery_s": round(max_recovery, 2),
         "max_recovery_server_up_s": round(max_recovery_up, 2),
         "max_reclaim_s": round(max((f.reclaim_s for f in faults if f.reclaim_s), default=0.0), 2),
