@@ -381,7 +381,7 @@ def worker_command(
 ) -> None:
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
     without_httpx_cli()
-    from crawler._worker import Worker, worker_queue
+    from crawler._worker import Worker, WorkerOptions, worker_queue
 
     die_with_parent()
     set_log_level(log_level)
@@ -413,10 +413,12 @@ def worker_command(
                 config,
                 load_spider(config.spider),
                 data_dir=directory,
-                concurrency=concurrency,
-                exit_when_done=exit_when_done,
-                grace_s=grace,
-                offline_pages=offline_pages,
+                options=WorkerOptions(
+                    concurrency=concurrency,
+                    exit_when_done=exit_when_done,
+                    grace_s=grace,
+                    offline_pages=offline_pages,
+                ),
                 queue=worker_queue(
                     client,
                     job,
