@@ -134,7 +134,7 @@ class OfflineRide:
         """A politeness slot on ``host``: the gate's while the store answers; this
         process's own once it is down (within the page budget; past it, the gate's
         again, which waits for the store)."""
-        if not self.enabled or self._holders is None:
+        if not self.enabled or (self._holders is None and not self.down):
             async with self.gate.slot(host):
                 yield
             return
