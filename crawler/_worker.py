@@ -120,6 +120,7 @@ from eventlog import (
 )
 
 if TYPE_CHECKING:
+    from crawler._browser import BrowserFetcher
     from crawler._fetch import Fetcher
 
 log = logging.getLogger("crawlog.worker")
@@ -298,7 +299,9 @@ class Worker:
         self._fetch_config = fetch_config or config.fetch_config()
         self._fresh_for_s = self._share_s(FRESH_SHARE)
         """How long a lease is taken to be safe from takeover since its idle time was reset."""
-        self._fetcher: Fetcher | None = None
+        self._fetcher: Fetcher | BrowserFetcher | None = None
+        self._browser: BrowserFetcher | None = None
+        """The fetcher again when it renders pages (a ``--browser`` job): their live pages."""
         self._rng = random.Random()
         self._in_flight: dict[str, anyio.CancelScope] = {}
         self._leases: dict[str, Lease] = {}
@@ -465,7 +468,13 @@ class Worker:
         # Cookies only for a job that asked for them: by default nothing is kept or sent.
         store = CookieStore(self.redis, self.keys) if self.config.cookies else None
         fetcher = await anyio.to_thread.run_sync(_new_fetcher, self._fetch_config, store)
-        self._fetcher = await closing.enter_async_context(fetcher)
+        if self.config.browser:
+            from crawler._browser import browser_fetcher
+
+            browser = browser_fetcher(fetcher, self._fetch_config, self.data_dir, self.spider)
+            self._fetcher = self._browser = await closing.enter_async_context(browser)
+        else:
+            self._fetcher = await closing.enter_async_context(fetcher)
         self._fetcher_open.set()
 
     async def _resume(self) -> None:
@@ -744,6 +753,9 @@ class Worker:
                 reason = self._spider_failure(exc, url)
                 await self._end(lease, self._task_failed(task, reason, result), pending)
                 return
+            finally:
+                if self._browser is not None:  # the rendered page, left open for the spider
+                    await self._browser.release(result)
             await self._admit(parsed)
             if parsed.dropped and fetched is not None:
                 pending[fetched_at] = msgspec.structs.replace(fetched, dropped=parsed.dropped)
@@ -1044,6 +1056,7 @@ class Worker:
             data=data,
             once=self._once_for(lease),
             link_rules=self._rules,
+            browser_page=None if self._browser is None else self._browser.page_for(result),
         )
         parsed = _Parsed()
         if result.error is not None or not parses(self._accepted, response.content_type):
