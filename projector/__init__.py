@@ -35,6 +35,13 @@ if TYPE_CHECKING:
     )
     from projector._export import export
     from projector._feed import Feed, FeedPosition, position_path
+    from projector._fetches import (
+        CLOCK_SKEW_WARNING_S,
+        ClockSkew,
+        FetchTracker,
+        clock_offset,
+        clock_skew,
+    )
     from projector._fold import apply, fold
     from projector._history import (
         TaskFilter,
@@ -85,6 +92,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED",
+    "CLOCK_SKEW_WARNING_S",
     "DEDUP_WINDOW",
     "DEFAULT_COMMIT_INTERVAL_S",
     "DEFAULT_KEEP_TAIL_S",
@@ -102,10 +110,12 @@ __all__ = [
     "TERMINAL",
     "ArchiveBehind",
     "ArchiveCorrupt",
+    "ClockSkew",
     "ExportFormat",
     "ExportWhat",
     "Feed",
     "FeedPosition",
+    "FetchTracker",
     "JobState",
     "Manifest",
     "NoProjectedData",
@@ -126,6 +136,8 @@ __all__ = [
     "bring_back_named",
     "build_report",
     "canonical",
+    "clock_offset",
+    "clock_skew",
     "committed_position",
     "current_state",
     "current_tasks",

@@ -44,14 +44,16 @@ from typing import Any, Final
 
 import msgspec
 
-from eventlog import LogEntry, PageFetched, TaskReleased
+from eventlog import LogEntry, PageFetched, TaskClaimed, TaskReclaimed, TaskReleased
 from projector._fold import HTTP_ERROR
 from projector._state import State
 
 LISTED: Final = 20
 """Refetched pages a report names (the rest are only counted)."""
 
-SECONDS_PER_MINUTE: Final = 60
+MS_PER_MINUTE: Final = 60_000
+"""Fetches are counted by the minute of their stream ID: the server's clock when the event
+was written, whatever the clock of the worker that wrote it."""
 
 RELATIVE_ERROR: Final = 0.01
 """The most a p50 or p95 from the histogram is off, relative to the exact quantile."""
@@ -68,6 +70,37 @@ ZERO_BUCKET: Final = -(2**31)
 _FAILED: Final = 0
 _RETRIED: Final = 1
 _GOOD: Final = 2
+
+
+CLOCK_SKEW_WARNING_S: Final = 5.0
+"""A worker whose clock is further than this from the server's is named in a warning
+(``report``, ``status``): its events' own times (``at``) are off by that much; rates and
+durations are taken from the server's clock (the stream IDs)."""
+
+
+class ClockSkew(msgspec.Struct, frozen=True, kw_only=True):
+    """A worker (an event's actor) whose clock is off the server's by ``offset_s`` (ahead
+    if positive), as its page fetches' times and stream IDs tell."""
+
+    worker: str
+    offset_s: float
+
+
+def clock_offset(entry: LogEntry) -> float:
+    """How far ahead of the server's clock the entry's event says it was made: its ``at``
+    minus its stream ID's time, in seconds (the time it took to be written included)."""
+    stream_id = entry.stream_id
+    return entry.event.at - int(stream_id[: stream_id.index("-")]) / 1000
+
+
+def clock_skew(offsets: dict[str, float]) -> list[ClockSkew]:
+    """The workers of ``offsets`` (actor -> the largest ``clock_offset`` of its fetches)
+    off by more than ``CLOCK_SKEW_WARNING_S``, furthest first."""
+    return [
+        ClockSkew(worker=worker, offset_s=offset)
+        for worker, offset in sorted(offsets.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+        if abs(offset) > CLOCK_SKEW_WARNING_S
+    ]
 
 
 class RefetchedPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,7 +122,9 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     released: int = 0
     """``task.released`` events."""
     per_minute: dict[int, int] = {}
-    """Fetches by UTC minute (``floor(at / 60)``), minutes without any left out."""
+    """Fetches by UTC minute of the server's clock (their stream IDs' milliseconds
+    ``// MS_PER_MINUTE``), minutes without any left out. Committed before these were the
+    server's: ``floor(at / 60)``, the worker's."""
     statuses: dict[int, int] = {}
     """Fetches by HTTP status (0: no response)."""
     errors: dict[str, int] = {}
@@ -110,6 +145,17 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     dirty_tasks: int = 0
     """Tasks whose pages the projector keeps apart (see the module's doc): more than none, and
     a projector starting from these figures reads the archive to get them back."""
+    unrecorded_refetches: int = 0
+    """First fetches of a page (no ``task.page`` of it before) by a task taken again after a
+    lost lease (``task.reclaimed``, or ``task.claimed`` with ``deliveries`` > 1) and not
+    fetched since: the lost lease's worker may have requested that page and died (or lost
+    the lease) before its fetch was written, so the site may have seen it twice."""
+    retaken: tuple[str, ...] = ()
+    """Tasks taken again after a lost lease and not fetched since (sorted)."""
+    clock_offsets: dict[str, float] = {}
+    """Actor -> the largest ``at`` minus its stream ID's time, in seconds, over its page
+    fetches: how far ahead of the server's clock its own clock is (an event is written
+    after it is made, so the largest offset is the one written soonest after)."""
 
 
 class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -131,6 +177,9 @@ class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True)
     """Every refetched page: task, page, times, URL."""
     dirty: dict[str, dict[int, int]]
     """The pages of every task kept apart: page -> failed (0), retried (1) or good (2)."""
+    unrecorded_refetches: int = 0
+    retaken: list[str] = []
+    clock_offsets: dict[str, float] = {}
 
 
 _TRACKED_ENCODER: Final = msgspec.msgpack.Encoder()
@@ -209,6 +258,10 @@ class FetchTracker:
         since the last ``prune``): page -> _FAILED, _RETRIED or _GOOD."""
         self._fetched: set[str] = set()
         """Tasks fetched since the last ``prune``."""
+        self.unrecorded_refetches = 0
+        self.retaken: set[str] = set()
+        """Tasks taken again after a lost lease, not fetched since (few: recoveries are rare)."""
+        self.clock_offsets: dict[str, float] = {}
 
     def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
         """Count a batch's fetches and releases; ``state`` is the fold's before the batch
@@ -218,20 +271,29 @@ class FetchTracker:
         tasks, dirty, fetched, refetched = state.tasks, self._dirty, self._fetched, self.refetched
         per_minute, statuses, buckets = self.per_minute, self.statuses, self.elapsed_buckets
         errors = self.errors
-        log, ceil, floor, log_gamma, inf = math.log, math.ceil, math.floor, _LOG_GAMMA, math.inf
-        fetches = released = retry_fetches = pages_retried = extra_fetches = 0
+        log, ceil, log_gamma, inf = math.log, math.ceil, _LOG_GAMMA, math.inf
+        fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
+        task_claimed, task_reclaimed = TaskClaimed, TaskReclaimed
+        retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         for entry in entries:
             event: Any = entry.event
             kind = type(event)
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
+                elif kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1):
+                    retaken.add(event.task_id)
                 continue
             fetches += 1
-            # As the SQL has it: floor(at / 60), not at // 60 (which may differ by one).
-            per_minute[floor(event.at / SECONDS_PER_MINUTE)] += 1
+            stream_id = entry.stream_id
+            ms = int(stream_id[: stream_id.index("-")])
+            per_minute[ms // ms_per_minute] += 1
+            offset = event.at - ms / 1000
+            actor = event.actor
+            if offset > offsets.get(actor, -inf):
+                offsets[actor] = offset
             status = event.status
             statuses[status] += 1
             error = event.error
@@ -245,10 +307,15 @@ class FetchTracker:
                 buckets[ZERO_BUCKET] += 1
             good = error is None and 0 < status < HTTP_ERROR
             task_id, n = event.task_id, event.page
+            again_after_loss = False
+            if task_id in retaken:
+                retaken.discard(task_id)
+                again_after_loss = True
             pages = dirty.get(task_id)
             if pages is None:
                 task = tasks.get(task_id)
                 if task is None or not task.pages_fetched:
+                    unrecorded += again_after_loss
                     dirty[task_id] = {n: _GOOD if good else _FAILED}
                     fetched.add(task_id)
                     continue
@@ -258,6 +325,7 @@ class FetchTracker:
                 fetched.add(task_id)
             had = pages.get(n)
             if had is None:
+                unrecorded += again_after_loss
                 pages[n] = _GOOD if good else _FAILED
             elif had == _GOOD:
                 extra_fetches += 1
@@ -276,6 +344,7 @@ class FetchTracker:
         self.retry_fetches += retry_fetches
         self.pages_retried += pages_retried
         self.extra_fetches += extra_fetches
+        self.unrecorded_refetches += unrecorded
         self.elapsed_sum_ms = elapsed_sum
 
     def prune(self, state: State) -> None:
@@ -313,6 +382,9 @@ class FetchTracker:
                 for (task, page), (times, url) in most
             ),
             dirty_tasks=len(self._dirty),
+            unrecorded_refetches=self.unrecorded_refetches,
+            retaken=tuple(sorted(self.retaken)),
+            clock_offsets=dict(sorted(self.clock_offsets.items())),
         )
 
     def load(self, figures: FetchFigures) -> None:
@@ -338,6 +410,9 @@ class FetchTracker:
                 (task, page, times, url) for (task, page), (times, url) in self.refetched.items()
             ],
             dirty=self._dirty,
+            unrecorded_refetches=self.unrecorded_refetches,
+            retaken=sorted(self.retaken),
+            clock_offsets=self.clock_offsets,
         )
         return _TRACKED_ENCODER.encode(tracked)
 
@@ -363,6 +438,9 @@ class FetchTracker:
         self.elapsed_buckets = Counter(source.elapsed_buckets)
         self.retry_fetches, self.pages_retried = source.retry_fetches, source.pages_retried
         self.extra_fetches = source.extra_fetches
+        self.unrecorded_refetches = source.unrecorded_refetches
+        self.retaken = set(source.retaken)
+        self.clock_offsets = dict(source.clock_offsets)
 
 
 def needs_archive(figures: FetchFigures | None) -> bool:
@@ -388,7 +466,7 @@ def _sql_string(text: str) -> str:
 # DuckDB may spill to disk (``REBUILD_MEMORY``).
 _FETCHES_SQL = f"""
 CREATE TEMP VIEW fetches AS
-SELECT task_id, page, url, status, error, elapsed_ms, "at",
+SELECT task_id, page, url, status, error, elapsed_ms, "at", actor,
        CAST(split_part(stream_id, '-', 1) AS BIGINT) AS ms,
        CAST(split_part(stream_id, '-', 2) AS BIGINT) AS seq,
        (error IS NULL AND status > 0 AND status < {HTTP_ERROR}) AS good
@@ -438,6 +516,35 @@ WITH tasks AS (
 SELECT p.task_id, p.page, p.n, p.good FROM pages AS p SEMI JOIN dirty AS d ON p.task_id = d.task_id
 """
 
+
+def retakes_sql(source: str, ms: str, seq: str) -> str:
+    """Each task's page fetches, reclaims and claims with ``deliveries`` > 1 in log order
+    (``kind``: 'page' or 'retake'), with the kind of the one before (``before``) and whether
+    it is the page's first fetch (``first``): of ``source``, whose stream ID's parts are the
+    columns ``ms`` and ``seq``."""
+    return f"""
+SELECT task_id, kind, {ms} AS ms, {seq} AS seq,
+       lag(kind) OVER (PARTITION BY task_id ORDER BY {ms}, {seq}) AS before,
+       kind = 'page' AND row_number() OVER (
+           PARTITION BY task_id, kind, page ORDER BY {ms}, {seq}) = 1 AS first
+FROM (SELECT *, CASE WHEN type = 'task.page' THEN 'page' ELSE 'retake' END AS kind
+      FROM {source}
+      WHERE type IN ('task.page', 'task.reclaimed')
+         OR (type = 'task.claimed' AND deliveries > 1))
+"""
+
+
+def unrecorded_refetches_sql(source: str, ms: str, seq: str) -> str:
+    """``FetchFigures.unrecorded_refetches`` of ``source`` (see :func:`retakes_sql`)."""
+    return (
+        f"SELECT count(*) FROM ({retakes_sql(source, ms, seq)}) "
+        "WHERE kind = 'page' AND first AND before = 'retake'"
+    )
+
+
+_STREAM_MS: Final = "CAST(split_part(stream_id, '-', 1) AS BIGINT)"
+_STREAM_SEQ: Final = "CAST(split_part(stream_id, '-', 2) AS BIGINT)"
+
 REBUILD_MEMORY: Final = "2GB"
 """DuckDB's memory limit for a rebuild: past it, it spills to its temporary directory."""
 
@@ -451,7 +558,8 @@ def _source(con: Any, paths: Sequence[Path]) -> None:
             "CREATE VIEW src AS SELECT NULL::VARCHAR AS task_id, NULL::INTEGER AS page, "
             "NULL::VARCHAR AS url, NULL::INTEGER AS status, NULL::VARCHAR AS error, "
             'NULL::DOUBLE AS elapsed_ms, NULL::DOUBLE AS "at", NULL::VARCHAR AS stream_id, '
-            "NULL::VARCHAR AS type WHERE false"
+            "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries "
+            "WHERE false"
         )
 
 
@@ -467,7 +575,7 @@ def counts_from_archive(con: Any) -> FetchTracker:
     (tracker.released,) = con.execute(
         "SELECT count(*) FROM src WHERE type = 'task.released'"
     ).fetchone()
-    minute = f'CAST(floor("at" / {SECONDS_PER_MINUTE}) AS BIGINT)'
+    minute = f"ms // {MS_PER_MINUTE}"
     tracker.per_minute = Counter(
         dict(con.execute(f"SELECT {minute} AS m, count(*) FROM fetches GROUP BY m").fetchall())
     )
@@ -504,6 +612,19 @@ def counts_from_archive(con: Any) -> FetchTracker:
         ).fetchall()
     }
     tracker.extra_fetches = sum(times - 1 for times, _ in tracker.refetched.values())
+    tracker.clock_offsets = dict(
+        con.execute('SELECT actor, max("at" - ms / 1000) FROM fetches GROUP BY actor').fetchall()
+    )
+    (tracker.unrecorded_refetches,) = con.execute(
+        unrecorded_refetches_sql("src", _STREAM_MS, _STREAM_SEQ)
+    ).fetchone()
+    tracker.retaken = {
+        task_id
+        for (task_id,) in con.execute(
+            f"SELECT task_id FROM ({retakes_sql('src', _STREAM_MS, _STREAM_SEQ)}) "
+            "GROUP BY task_id HAVING arg_max(kind, [ms, seq]) = 'retake'"
+        ).fetchall()
+    }
     return tracker
 
 

@@ -59,6 +59,7 @@ def _report(
         recoveries=_recoveries(summary, figures),
         lease_s=lease_s,
         now=now,
+        clock_offsets=figures.clock_offsets,
     )
 
 
@@ -100,4 +101,5 @@ def _recoveries(summary: Summary, figures: FetchFigures) -> Recoveries:
         pages_refetched=figures.pages_refetched,
         extra_fetches=figures.extra_fetches,
         refetched=list(figures.refetched),
+        unrecorded_refetches=figures.unrecorded_refetches,
     )

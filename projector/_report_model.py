@@ -15,7 +15,7 @@ from typing import Final
 
 import msgspec
 
-from projector._fetches import RefetchedPage
+from projector._fetches import ClockSkew, RefetchedPage, clock_skew
 from projector._state import STATUSES, JobState, SiteState
 from projector._store import Manifest
 from projector._summary import (
@@ -40,9 +40,14 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
     by_status: dict[str, int]
     pages: int
     refetches: int
+    """Fetches the fold counted as a page fetched again after a good fetch of it."""
     bytes: int
     items: int
     duplicate_items: int
+    requests_maybe_twice: int = 0
+    """Requests that may have reached the site twice: fetches of a page after a good fetch
+    of it as the log has them, and first fetches written by a task taken again after a lost
+    lease (the lost lease's request may have been sent and never written)."""
     dropped: dict[str, int] = {}
     """URLs spiders yielded that are not crawled, by reason."""
     items_dropped: dict[str, int] = {}
@@ -148,6 +153,9 @@ class Recoveries(msgspec.Struct, frozen=True, kw_only=True):
     pages_refetched: int
     extra_fetches: int
     refetched: list[RefetchedPage]
+    unrecorded_refetches: int = 0
+    """First fetches of a page written by a task taken again after a lost lease
+    (``projector._fetches.FetchFigures.unrecorded_refetches``)."""
 
 
 class StuckTask(RunningTask, frozen=True, kw_only=True):
@@ -203,6 +211,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     recoveries: Recoveries
     stuck: Stuck
     anomalies: Anomalies
+    clock_skew: list[ClockSkew] = []
+    """Workers whose clock is off the server's by more than ``CLOCK_SKEW_WARNING_S``."""
 
 
 def assemble(
@@ -217,15 +227,20 @@ def assemble(
     recoveries: Recoveries,
     lease_s: float,
     now: float,
+    clock_offsets: dict[str, float] | None = None,
 ) -> Report:
     """The report of ``manifest``: the sections from the log as given, the others from
     ``summary``."""
+    totals = msgspec.structs.replace(
+        _totals(summary.job),
+        requests_maybe_twice=recoveries.extra_fetches + recoveries.unrecorded_refetches,
+    )
     return Report(
         job=manifest.job,
         position=manifest.position,
         generated_at=now,
         events=events,
-        totals=_totals(summary.job),
+        totals=totals,
         sites=_sites(summary.sites),
         throughput=throughput,
         failures=failures,
@@ -234,6 +249,7 @@ def assemble(
         recoveries=recoveries,
         stuck=_stuck(summary.running, lease_s=lease_s, now=now),
         anomalies=_anomalies(summary),
+        clock_skew=clock_skew(clock_offsets or {}),
     )
 
 
@@ -281,7 +297,8 @@ def _sites(sites: Iterable[SiteState]) -> list[SiteProgress]:
 
 
 def throughput(per_minute: dict[int, int]) -> Throughput:
-    """The throughput section from the fetches of each minute (``floor(at / 60)``)."""
+    """The throughput section from the fetches of each minute of the server's clock (the
+    minute of their stream IDs)."""
     counts = {m: n for m, n in per_minute.items() if n}
     if not counts:
         return Throughput(minutes=0, per_minute_avg=0.0, peak=0, peak_minute=None, series=[])
@@ -328,7 +345,12 @@ def retries(summary: Summary, *, pages_retried: int, retry_fetches: int, release
 
 
 def recoveries(
-    summary: Summary, *, pages_refetched: int, extra_fetches: int, refetched: list[RefetchedPage]
+    summary: Summary,
+    *,
+    pages_refetched: int,
+    extra_fetches: int,
+    refetched: list[RefetchedPage],
+    unrecorded_refetches: int = 0,
 ) -> Recoveries:
     """The recoveries section."""
     return Recoveries(
@@ -337,6 +359,7 @@ def recoveries(
         pages_refetched=pages_refetched,
         extra_fetches=extra_fetches,
         refetched=refetched,
+        unrecorded_refetches=unrecorded_refetches,
     )
 
 

@@ -10,10 +10,9 @@ from typing import Any
 import duckdb
 
 from projector._committed import committed_state
-from projector._fetches import RefetchedPage
+from projector._fetches import MS_PER_MINUTE, RefetchedPage, unrecorded_refetches_sql
 from projector._fold import HTTP_ERROR
 from projector._report_model import (
-    SECONDS_PER_MINUTE,
     TOP_REASONS,
     Failures,
     Recoveries,
@@ -54,8 +53,7 @@ def _report(committed: Committed, *, lease_s: float, now: float) -> Report:
     summary = _summary(committed.store, manifest)
     (events,) = _one(con, "SELECT count(*) FROM events")
     per_minute = con.execute(
-        f"SELECT CAST(floor(epoch_s / {SECONDS_PER_MINUTE}) AS BIGINT) AS minute, count(*) "
-        f"{_PAGE_EVENTS} GROUP BY minute"
+        f"SELECT stream_ms // {MS_PER_MINUTE} AS minute, count(*) {_PAGE_EVENTS} GROUP BY minute"
     ).fetchall()
     _fetch_history(con)
     pages_retried, retry_fetches = _one(
@@ -63,6 +61,9 @@ def _report(committed: Committed, *, lease_s: float, now: float) -> Report:
         "SELECT count(DISTINCT (task_id, page)), count(*) FROM fetch_history WHERE NOT had_it",
     )
     (released,) = _one(con, "SELECT count(*) FROM events WHERE type = 'task.released'")
+    offsets = con.execute(
+        f"SELECT actor, max(epoch_s - stream_ms / 1000) {_PAGE_EVENTS} GROUP BY actor"
+    ).fetchall()
     return assemble(
         manifest,
         summary,
@@ -76,6 +77,7 @@ def _report(committed: Committed, *, lease_s: float, now: float) -> Report:
         recoveries=_recoveries(con, summary),
         lease_s=lease_s,
         now=now,
+        clock_offsets=dict(offsets),
     )
 
 
@@ -136,6 +138,7 @@ def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
         FROM fetch_history WHERE had_it GROUP BY task_id, page
     """)
     pairs, extra = _one(con, "SELECT count(*), coalesce(sum(times - 1), 0) FROM refetched")
+    (unrecorded,) = _one(con, unrecorded_refetches_sql("events", "stream_ms", "stream_seq"))
     listed = con.execute(
         "SELECT task_id, page, url, times FROM refetched "
         f"ORDER BY times DESC, task_id, page LIMIT {LISTED}"
@@ -148,4 +151,5 @@ def _recoveries(con: duckdb.DuckDBPyConnection, summary: Summary) -> Recoveries:
             RefetchedPage(task_id=task, page=page, url=url, times=times)
             for task, page, url, times in listed
         ],
+        unrecorded_refetches=unrecorded,
     )

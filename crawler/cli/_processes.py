@@ -204,6 +204,10 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     duplicate_items: int
     anomalies: int
     seconds: float
+    requests_maybe_twice: int = 0
+    """Requests that may have reached the site twice, as of the projector's last commit
+    (``projector.Totals.requests_maybe_twice``): the refetches the log holds, and first
+    fetches after a lost lease whose request may have been sent before."""
     dead_letters: int = 0
     """Entries nobody could decode (the dead stream), as of the projector's last commit."""
     exits: tuple[int | None, ...] = ()
@@ -370,7 +374,11 @@ def _summary(
     manifest, state = read_committed(store, tasks=False)  # totals only
     # Every task's state is read only if some task failed: to tell the spider's from the site's.
     spider_failures = _spider_failures(store) if state.job.tasks.get("failed") else 0
+    fetches = manifest.summary.fetches if manifest.summary else None
     return CrawlSummary(
+        requests_maybe_twice=(
+            fetches.extra_fetches + fetches.unrecorded_refetches if fetches is not None else 0
+        ),
         dead_letters=manifest.summary.dead_letters if manifest.summary else 0,
         job=job,
         complete=complete,

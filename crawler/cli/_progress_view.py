@@ -39,6 +39,8 @@ def as_dict(report: Progress) -> dict[str, Any]:
         "job_paused": report.job_paused,
         "job_paused_reason": report.job_paused_reason,
         "dead_letters": report.dead_letters,
+        "clock_skew": [msgspec.to_builtins(s) for s in report.clock_skew],
+        "requests_maybe_twice": report.requests_maybe_twice,
         "items_dropped": report.items_dropped,
         "lease_ms": report.lease_ms,
         "total": _row_dict(report.total),
@@ -205,8 +207,23 @@ def dead_letters_text(report: Progress) -> str:
     )
 
 
+def clock_skew_text(report: Progress) -> str:
+    """The workers whose clock is off the server's, by how much; nothing when none is."""
+    if not report.clock_skew:
+        return ""
+    offsets = ", ".join(
+        f"{s.worker} {abs(s.offset_s):,.0f} s {'ahead' if s.offset_s > 0 else 'behind'}"
+        for s in report.clock_skew
+    )
+    return f"worker clock off the server's: {offsets} (their events' own times are off too)"
+
+
 def _job_flags(report: Progress) -> str:
-    flags = [text for text in (job_paused_text(report), dead_letters_text(report)) if text]
+    flags = [
+        text
+        for text in (job_paused_text(report), dead_letters_text(report), clock_skew_text(report))
+        if text
+    ]
     return "".join(f"; {flag}" for flag in flags)
 
 
@@ -268,6 +285,8 @@ def progress_renderable(report: Progress) -> Group:
     parts += [sites, workers if report.workers else Text("no workers")]
     if report.dead_letters:
         parts.append(Text(dead_letters_text(report), style="red"))
+    if report.clock_skew:
+        parts.append(Text(clock_skew_text(report), style="yellow"))
     if report.items_dropped:
         parts.append(Text(items_dropped_text(report)))
     parts.append(Text(projector_line(report)))

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from crawler._defaults import PAST_MAX_PAGES
-from crawler.ops import table_lines
+from crawler.ops import table_lines, twice_phrase
 from projector import LISTED
 
 if TYPE_CHECKING:
-    from projector import Report
+    from projector import ClockSkew, Report
 
 SERIES_SHOWN: Final = 10
 """Minutes of the throughput series a terminal shows (the last ones)."""
@@ -56,6 +57,7 @@ def format_report(report: Report) -> str:
         f"generated {_time(report.generated_at)} UTC",
         "",
     ]
+    lines += clock_skew_lines(report.clock_skew)
     for section in (
         _text_totals,
         _text_sites,
@@ -77,14 +79,26 @@ def _text_totals(report: Report) -> list[str]:
     return [
         f"Tasks: {_n(t.tasks)}",
         *table_lines(rows, [False, True], "  "),
-        f"Pages: {_n(t.pages)} fetched ({_count(t.refetches, 'refetch', 'refetches')}), "
-        f"{_size(t.bytes)}",
+        f"Pages: {_n(t.pages)} fetched ({twice_phrase(t.requests_maybe_twice)}), {_size(t.bytes)}",
         f"Items: {_n(t.items)} ({_count(t.duplicate_items, 'duplicate')} ignored)",
         f"URLs dropped: {_n(sum(t.dropped.values()))}"
         + "".join(f", {reason} {_n(n)}" for reason, n in t.dropped.items()),
         *_items_dropped(t.items_dropped),
         *_bound_reached(t.dropped),
     ]
+
+
+def clock_skew_lines(skews: Sequence[ClockSkew]) -> list[str]:
+    """A warning line for each worker whose clock is off the server's, and a blank line."""
+    if not skews:
+        return []
+    lines = [
+        f"Warning: worker {s.worker}'s clock is {abs(s.offset_s):,.0f} s "
+        f"{'ahead of' if s.offset_s > 0 else 'behind'} the server's: its events' own times "
+        "are off by that much (rates and durations here are the server's)"
+        for s in skews
+    ]
+    return [*lines, ""]
 
 
 def _bound_reached(dropped: dict[str, int]) -> list[str]:
@@ -192,7 +206,9 @@ def _text_recoveries(report: Report) -> list[str]:
     lines = [
         f"Recoveries: {_count(r.tasks_resumed, 'task')} resumed after a lost lease; "
         f"{_count(r.pages_refetched, 'page')} fetched again after a good fetch "
-        f"({_count(r.extra_fetches, 'extra fetch', 'extra fetches')})"
+        f"({_count(r.extra_fetches, 'extra fetch', 'extra fetches')}); "
+        f"{_count(r.unrecorded_refetches, 'page')} fetched after a lost lease whose request "
+        "may have been sent before"
     ]
     if r.resumed:
         lines.append("  resumed:")

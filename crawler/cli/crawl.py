@@ -277,12 +277,14 @@ def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -
     """Print the crawl's summary (and why it failed, if it did); its exit status."""
     from crawler.cli._processes import failure
     from crawler.cli._report_text import bound_reached_line
+    from crawler.ops import twice_phrase
 
     tasks = ", ".join(f"{n} {status}" for status, n in sorted(summary.tasks.items()))
     ended = "finished" if summary.complete else "stopped"
     click.echo(
         f"{ended} {summary.job} in {summary.seconds:.1f} s: "
-        f"{tasks or 'no tasks'}; {summary.pages} pages ({summary.refetches} refetched), "
+        f"{tasks or 'no tasks'}; {summary.pages} pages "
+        f"({twice_phrase(summary.requests_maybe_twice)}), "
         f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
         f"{summary.anomalies} anomalies"
         + (

@@ -27,9 +27,10 @@ from eventlog import (
     LogEntry,
     PageFetched,
     TaskFailed,
+    stream_id_key,
     tag_of,
 )
-from projector import TaskState, fold
+from projector import TaskState, clock_offset, clock_skew, fold
 
 
 @click.command(
@@ -111,20 +112,40 @@ def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[Lo
         )
     else:
         why = "no such task in this job (check the id, or give the URL)"
-    fetched = [e.event for e in entries if isinstance(e.event, PageFetched)]
+    fetched = [(e, e.event) for e in entries if isinstance(e.event, PageFetched)]
     lines = [f"job {job} has no {what}: {why}"]
     if fetched:
         lines.append(
             f"it was fetched {len(fetched)} time(s) by other tasks (after a redirect, or as a "
             "request with another method or body: give that task's id):"
         )
-        lines += [f"  {_when(f.at)}  {f.actor}  task {f.task_id}" for f in fetched]
+        lines += [f"  {_when(_server_time(e))}  {f.actor}  task {f.task_id}" for e, f in fetched]
     return "\n".join(lines)
 
 
 def _when(epoch: float) -> str:
     moment = dt.datetime.fromtimestamp(epoch, dt.UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
+
+def _server_time(entry: LogEntry) -> float:
+    """When the server wrote the entry (its stream ID's milliseconds): whatever the clock
+    of the worker that made the event, the times of a history are the server's."""
+    return stream_id_key(entry.stream_id)[0] / 1000
+
+
+def _clock_lines(entries: list[LogEntry]) -> list[str]:
+    """A line for each actor whose clock is off the server's (``projector.clock_skew``)."""
+    offsets: dict[str, float] = {}
+    for entry in entries:
+        actor, offset = entry.event.actor, clock_offset(entry)
+        offsets[actor] = max(offsets.get(actor, offset), offset)
+    return [
+        f"warning: {s.worker}'s clock is {abs(s.offset_s):,.0f} s "
+        f"{'ahead of' if s.offset_s > 0 else 'behind'} the server's: the times below are the "
+        "server's"
+        for s in clock_skew(offsets)
+    ]
 
 
 def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[str]:
@@ -153,12 +174,19 @@ def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[st
             "page may have been requested all the same"
         )
     lines += _evidence_lines(task.task_id, entries, job)
+    lines += _clock_lines(entries)
     lines.append("")
     rows = [
-        [_when(e.event.at), e.stream_id, e.event.actor, tag_of(type(e.event)), detail_of(e.event)]
+        [
+            _when(_server_time(e)),
+            e.stream_id,
+            e.event.actor,
+            tag_of(type(e.event)),
+            detail_of(e.event),
+        ]
         for e in entries
     ]
-    lines += table_lines([["time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
+    lines += table_lines([["server time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
     return lines
 
 

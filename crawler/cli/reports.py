@@ -51,6 +51,38 @@ def _store(data_dir: Path | None, job: str) -> Store:
     return Store(directory, job)
 
 
+def _stored_lease_s(job: str, data_dir: Path | None) -> float:
+    """The lease the job was crawled with (``--lease`` of its crawl, kept with the job in
+    its server); ``DEFAULT_LEASE_S``, said on stderr, if the server cannot tell. A report
+    starts no server: a private one that is not running is not asked."""
+    import os
+
+    import anyio
+
+    from crawler._job import load_config
+    from eventlog import REDIS_URL_ENV, JobKeys, connect, server_status
+
+    async def read(url: str) -> float:
+        async with connect(url) as client:
+            return (await load_config(client, JobKeys(job))).lease_ms / 1000
+
+    try:
+        url = os.environ.get(REDIS_URL_ENV)
+        if not url:
+            running = server_status(require_data_dir(data_dir, job=job))
+            if running is None:
+                raise CrawlogError("its server is not running")
+            url = running.url
+        return anyio.run(read, url)
+    except CrawlogError as exc:
+        click.echo(
+            f"crawlog: warning: the job's lease is unknown ({exc}): stuck means silent for "
+            f"{DEFAULT_LEASE_S:g} s (--lease S to say otherwise)",
+            err=True,
+        )
+        return DEFAULT_LEASE_S
+
+
 @click.command(
     "report", epilog="Example:  crawlog report --job books --lease 60 --data-dir ~/crawls"
 )
@@ -61,12 +93,12 @@ def _store(data_dir: Path | None, job: str) -> Store:
     "--lease",
     "lease_s",
     type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_LEASE_S,
-    show_default=True,
+    default=None,
     metavar="S",
-    help="Lease in seconds: a running task silent for longer is reported as stuck.",
+    help="Lease in seconds: a running task silent for longer is reported as stuck "
+    f"[default: the job's own lease, or {DEFAULT_LEASE_S:g} if its server cannot be asked].",
 )
-def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: float) -> None:
+def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: float | None) -> None:
     """Report a job's progress: tasks, sites, throughput, failures, recoveries, anomalies.
 
     Reads what the projector committed, so it works while the crawl runs; it is as recent
@@ -79,6 +111,8 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     warning = files_warning(store)
     if warning:
         click.echo(f"crawlog: warning: {warning}", err=True)
+    if lease_s is None:
+        lease_s = _stored_lease_s(job, data_dir)
     report = build_report(store, lease_s=lease_s, now=time.time())
     if as_json:
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())

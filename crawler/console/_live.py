@@ -30,6 +30,7 @@ from eventlog import (
     SiteResumed,
     TaskAborted,
     TaskFailed,
+    stream_id_key,
 )
 from projector import ABORTED, State
 
@@ -38,6 +39,7 @@ FRESH_S = 0.2
 RESPONSE_TIMES_KEPT = 10_000
 """Fetches the average and p95 response time are taken over (the most recent)."""
 MINUTES_KEPT = 60
+MS_PER_MINUTE = 60_000
 """Minutes of fetches and failures the charts can draw."""
 
 
@@ -54,7 +56,8 @@ class Observed:
     def observe(self, entry: LogEntry, state: State) -> None:
         """Note what ``entry`` (already folded into ``state``) says for the panel."""
         event = entry.event
-        minute = int(event.at // 60)
+        # The server's minute (the stream ID's), whatever the clock of the event's worker.
+        minute = stream_id_key(entry.stream_id)[0] // MS_PER_MINUTE
         match event:
             case PageFetched():
                 if event.error is None:

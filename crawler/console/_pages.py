@@ -209,6 +209,11 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
             _figure("ETA", escape(format_eta(total)), "f-eta"),
             _figure("projector behind", escape(behind), "f-behind"),
             _figure("dead letters", _n(report.dead_letters), "f-dead"),
+            _figure(
+                "requests that may have reached the site twice",
+                _n(report.requests_maybe_twice),
+                "f-twice",
+            ),
         ]
     )
     minute = int(now // 60)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         last_failure,
         response_text,
     )
-    from crawler.ops._format import format_duration, table_lines
+    from crawler.ops._format import format_duration, table_lines, twice_phrase
     from crawler.ops._history import detail_of, request_summary
     from crawler.ops._job import (
         OpenJob,
@@ -79,6 +79,7 @@ __all__ = [
     "retry_tasks",
     "table_lines",
     "task_id_of",
+    "twice_phrase",
 ]
 
 _install_lazy_importer(globals())

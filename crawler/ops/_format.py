@@ -1,4 +1,4 @@
-"""How the command line writes durations and tables: one way for every command.
+"""How the command line writes durations, tables and refetches: one way for every command.
 
 Both are plain text with no dependency, so the lightest command (and a worker) can use them.
 """
@@ -66,3 +66,9 @@ def table_lines(
     if rule:
         lines.insert(1, indent + COLUMN_GAP.join("-" * w for w in widths))
     return lines
+
+
+def twice_phrase(requests: int) -> str:
+    """``N requests may have reached the site twice``: refetches as the site may count them
+    (``projector.Totals.requests_maybe_twice``), one wording for every command."""
+    return f"{requests:,} request{'' if requests == 1 else 's'} may have reached the site twice"

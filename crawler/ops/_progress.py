@@ -16,8 +16,20 @@ from collections.abc import Iterable
 import msgspec
 
 from crawler.ops._format import format_duration
-from eventlog import LogEntry, RetryScheduled, TaskReclaimed, WorkerInfo
-from projector import ABORTED, DONE, FAILED, PAUSED, PENDING, RUNNING, State, apply
+from eventlog import LogEntry, PageFetched, RetryScheduled, TaskReclaimed, WorkerInfo
+from projector import (
+    ABORTED,
+    DONE,
+    FAILED,
+    PAUSED,
+    PENDING,
+    RUNNING,
+    ClockSkew,
+    State,
+    apply,
+    clock_offset,
+    clock_skew,
+)
 
 RATE_WINDOW_S = 10.0
 """Rates are measured over about this long: one second of a crawl is too noisy for an ETA."""
@@ -69,6 +81,8 @@ class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
     """Events folded into the state this snapshot counts (the fold's own counter)."""
     items_dropped: dict[str, int] = {}
     """Items the spiders' pipelines dropped, by reason."""
+    clock_skew: tuple[ClockSkew, ...] = ()
+    """Workers whose clock is off the server's (``projector.clock_skew``)."""
 
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,6 +133,12 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     """Per host, the delay applied now (with ``--autothrottle``; empty without)."""
     items_dropped: dict[str, int] = {}
     """Items the spiders' pipelines dropped, by reason."""
+    requests_maybe_twice: int = 0
+    """Requests that may have reached the sites twice (``projector.FetchFigures``' refetches
+    in the log and first fetches after a lost lease), the tail's included."""
+    clock_skew: tuple[ClockSkew, ...] = ()
+    """Workers whose clock is off the server's by more than ``projector.CLOCK_SKEW_WARNING_S``:
+    their events' own times are off by as much (the rates here are this process's clock)."""
 
     @property
     def complete(self) -> bool:
@@ -144,10 +164,21 @@ class Tracker:
                 self.retries[task.site] = self.retries.get(task.site, 0) + task.retries
             if task.recoveries:
                 self.recoveries[task.site] = self.recoveries.get(task.site, 0) + task.recoveries
+        self.clock_offsets: dict[str, float] = {}
+        """Actor -> the largest ``projector.clock_offset`` of its page fetches: the committed
+        figures' (``load_clock_offsets``), then the tail's."""
+
+    def load_clock_offsets(self, offsets: dict[str, float]) -> None:
+        """Start from the committed figures' offsets (``FetchFigures.clock_offsets``)."""
+        self.clock_offsets = dict(offsets)
 
     def apply(self, entry: LogEntry) -> None:
         """Fold one entry, as the projector would."""
         event = entry.event
+        if type(event) is PageFetched:
+            offset, offsets = clock_offset(entry), self.clock_offsets
+            if offset > offsets.get(event.actor, offset - 1):
+                offsets[event.actor] = offset
         if not isinstance(event, RetryScheduled | TaskReclaimed):
             apply(self.state, entry)
             return
@@ -196,6 +227,7 @@ class Tracker:
             job_paused_reason=job.paused_reason,
             events=job.events,
             items_dropped=dict(sorted(job.items_dropped.items())),
+            clock_skew=tuple(clock_skew(self.clock_offsets)),
         )
 
 
@@ -283,6 +315,7 @@ def progress(
         job_paused_reason=newer.job_paused_reason,
         dead_letters=dead_letters,
         items_dropped=newer.items_dropped,
+        clock_skew=newer.clock_skew,
     )
 
 

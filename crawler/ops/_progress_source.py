@@ -48,7 +48,15 @@ from eventlog import (
     read_workers,
     stream_id_key,
 )
-from projector import Manifest, State, Store, bring_back_named, read_committed, read_live
+from projector import (
+    FetchTracker,
+    Manifest,
+    State,
+    Store,
+    bring_back_named,
+    read_committed,
+    read_live,
+)
 
 TAIL_BATCH = 5_000
 MAX_TAIL_PER_REFRESH = 200_000
@@ -91,6 +99,9 @@ class LiveProgress:
         self.committed = "0-0"
         """The projector's committed position the tracker started from."""
         self.window = RateWindow(window_s)
+        self.fetches = FetchTracker()
+        """The projector's fetch figures as committed, and the tail's since: how many
+        requests may have reached the sites twice."""
         self._committed_events = 0
         self._loaded = False
         self._manifest = Manifest(job=job)
@@ -115,6 +126,13 @@ class LiveProgress:
             return manifest, tracker
 
         manifest, tracker = await anyio.to_thread.run_sync(read)
+        fetches = manifest.summary.fetches if manifest.summary is not None else None
+        self.fetches = FetchTracker()
+        if fetches is not None:
+            tracker.load_clock_offsets(fetches.clock_offsets)
+            # The pages the projector kept apart are not in its figures: a refetch of one
+            # in the tail may be taken for a first fetch (the next commit counts it right).
+            self.fetches.load(fetches)
         self.tracker = tracker
         self._manifest = manifest
         self.committed = manifest.position
@@ -153,6 +171,10 @@ class LiveProgress:
             behind_s=behind_s,
             dead_letters=await self.log.dead_letter_count(),
         )
+        report = msgspec.structs.replace(
+            report,
+            requests_maybe_twice=self.fetches.extra_fetches + self.fetches.unrecorded_refetches,
+        )
         if self.delay_floor_ms is None:
             return report
         return msgspec.structs.replace(report, host_delays=await self._host_delays(report))
@@ -182,7 +204,7 @@ class LiveProgress:
             if first is not None:
                 now_s = await self.log.server_time()
                 behind_s = max(now_s - stream_id_key(first)[0] / 1000, 0.0)
-        return progress(
+        report = progress(
             self.job,
             None,
             snapshot,
@@ -192,6 +214,10 @@ class LiveProgress:
             behind_s=behind_s,
             dead_letters=await self.log.dead_letter_count(),
         )
+        if summary.fetches is None:
+            return report
+        twice = summary.fetches.extra_fetches + summary.fetches.unrecorded_refetches
+        return msgspec.structs.replace(report, requests_maybe_twice=twice)
 
     async def _host_delays(self, report: Progress) -> tuple[HostDelay, ...]:
         """The delay each site's host has now: politeness is per host, not per scheme."""
@@ -251,6 +277,7 @@ class LiveProgress:
                 await self.load()
                 state = self.tracker.state
                 continue
+            self.fetches.observe(state, entries)  # before the fold, as the projector does
             self.tracker.fold(entries)
             folded += len(entries)
 

@@ -1,8 +1,11 @@
-"""`crawlog crawl`: the whole process tree killed with SIGKILL, the same command resumes."""
+"""`crawlog crawl`: the whole process tree killed with SIGKILL, the same command resumes,
+and its summary counts the requests that may have reached the site twice: never fewer than
+the site served twice, more by at most the requests in flight at the kill."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -43,4 +46,8 @@ async def test_a_crawl_killed_with_its_whole_process_tree_resumes_when_run_again
     assert reachable <= set(counts)
     twice = [p for p, n in counts.items() if n > 1 and p != "/robots.txt"]
     assert len(twice) <= WORKERS * CONCURRENCY, "only pages in flight at the kill again"
+    served_again = sum(counts[p] - 1 for p in twice)
+    said = re.search(r"pages \((\d+) requests? may have reached the site twice\)", out)
+    assert said, out
+    assert served_again <= int(said.group(1)) <= served_again + WORKERS * CONCURRENCY, out
     assert b"identical" in await replay_verify(valkey_url, "tree", data_dir)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ from crawler.ops._progress import (
 from eventlog import (
     AnyEvent,
     LogEntry,
+    PageFetched,
     RetryScheduled,
     TaskClaimed,
     TaskDone,
@@ -27,6 +30,7 @@ from eventlog import (
     TaskFailed,
     TaskReclaimed,
 )
+from projector import clock_offset
 from projector._fold import fold
 from tests.projector.strategies import as_entries, logs
 
@@ -164,6 +168,13 @@ def test_a_tracker_started_from_a_committed_state_counts_as_one_that_folded_ever
     whole.fold(log)
     # The status command starts from the projector's committed state and folds the tail.
     resumed = Tracker(fold(log[:split]))
+    # And from the clock offsets the projector committed with its fetch figures.
+    committed: dict[str, float] = {}
+    for entry in log[:split]:
+        if isinstance(entry.event, PageFetched):
+            actor = entry.event.actor
+            committed[actor] = max(committed.get(actor, -math.inf), clock_offset(entry))
+    resumed.load_clock_offsets(committed)
     resumed.fold(log[split:])
     assert resumed.snapshot(0.0) == whole.snapshot(0.0)
     by_site: dict[str, int] = {}
