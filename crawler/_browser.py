@@ -184,20 +184,20 @@ def _owner_alive(mark: str) -> bool:
 def marked_processes(root: Path) -> dict[int, str]:
     """Processes started with a ``--user-data-dir`` directly under ``root``: pid → the
     directory's name (the mark of the worker that started it)."""
-    prefix = f"--user-data-dir={root}/".encode()
+    mark = f"--user-data-dir={root}/".encode()
     found: dict[int, str] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
+            # Chromium's helpers rewrite their arguments as one string: searched whole.
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        for arg in args:
-            if arg.startswith(prefix):
-                name = arg[len(prefix) :].decode(errors="replace").split("/", 1)[0]
-                found[int(entry.name)] = name
-                break
+        at = cmdline.find(mark)
+        if at >= 0:
+            rest = cmdline[at + len(mark) :].split(b" ", 1)[0].split(b"/", 1)[0]
+            found[int(entry.name)] = rest.decode(errors="replace")
     return found
 
 
