@@ -40,6 +40,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -62,6 +64,8 @@ from eventlog import (
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = "bench-console"
+LOGIN = "/login?token="
+"""Where the URL the console prints is split: its base before, the token after."""
 DEFAULT_CLICKS = 20
 DEFAULT_PAGES = 2000
 TARGET_P95_S = 1.0
@@ -128,7 +132,7 @@ async def bench(
                     while b"\n" not in said:
                         said += await console.stdout.receive()
                     printed = said.decode().splitlines()[0].removeprefix("crawlog console: ")
-                    base = printed.partition("/?token=")[0]
+                    base = printed.partition(LOGIN)[0]
                     took = await _clicks(
                         async_playwright, executable, printed, base, site.url, clicks, tmp,
                         screenshot,
@@ -162,7 +166,7 @@ async def _clicks(
             args=CHROMIUM_ARGS,
         )
         page = await context.new_page()
-        await page.goto(printed)
+        await page.goto(printed)  # the login: a session cookie, then the pages
         await page.goto(f"{base}/jobs/{JOB}/sites")
         row = page.locator("#sites-table tbody tr", has_text=site)
         await row.wait_for()
@@ -193,6 +197,16 @@ async def _clicks(
     return took
 
 
+@asynccontextmanager
+async def _logged_in(printed: str) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client logged in to the console through the URL it printed."""
+    async with httpx.AsyncClient(base_url=printed.partition(LOGIN)[0], timeout=None) as http:
+        answer = await http.get(printed)
+        if answer.status_code != 303:
+            raise SystemExit(f"the console refused the login: {answer.text.strip()}")
+        yield http
+
+
 def _cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
@@ -200,14 +214,12 @@ def _cpu_s(pid: int) -> float:
 
 async def _idle_cpu(pid: int, base: str, printed: str, idle_s: float) -> dict[str, float]:
     """The console's share of one core over ``idle_s``: nobody connected, then one stream."""
-    token = printed.partition("/?token=")[2]
     before, started = _cpu_s(pid), time.monotonic()
     await anyio.sleep(idle_s)
     alone = (_cpu_s(pid) - before) / (time.monotonic() - started)
-    headers = {"Authorization": f"Bearer {token}"}
     events = 0
     async with (
-        httpx.AsyncClient(base_url=base, headers=headers, timeout=None) as http,
+        _logged_in(printed) as http,
         http.stream("GET", f"/jobs/{JOB}/events") as stream,
     ):
         before, started = _cpu_s(pid), time.monotonic()
@@ -286,11 +298,7 @@ async def bench_big(tasks: int, reuse: Path | None) -> dict[str, float]:
                     while b"\n" not in said:
                         said += await console.stdout.receive()
                     printed = said.decode().splitlines()[0].removeprefix("crawlog console: ")
-                    base, _, token = printed.partition("/?token=")
-                    headers = {"Authorization": f"Bearer {token}"}
-                    async with httpx.AsyncClient(
-                        base_url=base, headers=headers, timeout=None
-                    ) as http:
+                    async with _logged_in(printed) as http:
                         return await _big_page(http, log, next_task)
                 finally:
                     console.kill()

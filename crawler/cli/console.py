@@ -1,6 +1,6 @@
 """``crawlog console``: the web console of a job (or of every job), on 127.0.0.1.
 
-The command binds its port, prints the URL with the token (as Jupyter does) and serves
+The command binds its port, prints the login URL with the token (as Jupyter does) and serves
 ``crawler.console`` with uvicorn until Ctrl-C. Starlette and uvicorn are the ``console``
 extra: they load only in this command's body, and a missing extra is one line saying how
 to install it.
@@ -27,7 +27,7 @@ from crawler.ops import default_operator
 from eventlog import ConfigError
 
 DEFAULT_HOST = "127.0.0.1"
-"""Only this machine, unless told: another host needs the token as well."""
+"""Only this machine, unless told (every request needs the token, from here as well)."""
 DEFAULT_PORT = 8777
 URL_PREFIX = "crawlog console: "
 """How the command's first line starts: the URL to open follows."""
@@ -59,7 +59,8 @@ STOP_GRACE_S = 5.0
     default=default_operator,
     show_default="the OS user",
     metavar="NAME",
-    help="Who the console's actions are recorded as (NAME@console).",
+    help="Who actions are recorded as (NAME@console) when the login names nobody "
+    "(add &as=NAME to the printed URL to log in as NAME).",
 )
 def console_command(
     job: str | None, data_dir: Path | None, host: str, port: int, user: str
@@ -67,9 +68,10 @@ def console_command(
     """Serve a web page to watch a job and act on it: progress, sites with pause and
     resume, every task's story with retry, what needs a person, dead letters.
 
-    Prints the URL to open, with a token: a request from another host needs it, and
-    every action needs it (the pages carry it). Every action is an event with who
-    (--user, as NAME@console) and why, as with `crawlog pause`, `resume` and `retry`.
+    Prints the URL to open, with a token: every page and action needs it, from this
+    machine too (the URL logs the browser in). Every action is an event with who (the
+    name given at login with &as=NAME, else --user; as NAME@console) and why, as with
+    `crawlog pause`, `resume` and `retry`.
     """
     die_with_parent()  # started by `crawlog crawl --console`: it goes when the crawl goes
     try:
@@ -104,8 +106,8 @@ def console_command(
     sock = bind_socket(host, port)
     click.echo(f"{URL_PREFIX}{url_of(sock, settings.token)}")
     if not is_loopback_address(sock.getsockname()[0]):
-        click.echo("listening beyond this machine: other hosts need the token in that URL")
-    click.echo("Ctrl-C to stop", err=True)
+        click.echo("listening beyond this machine: keep that URL to yourself")
+    click.echo(f"add &as=NAME to it to act as NAME (else {user}); Ctrl-C to stop", err=True)
     try:
         anyio.run(serve, settings, sock)
     finally:
@@ -114,8 +116,9 @@ def console_command(
 
 @contextmanager
 def console_of_crawl(redis_url: str, data_dir: Path, job: str, *, port: int) -> Iterator[str]:
-    """``crawlog console --job JOB`` running beside a crawl until the block ends; the URL it
-    printed (token included) is printed as ``console: URL`` and given, once it listens.
+    """``crawlog console --job JOB`` running beside a crawl until the block ends; the login
+    URL it printed (token included) is printed as ``console: URL`` and given, once it
+    listens.
 
     The child gets the crawl's pid (``_lifeline``): a SIGKILLed crawl takes it along. Being
     in the crawl's process group, it also gets the terminal's Ctrl-C and stops at once.

@@ -2,8 +2,9 @@
 
 Each is the same library call as the command line's (``crawler.ops``: ``control_site`` as
 ``crawlog pause|resume``, ``retry_tasks`` as ``crawlog retry``, ``resolve`` as ``crawlog
-resolve``), so each is an event with who (``USER@console``) and why, and is refused,
-with a message saying why, when it no longer applies: the site was paused meanwhile, the
+resolve``), so each is an event with who (``NAME@console``, NAME the operator named at
+login, ``_guard``) and why, and is refused, with a message saying why, when it no longer
+applies: the site was paused meanwhile, the
 task was retried meanwhile (the form carries the attempt the operator saw), the group no
 longer has the count the operator confirmed. A form is applied once: each rendered form
 has its own id, and the :class:`FormLedger` answers a second submit of it (a double
@@ -37,7 +38,7 @@ _log = logging.getLogger(__name__)
 FORMS_KEPT = 10_000
 """Outcomes of submitted forms remembered, so a late second submit still applies once."""
 ACTOR_SUFFIX = "@console"
-"""Appended to the user's name in an action's actor: history shows it came from a page."""
+"""Appended to the operator's name in an action's actor: history shows it came from a page."""
 FORM_ID_BYTES = 12
 
 
@@ -48,9 +49,9 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
-def actor_of(user: str) -> str:
-    """The actor an action of ``user`` from the console is recorded with."""
-    return f"{user}{ACTOR_SUFFIX}"
+def actor_of(operator: str) -> str:
+    """The actor an action of ``operator`` from the console is recorded with."""
+    return f"{operator}{ACTOR_SUFFIX}"
 
 
 def require_reason(reason: str | None) -> str:

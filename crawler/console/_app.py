@@ -2,23 +2,22 @@
 
 One Redis client for the process; per job, the ``OpenJob`` the operator commands use and
 a ``JobWatch`` folding its log, both made on the first request about the job and kept in
-``app.state.console`` (``_state``). Every request passes :class:`TokenGuard` first
-(``_guard``); the pages and actions are module-level endpoints (``_endpoints.ROUTES``).
+``app.state.console`` (``_state``). Every request but the login passes
+:class:`SessionGuard` first (``_guard``); the pages and actions are module-level
+endpoints (``_endpoints.ROUTES``).
 """
 
 from __future__ import annotations
 
 import socket
-from urllib.parse import urlencode
 
 from starlette.applications import Starlette
-from starlette.datastructures import URL
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from crawler.console._endpoints import ROUTES, lifespan
-from crawler.console._guard import TOKEN_COOKIE, TOKEN_PARAM, access, same_token
+from crawler.console._guard import LOGIN_PATH, REFUSED, SESSION_COOKIE, TOKEN_PARAM, Sessions
 from crawler.console._state import Console, ConsoleSettings
 from eventlog import ConfigError
 
@@ -26,52 +25,29 @@ GRACEFUL_SHUTDOWN_S = 1
 """Open event streams never end by themselves: a stop waits this long for them."""
 
 
-class TokenGuard:
-    """Refuses a request from another host without the token (see ``_guard``)."""
+class SessionGuard:
+    """Refuses every request without a session but the login itself (see ``_guard``)."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, sessions: Sessions) -> None:
         self.app = app
-        self.token = token
+        self.sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"] == LOGIN_PATH:
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
-        bearer = request.headers.get("authorization", "")
-        presented = {
-            "query": request.query_params.get(TOKEN_PARAM),
-            "cookie": request.cookies.get(TOKEN_COOKIE),
-            "header": bearer.removeprefix("Bearer ") if bearer.startswith("Bearer ") else None,
-        }
-        client = scope.get("client")
-        how = access(
-            client[0] if client else None, request.headers.get("host"), presented, self.token
-        )
-        if how == "refused":
-            response: Response = PlainTextResponse(
-                "This console serves another host only with its token: open the URL "
-                "`crawlog console` printed at start (it ends in ?token=...).\n",
-                status_code=403,
-            )
-        elif same_token(presented["query"], self.token):
-            # Into a cookie, and out of the address bar (and of the history, and of a
-            # Referer sent anywhere).
-            query = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_PARAM]
-            clean = URL(scope=scope).replace(query=urlencode(query))
-            response = RedirectResponse(str(clean), status_code=303)
-            response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
-        else:
-            await self.app(scope, receive, send)
+        if self.sessions.get(Request(scope).cookies.get(SESSION_COOKIE)) is None:
+            await PlainTextResponse(REFUSED, status_code=401)(scope, receive, send)
             return
-        await response(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 def create_app(settings: ConsoleSettings) -> Starlette:
     """The console as an ASGI app (its lifespan connects to the job's Redis)."""
     app = Starlette(routes=ROUTES, lifespan=lifespan)
-    app.state.console = Console(settings)
-    app.add_middleware(TokenGuard, token=settings.token)
+    console = Console(settings)
+    app.state.console = console
+    app.add_middleware(SessionGuard, sessions=console.sessions)
     return app
 
 
@@ -92,10 +68,10 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def url_of(sock: socket.socket, token: str) -> str:
-    """The URL to open, token included."""
+    """The URL to open: the login, token included."""
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/?{TOKEN_PARAM}={token}"
+    return f"http://{shown}:{port}{LOGIN_PATH}?{TOKEN_PARAM}={token}"
 
 
 async def serve(settings: ConsoleSettings, sock: socket.socket) -> None:

@@ -4,7 +4,7 @@ Each endpoint is a module-level function of the request; what the process shares
 client, the jobs opened, the forms submitted) is ``request.app.state.console``
 (``_state.console_of``). A page about a job is wrapped by :func:`about_a_job`, which opens
 the job (404 if it never started) and turns a refusal into a page that says why (409). An
-action is wrapped by :func:`action`: the console's token in the form first, then a reason,
+action is wrapped by :func:`action`: the session's form token in the form first, then a reason,
 then the form acts once (``_actions.FormLedger``) and the answer is a redirect back to the
 page, which says what happened (``?done=FORM_ID``).
 """
@@ -42,10 +42,20 @@ from crawler.console._actions import (
     retry_task,
     uncertain,
 )
-from crawler.console._guard import same_token
+from crawler.console._guard import (
+    CSRF_FIELD,
+    FORM_REFUSED,
+    LOGIN_PATH,
+    OPERATOR_PARAM,
+    REFUSED,
+    SESSION_COOKIE,
+    TOKEN_PARAM,
+    operator_name,
+    same_token,
+)
 from crawler.console._live import JobWatch
 from crawler.console._sse import log_messages, start_position
-from crawler.console._state import Console, console_of
+from crawler.console._state import Console, console_of, session_of
 from crawler.ops import OpenJob, read_job_rows, task_id_of
 from eventlog import ConfigError, CrawlogError, EventLog, connect
 from projector import TaskState
@@ -82,7 +92,14 @@ def _flash(request: Request) -> Outcome | None:
 def _html(
     request: Request, title: str, body: str, job: str | None, after: str | None
 ) -> HTMLResponse:
-    page = pages.layout(title, body, job=job, events_after=after, flash=_flash(request))
+    page = pages.layout(
+        title,
+        body,
+        job=job,
+        events_after=after,
+        flash=_flash(request),
+        actor=actor_of(session_of(request).operator),
+    )
     return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
 
@@ -108,6 +125,25 @@ def about_a_job(handler: JobPage) -> Endpoint:
             return _failed(exc, name, 409)
 
     return endpoint
+
+
+async def login(request: Request) -> Response:
+    """``/login?token=...[&as=NAME]``: a new session in a cookie, then the home page."""
+    settings = console_of(request).settings
+    if not same_token(request.query_params.get(TOKEN_PARAM), settings.token):
+        return PlainTextResponse(REFUSED, status_code=401)
+    try:
+        operator = operator_name(request.query_params.get(OPERATOR_PARAM), settings.user)
+    except ConfigError as exc:
+        return PlainTextResponse(f"{exc}\n", status_code=400)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(
+        SESSION_COOKIE,
+        console_of(request).sessions.open(operator),
+        httponly=True,
+        samesite="strict",
+    )
+    return response
 
 
 async def home(request: Request) -> Response:
@@ -143,7 +179,7 @@ async def sites(request: Request, job: str, opened: OpenJob, watch: JobWatch) ->
     report = await watch.refresh()
     form_ids = [console.ledger.new_form() for _ in report.sites]
     body = pages.sites_page(
-        job, report, watch.state, watch.observed, console.settings.token, form_ids
+        job, report, watch.state, watch.observed, session_of(request).csrf, form_ids
     )
     return _html(request, f"Sites of {job}", body, job, report.position)
 
@@ -169,7 +205,7 @@ async def task(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> 
     if state is None:
         raise ConfigError(f"job {job!r} has no task {task_id} in its log")
     entries = await task_history(opened.client, opened.store, [task_id], page_url=state.url)
-    body = pages.task_page(job, state, entries, console.settings.token, console.ledger.new_form())
+    body = pages.task_page(job, state, entries, session_of(request).csrf, console.ledger.new_form())
     body += pages.task_evidence_section(job, state, entries)
     return _html(request, f"Task {task_id}", body, job, report.position)
 
@@ -186,7 +222,7 @@ async def attention(request: Request, job: str, opened: OpenJob, watch: JobWatch
     form_ids = [console.ledger.new_form() for _ in range(count)]
     shown = await console.evidence.of_groups(opened, groups)
     body = pages.attention_page(
-        job, groups, sites, waiting, console.settings.token, form_ids, shown
+        job, groups, sites, waiting, session_of(request).csrf, form_ids, shown
     ) + pages.evidence_section(job, shown)
     return _html(request, f"Needs a person in {job}", body, job, report.position)
 
@@ -216,7 +252,7 @@ async def dead(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> 
     report = await watch.refresh()
     letters = await EventLog(opened.client, opened.keys).dead_letters(DEAD_SHOWN)
     form_ids = [console.ledger.new_form() for _ in letters]
-    body = pages.dead_page(job, letters, console.settings.token, form_ids)
+    body = pages.dead_page(job, letters, session_of(request).csrf, form_ids)
     return _html(request, f"Dead letters of {job}", body, job, report.position)
 
 
@@ -252,7 +288,7 @@ def action(back: Callable[[str, Form], str]) -> Callable[[Act], Endpoint]:
                 # Not an outcome of the form: with a reason, the same form may act.
                 return _failed(exc, job, 400)
             console = console_of(request)
-            by = actor_of(console.settings.user)
+            by = actor_of(session_of(request).operator)
             await console.ledger.once(form_id, lambda: act(form, job, opened, watch, reason, by))
             watch.invalidate()  # the page redirected to shows the action's event
             target = back(job, form)
@@ -260,10 +296,11 @@ def action(back: Callable[[str, Form], str]) -> Callable[[Act], Endpoint]:
             return RedirectResponse(f"{target}{joiner}done={quote(form_id)}", status_code=303)
 
         async def endpoint(request: Request) -> Response:
-            # Before anything else, the job looked up included: no token, nothing done.
-            token = console_of(request).settings.token
-            if not same_token(_text((await _form(request)).get("token")), token):
-                return PlainTextResponse("an action needs the console's token", status_code=403)
+            # Before anything else, the job looked up included: not this session's form,
+            # nothing done.
+            csrf = session_of(request).csrf
+            if not same_token(_text((await _form(request)).get(CSRF_FIELD)), csrf):
+                return PlainTextResponse(FORM_REFUSED, status_code=403)
             return await acting(request)
 
         return endpoint
@@ -395,6 +432,7 @@ def _search(watch: JobWatch, query: str) -> list[TaskState]:
 
 
 ROUTES = [
+    Route(LOGIN_PATH, login),
     Route("/", home),
     Route(pages.SCRIPT_PATH, script),
     Route("/jobs/{job}", panel),
@@ -412,4 +450,4 @@ ROUTES = [
     Route("/jobs/{job}/dead/replay", replay, methods=["POST"]),
     Route("/jobs/{job}/events", events),
 ]
-"""Every page and action of the console."""
+"""Every page and action of the console (each refused without a session but the login)."""

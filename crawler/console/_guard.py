@@ -1,31 +1,63 @@
-"""Who may see the console, and who may act: the token printed at start.
+"""Who may see the console, and who may act: the token printed at start, then a session.
 
-A request from this machine (a loopback client address, and a loopback name in its
-``Host`` header, so that a page elsewhere cannot reach the console through a DNS name that
-resolves to 127.0.0.1) may read the pages. Any other request must carry the token: once in
-the URL (``?token=``, as Jupyter prints it), after which a cookie carries it. Every action
-(a POST) must carry the token in its form, whoever sends it: the console's own pages put
-it there, a page of another site cannot know it, so it cannot make a browser act here.
+Nothing is served without a session, from this machine as from any other: any local user
+can reach 127.0.0.1, so a loopback address proves nothing. The URL ``crawlog console``
+prints is ``/login?token=...``; that request, with the token (compared in constant time),
+opens a session: a random id in an HttpOnly, SameSite=Strict cookie, and the browser is
+sent on to ``/`` (the token out of the address bar, the history and any ``Referer``).
+Every other request, pages, the script and the event streams included, needs that cookie.
+
+A session holds who acts (the name given at login, ``&as=NAME``; the console's ``--user``
+if none is given) and its own form token: every action (a POST) must carry the form token
+of the session that sends it, so a form's token copied into another browser, or a page of
+another site, cannot act.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
-from collections.abc import Mapping
-from typing import Literal
+from collections import OrderedDict
 
-TOKEN_COOKIE = "crawlog_console_token"
+import msgspec
+
+from eventlog import ConfigError
+
+SESSION_COOKIE = "crawlog_console_session"
+LOGIN_PATH = "/login"
 TOKEN_PARAM = "token"
+OPERATOR_PARAM = "as"
+"""The login's optional operator name: ``/login?token=...&as=alice``."""
+CSRF_FIELD = "csrf"
+"""The form field holding the session's form token."""
 TOKEN_BYTES = 24
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+SESSIONS_KEPT = 1_000
+"""Sessions one console process remembers (the oldest forgotten first: log in again)."""
+OPERATOR_NAME = re.compile(r"[\w.+-]{1,64}")
+"""An operator's name: it goes into events as ``NAME@console``."""
+REFUSED = (
+    "This console needs its token: open the URL `crawlog console` printed at start "
+    f"(it ends in {LOGIN_PATH}?{TOKEN_PARAM}=...).\n"
+)
+"""The one-line page of a request without a session (401)."""
+FORM_REFUSED = (
+    "This form is not of your session: reload the page and submit it again (no action was taken).\n"
+)
+"""The one-line page of an action whose form token is not its session's (403)."""
 
-Access = Literal["local", "token", "refused"]
+
+class Session(msgspec.Struct, frozen=True, kw_only=True):
+    """One browser's login: who acts, and the token its forms carry."""
+
+    operator: str
+    csrf: str
 
 
 def new_token() -> str:
-    """A fresh random token for one console process."""
+    """A fresh random token (the console's, a session id, a form token)."""
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
@@ -34,38 +66,50 @@ def same_token(given: str | None, token: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), token.encode())
 
 
+def operator_name(given: str | None, default: str) -> str:
+    """Who a login acts as: the name given, else ``default`` (the console's ``--user``);
+    ``ConfigError`` for a name that is not one."""
+    name = (given or "").strip()
+    if not name:
+        return default
+    if OPERATOR_NAME.fullmatch(name) is None:
+        raise ConfigError(
+            f"not an operator name: {name!r} (letters, digits, '.', '+', '-' and '_', "
+            "at most 64): log in again with another &as="
+        )
+    return name
+
+
+class Sessions:
+    """The sessions opened by logins, by id (kept as a digest: a lookup's time says
+    nothing about the ids held)."""
+
+    def __init__(self, kept: int = SESSIONS_KEPT) -> None:
+        self.kept = kept
+        self._open: OrderedDict[bytes, Session] = OrderedDict()
+
+    def open(self, operator: str) -> str:
+        """A new session acting as ``operator``: its id, for the cookie."""
+        session_id = new_token()
+        self._open[_digest(session_id)] = Session(operator=operator, csrf=new_token())
+        while len(self._open) > self.kept:
+            self._open.popitem(last=False)
+        return session_id
+
+    def get(self, session_id: str | None) -> Session | None:
+        """The session of this id, if one is open."""
+        return None if not session_id else self._open.get(_digest(session_id))
+
+
+def _digest(session_id: str) -> bytes:
+    return hashlib.sha256(session_id.encode()).digest()
+
+
 def is_loopback_address(host: str | None) -> bool:
-    """Whether a client address is this machine's loopback (127.0.0.0/8, ::1)."""
+    """Whether a listening or client address is this machine's loopback (127.0.0.0/8, ::1)."""
     if not host:
         return False
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def is_loopback_name(host_header: str | None) -> bool:
-    """Whether a ``Host`` header names this machine (a loopback address or localhost)."""
-    if not host_header:
-        return False
-    host = host_header.strip()
-    if host.startswith("["):
-        host = host[1 : host.find("]")] if "]" in host else host
-    else:
-        host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-    return host.lower() in LOOPBACK_NAMES or is_loopback_address(host)
-
-
-def access(
-    client: str | None, host_header: str | None, presented: Mapping[str, str | None], token: str
-) -> Access:
-    """How a request may read pages: from this machine, by its token, or not at all.
-
-    ``presented``: the token as the query, the cookie and the ``Authorization`` header
-    carry it (each may be None).
-    """
-    if any(same_token(value, token) for value in presented.values()):
-        return "token"
-    if is_loopback_address(client) and is_loopback_name(host_header):
-        return "local"
-    return "refused"

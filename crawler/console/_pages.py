@@ -82,8 +82,10 @@ def layout(
     job: str | None,
     events_after: str | None,
     flash: Outcome | None = None,
+    actor: str | None = None,
 ) -> str:
-    """A whole page: navigation, the outcome of the form just submitted, the body."""
+    """A whole page: navigation (and who acts from it), the outcome of the form just
+    submitted, the body."""
     nav = ['<a href="/">Jobs</a>']
     if job is not None:
         base = f"/jobs/{quote(job, safe='')}"
@@ -99,6 +101,7 @@ def layout(
     if job is not None and events_after is not None:
         query = urlencode({"after": events_after})
         stream = f' data-events="/jobs/{quote(job, safe="")}/events?{query}"'
+    acting = "" if actor is None else f' <span id="actor">acting as {escape(actor)}</span>'
     said = ""
     if flash is not None:
         kind = "ok" if flash.ok else "refused"
@@ -107,7 +110,7 @@ def layout(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<title>{escape(title)} · crawlog console</title><style>{STYLE}</style>"
         f'<script src="{SCRIPT_URL}" defer></script></head>'
-        f"<body{stream}><nav>crawlog console · {' '.join(nav)}"
+        f"<body{stream}><nav>crawlog console · {' '.join(nav)}{acting}"
         '<span id="stream-state" style="float:right"></span></nav>'
         f"{said}<main><h1>{escape(title)}</h1>{body}</main></body></html>"
     )
@@ -266,7 +269,7 @@ def sites_page(
     report: Progress,
     state: State,
     observed: Observed,
-    token: str,
+    csrf: str,
     form_ids: Sequence[str],
 ) -> str:
     """Every site: progress, in flight, failures, circuit, pause (who, why), and a button."""
@@ -287,7 +290,7 @@ def sites_page(
         verb = "resume" if c.site_paused else "pause"
         form = (
             f'<form method="post" class="inline" action="/jobs/{quote(job, safe="")}/sites/{verb}">'
-            + hidden(token=token, form_id=form_id, site=c.site)
+            + hidden(csrf=csrf, form_id=form_id, site=c.site)
             + f'<input type="text" name="reason" required placeholder="reason to {verb}" '
             f'aria-label="reason to {verb} {escape(c.site)}">'
             f'<button type="submit">{verb.capitalize()}</button></form>'
@@ -349,7 +352,7 @@ def search_page(job: str, query: str, found: Sequence[TaskState]) -> str:
 
 
 def task_page(
-    job: str, task: TaskState, entries: Sequence[LogEntry], token: str, form_id: str
+    job: str, task: TaskState, entries: Sequence[LogEntry], csrf: str, form_id: str
 ) -> str:
     """A task's whole story: every event, when, who, what, why; and Retry when it ended."""
     facts = (
@@ -366,7 +369,7 @@ def task_page(
         retry = (
             f'<form method="post" id="retry-form" action="/jobs/{quote(job, safe="")}/tasks/'
             f'{quote(task.task_id, safe="")}/retry">'
-            + hidden(token=token, form_id=form_id, task_id=task.task_id, attempt=str(task.attempt))
+            + hidden(csrf=csrf, form_id=form_id, task_id=task.task_id, attempt=str(task.attempt))
             + '<input type="text" name="reason" required placeholder="why run it again" '
             'aria-label="reason to retry">'
             '<button type="submit">Retry</button></form>'
@@ -393,7 +396,7 @@ def attention_page(
     groups: dict[tuple[str, str], list[TaskState]],
     sites: dict[tuple[str, str], list[TaskState]],
     waiting: Sequence[tuple[TaskState, str]],
-    token: str,
+    csrf: str,
     form_ids: Sequence[str],
     evidence: Sequence[GroupEvidence] = (),
 ) -> str:
@@ -402,14 +405,14 @@ def attention_page(
     `evidence_section`) if it has one."""
     if not groups and not waiting:
         return '<div id="attention" data-live><p>Nothing needs a person.</p></div>'
-    decisions = _uncertain_section(job, waiting, token, form_ids[len(groups) + len(sites) :])
-    per_site = _site_section(job, sites, token, form_ids[len(groups) : len(groups) + len(sites)])
+    decisions = _uncertain_section(job, waiting, csrf, form_ids[len(groups) + len(sites) :])
+    per_site = _site_section(job, sites, csrf, form_ids[len(groups) : len(groups) + len(sites)])
     ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     with_evidence = {(g.status, g.reason) for g in evidence}
     parts = []
     for ((status, reason), tasks), form_id in zip(ordered, form_ids, strict=False):
         n = len(tasks)
-        form = _bulk_form(job, token, form_id, n, status=status, group=reason)
+        form = _bulk_form(job, csrf, form_id, n, status=status, group=reason)
         link = (
             f' <a class="to-evidence" href="#{evidence_anchor(status, reason)}">evidence</a>'
             if (status, reason) in with_evidence
@@ -423,11 +426,11 @@ def attention_page(
     return f'<div id="attention" data-live>{decisions}{"".join(parts)}{per_site}</div>'
 
 
-def _bulk_form(job: str, token: str, form_id: str, n: int, **fields: str) -> str:
+def _bulk_form(job: str, csrf: str, form_id: str, n: int, **fields: str) -> str:
     return (
         f'<form method="post" class="bulk" '
         f'action="/jobs/{quote(job, safe="")}/attention/retry">'
-        + hidden(token=token, form_id=form_id, count=str(n), **fields)
+        + hidden(csrf=csrf, form_id=form_id, count=str(n), **fields)
         + '<input type="text" name="reason" required placeholder="why run them again" '
         f'aria-label="reason to retry {n}">'
         f'<input type="text" name="confirm" required placeholder="type {escape(job)}" '
@@ -437,7 +440,7 @@ def _bulk_form(job: str, token: str, form_id: str, n: int, **fields: str) -> str
 
 
 def _site_section(
-    job: str, sites: dict[tuple[str, str], list[TaskState]], token: str, form_ids: Sequence[str]
+    job: str, sites: dict[tuple[str, str], list[TaskState]], csrf: str, form_ids: Sequence[str]
 ) -> str:
     if not sites:
         return ""
@@ -446,7 +449,7 @@ def _site_section(
             escape(site),
             escape(status),
             _n(len(tasks)),
-            _bulk_form(job, token, form_id, len(tasks), status=status, site=site),
+            _bulk_form(job, csrf, form_id, len(tasks), status=status, site=site),
         ]
         for ((status, site), tasks), form_id in zip(sorted(sites.items()), form_ids, strict=False)
     ]
@@ -457,7 +460,7 @@ def _site_section(
 
 
 def _uncertain_section(
-    job: str, waiting: Sequence[tuple[TaskState, str]], token: str, form_ids: Sequence[str]
+    job: str, waiting: Sequence[tuple[TaskState, str]], csrf: str, form_ids: Sequence[str]
 ) -> str:
     if not waiting:
         return ""
@@ -466,7 +469,7 @@ def _uncertain_section(
         form = (
             f'<form method="post" class="inline" action="/jobs/{quote(job, safe="")}'
             '/attention/resolve">'
-            + hidden(token=token, form_id=form_id, task_id=task.task_id)
+            + hidden(csrf=csrf, form_id=form_id, task_id=task.task_id)
             + '<input type="text" name="reason" required placeholder="what you found" '
             f'aria-label="reason to decide about {escape(task.task_id)}">'
             '<button type="submit" name="decision" value="done">Mark done</button>'
@@ -483,7 +486,7 @@ def _uncertain_section(
 # --- dead letters ------------------------------------------------------------------------------
 
 
-def dead_page(job: str, letters: Sequence[DeadLetter], token: str, form_ids: Sequence[str]) -> str:
+def dead_page(job: str, letters: Sequence[DeadLetter], csrf: str, form_ids: Sequence[str]) -> str:
     """Entries nobody could decode, moved aside; each can be put back (if it decodes now)."""
     if not letters:
         return '<div id="dead" data-live><p>No dead letters.</p></div>'
@@ -496,7 +499,7 @@ def dead_page(job: str, letters: Sequence[DeadLetter], token: str, form_ids: Seq
             f"{sum(len(v) for v in d.fields.values()):,} B",
             escape(d.reason),
             f'<form method="post" class="inline" action="/jobs/{quote(job, safe="")}/dead/replay">'
-            + hidden(token=token, form_id=form_id, dead_id=d.dead_id)
+            + hidden(csrf=csrf, form_id=form_id, dead_id=d.dead_id)
             + '<input type="text" name="reason" required placeholder="why put it back" '
             f'aria-label="reason to replay {escape(d.dead_id)}">'
             '<button type="submit">Replay</button></form>',

@@ -1,5 +1,5 @@
-"""What one console process keeps: its settings, the Redis client, the jobs opened, the
-forms submitted and the evidence read.
+"""What one console process keeps: its settings, the sessions logged in, the Redis client,
+the jobs opened, the forms submitted and the evidence read.
 
 The app holds one :class:`Console` in ``app.state.console`` (``console_of``); the
 endpoints (``_endpoints``) reach everything through it.
@@ -20,6 +20,7 @@ from starlette.requests import Request
 from crawler._job import load_config
 from crawler.console import _pages as pages
 from crawler.console._actions import FormLedger
+from crawler.console._guard import SESSION_COOKIE, Session, Sessions
 from crawler.console._live import JobWatch
 from crawler.ops import OpenJob, last_failure
 from eventlog import Evidence, JobKeys, LogEntry
@@ -35,16 +36,20 @@ class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
     data_dir: Path
     redis_url: str
     token: str
+    """Opens a session at ``/login?token=...`` (``_guard``)."""
     user: str
+    """Who acts when a login names nobody (``&as=NAME`` does)."""
     job: str | None = None
     """The job the home page opens; None: the list of jobs."""
 
 
 class Console:
-    """The process's shared parts: the client, the jobs opened, the forms submitted."""
+    """The process's shared parts: the sessions, the client, the jobs opened, the forms
+    submitted."""
 
     def __init__(self, settings: ConsoleSettings) -> None:
         self.settings = settings
+        self.sessions = Sessions()
         self.ledger = FormLedger()
         self.evidence = EvidenceCache()
         self.client: aioredis.Redis | None = None
@@ -123,6 +128,13 @@ class EvidenceCache:
         entries = await task_history(opened.client, opened.store, [task_id])
         found = last_failure(task_id, entries)
         return None if found is None else found[1].evidence
+
+
+def session_of(request: Request) -> Session:
+    """The request's session (``SessionGuard`` let no request without one through)."""
+    session = console_of(request).sessions.get(request.cookies.get(SESSION_COOKIE))
+    assert session is not None, "SessionGuard refuses a request without a session"
+    return session
 
 
 def console_of(request: Request) -> Console:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
+import httpx
 import pytest
 from anyio.abc import Process
 
@@ -39,10 +42,24 @@ class RunningConsole:
     """A ``crawlog console`` process and the URL it printed."""
 
     url: str
-    """As printed: ``http://127.0.0.1:PORT/?token=...``."""
+    """As printed: ``http://127.0.0.1:PORT/login?token=...``."""
     base: str
     token: str
     process: Process
+
+    def login_url(self, operator: str | None = None) -> str:
+        """The printed URL, logging in as ``operator`` if given (``&as=``)."""
+        return self.url if operator is None else f"{self.url}&as={quote(operator)}"
+
+    @asynccontextmanager
+    async def session(
+        self, operator: str | None = None, **options: Any
+    ) -> AsyncIterator[httpx.AsyncClient]:
+        """An HTTP client logged in through the printed URL (its cookie kept)."""
+        async with httpx.AsyncClient(base_url=self.base, **options) as http:
+            answer = await http.get(self.login_url(operator))
+            assert answer.status_code == 303, answer.text
+            yield http
 
 
 @pytest.fixture
@@ -70,7 +87,7 @@ async def console(
         prefix = "crawlog console: "
         assert line.startswith(prefix), line
         url = line.removeprefix(prefix)
-        base, _, token = url.partition("/?token=")
+        base, _, token = url.partition("/login?token=")
         return RunningConsole(url=url, base=base, token=token, process=process)
 
     yield start
@@ -81,8 +98,9 @@ async def console(
 
 
 @pytest.fixture
-async def browser(tmp_path: Path) -> AsyncIterator[Any]:
-    """A fresh headless Chromium context (its own profile directory), or a skip saying why."""
+async def browsers(tmp_path: Path) -> AsyncIterator[Callable[[str], Awaitable[Any]]]:
+    """``await browsers("name")``: a fresh headless Chromium context with its own profile
+    directory (its own cookies: another browser), or a skip saying why."""
     executable = shutil.which("chromium")
     if executable is None:
         pytest.skip("no browser: Debian's chromium is not installed (apt-get install chromium)")
@@ -91,16 +109,29 @@ async def browser(tmp_path: Path) -> AsyncIterator[Any]:
     except ImportError:
         pytest.skip("no browser driver: the playwright package is not installed (.[dev])")
     async with async_playwright() as playwright:
-        context = await playwright.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"),
-            executable_path=executable,
-            headless=True,
-            args=CHROMIUM_ARGS,
-        )
+        opened: list[Any] = []
+
+        async def launch(name: str) -> Any:
+            context = await playwright.chromium.launch_persistent_context(
+                str(tmp_path / f"{name}-profile"),
+                executable_path=executable,
+                headless=True,
+                args=CHROMIUM_ARGS,
+            )
+            opened.append(context)
+            return context
+
         try:
-            yield context
+            yield launch
         finally:
-            await context.close()
+            for context in opened:
+                await context.close()
+
+
+@pytest.fixture
+async def browser(browsers: Callable[[str], Awaitable[Any]]) -> Any:
+    """A fresh headless Chromium context (its own profile directory), or a skip saying why."""
+    return await browsers("chromium")
 
 
 @pytest.fixture

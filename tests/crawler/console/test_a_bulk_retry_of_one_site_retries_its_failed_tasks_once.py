@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from crawler.testsite import serve_testsite
@@ -33,7 +32,7 @@ async def test_retry_all_of_a_site_retries_its_tasks_once(
         with anyio.fail_after(40):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
             running = await console()
-            async with httpx.AsyncClient(base_url=running.base, timeout=20) as http:
+            async with running.session(timeout=20) as http:
                 page = (await http.get(f"/jobs/{job}/attention")).text
                 by_site = page[page.index('<section class="by-site">') :]
                 fields = dict(FIELD.findall(by_site))

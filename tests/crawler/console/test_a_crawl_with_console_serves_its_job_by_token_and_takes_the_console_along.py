@@ -1,5 +1,5 @@
-"""``crawlog crawl --console``: the job's console answers while the crawl runs (with the
-token it printed; a request naming another host without it is refused), and the console
+"""``crawlog crawl --console``: the job's console answers while the crawl runs (once logged
+in through the URL it printed; a request without that login is refused), and the console
 process goes with the crawl: when the crawl is stopped (SIGTERM), and when it is SIGKILLed.
 The real command line, the real test site, the real console process."""
 
@@ -22,8 +22,6 @@ from tests.crawler.conftest import ROOT
 
 pytestmark = pytest.mark.anyio
 DEADLINE_S = 60
-OTHER_HOST = "console.example:8777"
-"""A Host header that names no loopback: the console serves it only with the token."""
 
 
 def _console_child(crawl_pid: int) -> int | None:
@@ -79,16 +77,16 @@ async def crawl_with_console(
 
 
 async def _pages_answer_by_token_only(url: str, job: str) -> None:
-    base, _, token = url.partition("/?token=")
+    base, _, token = url.partition("/login?token=")
     assert base.startswith("http://127.0.0.1:") and token
     async with httpx.AsyncClient(base_url=base, timeout=DEADLINE_S) as http:
-        without = await http.get(f"/jobs/{job}", headers={"Host": OTHER_HOST})
-        assert without.status_code == 403
-        with_token = await http.get(
-            f"/jobs/{job}", headers={"Host": OTHER_HOST, "Authorization": f"Bearer {token}"}
-        )
-        assert with_token.status_code == 200
-        assert f"Job {job}" in with_token.text and 'id="f-done"' in with_token.text
+        without = await http.get(f"/jobs/{job}")
+        assert without.status_code == 401 and "/login?token=" in without.text
+        login = await http.get(url)
+        assert login.status_code == 303 and login.headers["location"] == "/"
+        panel = await http.get(f"/jobs/{job}")
+        assert panel.status_code == 200
+        assert f"Job {job}" in panel.text and 'id="f-done"' in panel.text
 
 
 async def _gone(pid: int) -> None:

@@ -7,7 +7,6 @@ import re
 from collections.abc import Awaitable, Callable
 
 import anyio
-import httpx
 import msgspec
 import pytest
 import redis.asyncio as aioredis
@@ -42,7 +41,7 @@ async def test_a_readable_dead_letter_is_put_back_once_and_an_unreadable_one_is_
     await log.dead_letter(readable)
     running = await console()
     with anyio.fail_after(30):
-        async with httpx.AsyncClient(base_url=running.base, timeout=20) as http:
+        async with running.session(timeout=20) as http:
             page = (await http.get(f"/jobs/{job}/dead")).text
             assert "task does not decode" in page and "unknown field (old worker)" in page
             bad, good = (dict(FIELD.findall(form)) for form in FORM.findall(page))

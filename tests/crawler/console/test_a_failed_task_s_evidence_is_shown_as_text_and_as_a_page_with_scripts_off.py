@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from crawler._urls import fingerprint
@@ -85,8 +84,8 @@ async def test_the_evidence_of_a_failed_page_is_shown_and_its_script_never_runs(
             assert await own_frame.get_attribute("sandbox") == ""
             assert await own_frame.get_attribute("src") == src
 
-            async with httpx.AsyncClient(base_url=running.base) as http:
-                served = await http.get(src, headers={"Authorization": f"Bearer {running.token}"})
+            async with running.session() as http:
+                served = await http.get(src)
     assert served.status_code == 200 and served.content == HOSTILE
     policy = served.headers["content-security-policy"]
     assert policy.startswith("sandbox;") and "default-src 'none'" in policy

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from crawler._urls import fingerprint
@@ -70,19 +69,15 @@ async def test_a_retry_needs_a_reason_and_a_second_submit_applies_nothing(
             assert "retried task" in await page.inner_text("#flash")
             assert await page.inner_text("#task-attempt") == "2"
 
-            async with httpx.AsyncClient(base_url=running.base) as http:
-                action = f"/jobs/{job}/tasks/{fingerprint(missing)}/retry"
-                # The same form again (a double click): the first outcome, nothing applied.
-                again = await http.post(
-                    action, data={**form, "reason": "the page is back"}, follow_redirects=True
-                )
-                assert again.status_code == 200 and "retried task" in again.text
-                # Another form for attempt 1, which was retried meanwhile: refused.
-                stale = await http.post(
-                    action,
-                    data={**form, "form_id": "another-form", "reason": "me too"},
-                    follow_redirects=True,
-                )
-                assert "retried meanwhile" in stale.text
+            # Posted by the same browser (its session's cookie; a form acts only there).
+            action = f"{running.base}/jobs/{job}/tasks/{fingerprint(missing)}/retry"
+            # The same form again (a double click): the first outcome, nothing applied.
+            again = await page.request.post(action, form={**form, "reason": "the page is back"})
+            assert again.status == 200 and "retried task" in await again.text()
+            # Another form for attempt 1, which was retried meanwhile: refused.
+            stale = await page.request.post(
+                action, form={**form, "form_id": "another-form", "reason": "me too"}
+            )
+            assert "retried meanwhile" in await stale.text()
     said = await retries(log)
     assert [(e.actor, e.reason) for e in said] == [(CONSOLE_ACTOR, "the page is back")]

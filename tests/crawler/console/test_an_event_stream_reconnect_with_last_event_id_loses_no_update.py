@@ -63,7 +63,7 @@ async def test_a_reconnect_from_the_last_event_id_gets_every_later_event_once(
 
     with anyio.fail_after(30):
         first = await append(5)
-        async with httpx.AsyncClient(base_url=running.base, timeout=10) as http:
+        async with running.session(timeout=10) as http:
             seen = await read_ids(http, url, 3, {})
             assert seen == first[:3]
             # Disconnected: the log goes on without this reader.
@@ -85,6 +85,6 @@ async def test_a_malformed_last_event_id_is_a_bad_request(
 ) -> None:
     await start_job(["http://127.0.0.1:9/"])
     running = await console()
-    async with httpx.AsyncClient(base_url=running.base, timeout=10) as http:
+    async with running.session(timeout=10) as http:
         answer = await http.get(f"/jobs/{job}/events", headers={"Last-Event-ID": "yesterday"})
     assert answer.status_code == 400

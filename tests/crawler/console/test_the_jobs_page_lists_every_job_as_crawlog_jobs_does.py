@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from tests.crawler.console.conftest import RunningConsole
@@ -30,7 +29,7 @@ async def test_the_home_page_lists_the_job_with_the_status_crawlog_jobs_gives(
         assert listed.returncode == 0, listed.stderr
         [row] = [r for r in listed.json()["jobs"] if r["job"] == job]
         running = await console(of_job=False)
-        async with httpx.AsyncClient(base_url=running.base, timeout=20) as http:
+        async with running.session(timeout=20) as http:
             home = await http.get("/")
     assert home.status_code == 200
     assert f'<a href="/jobs/{job}">{job}</a></td><td>{row["status"]}</td>' in home.text

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from crawler.testsite import serve_testsite
@@ -47,7 +46,7 @@ async def test_the_panel_counts_are_the_status_counts_and_a_stale_count_is_refus
             assert status.returncode == 0, status.stderr
             total = status.json()["total"]
             running = await console()
-            async with httpx.AsyncClient(base_url=running.base, timeout=20) as http:
+            async with running.session(timeout=20) as http:
                 panel = (await http.get(f"/jobs/{job}")).text
                 assert figure(panel, "f-done") == total["done"] > 0
                 assert figure(panel, "f-remaining") == total["remaining"] == 0
