@@ -95,6 +95,7 @@ HTML_MEDIA_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 """Responses whose rendered DOM is the body; any other keeps the bytes it came with."""
 RENDERED_CONTENT_TYPE: Final = "text/html; charset=utf-8"
 _PR_SET_PDEATHSIG: Final = 1
+_SCRIPTS_OFF: Final = "Emulation.setScriptExecutionDisabled"
 _NET_ERRORS: Final = (
     ("ERR_NAME_NOT_RESOLVED", ERROR_DNS),
     ("ERR_NAME_RESOLUTION_FAILED", ERROR_DNS),
@@ -316,12 +317,14 @@ class _Browser:
 
 
 class _Context:
-    """A browser context (a session: its cookies and storage) and the pages it served."""
+    """A browser context (a session: its cookies and storage), the pages it served, and
+    its tabs waiting for their next page."""
 
     def __init__(self, context: BrowserContext, browser: _Browser) -> None:
         self.context, self.browser = context, browser
         self.served = 0
         self.open = 0
+        self.idle: list[_Tab] = []
 
 
 class _Navigation:
@@ -338,11 +341,19 @@ class _Navigation:
         self.handed_over: str | None = None
 
 
-class _Held:
-    """An open page given with a result, until the worker is done with it."""
+class _Tab:
+    """A page of a context, with the CDP session that checks its requests; navigated
+    again for page after page (a new page is a new renderer: several times the cost)."""
 
-    def __init__(self, page: Page, context: _Context) -> None:
-        self.page, self.context = page, context
+    def __init__(self, page: Page, cdp: CDPSession, context: _Context) -> None:
+        self.page, self.cdp, self.context = page, cdp, context
+        self.nav = _Navigation("")
+        self.redirect_allowed: Callable[[str], bool] | None = None
+        self.claim_target: Callable[[str], Awaitable[bool]] | None = None
+        self.headers: dict[str, str] = {}
+        """The extra headers set on the page (a task's own), reset for the next task."""
+        self.scripts_off = False
+        """Its scripts stopped while it waits for its next page (`_done_with`)."""
 
 
 class BrowserFetcher:
@@ -377,8 +388,7 @@ class BrowserFetcher:
         self._browser: _Browser | None = None
         self._context: _Context | None = None
         self._browsers: set[_Browser] = set()
-        self._contexts: set[_Context] = set()
-        self._held: dict[int, _Held] = {}
+        self._held: dict[int, _Tab] = {}
         self._launches = itertools.count()
         self._mark = owner_mark()
         self._guard: GuardedResolver | None = None
@@ -412,12 +422,9 @@ class BrowserFetcher:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close every page, context and browser (shielded: a cancelled worker still leaves
-        no browser behind), then the HTTP fetcher."""
+        """Close every browser (its contexts and pages with it; shielded: a cancelled worker
+        still leaves no browser behind), then the HTTP fetcher."""
         with anyio.CancelScope(shield=True):
-            for held in list(self._held.values()):
-                with anyio.move_on_after(BROWSER_CLOSE_TIMEOUT_S), contextlib.suppress(Exception):
-                    await held.page.close()
             self._held.clear()
             for browser in list(self._browsers):
                 await browser.close()
@@ -439,14 +446,14 @@ class BrowserFetcher:
     def page_for(self, result: FetchResult) -> Page | None:
         """The live page ``result`` was read from, until `release` (None for a result
         without one: an error, an HTTP error status, a handed-over redirect)."""
-        held = self._held.get(id(result))
-        return None if held is None else held.page
+        tab = self._held.get(id(result))
+        return None if tab is None else tab.page
 
     async def release(self, result: FetchResult) -> None:
-        """Close the page of ``result`` (if it has one), even when cancelled."""
-        held = self._held.pop(id(result), None)
-        if held is not None:
-            await self._close_page(held.page, held.context)
+        """Be done with the page of ``result`` (if it has one), even when cancelled."""
+        tab = self._held.pop(id(result), None)
+        if tab is not None:
+            await self._done_with(tab)
 
     async def fetch(
         self,
@@ -479,35 +486,32 @@ class BrowserFetcher:
         except BaseException:
             self._slots.release()
             raise
-        page: Page | None = None
+        tab: _Tab | None = None
         try:
-            page = await context.context.new_page()
-            result = await self._render(page, url, headers, redirect_allowed, claim_target)
+            tab = context.idle.pop() if context.idle else await self._new_tab(context)
+            tab.nav = _Navigation(url)
+            tab.redirect_allowed, tab.claim_target = redirect_allowed, claim_target
+            result = await self._render(tab, url, dict(headers or {}))
         except BaseException:
-            await self._close_page(page, context)
+            await self._done_with(tab, context, broken=True)
             raise
         if result.error is None and 200 <= result.status < 400 and not result.handed_over:
-            self._held[id(result)] = _Held(page, context)
+            self._held[id(result)] = tab
         else:
-            await self._close_page(page, context)
+            await self._done_with(tab)
         return result
 
-    async def _render(
-        self,
-        page: Page,
-        url: str,
-        headers: Mapping[str, str] | None,
-        redirect_allowed: Callable[[str], bool] | None,
-        claim_target: Callable[[str], Awaitable[bool]] | None,
-    ) -> FetchResult:
+    async def _render(self, tab: _Tab, url: str, headers: dict[str, str]) -> FetchResult:
         from playwright.async_api import Error as PlaywrightError
 
+        page, nav = tab.page, tab.nav
         started = time.perf_counter()
-        nav = _Navigation(url)
-        cdp = await page.context.new_cdp_session(page)
-        await self._intercept(cdp, nav, redirect_allowed, claim_target)
-        if headers:
-            await page.set_extra_http_headers(dict(headers))
+        if tab.scripts_off:
+            await tab.cdp.send(_SCRIPTS_OFF, {"value": False})
+            tab.scripts_off = False
+        if headers != tab.headers:
+            await page.set_extra_http_headers(headers)
+            tab.headers = headers
         timeout_ms = self.config.total_timeout_s * 1000
         try:
             response = await page.goto(url, wait_until="domcontentloaded", timeout=timeout_ms)
@@ -525,16 +529,14 @@ class BrowserFetcher:
         else:
             content = await response.body()
         elapsed = (time.perf_counter() - started) * 1000
-        final = response.url
         error = self._too_large if len(content) > self.config.max_response_bytes else None
+        raw = [(h["name"].encode(), h["value"].encode()) for h in await response.headers_array()]
         return FetchResult(
             url=url,
-            final_url=final,
+            final_url=response.url,
             status=response.status,
             headers=head,
-            raw_headers=[
-                (h["name"].encode(), h["value"].encode()) for h in await response.headers_array()
-            ],
+            raw_headers=raw,
             body=b"" if error else content,
             elapsed_ms=elapsed,
             redirects=tuple(nav.redirects),
@@ -561,15 +563,13 @@ class BrowserFetcher:
             url=url, final_url=final, elapsed_ms=elapsed, redirects=redirects, error=error
         )
 
-    async def _intercept(
-        self,
-        cdp: CDPSession,
-        nav: _Navigation,
-        redirect_allowed: Callable[[str], bool] | None,
-        claim_target: Callable[[str], Awaitable[bool]] | None,
-    ) -> None:
-        """Block images, fonts and media; pause requests to check them (all of them when
-        addresses are checked, else the documents: the navigation and its redirects)."""
+    async def _new_tab(self, context: _Context) -> _Tab:
+        """A new page of ``context``, its requests checked (all of them when addresses
+        are, else the documents: the navigation and its redirects) and images, fonts and
+        media blocked."""
+        page = await context.context.new_page()
+        cdp = await context.context.new_cdp_session(page)
+        tab = _Tab(page, cdp, context)
         await cdp.send("Network.enable")
         await cdp.send("Network.setBlockedURLs", {"urls": list(BLOCKED_URLS)})
         pattern: dict[str, str] = {"urlPattern": "*", "requestStage": "Request"}
@@ -578,12 +578,13 @@ class BrowserFetcher:
 
         def redirected(event: dict[str, Any]) -> None:
             if event.get("type") == "Document" and (answer := event.get("redirectResponse")):
-                nav.redirect_status = int(answer.get("status", nav.redirect_status))
+                tab.nav.redirect_status = int(answer.get("status", tab.nav.redirect_status))
 
         async def paused(event: dict[str, Any]) -> None:
             request_id = event["requestId"]
+            nav = tab.nav
             try:
-                why = await self._refusal(event, nav, redirect_allowed, claim_target)
+                why = await self._refusal(event, tab)
             except Exception as exc:  # a hook that raised: the request must not hang
                 nav.error = nav.error or f"{type(exc).__name__}: {exc}"
                 why = "Failed"
@@ -598,23 +599,20 @@ class BrowserFetcher:
         cdp.on("Network.requestWillBeSent", redirected)
         cdp.on("Fetch.requestPaused", paused)
         await cdp.send("Fetch.enable", {"patterns": [pattern]})
+        return tab
 
-    async def _refusal(
-        self,
-        event: dict[str, Any],
-        nav: _Navigation,
-        redirect_allowed: Callable[[str], bool] | None,
-        claim_target: Callable[[str], Awaitable[bool]] | None,
-    ) -> str | None:
+    async def _refusal(self, event: dict[str, Any], tab: _Tab) -> str | None:
         """Why a paused request is failed (CDP's ``errorReason``), or None to let it go."""
         kind = event.get("resourceType")
         if kind in BLOCKED_RESOURCE_TYPES:
             return "BlockedByClient"
+        nav = tab.nav
         target = event["request"]["url"]
         is_document = kind == "Document"
         if is_document and nav.frame is None:
             nav.frame = event.get("frameId")
-        hop = is_document and event.get("frameId") == nav.frame and "redirectedRequestId" in event
+        main = is_document and event.get("frameId") == nav.frame
+        hop = main and "redirectedRequestId" in event
         if hop:
             if target in nav.redirects or target == nav.url:
                 nav.error = ERROR_REDIRECT_LOOP
@@ -622,7 +620,7 @@ class BrowserFetcher:
             if len(nav.redirects) >= self.config.max_redirects:
                 nav.error = ERROR_TOO_MANY_REDIRECTS
                 return "Aborted"
-            if redirect_allowed is not None and not redirect_allowed(target):
+            if tab.redirect_allowed is not None and not tab.redirect_allowed(target):
                 nav.error = ERROR_REDIRECT_OUT_OF_SCOPE
                 return "BlockedByClient"
         if self._guard is not None:
@@ -632,11 +630,11 @@ class BrowserFetcher:
                 try:
                     await self._guard.check_host(parts.hostname, port, resolve=True)
                 except AddressRefused as refused:
-                    if is_document and event.get("frameId") == nav.frame:
+                    if main:
                         nav.error = refused.reason
                     return "AddressUnreachable"
         if hop:
-            if claim_target is not None and not await claim_target(target):
+            if tab.claim_target is not None and not await tab.claim_target(target):
                 nav.handed_over = target
                 return "BlockedByClient"
             nav.redirects.append(target)
@@ -644,7 +642,7 @@ class BrowserFetcher:
 
     async def _context_for_page(self) -> _Context:
         """The context the next page opens in: a fresh one (in a fresh browser) once the
-        current has served its share; the old closes when its last page does."""
+        current has served its share; the old closes when its last page is done."""
         async with self._lock:
             browser = self._browser
             if browser is None:
@@ -674,12 +672,9 @@ class BrowserFetcher:
         context = await browser.browser.new_context(
             user_agent=config.user_agent,
             extra_http_headers=dict(config.headers),
-            java_script_enabled=True,
             service_workers="block",
         )
-        made = _Context(context, browser)
-        self._contexts.add(made)
-        return made
+        return _Context(context, browser)
 
     async def _retire_context(self, context: _Context) -> None:
         if context is self._context:
@@ -688,7 +683,9 @@ class BrowserFetcher:
             await self._close_context(context)
 
     async def _close_context(self, context: _Context) -> None:
-        self._contexts.discard(context)
+        """Close a retired context (its pages with it), and its browser if that is retired
+        and this was its last page."""
+        context.idle.clear()
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(BROWSER_CLOSE_TIMEOUT_S), contextlib.suppress(Exception):
                 await context.context.close()
@@ -697,17 +694,37 @@ class BrowserFetcher:
                 self._browsers.discard(browser)
                 await browser.close()
 
-    async def _close_page(self, page: Page | None, context: _Context) -> None:
-        """Close ``page`` (shielded), give its slot back, and close its context and browser
-        if they were retired and this was their last page."""
+    async def _done_with(
+        self, tab: _Tab | None, context: _Context | None = None, *, broken: bool = False
+    ) -> None:
+        """Give the page's slot back (shielded) and its tab to its context for the next
+        page — its loading stopped and its scripts off, so that nothing of the last page
+        runs on meanwhile (a poll would reach the site past its politeness gate);
+        closed instead if it is ``broken`` or its context retired, and the context (and
+        browser) with it once retired and this was their last page."""
+        context = tab.context if tab is not None else context
+        assert context is not None
         with anyio.CancelScope(shield=True):
-            if page is not None:
+            keep = tab is not None and not broken and context is self._context
+            if tab is not None and keep:
+                with anyio.move_on_after(BROWSER_CLOSE_TIMEOUT_S) as late:
+                    try:
+                        # Cheaper than a navigation to about:blank, several times over.
+                        await tab.cdp.send("Page.stopLoading")
+                        await tab.cdp.send(_SCRIPTS_OFF, {"value": True})
+                        tab.scripts_off = True
+                    except Exception:
+                        keep = False
+                keep = keep and not late.cancelled_caught
+            if tab is not None and not keep:
                 with anyio.move_on_after(BROWSER_CLOSE_TIMEOUT_S), contextlib.suppress(Exception):
-                    await page.close()
+                    await tab.page.close()
             context.open -= 1
             context.browser.open -= 1
             self._slots.release()
-            if context is not self._context and context.open == 0:
+            if tab is not None and keep and context is self._context:
+                context.idle.append(tab)
+            elif context is not self._context and context.open == 0:
                 await self._close_context(context)
 
     async def _launch(self) -> _Browser:
