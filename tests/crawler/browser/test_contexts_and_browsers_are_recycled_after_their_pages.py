@@ -48,12 +48,11 @@ async def test_a_fetch_cancelled_midway_still_leaves_no_browser_behind(
     fetcher = BrowserFetcher(Fetcher(config), config, root=tmp_path, executable=chromium)
     with anyio.fail_after(40):
         with anyio.CancelScope() as scope:
-            async with fetcher:
-                async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(fetcher.fetch, f"{scripted_site.url}/item/1")
-                    while not scripted_site.fetch_counts():  # the navigation is under way
-                        await anyio.sleep(0.005)
-                    scope.cancel()
+            async with fetcher, anyio.create_task_group() as tasks:
+                tasks.start_soon(fetcher.fetch, f"{scripted_site.url}/item/1")
+                while not scripted_site.fetch_counts():  # the navigation is under way
+                    await anyio.sleep(0.005)
+                scope.cancel()
         assert scope.cancelled_caught
         assert not marked_processes(tmp_path)
         assert not any(tmp_path.iterdir())
