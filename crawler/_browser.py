@@ -77,7 +77,12 @@ DEFAULT_PAGES_PER_CONTEXT: Final = 100
 """Pages a browser context serves before a fresh one replaces it (what the site stored,
 the renderer's caches, go with the old one)."""
 DEFAULT_PAGES_PER_BROWSER: Final = 1_000
-"""Pages a browser serves before a fresh one replaces it: Chromium's memory only grows."""
+"""Pages a browser serves before a fresh one replaces it (sooner if it outgrows
+`DEFAULT_BROWSER_MAX_MB`): Chromium's memory only grows."""
+DEFAULT_BROWSER_MAX_MB: Final = 1_024
+"""Resident memory (of the browser's whole process group) past which it is replaced."""
+MEMORY_CHECK_PAGES: Final = 20
+"""Pages between two readings of a browser's memory (each reads /proc)."""
 BROWSER_START_TIMEOUT_S: Final = 30.0
 BROWSER_CLOSE_TIMEOUT_S: Final = 5.0
 BLOCKED_URLS: Final = tuple(
@@ -217,6 +222,23 @@ def reap_orphans(root: Path) -> int:
             if not _owner_alive(directory.name):
                 shutil.rmtree(directory, ignore_errors=True)
     return killed
+
+
+def group_rss_mb(pgid: int) -> float:
+    """The resident memory of the processes of process group ``pgid``, in MiB."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:
+                continue
+            total += int((entry / "statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+    return total * page / 2**20
 
 
 def _chromium_args(executable: str, user_data: Path) -> list[str]:
@@ -377,18 +399,24 @@ class BrowserFetcher:
         pages: int = DEFAULT_BROWSER_PAGES,
         pages_per_context: int = DEFAULT_PAGES_PER_CONTEXT,
         pages_per_browser: int = DEFAULT_PAGES_PER_BROWSER,
+        browser_max_mb: float = DEFAULT_BROWSER_MAX_MB,
+        memory_check_pages: int = MEMORY_CHECK_PAGES,
     ) -> None:
         self.http, self.config, self.root, self.executable = http, config, root, executable
         self.wait = wait
         self.pages_per_context = pages_per_context
         self.pages_per_browser = pages_per_browser
+        self.browser_max_mb = browser_max_mb
+        self.memory_check_pages = memory_check_pages
         self._slots = anyio.Semaphore(pages)
         self._lock = anyio.Lock()
         self._pw: Playwright | None = None
         self._browser: _Browser | None = None
         self._context: _Context | None = None
         self._browsers: set[_Browser] = set()
-        self._held: dict[int, _Tab] = {}
+        self._held: dict[int, tuple[_Tab, int]] = {}
+        """The open pages given with results, by result: their tab and the anyio task
+        that fetched them (`release_task`)."""
         self._launches = itertools.count()
         self._mark = owner_mark()
         self._guard: GuardedResolver | None = None
@@ -446,14 +474,24 @@ class BrowserFetcher:
     def page_for(self, result: FetchResult) -> Page | None:
         """The live page ``result`` was read from, until `release` (None for a result
         without one: an error, an HTTP error status, a handed-over redirect)."""
-        tab = self._held.get(id(result))
-        return None if tab is None else tab.page
+        held = self._held.get(id(result))
+        return None if held is None else held[0].page
 
     async def release(self, result: FetchResult) -> None:
         """Be done with the page of ``result`` (if it has one), even when cancelled."""
-        tab = self._held.pop(id(result), None)
-        if tab is not None:
-            await self._done_with(tab)
+        held = self._held.pop(id(result), None)
+        if held is not None:
+            await self._done_with(held[0])
+
+    async def release_task(self) -> None:
+        """Be done with every page the current anyio task still holds: what a task that
+        ended between a fetch and its parse (a lost lease, a server error) left open would
+        otherwise keep its slot for good."""
+        me = anyio.get_current_task().id
+        for key, (tab, task) in list(self._held.items()):
+            if task == me:
+                del self._held[key]
+                await self._done_with(tab)
 
     async def fetch(
         self,
@@ -496,7 +534,7 @@ class BrowserFetcher:
             await self._done_with(tab, context, broken=True)
             raise
         if result.error is None and 200 <= result.status < 400 and not result.handed_over:
-            self._held[id(result)] = tab
+            self._held[id(result)] = (tab, anyio.get_current_task().id)
         else:
             await self._done_with(tab)
         return result
@@ -647,7 +685,7 @@ class BrowserFetcher:
             browser = self._browser
             if browser is None:
                 raise RuntimeError("BrowserFetcher.fetch called outside `async with`")
-            if browser.served >= self.pages_per_browser:
+            if browser.served >= self.pages_per_browser or await self._too_big(browser):
                 # Retired: closed with its last page (now, if none is open).
                 self._browser, old = None, self._context
                 if old is not None:
@@ -666,6 +704,14 @@ class BrowserFetcher:
             browser.served += 1
             browser.open += 1
             return context
+
+    async def _too_big(self, browser: _Browser) -> bool:
+        """Whether ``browser`` has grown past ``browser_max_mb`` (read every
+        ``memory_check_pages`` pages)."""
+        if not browser.served or browser.served % self.memory_check_pages:
+            return False
+        rss = await anyio.to_thread.run_sync(group_rss_mb, browser.process.pid)
+        return rss > self.browser_max_mb
 
     async def _new_context(self, browser: _Browser) -> _Context:
         config = self.config
@@ -762,6 +808,7 @@ __all__ = [
     "BLOCKED_URLS",
     "BROWSERS_DIR",
     "CHROMIUM_ENV",
+    "DEFAULT_BROWSER_MAX_MB",
     "DEFAULT_BROWSER_PAGES",
     "DEFAULT_PAGES_PER_BROWSER",
     "DEFAULT_PAGES_PER_CONTEXT",
@@ -770,6 +817,7 @@ __all__ = [
     "browser_wanted",
     "check_browser_support",
     "find_chromium",
+    "group_rss_mb",
     "marked_processes",
     "owner_mark",
     "reap_orphans",

@@ -646,6 +646,8 @@ class Worker:
                 )
             raise
         finally:
+            if self._browser is not None:  # a page left open by a step cut short
+                await self._browser.release_task()
             self._in_flight.pop(lease.entry_id, None)
             self._leases.pop(lease.entry_id, None)
             self._fresh.pop(lease.entry_id, None)
