@@ -201,6 +201,8 @@ _OPTIONS: dict[str, str] = {
     "retry_on": "--retry-on",
     "backoff_base_s": "--backoff-base",
     "backoff_cap_s": "--backoff-cap",
+    "circuit_failures": "--circuit-failures",
+    "circuit_cooldown_s": "--circuit-cooldown",
     "allow_private": "--allow-private",
 }
 """Setting (dotted path into :class:`JobConfig`) -> the ``crawl`` option that sets it; a

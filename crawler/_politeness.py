@@ -151,12 +151,14 @@ class HostSlot(msgspec.Struct, frozen=True):
 class _Waiters:
     """This process's tasks after one host: the lock's holder polls Redis for all of them."""
 
-    __slots__ = ("lock", "released", "users")
+    __slots__ = ("lock", "released", "users", "waiting")
 
     def __init__(self) -> None:
         self.lock = anyio.Lock()
         self.released = anyio.Event()
         self.users = 0
+        self.waiting = 0
+        """Of the users, those still waiting for their slot."""
 
     def wake(self) -> None:
         # Only the lock's holder ever waits for a release: no holder, no event to replace.
@@ -192,6 +194,12 @@ class PolitenessGate:
         """Slots done with and not freed yet (token -> host), while `free_loop` runs."""
         self._to_free_added: anyio.Event | None = None
         """Set when a slot is added to ``_to_free``: made by `free_loop`, which waits on it."""
+        self.waiting = 0
+        """This gate's requests waiting for a slot, on every host."""
+        self.busy_at = self.politeness.per_host
+        """A host is busy (`busy_hosts`) once this many of the gate's requests wait for it."""
+        self._eased = anyio.Event()
+        self._queued = anyio.Event()
 
     @asynccontextmanager
     async def slot(self, host: str) -> AsyncIterator[HostSlot]:
@@ -205,7 +213,19 @@ class PolitenessGate:
         waiters = self._waiters.get(host) or self._waiters.setdefault(host, _Waiters())
         waiters.users += 1
         try:
-            yield HostSlot(host, await self._acquire(host, token, waiters))
+            waiters.waiting += 1
+            self.waiting += 1
+            self._queued.set()
+            self._queued = anyio.Event()
+            try:
+                at_ms = await self._acquire(host, token, waiters)
+            finally:
+                waiters.waiting -= 1
+                self.waiting -= 1
+                if waiters.waiting == self.busy_at - 1:
+                    self._eased.set()
+                    self._eased = anyio.Event()
+            yield HostSlot(host, at_ms)
         except BaseException:
             # A cancelled acquire may have taken a slot before its reply was lost, so free
             # it; but the error in flight says more than a failed release would, and an
@@ -226,6 +246,19 @@ class PolitenessGate:
             waiters.users -= 1
             if not waiters.users:
                 del self._waiters[host]
+
+    def busy_hosts(self) -> set[str]:
+        """Hosts for which at least `busy_at` of this gate's requests wait for a slot: one
+        more request to them would only wait too (see `TaskQueue.claim_around`)."""
+        return {host for host, w in self._waiters.items() if w.waiting >= self.busy_at}
+
+    async def eased(self) -> None:
+        """Return once a busy host (`busy_hosts`) is busy no more."""
+        await self._eased.wait()
+
+    async def queued(self) -> None:
+        """Return once one more of this gate's requests waits for a slot (`waiting`)."""
+        await self._queued.wait()
 
     async def set_delay(self, host: str, seconds: float) -> None:
         """Space request starts to ``host`` by at least ``seconds``, in every worker.

@@ -49,7 +49,7 @@ from collections.abc import (
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar, get_args
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urljoin
 
 import msgspec
 from selectolax.lexbor import LexborHTMLParser
@@ -97,6 +97,9 @@ class Follow(msgspec.Struct, frozen=True):
       generator, or a plain generator), called with the response (``self.parse_item``
       is taken as its name);
     * ``data``: a dict the callback gets as ``response.data`` (msgpack- and JSON-encodable);
+    * ``meta``: a dict the callback gets as ``response.meta`` (Scrapy's ``Request.meta``,
+      encodable as ``data`` is), and ``cb_kwargs``: keyword arguments the callback is
+      called with (Scrapy's ``Request.cb_kwargs``), ``parse_item(response, sku="7")``;
     * ``method`` (GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS), ``body`` (bytes, or text
       sent as UTF-8) and ``headers`` (sent over the job's default headers);
     * ``form``: fields sent URL-encoded as the body, with that Content-Type, as a POST
@@ -117,6 +120,8 @@ class Follow(msgspec.Struct, frozen=True):
     body: bytes | str | None = None
     form: Mapping[str, str | Sequence[str]] | None = None
     headers: Mapping[str, str] | None = None
+    meta: dict[str, Any] | None = None
+    cb_kwargs: dict[str, Any] | None = None
 
     def spec(self) -> RequestSpec | None:
         """The task's `RequestSpec` of a checked Follow (`check_output`); None for a plain
@@ -131,6 +136,8 @@ class Follow(msgspec.Struct, frozen=True):
             method=self.method or "GET",
             body=body or None,
             headers=dict(self.headers) if self.headers else None,
+            meta=self.meta or None,
+            cb_kwargs=self.cb_kwargs or None,
         )
         return None if spec == _PLAIN else spec
 
@@ -144,11 +151,13 @@ class NextPage(msgspec.Struct, frozen=True):
     Always a GET, whatever the task's first request was (the next page of a search posted
     as a form is a link), with the task's headers, parsed by the task's callback. Its
     ``response.data`` is ``data`` if given (kept in the checkpoint, so a resume has it),
-    else the task's."""
+    else the task's; so are its ``response.meta`` and the callback's ``cb_kwargs``."""
 
     url: str
     cursor: str | None = None
     data: dict[str, Any] | None = None
+    meta: dict[str, Any] | None = None
+    cb_kwargs: dict[str, Any] | None = None
 
 
 Output = Item | Follow | NextPage
@@ -160,11 +169,16 @@ class Response:
 
     __slots__ = (
         "_base",
+        "_encoding",
         "_once",
+        "_request",
         "_selector",
+        "_spec",
+        "_task_url",
         "_text",
         "body",
         "browser_page",
+        "cb_kwargs",
         "content_type",
         "data",
         "depth",
@@ -172,6 +186,7 @@ class Response:
         "elapsed_ms",
         "headers",
         "link_rules",
+        "meta",
         "page",
         "resume",
         "status",
@@ -195,6 +210,10 @@ class Response:
         once: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]],
         link_rules: LinkRules | None = None,
         browser_page: Any = None,
+        spec: RequestSpec | None = None,
+        task_url: str | None = None,
+        meta: dict[str, Any] | None = None,
+        cb_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.url, self.status, self.headers, self.body = url, status, headers, body
         self.browser_page = browser_page
@@ -209,8 +228,21 @@ class Response:
         to this page (``{}`` without any)."""
         self.content_type = headers.get("content-type", "").split(";")[0].strip().lower()
         """The media type, lowercase, without parameters ("" without a Content-Type)."""
+        # ``meta``, ``cb_kwargs``: a NextPage's own (from its checkpoint), over the task's.
+        if meta is None and spec is not None:
+            meta = spec.meta
+        if cb_kwargs is None and spec is not None:
+            cb_kwargs = spec.cb_kwargs
+        self.meta: dict[str, Any] = dict(meta or {})
+        """The ``meta`` of the `Follow` that made this task, or of the `NextPage` that led to
+        this page (``{}`` without any), as Scrapy's ``response.meta``."""
+        self.cb_kwargs: dict[str, Any] = dict(cb_kwargs or {})
+        """The keywords the callback is called with (the `Follow`'s or `NextPage`'s)."""
+        self._spec, self._task_url = spec, task_url
+        self._request: Follow | None = None
         self._once = once
         self._text: str | None = None
+        self._encoding: str | None = None
         self._base: URL | None = None
         self._selector: Selector | None = None
         self.link_rules = link_rules
@@ -219,9 +251,13 @@ class Response:
         """Links `follow_all` (or the default spider) left out by a rule, by reason: counted
         in the page's ``dropped`` reasons with the worker's own."""
 
+    def __repr__(self) -> str:
+        return f"<{self.status} {self.url}>"
+
     @property
     def charset(self) -> str | None:
-        """The charset the Content-Type header names, if any."""
+        """The charset the Content-Type header names, if any (`encoding` is what the body
+        is decoded with)."""
         for part in self.headers.get("content-type", "").split(";")[1:]:
             name, _, value = part.strip().partition("=")
             if name.lower() == "charset" and value:
@@ -229,14 +265,81 @@ class Response:
         return None
 
     @property
+    def encoding(self) -> str:
+        """The body's encoding, found as Scrapy finds it (w3lib's rules): a BOM, else the
+        Content-Type header's charset, else the body's own declaration (``<meta charset>``,
+        ``<meta http-equiv>``, ``<?xml encoding?>``), else the first of ASCII, UTF-8 and
+        cp1252 that decodes it (Scrapy 2.19 guesses with charset-normalizer there, which a
+        worker does not load)."""
+        if self._encoding is None:
+            self._decode()
+            assert self._encoding is not None
+        return self._encoding
+
+    @property
     def text(self) -> str:
-        """The body decoded with the header's charset (else UTF-8), never raising."""
+        """The body decoded with its `encoding`, never raising (what cannot be decoded
+        becomes U+FFFD); what ``css``, ``xpath`` and ``selector`` read."""
         if self._text is None:
-            try:
-                self._text = self.body.decode(self.charset or "utf-8", errors="replace")
-            except (LookupError, UnicodeError):  # unknown, or a codec that cannot replace
-                self._text = self.body.decode("utf-8", errors="replace")
+            self._decode()
+            assert self._text is not None
         return self._text
+
+    def _decode(self) -> None:
+        # As Scrapy's TextResponse: the declared encoding (BOM, header, body) if any, else
+        # the one w3lib infers; the text is w3lib's decoding with it. Imported here: the
+        # default spider never decodes a page as a whole.
+        from w3lib.encoding import (
+            html_body_declared_encoding,
+            html_to_unicode,
+            http_content_type_encoding,
+            read_bom,
+        )
+
+        body = self.body
+        try:
+            encoding = (
+                read_bom(body)[0]
+                or http_content_type_encoding(self.headers.get("content-type", ""))
+                or html_body_declared_encoding(body)
+            )
+            if encoding is None:
+                encoding = html_to_unicode(
+                    self.headers.get("content-type"),
+                    body,
+                    default_encoding=_DEFAULT_ENCODING,
+                    auto_detect_fun=_auto_detect,
+                )[0]
+            text = html_to_unicode(f"charset={encoding}", body)[1]
+        except (LookupError, UnicodeError):  # a codec that is no text encoding (``idna``)
+            encoding, text = "utf-8", body.decode("utf-8", errors="replace")
+        self._encoding, self._text = encoding, text
+
+    def urljoin(self, url: str) -> str:
+        """``url`` resolved against the page (its ``<base href>`` first), as Scrapy's
+        ``response.urljoin``."""
+        return urljoin(str(self.base_url), url)
+
+    @property
+    def request(self) -> Follow:
+        """The request this page answers, as a `Follow` (Scrapy's ``response.request``):
+        its URL (the task's, or the `NextPage`'s), method, body, headers, callback, data,
+        ``meta`` and ``cb_kwargs``."""
+        if self._request is None:
+            spec, resume = self._spec, self.resume
+            ahead = resume.url if resume is not None and resume.url else None
+            first = spec is not None and ahead is None  # only the first page has its body
+            self._request = Follow(
+                ahead or self._task_url or self.url,
+                callback=spec.callback if spec is not None else None,
+                data=self.data or None,
+                method=_method(spec.method) if first and spec is not None else "GET",
+                body=spec.body if first and spec is not None else None,
+                headers=spec.headers if spec is not None else None,
+                meta=self.meta or None,
+                cb_kwargs=self.cb_kwargs or None,
+            )
+        return self._request
 
     def json(self) -> Any:
         """The body parsed as JSON (a `msgspec.DecodeError` if it is not JSON)."""
@@ -370,6 +473,28 @@ class Response:
         ("uncertain action") for a person to decide, since it may or may not have run.
         """
         return await self._once(action_id, action)  # type: ignore[no-any-return]
+
+
+_DEFAULT_ENCODING: Final = "ascii"
+"""Scrapy's default encoding of a text response (w3lib reads ASCII as cp1252)."""
+_DETECTED: Final = ("ascii", "utf-8", "cp1252")
+"""What a body without a declared encoding is tried as, in order (Scrapy's)."""
+
+
+def _auto_detect(body: bytes) -> str | None:
+    from w3lib.encoding import resolve_encoding
+
+    for encoding in _DETECTED:
+        try:
+            body.decode(encoding)
+        except UnicodeError:
+            continue
+        return resolve_encoding(encoding)
+    return None
+
+
+def _method(name: str) -> Method:
+    return name if name in METHODS else "GET"  # type: ignore[return-value]
 
 
 @functools.lru_cache(maxsize=256)
@@ -550,7 +675,7 @@ async def spider_outputs(
     from 0: from an async generator (the API) or, as a Scrapy habit, a plain generator or
     list."""
     method = spider.parse if callback is None else getattr(spider, callback)
-    produced: Any = method(response)
+    produced: Any = method(response, **response.cb_kwargs)
     if hasattr(produced, "__aiter__"):
         index = 0
         async for output in produced:
@@ -600,6 +725,8 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
         and output.body is None
         and output.form is None
         and output.headers is None
+        and output.meta is None
+        and output.cb_kwargs is None
     ):
         return output
     where = f"spider {spider} on {url}: output {index}"
@@ -608,6 +735,12 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
         key = key if isinstance(key, str) and key else f"{url}#{index}"
         output = Item(key, dict(output))
     elif not isinstance(output, Item | Follow | NextPage):
+        if _is_scrapy_request(output):
+            raise SpiderOutputError(
+                f"{where} is a Scrapy {type(output).__name__} ({_shown(output)}): a crawlog "
+                "spider yields response.follow(url, callback=..., meta=..., cb_kwargs=...) "
+                "instead, a Follow"
+            )
         raise SpiderOutputError(
             f"{where} is {_shown(output)} ({type(output).__name__}): expected an Item, "
             "a Follow, a NextPage or a dict"
@@ -623,11 +756,20 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
         checked: Output = _decoders[kind].decode(_msgpack.encode(output))
         if isinstance(checked, Item):
             _json.encode(checked.data)
-        elif checked.data is not None:
-            _json.encode(checked.data)  # the checkpoint's, archived as JSON too
+        else:  # the checkpoint's, archived as JSON too
+            _json.encode([checked.data, checked.meta, checked.cb_kwargs])
     except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
         raise SpiderOutputError(f"{where}, {_shown(output)}, cannot be logged: {exc}") from None
     return checked
+
+
+def _is_scrapy_request(output: object) -> bool:
+    """Whether ``output`` is a ``scrapy.Request`` (or a subclass, a ``FormRequest``): told
+    by its classes' modules, since a worker never imports Scrapy."""
+    return any(
+        cls.__module__.partition(".")[0] == "scrapy" and cls.__name__ == "Request"
+        for cls in type(output).__mro__
+    )
 
 
 class _FollowCore(msgspec.Struct, frozen=True):
@@ -658,15 +800,9 @@ def _checked_follow(output: Follow, where: str) -> Follow:
         raise refused(f"callback {callback!r} is not a method name (a str such as 'parse_item')")
     if method is not None and method not in METHODS:
         raise refused(f"method {method!r} is not one of {', '.join(sorted(METHODS))}")
-    data = output.data
-    if data is not None:
-        if not isinstance(data, Mapping):
-            raise refused(f"data must be a dict, not {type(data).__name__}")
-        try:
-            data = _data_decoder.decode(_msgpack.encode(dict(data)))
-            _json.encode(data)
-        except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
-            raise refused(f"data cannot be carried by its task: {exc}") from None
+    data = _carried("data", output.data, refused)
+    meta = _carried("meta", output.meta, refused)
+    cb_kwargs = _carried("cb_kwargs", output.cb_kwargs, refused)
     body = output.body
     if body is not None and not isinstance(body, bytes | str):
         raise refused(f"body must be bytes or str, not {type(body).__name__}")
@@ -690,7 +826,26 @@ def _checked_follow(output: Follow, where: str) -> Follow:
         method=method,
         body=body.encode() if isinstance(body, str) else body,
         headers=headers,
+        meta=meta,
+        cb_kwargs=cb_kwargs,
     )
+
+
+def _carried(
+    name: str, value: object, refused: Callable[[str], SpiderOutputError]
+) -> dict[str, Any] | None:
+    """A Follow's ``data``, ``meta`` or ``cb_kwargs`` as its task carries it (msgpack in
+    the lane and the log, JSON in the archive), else why it cannot be."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise refused(f"{name} must be a dict, not {type(value).__name__}")
+    try:
+        carried = _data_decoder.decode(_msgpack.encode(dict(value)))
+        _json.encode(carried)
+    except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
+        raise refused(f"{name} cannot be carried by its task: {exc}") from None
+    return carried
 
 
 def _checked_headers(
@@ -778,7 +933,10 @@ def load_spider(path: str | None) -> Spider:
     module = _import_file(path, Path(source)) if _is_file(source) else _import(path, source)
     cls = getattr(module, class_name, None)
     if not isinstance(cls, type) or not hasattr(cls, "parse"):
-        raise ConfigError(f"--spider {path!r}: {source} has no spider class {class_name}")
+        raise ConfigError(
+            f"--spider {path!r}: {source} has no spider class {class_name}; "
+            + _classes_hint(module, source)
+        )
     try:
         spider = cls()
     except Exception as exc:
@@ -788,6 +946,23 @@ def load_spider(path: str | None) -> Spider:
 
     pipeline_of(spider)  # and so is a bad pipeline
     return spider  # type: ignore[no-any-return]
+
+
+def _classes_hint(module: ModuleType, source: str) -> str:
+    """The spider classes ``module`` has (those with a ``parse``), else the classes it
+    defines, as the end of the error of a ``--spider`` naming none of them."""
+    classes = [
+        (name, value)
+        for name, value in vars(module).items()
+        if isinstance(value, type) and not name.startswith("_")
+    ]
+    spiders = sorted(n for n, c in classes if hasattr(c, "parse") and c is not Spider)
+    if spiders:
+        return f"its spider classes: {', '.join(spiders)}"
+    own = sorted(n for n, c in classes if c.__module__ == module.__name__)
+    if own:
+        return f"it has no spider class (one with a parse method), only {', '.join(own)}"
+    return "it defines no class: a spider is a class with a parse method (see docs/spiders.md)"
 
 
 def spider_path(path: str | None) -> str | None:

@@ -35,6 +35,7 @@ from yarl import URL
 from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S, PAST_MAX_PAGES
+from crawler._fair_claims import LEASES_PER_PLACE, ClaimPause, busy_sites, first_of
 from crawler._fetch_spec import (
     ERROR_INVALID_REDIRECT,
     ERROR_INVALID_URL,
@@ -97,6 +98,7 @@ from eventlog import (
     Durability,
     Evidence,
     ItemScraped,
+    Journal,
     Lease,
     LeaseLost,
     PageFetched,
@@ -214,11 +216,12 @@ def worker_queue(
     *,
     observer: QueueObserver | None = None,
     durability: Durability = DEFAULT_DURABILITY,
+    journal: Journal | None = None,
 ) -> TaskQueue:
     """The queue a worker ``name`` of ``job`` works through: its lease time and whether it
     records events come from the job's ``config``; ``observer`` is told of its calls (the
     worker's metrics); ``durability``: when a checkpoint counts as written
-    (`TaskQueue.durability`)."""
+    (`TaskQueue.durability`); ``journal``: where its writes go first (`TaskQueue.journal`)."""
     return TaskQueue(
         redis,
         job,
@@ -227,6 +230,7 @@ def worker_queue(
         record_events=config.record_events,
         observer=observer,
         durability=durability,
+        journal=journal,
     )
 
 
@@ -312,6 +316,7 @@ class Worker:
         """The same for every taken-back lease not renewed since (one time for all of them
         rather than 100,000 entries in ``_fresh``)."""
         self._capacity = anyio.Event()
+        self._claim_pause = ClaimPause()
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._resolved = ResolvedUrls()
         self._backlog: deque[Lease] = deque()
@@ -366,6 +371,10 @@ class Worker:
             anyio.create_task_group() as background,
         ):
             await self.queue.ensure_groups()
+            # Before any claim: what this name wrote and was never acknowledged goes first.
+            flushed = await self.queue.flush_journal()
+            if flushed.total:
+                log.info("%s flushed its journal: %s", self.name, msgspec.structs.asdict(flushed))
             self.controls = await read_controls(self.redis, self.keys)
             background.start_soon(self._control_loop)
             background.start_soon(self._renew_loop)
@@ -413,17 +422,31 @@ class Worker:
                 with anyio.move_on_after(CONTROL_POLL_S):
                     await (self._fetcher_open if self._resumed.is_set() else self._resumed).wait()
                 continue
-            free = self.concurrency - len(self._in_flight)
+            # A task waiting for its host's politeness slot takes no place (sharing claims
+            # between sites), up to a bound on the leases one worker holds.
+            free = min(
+                self.concurrency - len(self._in_flight) + self.gate.waiting,
+                LEASES_PER_PLACE * self.concurrency - len(self._in_flight),
+            )
             if free <= 0 or self.controls.job_paused:
                 with anyio.move_on_after(CONTROL_POLL_S):
-                    await self._capacity.wait()
+                    await first_of(self._capacity.wait, self.gate.queued)
                 continue
             if self._backlog:
                 for _ in range(min(free, len(self._backlog))):
                     self._start(tasks, self._backlog.popleft())
                 continue
             sent = time.monotonic()
-            leases = await self._claim_unless_done(free)
+            busy = self._busy_sites()
+            leases: list[Lease] | None
+            if busy:
+                if wait := self._claim_pause.wait_s(time.monotonic()):
+                    with anyio.move_on_after(wait):
+                        await first_of(self.stopping.wait, self.gate.eased)
+                    continue
+                leases = await self._claim_around(free, busy)
+            else:
+                leases = await self._claim_unless_done(free)
             if leases is None:
                 return
             for lease in leases:
@@ -431,6 +454,24 @@ class Worker:
                 self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
+
+    # --- sharing claims between sites (crawler._fair_claims) ----------------------------
+
+    def _busy_sites(self) -> set[str]:
+        """Sites of tasks in flight whose host has ``per_host`` of our requests waiting."""
+        hosts = self.gate.busy_hosts()
+        return busy_sites({lease.task.site for lease in self._leases.values()}, hosts)
+
+    async def _claim_around(self, free: int, busy: set[str]) -> list[Lease]:
+        """New tasks of sites that are not busy; after none, a pause (`ClaimPause`)."""
+        leases, _moved = await self.queue.claim_around(free, busy)
+        if leases:
+            self._claim_pause.found()
+        else:
+            self._claim_pause.empty(time.monotonic())
+        return leases
+
+    # --- end of sharing claims between sites ----------------------------------------------
 
     async def _claim_unless_done(self, free: int) -> list[Lease] | None:
         """New tasks (the claim waits up to ``IDLE_BLOCK_MS`` for some), or None if, with
@@ -744,7 +785,7 @@ class Worker:
                 # comes from a worker that never saw the page, and carries this instead.
                 await self.queue.keep_evidence(task.task_id, evidence, self._evidence_ttl_ms)
             try:
-                parsed = await self._parse(lease, result, page, resume)
+                parsed = await self._parse(lease, result, page, last)
             except (LeaseLost, UncertainAction):
                 raise
             except Exception as exc:
@@ -789,9 +830,11 @@ class Worker:
                     attempt=task.attempt,
                     cursor=cursor,
                     counts=counts,
+                    meta=nxt.meta,
+                    cb_kwargs=nxt.cb_kwargs,
                 )
                 await self.queue.checkpoint(lease, saved, before=pending)
-                pending, page, url, resume = [], page + 1, nxt.url, cursor
+                pending, page, url, resume, last = [], page + 1, nxt.url, cursor, saved
                 continue
             await self._end(lease, self._task_done(task, f"HTTP {result.status}", counts), pending)
             return
@@ -1033,7 +1076,7 @@ class Worker:
         return True
 
     async def _parse(
-        self, lease: Lease, result: FetchResult, page: int, resume: Cursor | None
+        self, lease: Lease, result: FetchResult, page: int, last: CheckpointSaved | None
     ) -> _Parsed:
         """Let the spider parse the page (if it takes its content type), each output checked
         as it is yielded, its URLs resolved against the page and kept if in scope and depth.
@@ -1042,6 +1085,7 @@ class Worker:
         cannot take: either fails the task, never the worker."""
         task = lease.task
         spec = task.spec
+        resume = last.cursor if last is not None else None
         data = None if spec is None else spec.data
         if resume is not None and resume.data is not None:
             data = resume.data  # a NextPage's own, from the checkpoint it left
@@ -1059,6 +1103,10 @@ class Worker:
             once=self._once_for(lease),
             link_rules=self._rules,
             browser_page=None if self._browser is None else self._browser.page_for(result),
+            spec=spec,
+            task_url=task.url,
+            meta=last.meta if last is not None else None,
+            cb_kwargs=last.cb_kwargs if last is not None else None,
         )
         parsed = _Parsed()
         if result.error is not None or not parses(self._accepted, response.content_type):
@@ -1101,7 +1149,7 @@ class Worker:
                 if (why := self.scope.refusal(resolved, task.depth)) is not None:
                     dropped[why] = dropped.get(why, 0) + 1
                 else:
-                    parsed.next_page = NextPage(resolved, output.cursor, output.data)
+                    parsed.next_page = msgspec.structs.replace(output, url=resolved)
                 continue
             # A plain GET for ``parse`` is passed through as yielded; any other Follow
             # comes back from the check as a new one, in the form its task carries.

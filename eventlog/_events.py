@@ -85,6 +85,10 @@ class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     body: bytes | None = None
     headers: dict[str, str] | None = None
     """Sent with the task's requests, over the fetcher's default headers."""
+    meta: dict[str, Any] | None = None
+    """What the callback gets as ``response.meta`` (None: ``{}``)."""
+    cb_kwargs: dict[str, Any] | None = None
+    """The keywords the callback is called with (None: none)."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -204,6 +208,11 @@ class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint
     attempt: int
     cursor: Cursor
     counts: Counts = Counts()
+    meta: dict[str, Any] | None = None
+    """The next page's ``response.meta`` (``NextPage.meta``; None: the task's own). Beside
+    the cursor, not in it: the state keeps the cursor, and these are the spider's alone."""
+    cb_kwargs: dict[str, Any] | None = None
+    """The next page's callback keywords (``NextPage.cb_kwargs``; None: the task's own)."""
 
 
 class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
@@ -388,6 +397,22 @@ class ActionResolved(TaskEvent, frozen=True, kw_only=True, tag="action.resolved"
     reason: str
 
 
+ORPHANED_REASON: Final = "journalled events orphaned: lease taken over"
+"""The anomaly a `TaskOrphaned` is counted under."""
+
+
+class TaskOrphaned(TaskEvent, frozen=True, kw_only=True, tag="task.orphaned"):
+    """A worker's journalled write (``step``, with ``events`` events) came back from its
+    journal after another worker had taken the task's lease over (``owner``; None: the
+    lease was gone): recorded, never applied. The fold counts it as an anomaly
+    (`ORPHANED_REASON`), so that ``report`` and ``status`` show how many there were."""
+
+    entry_id: str
+    step: str
+    events: int
+    owner: str | None = None
+
+
 AnyEvent: TypeAlias = (
     TaskEnqueued
     | TaskClaimed
@@ -413,6 +438,7 @@ AnyEvent: TypeAlias = (
     | TaskParked
     | ActionResolved
     | TaskReleased
+    | TaskOrphaned
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

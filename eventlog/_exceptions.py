@@ -22,6 +22,7 @@ this tree and the classes in step::
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
     ├── WorkerNameTaken ........ another live process holds this worker name
     ├── JobAlreadyCrawled ...... another live ``crawlog crawl`` runs this job
+    ├── JournalFull ............ a worker's local journal cannot be written (a full disk)
     ├── ProjectorHeld .......... another projector, on any machine, holds the job's lease
     ├── ProjectorLeaseLost ..... a projector stalled past its lease, which another took (or
     │                            committed under) since: it neither commits nor trims
@@ -46,6 +47,8 @@ this tree and the classes in step::
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 class CrawlogError(Exception):
@@ -159,6 +162,20 @@ class JobAlreadyCrawled(CrawlogError):
         self.job = job
         self.pid = pid
         self.since = since
+
+
+class JournalFull(CrawlogError):
+    """The worker's journal cannot be written (the disk is full or not writable): the worker
+    stops taking tasks, as a write it cannot journal could be lost with the store."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(
+            f"cannot write the worker's journal {path}: {reason}; free space on that disk "
+            "(or give the worker another --data-dir), then start it again: its journal is "
+            "flushed before it takes tasks"
+        )
+        self.path = path
+        self.reason = reason
 
 
 class ProjectorHeld(CrawlogError):

@@ -10,9 +10,11 @@ that write nothing unless the caller still owns the entry.
 from __future__ import annotations
 
 import time
+import uuid
 from collections import defaultdict
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Literal, NamedTuple
 
 import msgspec
 import redis.asyncio as aioredis
@@ -32,11 +34,13 @@ from eventlog._events import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskOrphaned,
     TaskPaused,
     TaskReclaimed,
     TaskRetried,
 )
-from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry
+from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError
+from eventlog._journal import Journal, JournalSettle, journal_directory
 from eventlog._keys import (
     LANE_HIGH,
     LANE_NORMAL,
@@ -50,13 +54,14 @@ from eventlog._keys import (
     task_pause_flag,
 )
 from eventlog._keys import action_field as action_field_of
-from eventlog._log import EventLog
+from eventlog._log import EventLog, stream_id_key
 from eventlog._observer import QueueObserver, SettleMode
 from eventlog._replies import PendingEntry, expired_reply, pending_entries, settle_reply
 from eventlog._scripts import (
     CHECKPOINT_VALUES,
     CHECKPOINTS,
     CLAIM,
+    CLAIM_AROUND,
     CLAIM_URL,
     ENQUEUE,
     EXPIRED,
@@ -83,6 +88,16 @@ DEFAULT_RENEW_IDLE_COUNT = 500
 """Idle leases a lane renewed in one call of `TaskQueue.renew_idle`: few enough that one
 call keeps the server only briefly from other workers' commands."""
 PROMOTE_BATCH = 1000
+MAX_SCAN_COUNT = 1000
+"""Log entries a journal flush reads in one call as it looks for its writes."""
+JOURNAL_DROP_EVERY_S = 2.0
+"""How often, at most, a queue with a journal reads the projector's committed position to
+delete the journal segments it committed (one GET, on a settle call)."""
+_ORPHAN_IDS = uuid.UUID("6f7c1d0e-3a52-4c39-9b7e-0d2a5e4f1c88")
+DEFAULT_CLAIM_AROUND_BUDGET = 64
+"""Entries of busy sites one `TaskQueue.claim_around` may move to the end of their lane:
+enough to reach other sites' tasks behind a run of one site's, few enough that one call
+keeps the server only briefly from other workers' commands."""
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
 ActionState = Literal["intended", "done"]
@@ -103,6 +118,67 @@ class Retry(msgspec.Struct, frozen=True, kw_only=True):
     """The attempt the task ended at: a second retry of it is refused."""
     resume_after: str | None = None
     """Stream ID of the checkpoint to resume after; None to start at the first page."""
+
+
+class JournalFlush(msgspec.Struct, frozen=True, kw_only=True):
+    """What a journal flush (`TaskQueue.flush_journal`) did with the writes it found
+    unacknowledged: each is counted once."""
+
+    present: int = 0
+    """Found in the log already (the store had them; the reply was lost with the worker)."""
+    applied: int = 0
+    """Written now: their lease was still the worker's (fenced as any write)."""
+    orphaned: int = 0
+    """Their lease was taken over since: recorded as `TaskOrphaned`, never applied."""
+    skipped: int = 0
+    """Refused as repeats of writes that went through, or parks of tasks resumed since."""
+    unsure: int = 0
+    """Of those not found in the log, how many it could not be searched for: it was
+    trimmed past where they would be (`JournalSettle.after`), so one of them may have gone
+    through before (a worker down longer than the projector's kept tail)."""
+
+    @property
+    def total(self) -> int:
+        return self.present + self.applied + self.orphaned + self.skipped
+
+
+async def flush_journals(
+    redis: aioredis.Redis, job: str | JobKeys, data_dir: Path
+) -> dict[str, JournalFlush]:
+    """Flush the journal every worker of ``job`` left in ``data_dir`` (`flush_journal`, as
+    each worker does at its own start), by worker name: for a crawl to call before any of
+    its workers claims (after ``crawlog restore``, a crawl started with fewer workers than
+    the last). A journal in use is skipped: its live worker flushed it itself."""
+    keys = job if isinstance(job, JobKeys) else JobKeys(job)
+    flushed: dict[str, JournalFlush] = {}
+    workers = data_dir / "workers"
+    names = sorted(p.name for p in workers.iterdir()) if workers.is_dir() else []
+    for name in names:
+        directory = journal_directory(data_dir, name, keys.job)
+        if not directory.is_dir():
+            continue
+        try:
+            journal = Journal(directory)
+        except ConfigError:
+            continue
+        try:
+            flushed[name] = await TaskQueue(redis, keys, name, journal=journal).flush_journal()
+        finally:
+            journal.close()
+    return flushed
+
+
+def orphan_event_id(marker: str) -> str:
+    """The id of the `TaskOrphaned` of a journalled write whose last event is ``marker``:
+    the same on every flush, so that a flush cut short and run again records it once."""
+    return str(uuid.uuid5(_ORPHAN_IDS, marker))
+
+
+class Claimed(NamedTuple):
+    """What `TaskQueue.claim_around` took, and how many entries of busy sites it moved."""
+
+    leases: list[Lease]
+    moved: int
 
 
 class _Resumed(Exception):
@@ -143,6 +219,7 @@ class TaskQueue:
         record_events: bool = True,
         observer: QueueObserver | None = None,
         durability: Durability = DEFAULT_DURABILITY,
+        journal: Journal | None = None,
     ) -> None:
         if not consumer or any(c.isspace() for c in consumer):
             raise ConfigError(f"invalid worker name {consumer!r}: no spaces, not empty")
@@ -162,6 +239,10 @@ class TaskQueue:
         self.durability = durability
         """``replica``: a checkpoint or finish returns once a replica has it too
         (`eventlog._durability`)."""
+        self.journal = journal
+        """Every fenced write is appended here before it is sent (`eventlog._journal`);
+        None: not journalled."""
+        self._journal_checked = 0.0
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
         self._enqueue = redis.register_script(ENQUEUE)
@@ -169,6 +250,7 @@ class TaskQueue:
         self._renew = redis.register_script(RENEW)
         self._renew_idle = redis.register_script(RENEW_IDLE)
         self._claim = redis.register_script(CLAIM)
+        self._claim_around = redis.register_script(CLAIM_AROUND)
         self._pending = redis.register_script(PENDING)
         self._expired = redis.register_script(EXPIRED)
         self._recover = redis.register_script(RECOVER)
@@ -342,6 +424,33 @@ class TaskQueue:
                 if lease is not None:
                     leases.append(lease)
         return leases
+
+    async def claim_around(
+        self,
+        count: int,
+        busy_sites: Collection[str],
+        *,
+        budget: int = DEFAULT_CLAIM_AROUND_BUDGET,
+    ) -> Claimed:
+        """New tasks as `claim` takes them, none of whose site is in ``busy_sites``: an
+        entry of a busy site met on the way is moved to the end of its lane (never leased,
+        nothing logged), up to ``budget`` of them. Never blocks: with entries moved, a
+        blocking read would hand out the very entries just moved."""
+        await self.ensure_groups()
+        with redis_errors("claiming tasks"):
+            moved, reply = await self._claim_around(
+                keys=[*self.keys.lanes, self.keys.ckpt],
+                args=[WORKERS_GROUP, self.consumer, count, budget, *sorted(busy_sites)],
+            )
+        leases = []
+        for lane, entries, resumes in reply:
+            for i, (entry_id, fields) in enumerate(entries):
+                lease = await self._lease(
+                    lane, entry_id, fields, deliveries=1, resume=resumes[i] or b""
+                )
+                if lease is not None:
+                    leases.append(lease)
+        return Claimed(leases, int(moved))
 
     async def pending(self, count: int = 1000) -> list[Lease]:
         """This consumer's own leases (its PEL), with their tasks, without re-delivering them.
@@ -765,18 +874,7 @@ class TaskQueue:
                 raise ValueError(f"event is about task {event.task_id}, lease is {task_id}")
         if task is not None and task.task_id != task_id:
             raise ValueError("a task keeps its task id")
-        dedup, ttl = self.log.dedup_args()
-        keys = [
-            self.keys.tasks(lease.lane),
-            self.keys.events,
-            *dedup,
-            self.keys.ckpt,
-            self.keys.tasks(lane),
-            self.keys.delayed,
-            self.keys.parked,
-            self.keys.actions,
-            self.keys.control,
-        ]
+        ttl, keys = self._settle_keys(lease.lane, lane)
         payload = member or (task_encoder.encode(task) if task is not None else b"")
         if mode == "park" and action is not None:
             action_field, action_value = action
@@ -790,12 +888,19 @@ class TaskQueue:
         ]  # fmt: skip
         for e in written:
             args += (e.event_id, encode(e))
+        journalled = None
+        if self.journal is not None and self.record_events:
+            # Before it is sent: a write the worker dies with, or the store loses, is in it.
+            journalled = self.journal.settle(lease.lane, lane, args[1:])
+            await self.journal.sync()
         with redis_errors("writing a task's progress"):
             if self.durability == "replica" and mode in CONFIRMED_MODES:
                 reply = await run_confirmed(self.redis, self._settle, keys, args)
             else:
                 reply = await self._settle(keys=keys, args=args)
             status, value = settle_reply(reply)
+        if journalled is not None:
+            await self._journal_ack(journalled, status, value)
         if status == "lost":
             raise LeaseLost(lease.entry_id, self.consumer, value.decode() if value else None)
         if status == "resumed":
@@ -805,6 +910,156 @@ class TaskQueue:
         if status == "dup" or not value:
             return None
         return value.decode()
+
+    def _settle_keys(self, lease_lane: int, lane: int) -> tuple[int, list[str]]:
+        """The dedup ttl and the keys of a settle call on an entry of ``lease_lane`` that
+        may requeue to ``lane``."""
+        dedup, ttl = self.log.dedup_args()
+        return ttl, [
+            self.keys.tasks(lease_lane),
+            self.keys.events,
+            *dedup,
+            self.keys.ckpt,
+            self.keys.tasks(lane),
+            self.keys.delayed,
+            self.keys.parked,
+            self.keys.actions,
+            self.keys.control,
+        ]
+
+    # --- the journal -------------------------------------------------------------------
+
+    async def _journal_ack(self, record: JournalSettle, status: str, value: bytes | None) -> None:
+        assert self.journal is not None
+        if status == "ok":
+            self.journal.ack(record.seq, "applied", value.decode() if value else "")
+        elif status == "dup":
+            # Written by an earlier try, at an ID the reply does not say: the log's end now
+            # is after it.
+            self.journal.ack(record.seq, "dup", await self._log_end())
+        else:
+            self.journal.ack(record.seq, "lost" if status == "lost" else "resumed")
+        if time.monotonic() - self._journal_checked >= JOURNAL_DROP_EVERY_S:
+            try:
+                await self.drop_committed_journal()
+            except ServerError:
+                # The write went through: its caller must not hear otherwise. The segments
+                # wait for the next look.
+                self._journal_checked = time.monotonic()
+
+    async def drop_committed_journal(self) -> int:
+        """Delete the journal's segments the projector has committed (by the position it
+        publishes, `read_projector_position`); how many."""
+        if self.journal is None:
+            return 0
+        self._journal_checked = time.monotonic()
+        with redis_errors("reading the projector position"):
+            value = await self.redis.get(self.keys.projector)
+        return self.journal.drop_committed(value.decode() if isinstance(value, bytes) else None)
+
+    async def _log_end(self) -> str:
+        """The ID of the log's last entry ("0-0" if it has none)."""
+        with redis_errors("reading the end of the log"):
+            last = await command(self.redis, "XREVRANGE", self.keys.events, "+", "-", "COUNT", 1)
+        return bytes(last[0][0]).decode() if last else "0-0"
+
+    async def flush_journal(self) -> JournalFlush:
+        """Send what this consumer's journal holds that the store never acknowledged, in the
+        order it was written, before the consumer takes tasks (a restarted worker; a crawl
+        after a restore).
+
+        Each write is looked for in the log first, by its last event's id, from where the
+        log stood when it was journalled (`JournalSettle.after`): one found there went
+        through (its reply was lost) and is not sent again, whatever the dedup window.
+        One not found is sent as it was, fenced as it was: applied if its lease is still
+        this consumer's, recorded once as `TaskOrphaned` (never applied) if another
+        worker took the task over meanwhile. Then the segments the projector has
+        committed are deleted (`drop_committed_journal`).
+        """
+        journal = self.journal
+        if journal is None:
+            return JournalFlush()
+        unsettled = journal.unsettled()
+        end = await self._log_end()
+        if not unsettled:
+            journal.advance(end)
+            await self.drop_committed_journal()
+            return JournalFlush()
+        markers = {record.event_ids[-1] for record in unsettled if record.event_ids}
+        # A flush cut short may have recorded an orphan already: it is not recorded twice.
+        orphans = {orphan_event_id(marker) for marker in markers}
+        start = min((record.after for record in unsettled), key=stream_id_key)
+        found = await self._find_in_log(markers | orphans, start)
+        info = await self.log.stream_info()
+        # Entries were removed (trimmed) before the first one the log holds: a write
+        # journalled before that one may have been among them.
+        trimmed = (0, 0)
+        if info is not None and info.entries_added > info.length:
+            trimmed = stream_id_key(info.first_id or info.last_id)
+        unsure = 0
+        counts = {"present": 0, "applied": 0, "orphaned": 0, "skipped": 0}
+        for record in unsettled:
+            marker = record.event_ids[-1] if record.event_ids else None
+            if marker is not None and marker in found:
+                journal.ack(record.seq, "present", found[marker])
+                counts["present"] += 1
+                continue
+            if marker is not None and orphan_event_id(marker) in found:
+                journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)])
+                counts["orphaned"] += 1
+                continue
+            if trimmed > stream_id_key(record.after):
+                unsure += 1
+            ttl, keys = self._settle_keys(record.lane, record.target_lane)
+            with redis_errors("flushing the worker's journal"):
+                reply = await self._settle(keys=keys, args=[ttl, *record.args])
+            status, value = settle_reply(reply)
+            if status == "ok":
+                journal.ack(record.seq, "applied", value.decode() if value else "")
+                counts["applied"] += 1
+            elif status == "lost":
+                stream_id = await self._record_orphan(record, value, marker)
+                journal.ack(record.seq, "orphaned", stream_id)
+                counts["orphaned"] += 1
+            else:
+                journal.ack(record.seq, "dup" if status == "dup" else "resumed", end)
+                counts["skipped"] += 1
+        journal.advance(await self._log_end())
+        await self.drop_committed_journal()
+        return JournalFlush(**counts, unsure=unsure)
+
+    async def _record_orphan(
+        self, record: JournalSettle, owner: bytes | None, marker: str | None
+    ) -> str:
+        event = TaskOrphaned(
+            event_id=orphan_event_id(marker or f"{self.consumer}|{record.seq}"),
+            actor=self.consumer,
+            task_id=record.task_id,
+            entry_id=record.entry_id,
+            step=record.mode,
+            events=len(record.event_ids),
+            owner=owner.decode() if owner else None,
+        )
+        stream_id = await self.log.append(event)
+        return stream_id or await self._log_end()
+
+    async def _find_in_log(self, event_ids: set[str], after: str) -> dict[str, str]:
+        """The stream IDs of those of ``event_ids`` the log holds after ``after``."""
+        found: dict[str, str] = {}
+        position = after
+        while event_ids - found.keys():
+            try:
+                entries = await self.log.read_after(position, MAX_SCAN_COUNT)
+            except PoisonEntry as poison:
+                position = poison.entry_id  # not a write of ours: the projector moves it aside
+                continue
+            if not entries:
+                break
+            for entry in entries:
+                if entry.event.event_id in event_ids:
+                    found[entry.event.event_id] = entry.stream_id
+            position = entries[-1].stream_id
+        return found
 
     async def action_state(self, task_id: str, action_id: str) -> ActionState | None:
         """The ``ctx.once`` marker of an action: None, "intended" or "done"."""

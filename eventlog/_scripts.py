@@ -826,6 +826,92 @@ redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1
 """
 
+# --- Claiming around busy sites (fair share between sites) -------------------------------
+
+CLAIM_AROUND = """
+-- CLAIM, but an entry whose task's site is one of the busy sites the caller names is not
+-- handed out: it is moved to the end of its own lane (XACK, XDEL, XADD of the same task,
+-- all inside this call, so no lease ever exists for it and nothing is written to the log).
+-- A worker whose tasks of a site already wait for that site's politeness slots names it,
+-- so that its free places go to sites that can be fetched now instead of to more waiting.
+-- Each lane's next entries (up to budget of them) are read first without delivering them:
+-- only busy entries in front of an entry handed out are moved; when every one of them is
+-- busy, they are all moved if the lane goes on past them (so that the next call looks
+-- further), and nothing is written if they are the whole rest of the lane.
+-- KEYS: lanes (the last is the recovery lane), then ckpt.
+-- ARGV: group, consumer, count, budget, then the busy sites (a task's 'site').
+-- Returns {moved, {lane index, entries, ckpt values} triples}.
+local out = {}
+local want = tonumber(ARGV[3])
+local budget = tonumber(ARGV[4])
+local lanes = #KEYS - 1
+local ckpt = KEYS[#KEYS]
+local busy = {}
+for i = 5, #ARGV do busy[ARGV[i]] = true end
+local moved = 0
+local function task_of(payload)
+  local ok, task = pcall(cmsgpack.unpack, payload or '')
+  if ok and type(task) == 'table' then return task end
+  return {}
+end
+local function last_delivered(stream)
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', stream)) do
+    local fields = {}
+    for j = 1, #g, 2 do fields[g[j]] = g[j + 1] end
+    if fields['name'] == ARGV[1] then return fields['last-delivered-id'] end
+  end
+  return '0-0'
+end
+local function read(i, n)
+  if redis.call('EXISTS', KEYS[i]) == 0 then return end
+  local ahead = redis.call('XRANGE', KEYS[i], '(' .. last_delivered(KEYS[i]), '+',
+                           'COUNT', budget)
+  -- How many of the next entries to take: up to the n-th one that is not busy.
+  local take, found = 0, 0
+  for j, entry in ipairs(ahead) do
+    if found >= n then break end
+    local site = task_of(entry[2][2])['site']
+    if not (type(site) == 'string' and busy[site]) then
+      take, found = j, found + 1
+    end
+  end
+  if take == 0 and #ahead >= budget then take = #ahead end
+  if take == 0 then return end
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', take,
+                       'STREAMS', KEYS[i], '>')
+  local entries, values = {}, {}
+  for _, entry in ipairs(r[1][2]) do
+    local payload = entry[2][2]
+    local task = task_of(payload)
+    local site = task['site']
+    if type(site) == 'string' and busy[site] and #entry[2] == 2 then
+      redis.call('XACK', KEYS[i], ARGV[1], entry[1])
+      redis.call('XDEL', KEYS[i], entry[1])
+      redis.call('XADD', KEYS[i], '*', entry[2][1], payload)
+      moved = moved + 1
+    else
+      -- An entry that is not one msgpack task (a poison entry) has no resume point: the
+      -- worker dead-letters it.
+      local id = task['task_id']
+      entries[#entries + 1] = entry
+      values[#entries] = type(id) == 'string' and redis.call('HGET', ckpt, id)
+    end
+  end
+  if #entries > 0 then
+    out[#out + 1] = {i - 1, entries, values}
+    want = want - #entries
+  end
+end
+if want > 0 then
+  read(lanes, math.ceil(want / 4))
+end
+for i = 1, lanes do
+  if want <= 0 then break end
+  read(i, want)
+end
+return {moved, out}
+"""
+
 # -- The projector's lease (eventlog/_projector_lease.py) --------------------------------
 
 PROJECTOR_LEASE_RENEW = """

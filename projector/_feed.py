@@ -10,8 +10,10 @@ rows after the recorded length, which a restart cuts off (truncating ``OUT`` to 
 recorded length) before it writes them again. So after any kill, restarted with the same
 command, the output holds every row exactly once.
 
-The ``items`` view keeps the first item of each key, so an item's key appears once in the
-feed however often pages are redone. Formats:
+The ``item_events`` view keeps the first item of each key, so an item's key appears once
+in the feed however often pages are redone. Items are written as the spider wrote them, or
+in their envelope ``with_meta`` (kept in the position: a feed goes on in the form it
+started in). Formats:
 
 * ``jsonl``: one JSON object per line, as ``crawlog export`` writes them.
 * ``csv``: a header, then a row per item or page. An item's fields are flat, as in the
@@ -20,6 +22,7 @@ feed however often pages are redone. Formats:
   first seen later goes into the ``extra_fields`` column (a JSON object; empty when none).
 * ``parquet``: ``OUT`` is a directory of part files (``part-000001.parquet``...), one per
   batch, each renamed into place whole; a restart removes parts after the recorded count.
+  A part's item columns are its own items' fields (`projector._item_fields`).
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ import msgspec
 from eventlog import ConfigError, CrawlogError, fsync_dir, write_atomic
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 from projector._export import ITEM_LEADING, ITEM_TRAILING, flat_header
+from projector._item_fields import column_names, field_columns
 from projector._state import TERMINAL
 from projector._store import Store
-from projector._views import Committed, NoProjectedData, run_on_committed, sql_string
+from projector._views import ITEM_EVENTS, Committed, NoProjectedData, run_on_committed, sql_string
 
 POSITION_SUFFIX: Final = ".position"
 """The feed's position file is ``OUT`` with this suffix added."""
@@ -65,6 +69,9 @@ class FeedPosition(msgspec.Struct, kw_only=True):
     """Part files written (parquet)."""
     fields: list[str] | None = None
     """The item fields the CSV header has columns for (None until the header is written)."""
+    meta: bool | None = None
+    """Items written in their envelope (``--with-meta``); None: by a feed older than the
+    choice, which always wrote the envelope."""
 
 
 def position_path(out: Path) -> Path:
@@ -79,12 +86,22 @@ class Feed:
     writes what was committed since; `job_ended` says whether every task has ended.
     """
 
-    def __init__(self, store: Store, *, what: ExportWhat, fmt: ExportFormat, out: Path) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        what: ExportWhat,
+        fmt: ExportFormat,
+        out: Path,
+        with_meta: bool = False,
+    ) -> None:
         if what not in EXPORT_WHAT or fmt not in EXPORT_FORMATS:
             raise CrawlogError(f"cannot feed {what!r} as {fmt!r}")
         self.store, self.what, self.fmt, self.out = store, what, fmt, out
+        self.with_meta = with_meta or what == "pages"
+        """Rows in their envelope: the item_events view's (a page is its envelope)."""
         self.position_file = position_path(out)
-        self.position = FeedPosition(job=store.job, what=what, format=fmt)
+        self.position = FeedPosition(job=store.job, what=what, format=fmt, meta=with_meta)
 
     def open(self) -> FeedPosition:
         """Resume from the recorded position (the output cut back to it), or start anew.
@@ -111,6 +128,17 @@ class Feed:
             raise ConfigError(
                 f"{out} is the feed of {position.what} of job {position.job} as "
                 f"{position.format}, not {self.what} of {self.store.job} as {self.fmt}"
+            )
+        enveloped = position.meta is not False  # None: a feed that always wrote envelopes
+        if self.what == "items" and enveloped != self.with_meta:
+            raise ConfigError(
+                f"{out} is a feed of items "
+                + (
+                    "with their meta: add --with-meta"
+                    if enveloped
+                    else "without meta: leave out --with-meta"
+                )
+                + " to go on with it, or remove it and its position to start again"
             )
         if self.fmt == "parquet":
             self._drop_parts_after(position.parts)
@@ -163,12 +191,15 @@ class Feed:
 
     # --- one batch ---------------------------------------------------------------------------
 
-    def _select(self) -> str:
-        """The next batch: the view's rows after the position, in log order."""
+    def _select(self, *, whole: bool = False) -> str:
+        """The next batch: the view's rows after the position, in log order (``whole``:
+        with ``stream_ms`` and ``stream_seq``)."""
         ms, _, seq = self.position.stream_id.partition("-")
         after = f"stream_ms > {int(ms)} OR (stream_ms = {int(ms)} AND stream_seq > {int(seq or 0)})"
+        view = ITEM_EVENTS if self.what == "items" else self.what
         return (
-            f"SELECT * EXCLUDE (stream_ms, stream_seq) FROM {self.what} WHERE {after} "
+            f"SELECT {'*' if whole else '* EXCLUDE (stream_ms, stream_seq)'} FROM {view} "
+            f"WHERE {after} "
             f"ORDER BY stream_ms, stream_seq LIMIT {FEED_BATCH}"
         )
 
@@ -193,9 +224,11 @@ class Feed:
         return len(records)
 
     def _parquet_batch(self, committed: Committed) -> int:
-        con, select = committed.con, self._select()
+        con, select = committed.con, self._select(whole=not self.with_meta)
         # The batch is one table, so that the part and the position it records agree.
         con.execute(f"CREATE OR REPLACE TEMP TABLE feed_batch AS {select}")
+        columns = "*" if self.with_meta else ", ".join(field_columns(con, "feed_batch"))
+        part_rows = f"SELECT {columns} FROM feed_batch"  # in log order, as inserted
         last = con.execute(
             "SELECT count(*), (SELECT stream_id FROM feed_batch ORDER BY "
             "CAST(split_part(stream_id, '-', 1) AS BIGINT) DESC, "
@@ -207,7 +240,9 @@ class Feed:
         self.out.mkdir(parents=True, exist_ok=True)
         part = self.out / PART_FORMAT.format(self.position.parts + 1)
         tmp = part.with_name(f".{part.name}.tmp")
-        con.execute(f"COPY feed_batch TO {sql_string(str(tmp))} (FORMAT parquet, COMPRESSION zstd)")
+        con.execute(
+            f"COPY ({part_rows}) TO {sql_string(str(tmp))} (FORMAT parquet, COMPRESSION zstd)"
+        )
         with tmp.open("rb") as written:
             os.fsync(written.fileno())
         os.replace(tmp, part)
@@ -233,6 +268,8 @@ class Feed:
                 path.unlink()
 
     def _jsonl(self, records: list[dict[str, Any]]) -> bytes:
+        if not self.with_meta:  # each item's own object, as the log holds it
+            return "".join(f"{record['data']}\n" for record in records).encode()
         lines = []
         for record in records:
             if "data" in record and isinstance(record["data"], str):
@@ -255,20 +292,24 @@ class Feed:
                 if isinstance(data, dict):
                     seen.update(dict.fromkeys(data))
             self.position.fields = list(seen)
-            header = flat_header(self.position.fields)
-            cut = len(header) - len(ITEM_TRAILING)
-            writer.writerow([*header[:cut], EXTRA_FIELDS, *header[cut:]])
+            if self.with_meta:
+                header = flat_header(self.position.fields)
+                cut = len(header) - len(ITEM_TRAILING)
+                writer.writerow([*header[:cut], EXTRA_FIELDS, *header[cut:]])
+            else:
+                writer.writerow([*column_names(self.position.fields), EXTRA_FIELDS])
         fields = self.position.fields
         known = set(fields)
+        leading, trailing = (ITEM_LEADING, ITEM_TRAILING) if self.with_meta else ((), ())
         for record, data in items:
             data = data if isinstance(data, dict) else {}
             extra = {k: v for k, v in data.items() if k not in known}
             writer.writerow(
                 [
-                    *(_cell(record[c]) for c in ITEM_LEADING),
+                    *(_cell(record[c]) for c in leading),
                     *(_field(data.get(name)) for name in fields),
                     _json.encode(extra).decode() if extra else "",
-                    *(_cell(record[c]) for c in ITEM_TRAILING),
+                    *(_cell(record[c]) for c in trailing),
                 ]
             )
         return text.getvalue().encode()

@@ -26,6 +26,7 @@ from typing import Any
 import msgspec
 
 from eventlog import (
+    ORPHANED_REASON,
     ActionDone,
     ActionIntended,
     ActionResolved,
@@ -48,6 +49,7 @@ from eventlog import (
     TaskEnqueued,
     TaskEvent,
     TaskFailed,
+    TaskOrphaned,
     TaskParked,
     TaskPaused,
     TaskReclaimed,
@@ -506,11 +508,17 @@ def _site_resumed(state: State, event: SiteResumed) -> None:
 def _circuit_opened(state: State, event: CircuitOpened) -> None:
     site = _site(state, event.site)
     site.circuit, site.circuit_reason = CIRCUIT_OPEN, event.reason
+    site.circuit_openings += 1
 
 
 def _circuit_closed(state: State, event: CircuitClosed) -> None:
     site = _site(state, event.site)
     site.circuit, site.circuit_reason = CIRCUIT_CLOSED, event.reason
+
+
+def _orphaned(state: State, event: TaskOrphaned) -> None:
+    # Counted where refused events are: the report and status show anomalies by reason.
+    raise Refused(ORPHANED_REASON, state.tasks.get(event.task_id))
 
 
 def _job_paused(state: State, event: JobPaused) -> None:
@@ -533,6 +541,7 @@ _HANDLERS: dict[type[msgspec.Struct], Handler] = {
     ItemScraped: _item,
     RetryScheduled: _retry_scheduled,
     TaskReleased: _released,
+    TaskOrphaned: _orphaned,
     TaskDone: _done,
     TaskFailed: _failed,
     TaskAborted: _aborted,

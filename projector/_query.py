@@ -24,7 +24,8 @@ import duckdb
 import msgspec
 
 from eventlog import ConfigError, CrawlogError
-from projector._state_tables import register_state, state_views_used
+from projector._item_fields import ITEMS, create_items_view
+from projector._state_tables import register_state, state_views_used, tables_named
 from projector._store import Store
 from projector._views import VIEWS, Committed, duckdb_message, run_on_committed, sql_string
 
@@ -47,12 +48,17 @@ def query(store: Store, sql: str, *, unsafe: bool = False) -> QueryResult:
     if not unsafe:
         check_reading(sql)
     needed = state_views_used(sql)
+    named = tables_named(sql)
+    # Made only for a query that reads it: its columns are found by reading every item.
+    fields = named is None or ITEMS in named
 
     def run(committed: Committed) -> QueryResult:
         con = committed.con
         if needed:
             assert committed.state is not None
             register_state(con, committed.manifest, committed.state, needed)
+        if fields:
+            create_items_view(con)
         if not unsafe:
             _confine(con, store.segment_paths(committed.manifest))
         try:

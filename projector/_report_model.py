@@ -67,6 +67,8 @@ class SiteProgress(msgspec.Struct, frozen=True, kw_only=True):
     paused_reason: str
     circuit: str
     circuit_reason: str
+    circuit_openings: int = 0
+    """Times the site's circuit opened, each holding its pages for a cooldown."""
 
 
 class MinuteCount(msgspec.Struct, frozen=True, kw_only=True):
@@ -291,6 +293,7 @@ def _sites(sites: Iterable[SiteState]) -> list[SiteProgress]:
             paused_reason=site.paused_reason,
             circuit=site.circuit,
             circuit_reason=site.circuit_reason,
+            circuit_openings=site.circuit_openings,
         )
         for site in sorted(sites, key=attrgetter("site"))
     ]

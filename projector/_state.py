@@ -97,6 +97,8 @@ class SiteState(msgspec.Struct, kw_only=True, gc=False):
     failures: int = 0
     dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """URLs its spiders yielded that are not crawled, by reason."""
+    circuit_openings: int = 0
+    """Times its circuit opened (``CircuitOpened``): each held its pages for a cooldown."""
 
 
 class Anomaly(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -176,12 +176,19 @@ def state_views_used(sql: str) -> frozenset[str]:
     the state and building the ``tasks`` table takes seconds. DuckDB's parser (not its
     binder, which would need the tables) gives the names.
     """
+    names = tables_named(sql)
+    # Not one or more plain SELECTs (or not valid SQL): provide everything.
+    return STATE_VIEWS if names is None else STATE_VIEWS & names
+
+
+def tables_named(sql: str) -> frozenset[str] | None:
+    """The tables and views ``sql`` names, lowercase; None when DuckDB's parser cannot
+    tell (not one or more plain SELECTs, or not valid SQL)."""
     with duckdb.connect(":memory:") as parser:
         row = parser.execute("SELECT json_serialize_sql($1)", [sql]).fetchone()
     tree = json.loads(row[0]) if row else {"error": True}
     if tree.get("error"):
-        # Not one or more plain SELECTs (or not valid SQL): provide everything.
-        return STATE_VIEWS
+        return None
     names: set[str] = set()
     nodes: list[Any] = [tree]
     while nodes:
@@ -192,4 +199,4 @@ def state_views_used(sql: str) -> frozenset[str]:
             nodes += node.values()
         elif isinstance(node, list):
             nodes += node
-    return STATE_VIEWS & names
+    return frozenset(names)

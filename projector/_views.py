@@ -6,7 +6,8 @@ runs. Instead every call opens an in-memory DuckDB connection over what one mani
 
 * the archive segments it names, read by ``read_parquet`` from their exact list (never a
   glob: a glob could see a compaction's old and new files at once and count twice), as the
-  views ``events``, ``pages`` and ``items``;
+  views ``events``, ``pages`` and ``item_events`` (and ``items``, made from it by those
+  who read it: `projector._item_fields`);
 * the state it commits (``read_committed``), as Arrow tables ``tasks``, ``sites``,
   ``anomalies`` and ``job`` (``projector._state_tables``).
 
@@ -33,8 +34,11 @@ from projector._store import Manifest, Store
 
 T = TypeVar("T")
 
-VIEWS: Final = ("events", "pages", "items", "tasks", "sites", "anomalies", "job")
+VIEWS: Final = ("events", "pages", "items", "tasks", "sites", "anomalies", "job", "item_events")
 """Every view a query may use, as ``docs/reports.md`` documents them."""
+ITEM_EVENTS: Final = "item_events"
+"""The view of each item key's first ``task.item``, its envelope around the item's ``data``
+(``items``, the item's fields as columns, is made from it: `projector._item_fields`)."""
 
 READ_ATTEMPTS: Final = 3
 """A read that finds a segment gone is tried again on the newer manifest (as many times as
@@ -66,8 +70,8 @@ SELECT p.stream_id, p.stream_ms, p.stream_seq, p.task_id, e.site, p.url, p.statu
 FROM events AS p LEFT JOIN enqueued AS e ON p.task_id = e.task_id
 WHERE p.type = 'task.page'
 """
-_ITEMS_SQL = """
-CREATE VIEW items AS
+_ITEM_EVENTS_SQL = f"""
+CREATE VIEW {ITEM_EVENTS} AS
 SELECT key, task_id, data, actor AS worker, epoch_s, time, stream_id, stream_ms, stream_seq
 FROM events
 WHERE type = 'task.item'
@@ -126,7 +130,7 @@ def _connect(store: Store, manifest: Manifest) -> duckdb.DuckDBPyConnection:
             source = "_no_segments"
         con.execute(f"CREATE VIEW events AS SELECT {_EVENT_COLUMNS_SQL} FROM {source}")
         con.execute(_PAGES_SQL)
-        con.execute(_ITEMS_SQL)
+        con.execute(_ITEM_EVENTS_SQL)
     except BaseException:
         con.close()
         raise

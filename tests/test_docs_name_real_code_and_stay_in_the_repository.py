@@ -70,3 +70,49 @@ def test_the_docs_link_only_to_files_inside_the_repository() -> None:
                 wrong.append(f"{page.relative_to(ROOT)}: {target}")
         wrong += [f"{page.relative_to(ROOT)}: {p}" for p in OUTSIDE_PATH.findall(text)]
     assert not wrong, f"links to nothing, or to files outside the repository: {wrong}"
+
+
+CODE = re.compile(r"`([^`\s]+)`")
+SOURCES = [p for package in ("eventlog", "projector", "crawler") for p in (ROOT / package).rglob("*.py")]
+
+
+def _private_names() -> set[str]:
+    """Every ``_name`` the packages define: module files and top-level or member names."""
+    names = {p.stem for p in SOURCES}
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+    return names
+
+
+def _stale(token: str, files: set[str], private: set[str]) -> bool:
+    if "/" in token and re.fullmatch(r"[\w./-]+", token) and not token.startswith(".."):
+        return not (ROOT / token.rstrip("/")).exists()
+    if re.fullmatch(r"_\w+\.py", token):
+        return token not in files
+    if re.fullmatch(r"_[a-z]\w*(\(\))?", token):
+        return token.removesuffix("()") not in private
+    return False
+
+
+def test_every_file_and_private_name_the_architecture_page_mentions_exists() -> None:
+    text = ARCHITECTURE.read_text()
+    files, private = {p.name for p in SOURCES}, _private_names()
+    stale = sorted({t for t in CODE.findall(text) if _stale(t, files, private)})
+    assert not stale, f"docs/architecture.md mentions files or names that do not exist: {stale}"
+
+
+def test_the_architecture_page_has_a_row_for_every_subpackage() -> None:
+    text = ARCHITECTURE.read_text()
+    packages = sorted(
+        str(init.parent.relative_to(ROOT)) + "/"
+        for package in ("eventlog", "projector", "crawler")
+        for init in (ROOT / package).rglob("__init__.py")
+    )
+    missing = [p for p in packages if f"| `{p}`" not in text]
+    assert not missing, f"docs/architecture.md has no row in its package table for {missing}"

@@ -126,7 +126,9 @@ def exported_item_urls(redis_url: str, job: str, data_dir: Path) -> list[str]:
         crawlog_command("project", *common, "--once"), env=env, capture_output=True, check=True
     )
     out = subprocess.run(
-        crawlog_command("export", *common, "--what", "items", "--format", "jsonl", "-"),
+        crawlog_command(
+            "export", *common, "--what", "items", "--format", "jsonl", "--with-meta", "-"
+        ),
         env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return [json.loads(line)["data"]["url"] for line in out.stdout.splitlines() if line.strip()]

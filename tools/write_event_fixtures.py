@@ -50,6 +50,10 @@ VALUES: dict[str, Any] = {
     "action_id": "send-report-2026-11",
     "result": "sent",
     "decision": "done",
+    "entry_id": "1700000000000-0",
+    "step": "ckpt",
+    "events": 2,
+    "owner": "worker-2",
 }
 
 

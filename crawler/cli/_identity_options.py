@@ -1,6 +1,6 @@
 """``crawl``'s options for the job's HTTP identity and retries: user agent, default headers,
-proxies, timeouts, retries, the statuses retried on and the backoff; and which addresses
-its fetches may reach (``--allow-private``).
+proxies, timeouts, retries, the statuses retried on, the backoff and the circuit breaker;
+and which addresses its fetches may reach (``--allow-private``).
 
 All of them are stored in the job's configuration (`crawler._job.JobConfig`), so every
 worker of the job, and one that resumes it, fetches the same way; ``crawlog worker`` takes
@@ -20,6 +20,7 @@ from crawler._backoff import (
     DEFAULT_MAX_DELAY_S,
     RETRYABLE_STATUSES,
 )
+from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN
 from crawler._fetch_spec import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_READ_TIMEOUT_S,
@@ -44,6 +45,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 MAX_RETRIES = 100
 MAX_TIMEOUT_S = 86_400.0
 MAX_BACKOFF_S = 86_400.0
+MAX_CIRCUIT_FAILURES = 1_000_000
+MAX_CIRCUIT_COOLDOWN_S = 86_400.0
 
 
 class HeaderType(click.ParamType[Header, Any]):
@@ -196,6 +199,24 @@ _OPTIONS: tuple[Callable[[F], F], ...] = (
         help="The most a retry's backoff waits.",
     ),
     click.option(
+        "--circuit-failures",
+        type=click.IntRange(1, MAX_CIRCUIT_FAILURES),
+        default=DEFAULT_FAILURES_TO_OPEN,
+        show_default=True,
+        metavar="N",
+        help="A site's circuit opens after N failed fetches in a row (429, 5xx, network "
+        "errors, timeouts): none of its pages is fetched until --circuit-cooldown has "
+        "passed, then one probe decides.",
+    ),
+    click.option(
+        "--circuit-cooldown",
+        type=click.FloatRange(0, MAX_CIRCUIT_COOLDOWN_S),
+        default=DEFAULT_COOLDOWN_S,
+        show_default=True,
+        metavar="SECONDS",
+        help="How long an open circuit holds its site's pages before the probe (0: probe at once).",
+    ),
+    click.option(
         "--allow-private",
         is_flag=True,
         help="Fetch from loopback, private and link-local addresses too (refused by default "
@@ -216,6 +237,8 @@ PARAMS = (
     "retry_on",
     "backoff_base",
     "backoff_cap",
+    "circuit_failures",
+    "circuit_cooldown",
     "allow_private",
 )
 """The parameters `identity_options` adds, as ``crawl`` receives them."""
@@ -254,5 +277,7 @@ def identity_settings(spider: Spider, values: Mapping[str, Any]) -> dict[str, An
         "retry_on": tuple(values["retry_on"]),
         "backoff_base_s": values["backoff_base"],
         "backoff_cap_s": values["backoff_cap"],
+        "circuit_failures": values["circuit_failures"],
+        "circuit_cooldown_s": values["circuit_cooldown"],
         "allow_private": values["allow_private"],
     }

@@ -68,6 +68,7 @@ from eventlog import (
     answers,
     connect,
     evicting_server,
+    flush_journals,
     hold_job_crawl,
     is_sentinel_url,
     out_of_memory_advice,
@@ -294,6 +295,9 @@ async def run_crawl(
         if durability_in_force() == "replica":
             await require_replica(client, redacted(url))
         queue = TaskQueue(client, job, "crawl")
+        # Before any worker claims: what the job's workers journalled and no store answered
+        # (the workers of the last crawl, however many this one starts).
+        await flush_journals(client, job, data_dir)
         config, new = await _store_and_seed(queue, settings.config, echo)
         most = _most_tasks(config)
         workers = settings.workers if most is None else min(settings.workers, most)

@@ -75,16 +75,20 @@ def _percent(row: Row) -> str:
 
 
 def _flags(row: Row) -> str:
+    flags = []
     if row.counts.site == TOTAL:
         # The sites' own rows say which one is held back.
-        return " [paused]" if row.paused else ""
-    flags = []
-    if row.counts.site_paused:
+        if row.paused:
+            flags.append("paused")
+    elif row.counts.site_paused:
         flags.append("paused")
     elif row.paused:
         flags.append("job paused")
-    if row.counts.circuit_open:
+    if row.counts.circuit_open and row.counts.site != TOTAL:
         flags.append("circuit open")
+    if n := row.counts.circuit_openings:
+        # Each opening held the site's pages for the job's --circuit-cooldown.
+        flags.append("circuit opened once" if n == 1 else f"circuit opened {n} times")
     return f" [{', '.join(flags)}]" if flags else ""
 
 

@@ -124,6 +124,8 @@ def _text_sites(report: Report) -> list[str]:
             flags.append(f"paused ({s.paused_reason})" if s.paused_reason else "paused")
         if s.circuit != "closed":
             flags.append(f"circuit {s.circuit} ({s.circuit_reason})")
+        if s.circuit_openings:
+            flags.append(f"circuit opened {_times(s.circuit_openings)}")
         rows.append(
             [
                 s.site,
@@ -139,7 +141,22 @@ def _text_sites(report: Report) -> list[str]:
         f"Sites: {_n(len(report.sites))}",
         *table_lines(rows, [False, True, True, True, True, True, False], "  "),
         *_more(LISTED, len(report.sites), "sites"),
+        *_circuit_openings(report),
     ]
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{_n(n)} times"
+
+
+def _circuit_openings(report: Report) -> list[str]:
+    """``Circuits opened: N times on M sites``; no line for a job whose circuits never did:
+    each opening held a site's pages for the job's ``--circuit-cooldown``."""
+    opened = [s for s in report.sites if s.circuit_openings]
+    if not opened:
+        return []
+    total = sum(s.circuit_openings for s in opened)
+    return [f"Circuits opened: {_times(total)} on {_count(len(opened), 'site')}"]
 
 
 def _text_throughput(report: Report) -> list[str]:

@@ -307,6 +307,22 @@ SETTINGS: tuple[Setting, ...] = (
         "the most seconds a retry's backoff waits",
     ),
     Setting(
+        "retry.circuit_failures",
+        "CRAWLOG_CIRCUIT_FAILURES",
+        "circuit_failures",
+        ("crawl",),
+        int,
+        "failed fetches of a site in a row that open its circuit",
+    ),
+    Setting(
+        "retry.circuit_cooldown",
+        "CRAWLOG_CIRCUIT_COOLDOWN",
+        "circuit_cooldown",
+        ("crawl",),
+        float,
+        "seconds an open circuit holds its site's pages before one probe",
+    ),
+    Setting(
         "links.allow",
         "CRAWLOG_ALLOW",
         "allow",

@@ -49,13 +49,19 @@ from crawler.cli._options import (
 )
 from crawler.cli._unwritable import said_by_the_crawl, said_once_if_unwritable
 from eventlog import (
+    DEFAULT_JOURNAL_FSYNC,
     DEFAULT_LEASE_MS,
     DEFAULT_RIDE_OUT_S,
+    JOURNAL_FSYNC_ENV,
+    JOURNAL_FSYNC_POLICIES,
     REDIS_URL_ENV,
     JobKeys,
+    Journal,
+    JournalFsync,
     TaskQueue,
     connect,
     ensure_server,
+    journal_directory,
     replica_set_url,
     resolve_data_dir,
     resolve_url,
@@ -343,6 +349,17 @@ def _exit_now(status: int) -> NoReturn:
     show_default=True,
     help="Seconds in-flight tasks get to finish their page on SIGTERM.",
 )
+@click.option(
+    "--fsync",
+    "journal_fsync",
+    type=click.Choice(JOURNAL_FSYNC_POLICIES),
+    default=DEFAULT_JOURNAL_FSYNC,
+    show_default=True,
+    envvar=JOURNAL_FSYNC_ENV,
+    help="When the worker's journal of its writes reaches the disk: before each write is "
+    f"sent (survives a power loss), or when the OS flushes it (survives a kill) [env: "
+    f"{JOURNAL_FSYNC_ENV}, which a crawl's workers inherit].",
+)
 @metrics_options
 @durability_option
 def worker_command(
@@ -353,6 +370,7 @@ def worker_command(
     concurrency: int,
     exit_when_done: bool,
     grace: float,
+    journal_fsync: JournalFsync,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
@@ -400,6 +418,9 @@ def worker_command(
                     config,
                     observer=observer,
                     durability=durability_in_force(),
+                    journal=Journal(
+                        journal_directory(directory, worker_name, job), fsync=journal_fsync
+                    ),
                 ),
             )
             log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)

@@ -27,7 +27,7 @@ from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean, 
 from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
-    from projector import QueryResult, Store
+    from projector import Feed, QueryResult, Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
 FOLLOW_EVERY_S = 1.0
@@ -143,10 +143,12 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
 def sql_command(job: str, data_dir: Path | None, fmt: SqlFormat, unsafe: bool, sql: str) -> None:
     """Run a read-only DuckDB SQL query over the job's views.
 
-    Views: events, pages, items, tasks, sites, anomalies, job (docs/reports.md lists their
-    columns). Works while the crawl runs, on what the projector last committed. Only
-    reading statements run, and they see the job's views and nothing else on the machine
-    (no other file, no network, no extension) unless --unsafe is given.
+    Views: events, pages, items (a column per item field: SELECT url, title FROM items),
+    item_events (each item in its envelope: key, task_id, data, worker, times), tasks,
+    sites, anomalies, job (docs/reports.md lists their columns). Works while the crawl
+    runs, on what the projector last committed. Only reading statements run, and they see
+    the job's views and nothing else on the machine (no other file, no network, no
+    extension) unless --unsafe is given.
     """
     from projector import query
 
@@ -201,6 +203,12 @@ def _cell(value: Any) -> str:
     help="JSON lines, Parquet or CSV with a header.",
 )
 @click.option(
+    "--with-meta",
+    is_flag=True,
+    help="Items in their envelope (key, task_id, worker, times, the item as data) rather "
+    "than as the spider wrote them.",
+)
+@click.option(
     "--follow",
     is_flag=True,
     help="Keep going: append what the projector commits, each row once, resuming after a "
@@ -225,6 +233,7 @@ def export_command(
     data_dir: Path | None,
     what: ExportWhat,
     fmt: ExportFormat,
+    with_meta: bool,
     follow: bool,
     until_done: bool,
     interval: float,
@@ -232,23 +241,30 @@ def export_command(
 ) -> None:
     """Export every page fetch (duplicates included) or every item (one per key) to OUT.
 
-    Rows are in log order. OUT "-" writes JSON lines or CSV to stdout. Items in CSV have a
-    column per item field. With --follow, OUT is a feed (docs/reports.md): rows are
+    Rows are in log order. OUT "-" writes JSON lines or CSV to stdout. Items are written
+    as the spider wrote them (CSV and Parquet: a column per item field), or with
+    --with-meta in their envelope. With --follow, OUT is a feed (docs/reports.md): rows are
     appended as the projector commits them, and the command run again after a kill goes
     on where it stopped (Parquet: OUT is a directory of part files).
     """
-    from projector import export
+    from projector import Feed, export
 
     if until_done and not follow:
         raise ConfigError("--until-done goes with --follow")
+    if with_meta and what != "items":
+        raise ConfigError("--with-meta goes with --what items (a page's row is all meta)")
     store = _store(data_dir, job)
     if follow:
         if out == STDOUT:
             raise ConfigError("--follow writes a file and its position beside it: give OUT, not -")
-        _follow(store, what=what, fmt=fmt, out=Path(out), until_done=until_done, every=interval)
+        _follow(
+            Feed(store, what=what, fmt=fmt, out=Path(out), with_meta=with_meta),
+            until_done=until_done,
+            every=interval,
+        )
         return
     if out != STDOUT:
-        rows = export(store, what=what, fmt=fmt, out=Path(out))
+        rows = export(store, what=what, fmt=fmt, out=Path(out), with_meta=with_meta)
         click.echo(f"exported {rows:,} {what} to {out}")
         return
     if fmt == "parquet":
@@ -256,20 +272,18 @@ def export_command(
     # DuckDB writes to files only: export to a temporary one, then copy it to stdout.
     with tempfile.TemporaryDirectory(prefix="crawlog-export-") as tmp:
         path = Path(tmp) / f"{what}.{fmt}"
-        export(store, what=what, fmt=fmt, out=path)
+        export(store, what=what, fmt=fmt, out=path, with_meta=with_meta)
         with path.open("rb") as source:
             shutil.copyfileobj(source, sys.stdout.buffer)
         sys.stdout.buffer.flush()
 
 
-def _follow(
-    store: Store, *, what: ExportWhat, fmt: ExportFormat, out: Path, until_done: bool, every: float
-) -> None:
-    """Feed ``out`` until Ctrl-C or SIGTERM (or, ``until_done``, the job's end), a line on
+def _follow(feed: Feed, *, until_done: bool, every: float) -> None:
+    """Run ``feed`` until Ctrl-C or SIGTERM (or, ``until_done``, the job's end), a line on
     stderr per batch of rows written and one when it stops."""
-    from projector import Feed, position_path
+    from projector import position_path
 
-    feed = Feed(store, what=what, fmt=fmt, out=out)
+    out, what = feed.out, feed.what
     position = feed.open()
     stop = threading.Event()
 

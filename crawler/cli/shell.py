@@ -3,9 +3,9 @@
 The page is fetched with the job's settings (``--job``) or the defaults, and handed to a
 Python prompt as ``response``, the spider's own `Response`; ``fetch(url)`` loads another
 page into it. IPython is used when it is installed, else the standard library's prompt.
-With ``--command`` (or a script on stdin that is not a terminal) the lines are run as the
-prompt would run them, each expression's value printed, and no prompt is shown: that is
-how scripts and tests use it.
+With ``--command`` (given again: each in turn), or a script on stdin that is not a
+terminal, the lines are run as the prompt would run them, each expression's value
+printed, and no prompt is shown: that is how scripts and tests use it.
 
 One fetcher serves every ``fetch`` of a session, on an event loop of its own thread (a
 blocking portal), so the prompt itself stays plain synchronous Python.
@@ -45,7 +45,7 @@ BANNER = (
 @click.command(
     "shell",
     epilog="Examples:  crawlog shell http://127.0.0.1:8000/ --job site\n\n"
-    "           crawlog shell http://127.0.0.1:8000/ -c 'response.status'",
+    "           crawlog shell http://127.0.0.1:8000/ -c 'response.status' -c 'response.encoding'",
 )
 @click.argument("url")
 @click.option(
@@ -58,12 +58,15 @@ BANNER = (
 @click.option(
     "-c",
     "--command",
-    "command",
-    default=None,
+    "commands",
+    multiple=True,
     metavar="CODE",
-    help="Run CODE (lines, as typed at the prompt: values are printed) instead of a prompt.",
+    help="Run CODE (lines, as typed at the prompt: values are printed) instead of a prompt; "
+    "given again, each in turn.",
 )
-def shell_command(url: str, job: str | None, data_dir: Path | None, command: str | None) -> None:
+def shell_command(
+    url: str, job: str | None, data_dir: Path | None, commands: tuple[str, ...]
+) -> None:
     """Fetch URL as a worker of the job would and open a Python prompt with `response`
     (the spider's Response: status, headers, text, json(), and the selectors) and
     fetch(url) to load another page.
@@ -83,8 +86,8 @@ def shell_command(url: str, job: str | None, data_dir: Path | None, command: str
             session = _Session(lambda u: portal.call(_fetch, fetcher, u))
             session.fetch(target)
             namespace = session.namespace(config)
-            if command is not None:
-                ok = _run_lines(namespace, command.splitlines())
+            if commands:
+                ok = _run_lines(namespace, [ln for c in commands for ln in [*c.splitlines(), ""]])
             elif not sys.stdin.isatty():
                 ok = _run_lines(namespace, sys.stdin.read().splitlines())
             else:
@@ -191,6 +194,7 @@ async def _fetch(fetcher: Fetcher, url: str) -> Response:
         page=SHELL_PAGE,
         resume=None,
         once=_no_once,
+        task_url=url,
     )
 
 

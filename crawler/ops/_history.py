@@ -19,12 +19,13 @@ from eventlog import (
     TaskClaimed,
     TaskEnqueued,
     TaskFailed,
+    TaskOrphaned,
     TaskReclaimed,
     TaskReleased,
 )
 
 DATA_SHOWN = 80
-"""Characters of a task's data (as JSON) its history shows."""
+"""Characters of a task's data, meta or cb_kwargs (as JSON) its history shows."""
 
 
 def request_summary(spec: RequestSpec) -> str:
@@ -35,9 +36,12 @@ def request_summary(spec: RequestSpec) -> str:
     if spec.headers:
         parts.append(f"headers {', '.join(sorted(spec.headers))}")
     parts.append(f"callback {spec.callback or 'parse'}")
-    if spec.data:
-        shown = msgspec.json.encode(spec.data).decode()
-        parts.append(f"data {shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 1] + '…'}")
+    for name, value in (("data", spec.data), ("meta", spec.meta), ("cb_kwargs", spec.cb_kwargs)):
+        if value:
+            shown = msgspec.json.encode(value).decode()
+            parts.append(
+                f"{name} {shown if len(shown) <= DATA_SHOWN else shown[: DATA_SHOWN - 1] + '…'}"
+            )
     return ", ".join(parts)
 
 
@@ -74,6 +78,12 @@ def detail_of(event: AnyEvent) -> str:
             return f"{event.reason}: attempt {event.attempt + 1} in {event.delay_s:.1f} s"
         case TaskReleased():
             return f"released by {event.actor}: {event.reason} (attempt {event.attempt} kept)"
+        case TaskOrphaned():
+            owner = f"taken over by {event.owner}" if event.owner else "gone"
+            return (
+                f"{event.events} event(s) of {event.actor}'s {event.step} from its journal "
+                f"not applied: the lease was {owner}"
+            )
         case TaskAborted():
             owners = f"; held by {', '.join(event.owners)}" if event.owners else ""
             last = f"; last error {event.last_error}" if event.last_error else ""

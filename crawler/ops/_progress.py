@@ -56,6 +56,8 @@ class SiteCounts(msgspec.Struct, frozen=True, kw_only=True):
     """Leases that expired and were taken over by another worker."""
     site_paused: bool = False
     circuit_open: bool = False
+    circuit_openings: int = 0
+    """Times the site's circuit opened (the total: on every site)."""
 
     @property
     def finished(self) -> int:
@@ -214,6 +216,7 @@ class Tracker:
                 recoveries=self.recoveries.get(name, 0),
                 site_paused=site.paused,
                 circuit_open=site.circuit == "open",
+                circuit_openings=site.circuit_openings,
             )
             for name, site in sorted(self.state.sites.items())
         )
@@ -234,7 +237,7 @@ class Tracker:
 def sum_counts(sites: Iterable[SiteCounts]) -> SiteCounts:
     """The ``TOTAL`` row: every count summed; paused / circuit if any site is."""
     fields = ("discovered", "done", "failed", "running", "pending", "paused", "pages")
-    totals = dict.fromkeys((*fields, "retries", "recoveries"), 0)
+    totals = dict.fromkeys((*fields, "retries", "recoveries", "circuit_openings"), 0)
     any_paused = any_open = False
     for counts in sites:
         for name in totals:

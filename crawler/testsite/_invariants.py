@@ -86,7 +86,7 @@ def check_crawl(site: RunningSite, store: Store, in_flight: Mapping[str, str]) -
         "SELECT task_id, page, min(url) FROM pages WHERE status BETWEEN 200 AND 299 "
         "GROUP BY task_id, page HAVING count(*) > 1 ORDER BY 3",
     ).rows
-    items, distinct = query(store, "SELECT count(*), count(DISTINCT key) FROM items").rows[0]
+    items, distinct = query(store, "SELECT count(*), count(DISTINCT key) FROM item_events").rows[0]
     by_site = site_refetches(site)
     flying_paths = _flying(site, in_flight)
     outside = [row[0] for row in again if row[0] not in in_flight]

@@ -206,3 +206,34 @@ async def projected_job(
     async with Projector(redis_client, job, directory) as projector:
         await projector.catch_up()
     return directory
+
+
+ITEMS_SITE = "http://site.test"
+ITEMS: list[tuple[str, dict[str, Any]]] = [
+    ("a", {"title": 'Tea, "green"', "price": 4.5, "tags": ["x", "y"]}),
+    ("b", {"price": 3, "stock": {"shop": 2}, "title": "Coffee"}),
+    ("a", {"title": "the same key again: not exported"}),
+    ("c", {"on_sale": True, "note": None, "key": "its own key field"}),
+    ("d", {}),
+]
+"""The items of `projected_items`, keyed: "a" twice (the second never shown)."""
+
+
+@pytest.fixture
+async def projected_items(
+    tmp_path: Path, redis_client: aioredis.Redis, job: str, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A data directory holding ``job``: one task, done, whose page yielded `ITEMS`,
+    projected."""
+    clean_env(monkeypatch)
+    directory = tmp_path / "data"
+    events: list[Any] = [
+        TaskEnqueued(actor="seed", task_id="t1", url=f"{ITEMS_SITE}/", site=ITEMS_SITE),
+        TaskClaimed(actor="w1", task_id="t1", attempt=1),
+    ]
+    events += [ItemScraped(actor="w1", task_id="t1", key=k, data=d) for k, d in ITEMS]
+    events.append(TaskDone(actor="w1", task_id="t1", attempt=1))
+    await EventLog(redis_client, job).append_many(events)
+    async with Projector(redis_client, job, directory) as projector:
+        await projector.catch_up()
+    return directory

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -25,3 +26,13 @@ def make_queue(
         return TaskQueue(redis_client, job, consumer, observer=observer, **options)
 
     return make
+
+
+@pytest.fixture
+def stalled_url() -> Iterator[str]:
+    """A Redis URL whose server takes connections and never answers (a stalled store): a
+    listening socket nobody accepts from, so the kernel completes the handshake alone."""
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(16)
+        yield f"redis://127.0.0.1:{listening.getsockname()[1]}/0"

@@ -40,6 +40,7 @@ from projector._archive import merge_segments
 from projector._committed import wait_for_position
 from projector._export import export
 from projector._fetches import RELATIVE_ERROR
+from projector._item_fields import create_items_view
 from projector._projector import Projector
 from projector._query import query
 from projector._report import build_report
@@ -346,9 +347,14 @@ async def test_the_views_count_fetches_with_duplicates_and_items_once(store: Sto
         "sites": 2,
         "anomalies": 1,
         "job": 1,
+        "item_events": 3,
     }
-    first_k1 = query(store, "SELECT task_id, worker, data->>'by' FROM items WHERE key = 'k1'")
+    first_k1 = query(store, "SELECT task_id, worker, data->>'by' FROM item_events WHERE key = 'k1'")
     assert first_k1.rows == [("t1", "w1", "t1")]
+    # The items as the spider wrote them: a column per field.
+    fields = query(store, "SELECT * FROM items ORDER BY key")
+    assert fields.columns == ("key", "by")
+    assert fields.rows == [("k1", "t1"), ("k2", "t1"), ("k3", "t2")]
     sites = query(store, "SELECT DISTINCT task_id, site FROM pages WHERE task_id IN ('t2', 't3')")
     assert sorted(sites.rows) == [("t2", A), ("t3", B)]
     t4 = query(
@@ -365,10 +371,14 @@ async def test_every_view_column_is_documented(store: Store) -> None:
         assert committed.state is not None
         con = committed.con
         register_state(con, committed.manifest, committed.state)
+        create_items_view(con)
         return {v: [row[0] for row in con.execute(f"DESCRIBE {v}").fetchall()] for v in VIEWS}
 
     described = run_on_committed(store, columns, read_state=True, doing="describing the views")
-    for view in VIEWS:
+    # ``items`` has the items' own fields (documented as a rule, not column by column).
+    assert described.pop("items") == ["key", "by"]
+    assert "### `items`" in docs
+    for view in described:
         section = docs.split(f"### `{view}`", 1)[1].split("\n### ", 1)[0]
         missing = [c for c in described[view] if f"| `{c}` |" not in section]
         assert not missing, f"view {view}: columns not in docs/reports.md: {missing}"
@@ -400,6 +410,12 @@ async def test_exports_read_back_in_every_format(store: Store, tmp_path: Path) -
 
     items = tmp_path / "items.jsonl"
     assert export(store, what="items", fmt="jsonl", out=items) == 3
+    assert [json.loads(line) for line in items.read_text().splitlines()] == [
+        {"key": "k1", "by": "t1"},
+        {"key": "k2", "by": "t1"},
+        {"key": "k3", "by": "t2"},
+    ]
+    assert export(store, what="items", fmt="jsonl", out=items, with_meta=True) == 3
     rows = [json.loads(line) for line in items.read_text().splitlines()]
     assert [(r["key"], r["task_id"], r["data"]) for r in rows] == [
         ("k1", "t1", {"key": "k1", "by": "t1"}),

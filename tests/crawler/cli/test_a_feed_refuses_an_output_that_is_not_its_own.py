@@ -65,3 +65,23 @@ async def test_a_feed_refuses_stdout_a_stranger_s_file_and_another_feed_s(
     )
     line = refused(*base, "--format", "jsonl", "--follow", fed)
     assert f"is the feed of items of job {job} as csv, not items of {job} as jsonl" in line
+
+
+@pytest.mark.timeout(150)
+async def test_a_feed_of_items_goes_on_only_in_the_form_it_started_in(
+    data_dir: Path, job: str, tmp_path: Path
+) -> None:
+    base = ("export", "--job", job, "--data-dir", data_dir, "--what", "items", "--format")
+    plain = tmp_path / "plain.jsonl"
+    (tmp_path / "plain.jsonl.position").write_text(
+        f'{{"job": "{job}", "what": "items", "format": "jsonl", "meta": false}}'
+    )
+    line = refused(*base, "jsonl", "--with-meta", "--follow", plain)
+    assert f"{plain} is a feed of items without meta: leave out --with-meta" in line
+    # A feed started before --with-meta existed wrote envelopes: it goes on with them.
+    older = tmp_path / "older.jsonl"
+    (tmp_path / "older.jsonl.position").write_text(
+        f'{{"job": "{job}", "what": "items", "format": "jsonl"}}'
+    )
+    line = refused(*base, "jsonl", "--follow", older)
+    assert f"{older} is a feed of items with their meta: add --with-meta" in line

@@ -77,7 +77,7 @@ async def test_forms_bodies_and_headers_reach_the_site_and_the_export(
 
     exported = crawlog(
         "export", "--job", job, "--data-dir", data_dir, "--what", "items", "--format", "jsonl",
-        "-", env=env,
+        "--with-meta", "-", env=env,
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
     items = {row["key"]: row["data"] for row in map(json.loads, exported.stdout.splitlines())}

@@ -151,7 +151,7 @@ async def test_export_to_files_and_stdout(data_dir: Path, job: str, tmp_path: Pa
         40.0,
         50.0,
     ]
-    items = ok(crawlog(*base, "--what", "items", "--format", "csv", "-"))
+    items = ok(crawlog(*base, "--what", "items", "--format", "csv", "--with-meta", "-"))
     rows = list(csv.DictReader(io.StringIO(items)))
     assert [(r["key"], r["task_id"]) for r in rows] == [
         ("shared", "t0"),

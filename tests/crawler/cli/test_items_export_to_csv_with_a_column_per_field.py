@@ -1,6 +1,7 @@
 """``crawlog export --what items --format csv`` writes one column per item field: the union
 of every item's fields in the order the log first shows them, nested values as JSON,
-missing ones empty, between the key and task columns and the view's others."""
+missing ones empty; with ``--with-meta``, between the key and task columns and the
+envelope's others."""
 
 from __future__ import annotations
 
@@ -9,46 +10,12 @@ import io
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 
 from crawler.cli._argv import crawlog_command
-from eventlog import AnyEvent, EventLog, ItemScraped, TaskClaimed, TaskEnqueued
-from projector._projector import Projector
-from tests.server_helpers import clean_env
 
 pytestmark = pytest.mark.anyio
-SITE = "http://site.test"
-ITEMS: list[tuple[str, dict[str, Any]]] = [
-    ("a", {"title": 'Tea, "green"', "price": 4.5, "tags": ["x", "y"]}),
-    ("b", {"price": 3, "stock": {"shop": 2}, "title": "Coffee"}),
-    ("a", {"title": "the same key again: not exported"}),
-    ("c", {"on_sale": True, "note": None, "key": "its own key field"}),
-    ("d", {}),
-]
-
-
-def crawl() -> list[AnyEvent]:
-    events: list[AnyEvent] = [
-        TaskEnqueued(actor="seed", task_id="t1", url=f"{SITE}/", site=SITE),
-        TaskClaimed(actor="w1", task_id="t1", attempt=1),
-    ]
-    events += [ItemScraped(actor="w1", task_id="t1", key=k, data=d) for k, d in ITEMS]
-    return events
-
-
-@pytest.fixture
-async def data_dir(
-    tmp_path: Path, redis_client: aioredis.Redis, job: str, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    clean_env(monkeypatch)
-    directory = tmp_path / "data"
-    await EventLog(redis_client, job).append_many(crawl())
-    async with Projector(redis_client, job, directory) as projector:
-        await projector.catch_up()
-    return directory
 
 
 def crawlog(*args: str | Path) -> str:
@@ -60,11 +27,12 @@ def crawlog(*args: str | Path) -> str:
 
 
 @pytest.mark.timeout(150)  # several crawlog processes, on a loaded machine
-async def test_items_in_csv_have_a_column_per_field_in_first_seen_order(
-    data_dir: Path, job: str, tmp_path: Path
+async def test_items_with_meta_in_csv_have_a_column_per_field_in_first_seen_order(
+    projected_items: Path, job: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "items.csv"
-    base = ("export", "--job", job, "--data-dir", data_dir, "--what", "items", "--format", "csv")
+    base = ("export", "--job", job, "--data-dir", projected_items, "--what", "items",
+            "--format", "csv", "--with-meta")  # fmt: skip
     assert crawlog(*base, out) == f"exported 4 items to {out}\n"
     text = out.read_text()
     assert crawlog(*base, "-") == text
@@ -86,3 +54,20 @@ async def test_items_in_csv_have_a_column_per_field_in_first_seen_order(
         "its own key field",
     )
     assert flat[3] == dict.fromkeys(fields, "")
+
+
+async def test_items_in_csv_are_their_fields_alone(
+    projected_items: Path, job: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "items.csv"
+    base = ("export", "--job", job, "--data-dir", projected_items, "--what", "items")
+    assert crawlog(*base, "--format", "csv", out) == f"exported 4 items to {out}\n"
+    rows = list(csv.reader(io.StringIO(out.read_text())))
+    fields = ["title", "price", "tags", "stock", "on_sale", "note", "key"]
+    assert rows == [
+        fields,
+        ['Tea, "green"', "4.5", '["x","y"]', "", "", "", ""],
+        ["Coffee", "3", "", '{"shop":2}', "", "", ""],
+        ["", "", "", "", "true", "", "its own key field"],
+        [""] * len(fields),
+    ]

@@ -56,8 +56,7 @@ async def test_the_readme_members_spider_logs_in_once_and_exports_every_member(
     assert exported.returncode == 0, exported.stderr
     items = [json.loads(line) for line in exported.stdout.splitlines()]
     assert len(items) == MEMBER_PAGES
-    for item in items:
-        data = item["data"]
+    for data in items:  # each as the spider wrote it
         n = int(data["url"].rsplit("/", 1)[1])
         assert data["name"] == f"Member {n}"
         assert data["secret"] == f"secret of member {n}"

@@ -37,11 +37,8 @@ async def crawl_and_export(
     export = crawlog_command("export", "--job", job, *data, "--what", "items", "--format", "jsonl")
     out = await anyio.run_process([*export, "-"], cwd=cwd, env=env, check=False)
     assert out.returncode == 0, out.stderr.decode()
-    items = []
-    for line in out.stdout.decode().splitlines():
-        row = json.loads(line)
-        data_field = row["data"]
-        items.append(json.loads(data_field) if isinstance(data_field, str) else data_field)
+    # Each line is an item as the spider wrote it.
+    items = [json.loads(line) for line in out.stdout.decode().splitlines()]
     assert len(items) == ECHO_CHAIN, items
     return items
 

@@ -1,8 +1,9 @@
-"""``crawlog export --follow`` while a real crawl runs: the feeds (items as JSON lines and
-CSV, pages as Parquet parts) SIGKILLed mid-crawl and restarted with the same command (and
-``--until-done``) hold every row exactly once, as the export of the finished job does; rows
-written after the last recorded position (a kill between the two) are cut off and written
-again; SIGTERM stops a feed cleanly."""
+"""``crawlog export --follow`` while a real crawl runs: the feeds (items as JSON lines, as
+the spider wrote them, and as CSV with their meta, pages as Parquet parts) SIGKILLed
+mid-crawl and restarted with the same command (and ``--until-done``) hold every row
+exactly once, as the export of the finished job does; rows written after the last recorded
+position (a kill between the two) are cut off and written again; SIGTERM stops a feed
+cleanly."""
 
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ from tests.crawler.conftest import ROOT
 pytestmark = pytest.mark.anyio
 SLOW = Faults(slow_rate=0.5, slow_s=0.4)
 """Pages slow enough that the crawl is still running when the feeds are killed."""
-FEEDS = (
-    ("items", "jsonl", "items.jsonl"),
-    ("items", "csv", "items.csv"),
+FEEDS: tuple[tuple[str, ...], ...] = (
+    ("items", "jsonl", "items.jsonl"),  # as the spider wrote them
+    ("items", "csv", "items.csv", "--with-meta"),  # in their envelope
     ("pages", "parquet", "pages"),
 )
 
@@ -76,7 +77,9 @@ def lines(path: Path) -> int:
 
 
 def jsonl_keys(path: Path) -> list[str]:
-    return [json.loads(line)["key"] for line in path.read_text().splitlines()]
+    """The keys of the items of a JSON lines export: the default spider keys an item by
+    its ``url``."""
+    return [json.loads(line)["url"] for line in path.read_text().splitlines()]
 
 
 @pytest.mark.timeout(180)
@@ -149,7 +152,7 @@ async def test_feeds_killed_mid_crawl_resume_and_hold_every_row_once(
     jsonl = tmp_path / "items.jsonl"
     whole = jsonl.read_bytes()
     with jsonl.open("ab") as sink:
-        sink.write(whole.splitlines(keepends=True)[-1] + b'{"key": "half a li')
+        sink.write(whole.splitlines(keepends=True)[-1] + b'{"url": "half a li')
     position = json.loads((tmp_path / "items.jsonl.position").read_text())
     assert position["bytes"] == len(whole) and position["rows"] == len(expected)
     resumed = await spawn(*base, "--what", "items", "--format", "jsonl", "--follow", str(jsonl))

@@ -64,7 +64,7 @@ async def test_a_stopped_crawl_reports_every_event_its_workers_wrote(
     exported = tmp_path / "items.jsonl"
     export = await anyio.run_process(
         crawlog_command("export", "--job", job, "--data-dir",
-         str(data_dir), "--what", "items", "--format", "jsonl", str(exported)),
+         str(data_dir), "--what", "items", "--format", "jsonl", "--with-meta", str(exported)),
         env=env, cwd=ROOT, check=False,
     )  # fmt: skip
     assert export.returncode == 0, export.stderr.decode()

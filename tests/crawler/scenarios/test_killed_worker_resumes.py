@@ -68,6 +68,6 @@ async def test_killed_worker_resumes_its_tasks_at_once_and_fetches_nothing_twice
     store = Store(data_dir, job)
     _, state = read_committed(store)
     assert state.job.tasks.get("done") == len(reachable)
-    items = query(store, "SELECT count(*), count(DISTINCT key) FROM items").rows[0]
+    items = query(store, "SELECT count(*), count(DISTINCT key) FROM item_events").rows[0]
     assert items[0] == items[1] == len(reachable)
     assert b"identical" in await replay_verify(valkey_url, job, data_dir)

@@ -33,7 +33,7 @@ KILL_AT = 0.3
 async def exported_items(valkey_url: str, job: str, data_dir: Path) -> list[dict[str, Any]]:
     command = crawlog_command(
         "export", "--job", job, "--data-dir", str(data_dir), "--what", "items",
-        "--format", "jsonl", "-",
+        "--format", "jsonl", "--with-meta", "-",
     )  # fmt: skip
     env = {**os.environ, "REDIS_URL": valkey_url}
     result = await anyio.run_process(command, env=env, cwd=ROOT)
