@@ -36,7 +36,7 @@ async def test_a_spider_clicks_load_more_until_every_item_is_listed(
         worker = await worker_process("w1", "--exit-when-done")
         assert await worker.wait() == 0
         await run_projector(valkey_url, job, data_dir)
-    keys = query(Store(data_dir, job), "SELECT key FROM items ORDER BY key").rows
+    keys = query(Store(data_dir, job), "SELECT key FROM item_events ORDER BY key").rows
     assert sorted(k for (k,) in keys) == sorted(f"/item/{n}" for n in range(1, 41))
     # The later items came through the page's own requests, the clicks.
     assert scripted_site.fetch_counts().get("/api/items?page=4") == 1
