@@ -101,6 +101,8 @@ HTML_MEDIA_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 RENDERED_CONTENT_TYPE: Final = "text/html; charset=utf-8"
 _PR_SET_PDEATHSIG: Final = 1
 _SCRIPTS_OFF: Final = "Emulation.setScriptExecutionDisabled"
+_DOWNLOAD: Final = "Download is starting"
+"""Playwright's message for a navigation that turned into a download."""
 _NET_ERRORS: Final = (
     ("ERR_NAME_NOT_RESOLVED", ERROR_DNS),
     ("ERR_NAME_RESOLUTION_FAILED", ERROR_DNS),
@@ -556,6 +558,14 @@ class BrowserFetcher:
             if response is not None and response.ok and self.wait is not None:
                 await self.wait(page)
         except PlaywrightError as exc:
+            if _DOWNLOAD in str(exc) and nav.error is None and nav.handed_over is None:
+                # Not a page Chromium shows (an attachment, an archive): its bytes over HTTP.
+                return await self.http.fetch(
+                    url,
+                    redirect_allowed=tab.redirect_allowed,
+                    claim_target=tab.claim_target,
+                    headers=headers,
+                )
             return self._failed(nav, url, exc, started)
         if response is None:  # an in-page navigation: nothing was requested
             return FetchResult(url=url, final_url=page.url, error=ERROR_CONNECT)
