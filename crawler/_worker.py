@@ -33,6 +33,7 @@ from anyio.abc import TaskGroup
 from yarl import URL
 
 from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX
+from crawler._browser import DEFAULT_BROWSER_PAGES
 from crawler._circuit import SiteCircuits, verdict_of
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S, PAST_MAX_PAGES
 from crawler._fair_claims import LEASES_PER_PLACE, ClaimPause, busy_sites, first_of
@@ -271,6 +272,10 @@ class Worker:
         self.data_dir = data_dir
         """Where the projector archives the log: a trimmed checkpoint is read from there."""
         self.concurrency = concurrency
+        if config.browser:
+            # A task waiting for one of the browser's pages would hold its host's politeness
+            # slot (and its lease check would go stale) meanwhile: no more tasks than pages.
+            self.concurrency = min(concurrency, DEFAULT_BROWSER_PAGES)
         self.exit_when_done = exit_when_done
         self.grace_s = grace_s
         if queue is None:
