@@ -21,7 +21,7 @@ import random
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack, contextmanager, suppress
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -99,6 +99,7 @@ from eventlog import (
     Durability,
     Evidence,
     ItemScraped,
+    JobIdentity,
     Journal,
     Lease,
     LeaseLost,
@@ -109,6 +110,7 @@ from eventlog import (
     ServerCannotPersist,
     ServerOutOfMemory,
     SharedRobots,
+    StoreLost,
     Task,
     TaskAborted,
     TaskClaimed,
@@ -118,8 +120,10 @@ from eventlog import (
     TaskPaused,
     TaskQueue,
     TaskReleased,
+    check_identity,
     hold_worker_name,
     read_controls,
+    write_atomic,
 )
 
 if TYPE_CHECKING:
@@ -277,6 +281,13 @@ class Worker:
             # slot (and its lease check would go stale) meanwhile: no more tasks than pages.
             self.concurrency = min(concurrency, DEFAULT_BROWSER_PAGES)
         self.exit_when_done = exit_when_done
+        self._unsettled: dict[str, str] = {}
+        """Task id -> this worker, for the tasks that sent a request whose step is not
+        written yet: saved if the store loses the job (`save_in_flight_at_loss`)."""
+        self._store_lost = False
+        self.identity: JobIdentity | None = None
+        """The job's identity in the store when this worker started (None: a job begun
+        before identities), checked as the control flags are polled."""
         self.grace_s = grace_s
         if queue is None:
             queue = worker_queue(redis, job, name, config)
@@ -363,6 +374,16 @@ class Worker:
 
     async def run(self) -> WorkerStats:
         """Crawl until stopped, or (``exit_when_done``) until every task of the job is done."""
+        try:
+            return await self._run()
+        except BaseException as exc:
+            if self._unsettled and _is_store_lost(exc):
+                # The pages these tasks fetched are in no log now: the restore counts them
+                # as refetched when they come again.
+                save_in_flight_at_loss(self.data_dir, self.job, self.name, self._unsettled)
+            raise
+
+    async def _run(self) -> WorkerStats:
         async with (
             # A restart right after a SIGKILL waits out the dead process's hold on the name.
             hold_worker_name(
@@ -375,6 +396,9 @@ class Worker:
             AsyncExitStack() as closing,  # the fetcher, once open: closed after every task
             anyio.create_task_group() as background,
         ):
+            # Before the groups are made: made again in a store that lost the job, they
+            # would hide the loss, and the job would be taken for a new one.
+            self.identity = await _store_identity(self.redis, self.data_dir, self.job)
             await self.queue.ensure_groups()
             # Before any claim: what this name wrote and was never acknowledged goes first.
             flushed = await self.queue.flush_journal()
@@ -552,6 +576,7 @@ class Worker:
         """Every task of the job is terminal (none queued, leased or waiting for a retry),
         or waits for a person to decide about an uncertain action (``crawlog resolve``)."""
         left, waiting = await self.queue.left()
+        await self._check_store()  # after: "nothing left" from a store that lost it is no end
         if waiting and left == len(waiting):
             log.warning(
                 "%d task(s) wait for a person to decide about an uncertain action: %s "
@@ -562,6 +587,12 @@ class Worker:
             )
         return left == len(waiting)
 
+    async def _check_store(self) -> None:
+        """`StoreLost` if the store no longer holds the job this worker started on (flushed,
+        or restored since: what this worker holds is void)."""
+        if self.identity is not None:
+            await check_identity(self.redis, self.keys, self.identity)
+
     # --- background loops ----------------------------------------------------------------
 
     def _share_s(self, share: Fraction) -> float:
@@ -571,6 +602,7 @@ class Worker:
     async def _control_loop(self) -> None:
         while True:
             await anyio.sleep(CONTROL_POLL_S)
+            await self._check_store()
             self.controls = await read_controls(self.redis, self.keys)
             # Due retries go back to their lanes: promptly, whatever the lease time.
             await self.queue.promote()
@@ -682,6 +714,9 @@ class Worker:
             log.warning("%s", lost)
         except UncertainAction as uncertain:
             log.warning("%s: task paused for a person to decide", uncertain)
+        except StoreLost:
+            self._store_lost = True
+            raise
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True, deadline=self._released_by) as releasing:
                 await self._release(lease)
@@ -692,14 +727,16 @@ class Worker:
                 )
             raise
         finally:
-            if self._browser is not None:  # a page left open by a step cut short
-                await self._browser.release_task()
+            if not self._store_lost:  # its step was written, or it fetched nothing
+                self._unsettled.pop(lease.task.task_id, None)
             self._in_flight.pop(lease.entry_id, None)
             self._leases.pop(lease.entry_id, None)
             self._fresh.pop(lease.entry_id, None)
             self._ended.add(lease.entry_id)
             self._capacity.set()
             self._capacity = anyio.Event()
+            if self._browser is not None:  # a page left open by a step cut short
+                await self._browser.release_task()
 
     async def _hand_back(self) -> None:
         """Release the leases waiting in the backlog (a graceful stop), a few at a time."""
@@ -729,6 +766,8 @@ class Worker:
             # The worker stops with this error, said once; a line per task would bury it.
             # The lease stays and expires as after a kill: nothing is lost.
             pass
+        except StoreLost:
+            self._store_lost = True  # said once too; the restore rebuilds the lease
         except (LeaseLost, CrawlogError) as exc:
             log.warning("could not release %s: %s", lease.entry_id, exc)
 
@@ -839,6 +878,7 @@ class Worker:
                     cb_kwargs=nxt.cb_kwargs,
                 )
                 await self.queue.checkpoint(lease, saved, before=pending)
+                self._unsettled.pop(task.task_id, None)  # its page is in the log now
                 pending, page, url, resume, last = [], page + 1, nxt.url, cursor, saved
                 continue
             await self._end(lease, self._task_done(task, f"HTTP {result.status}", counts), pending)
@@ -967,6 +1007,8 @@ class Worker:
                 body=spec.body if spec is not None and first else None,
                 headers=None if spec is None else spec.headers,
             )
+        if result.requested:
+            self._unsettled[lease.task.task_id] = self.name
         # After the slot is done with: the next request to the host need not wait for this.
         await self.gate.observe(host, result.elapsed_ms, result.status)
         return result
@@ -1335,3 +1377,28 @@ def _collector_paused() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
+
+
+def _is_store_lost(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(StoreLost)[0] is not None
+    return isinstance(exc, StoreLost)
+
+
+def save_in_flight_at_loss(data_dir: Path, job: str, worker: str, tasks: dict[str, str]) -> None:
+    """Leave the tasks whose requests the lost store never heard of for ``crawlog
+    restore`` (`projector.in_flight_at_loss`), beside the worker's other local files."""
+    from projector import in_flight_path
+
+    path = in_flight_path(data_dir, job, worker)
+    with suppress(OSError):  # at worst, those refetches go uncounted
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, msgspec.json.encode(tasks))
+
+
+async def _store_identity(redis: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:
+    """The job's identity in the store; `StoreLost` if the store lost the job its archive
+    (where this worker has it) knows."""
+    from projector import check_store  # light: the manifest's identity fields only
+
+    return await check_store(redis, data_dir, job, create=False)

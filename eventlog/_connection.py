@@ -17,6 +17,7 @@ and on the HMGET of every checkpoint a restarted worker sends.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -39,6 +40,7 @@ from eventlog._exceptions import (
     ServerError,
     ServerOutOfMemory,
     ServerUnreachable,
+    StoreLost,
 )
 from eventlog._memory import out_of_memory_advice, require_noeviction
 from eventlog._sentinel import SENTINEL_SCHEME, sentinel_client
@@ -360,7 +362,24 @@ def redis_errors(what: str) -> Iterator[None]:
     except redis.exceptions.ResponseError as exc:
         if (refusal := cannot_persist(exc)) is not None:
             raise refusal from exc
+        if (lost := group_lost(exc, what)) is not None:
+            raise lost from exc
         raise ServerError(f"Redis refused {what}: {exc}") from exc
+
+
+_NOGROUP = "NOGROUP"
+_JOB_OF_NOGROUP = re.compile(r"crawlog:\{([^}:]+)")
+
+
+def group_lost(exc: BaseException, what: str) -> StoreLost | None:
+    """``StoreLost`` for the server's ``NOGROUP`` (a task lane or its consumer group is
+    gone: the store lost the job's keys), None for another error."""
+    text = str(exc)
+    if _NOGROUP not in text:
+        return None
+    found = _JOB_OF_NOGROUP.search(text)
+    job = found[1] if found else "?"
+    return StoreLost(job, f"its task lanes' consumer group is gone while {what}")
 
 
 def cannot_persist(exc: BaseException, *, where: str | None = None) -> ServerCannotPersist | None:

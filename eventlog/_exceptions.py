@@ -16,7 +16,9 @@ this tree and the classes in step::
     │   ├── ServerOutOfMemory .. it refused writes at its ``maxmemory`` for longer than a
     │   │                        long-running process rides out
     │   ├── ServerEvicts ....... its ``maxmemory-policy`` may evict the job's keys
-    │   └── ServerStartError ... the embedded valkey-server did not come up
+    │   ├── ServerStartError ... the embedded valkey-server did not come up
+    │   └── StoreLost .......... it lost a job's keys (flushed, evicted, restarted on a
+    │                            short AOF) or holds another job's: `crawlog restore`
     ├── EventDecodeError ....... bytes that are not a crawlog event of a known version
     │   └── PoisonEntry ........ ... found in a stream, with the entry's stream ID
     ├── LeaseLost .............. a fenced write by a worker that no longer owns the task
@@ -102,6 +104,25 @@ class ServerEvicts(ServerError):
 
 class ServerStartError(ServerError):
     """The embedded valkey-server could not be started."""
+
+
+class StoreLost(ServerError):
+    """The store no longer holds what the job's archive says it wrote: its keys are gone
+    (a ``FLUSHALL``, an evicting ``maxmemory-policy``, a server restarted on a missing or
+    cut append-only file), its consumer group is gone (``NOGROUP``), its log is older than
+    the committed position, or it holds another job of the same name.
+
+    Nothing is written once it is noticed: going on would take the job for a new one and
+    fetch every page again. ``crawlog restore --job J`` rebuilds the keys from the archive.
+    """
+
+    def __init__(self, job: str, what: str) -> None:
+        super().__init__(
+            f"the store lost job {job!r} ({what}); its archive still knows what was done: "
+            f"run `crawlog restore --job {job}`, then the same crawl command again"
+        )
+        self.job = job
+        self.what = what
 
 
 class EventDecodeError(CrawlogError):

@@ -70,6 +70,8 @@ _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 JOB_KEY_PATTERNS = (f"{PREFIX}:{{*}}:config", f"{PREFIX}:{{*}}:events")
 """SCAN patterns that find every job on a server: its settings (written by ``crawl``) or its
 log (a job fed only through the API has no settings)."""
+IDENTITY_KEY_PATTERN = f"{PREFIX}:{{*}}:identity"
+"""SCAN pattern of every job's identity key on a server (`JobKeys.identity`)."""
 _JOB_OF_KEY = re.compile(rf"{PREFIX}:\{{([^}}:]+)\}}:(?:config|events)")
 
 
@@ -133,6 +135,11 @@ def parked_prefix(site: str, task_id: str | None = None) -> str:
 def parked_member(site: str, task_id: str, lane: int, task: bytes) -> bytes:
     """A parked task's member of `JobKeys.parked` (see `parked_prefix`)."""
     return f"{parked_prefix(site, task_id)}{lane}|".encode() + task
+
+
+IDENTITY_ID = "id"
+IDENTITY_EPOCH = "epoch"
+"""The fields of `JobKeys.identity`."""
 
 
 def cookie_field(domain: str, path: str, name: str) -> str:
@@ -285,6 +292,13 @@ class JobKeys:
     def config(self) -> str:
         """The job's configuration, written by ``crawlog crawl``."""
         return self._key("config")
+
+    @cached_property
+    def identity(self) -> str:
+        """Hash ``id`` -> the job's identity (minted at its creation, recorded in every
+        projector manifest too), ``epoch`` -> its fencing epoch (raised by each
+        ``crawlog restore``): a store without it, or with another, is not the job's store."""
+        return self._key("identity")
 
     @cached_property
     def projector(self) -> str:

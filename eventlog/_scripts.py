@@ -826,6 +826,44 @@ redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1
 """
 
+RESTORE_LANE = """
+-- Put restored tasks back in one lane, each as a new entry (``crawlog restore``).
+-- KEYS: the lane.
+-- ARGV: the encoded tasks.
+-- Returns how many were added.
+for i = 1, #ARGV do
+  redis.call('XADD', KEYS[1], '*', 't', ARGV[i])
+end
+return #ARGV
+"""
+
+RESTORE_SEEN = """
+-- Mark fingerprints seen again, a batch of buckets at a time (``crawlog restore``).
+-- KEYS: the seen count, then the seen buckets.
+-- ARGV: per bucket (in KEYS' order), its fields concatenated, each ARGV[#ARGV] bytes long;
+--       then that length. A bucket's fields are one argument: a million fingerprints are
+--       then a few thousand arguments to send, not two million.
+-- Returns how many were new (added to the seen count too).
+local size = tonumber(ARGV[#ARGV])
+local added = 0
+for i = 2, #KEYS do
+  local blob = ARGV[i - 1]
+  -- One HSET for up to a thousand fields (a bucket holds some hundreds at ten million
+  -- URLs; unpack has a limit).
+  local pairs = {}
+  for j = 1, #blob, size do
+    pairs[#pairs + 1] = string.sub(blob, j, j + size - 1)
+    pairs[#pairs + 1] = ''
+    if #pairs >= 2000 or j + size > #blob then
+      added = added + redis.call('HSET', KEYS[i], unpack(pairs))
+      pairs = {}
+    end
+  end
+end
+redis.call('INCRBY', KEYS[1], added)
+return added
+"""
+
 # --- Claiming around busy sites (fair share between sites) -------------------------------
 
 CLAIM_AROUND = """

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn, get_args
@@ -49,6 +49,7 @@ from redis.retry import Retry
 from eventlog._connection import connect, redacted
 from eventlog._exceptions import ConfigError, ServerError, ServerStartError, ServerUnreachable
 from eventlog._files import flock_within, write_atomic
+from eventlog._keys import IDENTITY_KEY_PATTERN
 
 DEFAULT_DATA_DIR = ".crawlog"
 """The data directory, relative to the working directory, when neither flag nor env sets one."""
@@ -263,9 +264,13 @@ async def supervise_server(
     """
     directory, pid = server.data_dir, server.pid
     deaths: deque[float] = deque()
+    known = aof_sizes(directory)
+    """The append-only file as last seen while the server lived: what a restart must find."""
     while True:
         await anyio.sleep(every_s)
         if _alive(pid):
+            # The last it was seen with: one deleted under the live server was lost too.
+            known = aof_sizes(directory) or known
             continue
         current = _read_pid(directory)
         if current is not None and current != pid and _is_our_server(current, directory):
@@ -285,14 +290,70 @@ async def supervise_server(
                 f"valkey-server for {directory} died {len(deaths)} times within "
                 f"{window_s:g} s; not restarting it again{_log_tail(directory / LOG_FILE, None)}"
             )
+        loss = aof_loss(known, aof_sizes(directory))
         restarted = await anyio.to_thread.run_sync(
             functools.partial(ensure_server, directory, fsync=_recorded_fsync(directory))
         )
-        say(
-            f"valkey-server for {directory} (pid {pid}) died; restarted it on its "
-            f"append-only file (pid {restarted.pid})"
-        )
+        if loss is None:
+            say(
+                f"valkey-server for {directory} (pid {pid}) died; restarted it on its "
+                f"append-only file (pid {restarted.pid})"
+            )
+        else:
+            # What the server lost, its jobs' processes and archives may still hold: none of
+            # them may take it for the whole store (a cut file left tasks leased or queued
+            # that the archive says are done).
+            await anyio.to_thread.run_sync(forget_identities, restarted.socket_path)
+            say(
+                f"valkey-server for {directory} (pid {pid}) died and {loss}: restarted it "
+                f"(pid {restarted.pid}) without what was lost; its jobs are marked lost, so "
+                "the crawl's processes stop: then `crawlog restore --job J`"
+            )
+        known = aof_sizes(directory)
         pid = restarted.pid
+
+
+def forget_identities(socket_path: str) -> int:
+    """Delete every job's identity key (`JobKeys.identity`) on the server: each of its jobs
+    is then found lost (``StoreLost``) by its processes, until ``crawlog restore``
+    reconciles it with the archive. How many were deleted."""
+    with _client(socket_path) as client:
+        found = list(client.scan_iter(match=IDENTITY_KEY_PATTERN, count=1000))
+        return int(client.delete(*found)) if found else 0
+
+
+AOF_DIR = "appendonlydir"
+"""Where valkey keeps its append-only file: a manifest, a base file and increments."""
+
+
+def aof_sizes(directory: Path) -> dict[str, int]:
+    """File name -> size of each part of the server's append-only file (empty: none)."""
+    try:
+        entries = list(os.scandir(directory / AOF_DIR))
+    except OSError:
+        return {}
+    sizes = {}
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            sizes[entry.name] = entry.stat().st_size
+    return sizes
+
+
+def aof_loss(known: Mapping[str, int], found: Mapping[str, int]) -> str | None:
+    """What happened to the append-only file between ``known`` (as the live server left
+    it) and ``found`` (after its death), in words; None if nothing says it lost data.
+
+    A part shorter than it was is cut (a power loss, a truncation); a rewrite replaces the
+    parts by others, which says nothing either way."""
+    if not known:
+        return None
+    if not found:
+        return "its append-only file is gone: the restarted server is empty"
+    both = known.keys() & found.keys()
+    cut = sum(known[name] - found[name] for name in both if found[name] < known[name])
+    if cut > 0:
+        return f"its append-only file is {cut} bytes shorter than it was: its last writes are lost"
+    return None
 
 
 def stop_server(data_dir: str | os.PathLike[str], timeout_s: float = 10.0) -> bool:

@@ -52,6 +52,13 @@ if TYPE_CHECKING:
         read_live,
         task_history,
     )
+    from projector._identity import (
+        MANIFEST,
+        archive_facts,
+        check_store,
+        in_flight_at_loss,
+        in_flight_path,
+    )
     from projector._integrity import files_warning, stream_gap
     from projector._projector import Projector, tune_gc
     from projector._query import QueryResult, query
@@ -69,6 +76,7 @@ if TYPE_CHECKING:
     )
     from projector._report import build_report
     from projector._report_model import Report
+    from projector._restore import NOT_RESTORED, Restored, RestorePlan, plan_restore, restore_job
     from projector._state import (
         ABORTED,
         DEDUP_WINDOW,
@@ -84,7 +92,7 @@ if TYPE_CHECKING:
         TaskState,
         canonical,
     )
-    from projector._store import MANIFEST, Manifest, ProjectorBusy, Store, job_dir, projected_jobs
+    from projector._store import Manifest, ProjectorBusy, Store, job_dir, projected_jobs
     from projector._summary import LISTED, summarize
     from projector._views import NoProjectedData
     from projector._writer import WriterFailed
@@ -103,6 +111,7 @@ __all__ = [
     "FAILED",
     "LISTED",
     "MANIFEST",
+    "NOT_RESTORED",
     "PAUSED",
     "PENDING",
     "RUNNING",
@@ -124,6 +133,8 @@ __all__ = [
     "QueryResult",
     "Replayed",
     "Report",
+    "RestorePlan",
+    "Restored",
     "SegmentInfo",
     "SiteState",
     "State",
@@ -133,9 +144,11 @@ __all__ = [
     "TaskState",
     "WriterFailed",
     "apply",
+    "archive_facts",
     "bring_back_named",
     "build_report",
     "canonical",
+    "check_store",
     "clock_offset",
     "clock_skew",
     "committed_position",
@@ -146,8 +159,11 @@ __all__ = [
     "files_warning",
     "find_archived",
     "fold",
+    "in_flight_at_loss",
+    "in_flight_path",
     "index_archive",
     "job_dir",
+    "plan_restore",
     "position_path",
     "projected_jobs",
     "query",
@@ -160,6 +176,7 @@ __all__ = [
     "replay",
     "replay_archive",
     "replay_job",
+    "restore_job",
     "stream_gap",
     "summarize",
     "task_history",

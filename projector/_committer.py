@@ -49,6 +49,9 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     summary: Summary | None = None
     behind: bool = False
     """The projector had more to read: compaction may wait (``_compaction.plan``)."""
+    identity: str | None = None
+    """The job's identity in the store, recorded in the manifest (None: keep the old one)."""
+    epoch: int = 0
 
 
 class Committer:
@@ -102,6 +105,8 @@ class Committer:
             summary=request.summary,
             task_segments=task_segments,
             key_segments=key_segments,
+            identity=request.identity or old.identity,
+            epoch=max(request.epoch, old.epoch),
         )
         self.store.commit(manifest)
         if name != old.snapshot:

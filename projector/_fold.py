@@ -79,6 +79,9 @@ from projector._state import (
 
 HTTP_ERROR = 400
 """A fetch with this status or above (or no response, status 0) did not get the page."""
+STORE_RESTORED = "store lost: restored from the archive"
+"""The reason of the ``TaskReclaimed`` a ``crawlog restore`` logs for each task that was
+running when the store lost the job (``_restore``)."""
 
 # Each handler takes the state and an event of its own type.
 Handler = Callable[[State, Any], None]
@@ -310,6 +313,11 @@ def _reclaimed(state: State, event: TaskReclaimed) -> None:
     # The lease expired and the task went back to the queue (the recovery lane): pending
     # until a worker claims it again.
     task = _task(state, event, _ACTIVE, "reclaimed")
+    if event.reason == STORE_RESTORED:
+        # Its worker was fetching the page after its checkpoint when the store lost it:
+        # fetched again after the restore, that page is a refetch the loss caused.
+        next_page = task.checkpoint.page + 1 if task.checkpoint is not None else 1
+        task.furthest_page = max(task.furthest_page, next_page)
     task.owner, task.deliveries = None, event.deliveries
     task.recoveries += 1
     _move(state, task, PENDING, event, event.reason)

@@ -29,9 +29,13 @@ from eventlog import (
     DEFAULT_PROJECTOR_LEASE_MS,
     EventLog,
     InFlight,
+    JobIdentity,
     LogEntry,
     PoisonEntry,
     ProjectorLease,
+    ProjectorLeaseLost,
+    StoreLost,
+    check_identity,
     hold_projector_lease,
     last_committer,
     stream_id_key,
@@ -45,6 +49,7 @@ from projector._defaults import (
     DEFAULT_SNAPSHOT_INTERVAL_S,
 )
 from projector._fold import apply_all
+from projector._identity import check_store
 from projector._keystore import StoredKeys
 from projector._repair import recover
 from projector._state import TERMINAL, State, canonical
@@ -131,6 +136,11 @@ class Projector:
         """The item keys that left ``state`` for the key store."""
         self.manifest = Manifest(job=job)
         """The last committed manifest."""
+        self.identity: JobIdentity | None = None
+        """The job's identity in the store, checked after each read and each commit
+        (`StoreLost`)."""
+        self._lost = False
+        """The store lost the job: the last commit is of what was read before."""
         self.position = self.manifest.position
         """Stream ID up to which the log has been read (and folded)."""
         self._buffer: list[LogEntry] = []
@@ -171,6 +181,10 @@ class Projector:
             self.lease = await stack.enter_async_context(lease)
             # A missing manifest over segment files, or a damaged one, is rebuilt from them.
             self.manifest = await anyio.to_thread.run_sync(recover, self.store)
+            # Before anything is read or trimmed: a store that lost the job is not read on.
+            self.identity = await check_store(
+                self.log.redis, self.store.root.parent.parent, self.log.keys.job, create=True
+            )
             await self._require_whole_archive()
             self._committer = Committer(self.store, self.manifest)
             # Left after the task group, which waits for the commit in flight.
@@ -257,6 +271,8 @@ class Projector:
             self.position = poison.entry_id
             await self._count_dead_letters()
             return 0
+        if entries and self.identity is not None:
+            await self._check_store()
         self._behind = len(entries) >= READ_BATCH
         if self._behind and self._tasks is not None:
             # Behind the log: the next batch is asked for now, and the server reads it while
@@ -330,6 +346,8 @@ class Projector:
             item_keys=keys,
             summary=self._summary.summary(self.state, dead_letters=self._dead_letters),
             behind=self._behind,
+            identity=self.identity.job_id if self.identity is not None else None,
+            epoch=self.identity.epoch if self.identity is not None else 0,
         )
         self._buffer, self._pending = [], 0
         done = self._committing = anyio.Event()
@@ -337,6 +355,28 @@ class Projector:
         self._tasks.start_soon(self._commit, work, done, streamed)
         if wait:
             await self._wait_committed()
+
+    async def _notice_a_lost_store(self) -> None:
+        """Set ``_lost`` if the store no longer holds the job this projector started on."""
+        if self.identity is None or self._lost:
+            return
+        try:
+            await check_identity(self.log.redis, self.log.keys, self.identity)
+        except StoreLost:
+            self._lost = True
+
+    async def _check_store(self) -> None:
+        """`StoreLost` if the store lost the job; what was read before it did (the
+        identity was still there after that read) is committed first: it is the job's,
+        and the restore goes on from it."""
+        assert self.identity is not None
+        try:
+            await check_identity(self.log.redis, self.log.keys, self.identity)
+        except StoreLost:
+            self._lost = True
+            self._ahead = None
+            await self.commit(snapshot=True, wait=True)
+            raise
 
     def _snapshot_if_due(
         self, snapshot: bool
@@ -418,14 +458,26 @@ class Projector:
                 assert self._writer is not None
                 work = msgspec.structs.replace(work, segment=await self._writer.segment())
             assert self.lease is not None
-            # Still the job's projector? One that lost its lease commits nothing (its
-            # state is stale: another projector may have committed and trimmed since).
-            await self.lease.renew()
+            # What was folded is the job's (each read was checked, `_check_store`), and is
+            # committed even once the store lost the job: without the lease, which went with
+            # the store, and without a position published or a trim in the lost store.
+            await self._notice_a_lost_store()
+            if not self._lost:
+                # Still the job's projector? One that lost its lease commits nothing (its
+                # state is stale: another projector may have committed and trimmed since).
+                try:
+                    await self.lease.renew()
+                except ProjectorLeaseLost:
+                    await self._notice_a_lost_store()
+                    if not self._lost:
+                        raise
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             if work.task_rows:
                 self.stored.landed()
             if work.item_keys:
                 self.stored_keys.landed()
+            if self._lost:
+                raise StoreLost(self.log.keys.job, "its identity key is gone: it lost its data")
             await self._publish_and_trim()
         except Exception as exc:
             # Raised where the projector waits for its commits, not in the task group: a

@@ -39,13 +39,13 @@ from eventlog import (
     write_atomic,
 )
 from projector._archive import SEGMENT_SUFFIX, SegmentInfo
+from projector._identity import MANIFEST as MANIFEST  # defined there, light; named here too
 from projector._keystore import KEYS_DIR, KeySegmentInfo, read_keys
 from projector._segment_index import INDEX_SUFFIX, index_name
 from projector._state import State, state_from_bytes
 from projector._summary import Summary
 from projector._taskstore import TASKS_DIR, TaskSegmentInfo, read_tasks
 
-MANIFEST = "manifest.json"
 ARCHIVE_DIR = "archive"
 SNAPSHOT_DIR = "snapshots"
 LOCK_FILE = "projector.lock"
@@ -81,6 +81,12 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     key_segments: tuple[KeySegmentInfo, ...] = ()
     """Key segments in commit order: with the snapshot's, the item keys at
     ``snapshot_position`` (no key is in two)."""
+    identity: str | None = None
+    """The job's identity, as the store records it too (``eventlog.JobIdentity``): a store
+    with another, or none while this archive holds events, lost the job (None: committed
+    before identities)."""
+    epoch: int = 0
+    """The store's fencing epoch when this was committed (raised by ``crawlog restore``)."""
 
 
 def job_dir(data_dir: Path, job: str) -> Path:

@@ -73,7 +73,9 @@ def test_the_docs_link_only_to_files_inside_the_repository() -> None:
 
 
 CODE = re.compile(r"`([^`\s]+)`")
-SOURCES = [p for package in ("eventlog", "projector", "crawler") for p in (ROOT / package).rglob("*.py")]
+SOURCES = [
+    p for package in ("eventlog", "projector", "crawler") for p in (ROOT / package).rglob("*.py")
+]
 
 
 def _private_names() -> set[str]:

@@ -2,8 +2,9 @@
 
 Scripts branch on these, so they are part of the interface: 0 success, 1 a "no" answer
 (``server status`` with nothing running, ``jobs`` with no jobs, a crawl that got nothing
-done), 2 an error (one line on stderr; also a crawl stopped by a server that cannot write),
-141 a reader of stdout that went away. 3 and 4 are only between a crawl and the processes it
+done), 2 an error (one line on stderr; also a crawl stopped by a server that cannot write or
+that lost the job),
+141 a reader of stdout that went away. 3, 4 and 5 are only between a crawl and the processes it
 starts: they tell the crawl, which says it once for all of them, why a child stopped.
 """
 
@@ -18,5 +19,7 @@ EXIT_DISK_FULL = 3
 """How a process of a crawl exits, silently, when the server's disk is full."""
 EXIT_CANNOT_PERSIST = 4
 """... when the server cannot persist for another reason (MISCONF)."""
+EXIT_STORE_LOST = 5
+"""... when the store lost the job (``StoreLost``): the crawl says it once, and exits 2."""
 EXIT_BROKEN_PIPE = 128 + 13
 """128 + SIGPIPE: what the shell reports for ``cat`` or ``grep`` whose reader went away."""

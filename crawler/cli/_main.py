@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import click
 
-from crawler.cli._exit import EXIT_BROKEN_PIPE, EXIT_DISK_FULL, EXIT_ERROR
+from crawler.cli._exit import EXIT_BROKEN_PIPE, EXIT_DISK_FULL, EXIT_ERROR, EXIT_STORE_LOST
 from crawler.cli._logs import LOG_FORMATS, LogFormat, configure_logging
 from crawler.cli._settings import bind, export_redis_url, load_file
 from crawler.cli._unwritable import exit_status, said_by_the_crawl
@@ -52,13 +52,14 @@ from crawler.cli.pause import pause_command, resume_command
 from crawler.cli.projector import project_command, repair_command, replay_command
 from crawler.cli.reports import register_report_commands
 from crawler.cli.resolve import resolve_command
+from crawler.cli.restore import restore_command
 from crawler.cli.retry import retry_command
 from crawler.cli.server import server
 from crawler.cli.shell import shell_command
 from crawler.cli.status import status_command
 from crawler.cli.testsite import testsite_command
 from crawler.cli.workers import workers_command
-from eventlog import CrawlogError, ServerCannotPersist
+from eventlog import CrawlogError, ServerCannotPersist, StoreLost
 
 # --- errors -----------------------------------------------------------------------------------
 
@@ -141,6 +142,9 @@ def _reported(exc: BaseException, *, debug: bool) -> click.ClickException | clic
     if isinstance(exc, ServerCannotPersist) and said_by_the_crawl() and not debug:
         # Every process of the crawl meets the same refusal: the crawl says it, once.
         return click.exceptions.Exit(exit_status(exc))
+    if isinstance(exc, StoreLost) and said_by_the_crawl() and not debug:
+        # Every process of the crawl meets the same loss: the crawl says it, once.
+        return click.exceptions.Exit(EXIT_STORE_LOST)
     return _ReportedError(str(exc), debug=debug)
 
 
@@ -223,6 +227,7 @@ cli.add_command(worker_command)
 cli.add_command(enqueue_command)
 cli.add_command(project_command)
 cli.add_command(replay_command)
+cli.add_command(restore_command)
 cli.add_command(repair_command)
 cli.add_command(status_command)
 cli.add_command(jobs_command)

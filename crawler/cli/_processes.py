@@ -53,6 +53,7 @@ from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._crawl_settings import bound_line
 from crawler.cli._durability_option import durability_in_force
+from crawler.cli._exit import EXIT_STORE_LOST
 from crawler.cli._fork import Forked, can_fork, fork_command
 from crawler.cli._lifeline import PARENT_ENV
 from crawler.cli._light import without_httpx_cli
@@ -60,12 +61,15 @@ from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
     MEMORY_CHECK_S,
+    JobIdentity,
     JobKeys,
     ServerError,
     ServerEvicts,
     ServerInfo,
+    StoreLost,
     TaskQueue,
     answers,
+    check_identity,
     connect,
     evicting_server,
     flush_journals,
@@ -294,6 +298,9 @@ async def run_crawl(
     ):
         if durability_in_force() == "replica":
             await require_replica(client, redacted(url))
+        # Before anything is written: a store that lost the job must not take it for a new
+        # one (its seeds enqueued again, every page fetched again).
+        identity = await _store_checked(client, data_dir, job)
         queue = TaskQueue(client, job, "crawl")
         # Before any worker claims: what the job's workers journalled and no store answered
         # (the workers of the last crawl, however many this one starts).
@@ -341,9 +348,15 @@ async def run_crawl(
                 await _watch(progress, children.workers_exited, echo, url)
                 tg.cancel_scope.cancel()
             complete = await _finished(queue, echo)
+            if identity is not None:
+                # "Nothing left" from a store that lost the job is no end of it.
+                await check_identity(client, queue.keys, identity)
         finally:
             with anyio.CancelScope(shield=True):
                 await children.stop()
+    if EXIT_STORE_LOST in children.exits():
+        # Its processes found the job's keys gone (and said nothing: the crawl says it).
+        raise StoreLost(job, "its processes found its task lanes or identity gone")
     if evicting:
         # Stopped cleanly (the workers handed their tasks back, the projector committed):
         # the same command carries on once the server no longer evicts.
@@ -351,6 +364,13 @@ async def run_crawl(
     return _summary(
         settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
     )
+
+
+async def _store_checked(client: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:
+    """The job's identity, minted for a new job; `StoreLost` if the store lost the job."""
+    from projector import check_store  # light: the manifest's identity, read as JSON
+
+    return await check_store(client, data_dir, job, create=True)
 
 
 async def _store_and_seed(

@@ -78,7 +78,11 @@ def status_command(
     _warn_of_missing_files(directory, job)
 
     async def run() -> None:
+        from projector import check_store
+
         async with connect(url) as client:
+            # A job the archive knows and the store lost is said so, not "no job here".
+            await check_store(client, directory, job, create=False)
             config = await load_config(client, JobKeys(job))  # an unknown job fails here
             politeness = config.politeness
             floor_ms = round(politeness.delay_s * 1000) if politeness.autothrottle else None

@@ -1,0 +1,339 @@
+"""``crawlog restore``: a job's keys rebuilt in a store that lost them, from the archive.
+
+The committed state (snapshot, task segments, archived events) and whatever tail of the
+log the store still holds after the committed position (`log_continues`) fold into the
+state of the whole log; `plan_restore` turns it into what the store must hold (pure);
+`restore_job` clears the job's keys and writes them through ``eventlog``:
+
+- every task not ended goes back to a lane once, with its attempt, its request and its
+  resume point (``ckpt`` points at its last archived checkpoint); a task running at the
+  loss goes to the recovery lane with a ``TaskReclaimed`` (`STORE_RESTORED`), so the fold
+  counts the page its worker was fetching as a refetch when it comes again;
+- tasks paused by a pause of their own or waiting for a person are parked again; the
+  ``ctx.once`` markers are written as the log left them, so an action intended and never
+  logged done comes back uncertain (paused for a person), never run again;
+- ``seen`` holds every task's fingerprint, the control hash the pauses and open circuits;
+- the log goes on after the committed position, and the identity gets a new epoch: a
+  process of before the loss stops at its next check (`eventlog.check_identity`), and a
+  lease of before names an entry no lane holds, so its writes are refused.
+
+What the log does not hold cannot come back (`NOT_RESTORED`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from collections.abc import Mapping, Set
+from pathlib import Path
+
+import anyio
+import msgspec
+import pyarrow.compute as pc
+import redis.asyncio as aioredis
+
+from eventlog import (
+    DEFAULT_NAME_TTL_MS,
+    LANE_RECOVERY,
+    CheckpointSaved,
+    EventLog,
+    Flags,
+    JobIdentity,
+    JobKeys,
+    OperatorRefused,
+    RetryScheduled,
+    Task,
+    TaskReclaimed,
+    clear_job_keys,
+    copy_log_tail,
+    decode,
+    lane_for,
+    live_holders,
+    log_continues,
+    publish_projector_position,
+    read_identity,
+    restart_log,
+    restore_checkpoints,
+    restore_delayed,
+    restore_flags,
+    restore_lanes,
+    restore_parked,
+    restore_seen,
+    set_identity,
+)
+from projector._archive import read_table
+from projector._committed import live_state
+from projector._fold import STORE_RESTORED, fold
+from projector._history import bring_back_named
+from projector._identity import archive_facts, in_flight_at_loss
+from projector._state import CIRCUIT_OPEN, PAUSED, PENDING, RUNNING, TERMINAL, State, TaskState
+from projector._store import Manifest, Store
+from projector._taskstore import iter_task_ids
+
+RESTORE_ACTOR = "restore"
+HOLDERS_POLL_S = 0.2
+HOLDERS_MARGIN_S = 1.0
+"""Beyond a worker name's lifetime: how long a restore waits for the names of workers that
+just died to lapse before it refuses."""
+RETRY_TYPE = "task.retry_scheduled"
+NOT_RESTORED = (
+    "cookie jars (never logged: a spider that logs in does it again)",
+    "redirect claims (a page reached through a redirect may be fetched once more as its own task)",
+    "operator retry markers and robots.txt copies (fetched again)",
+)
+"""What a restore cannot rebuild, as it tells the operator."""
+
+
+class RestorePlan(msgspec.Struct, kw_only=True):
+    """What the store must hold for a job whose whole log folds into a state."""
+
+    lanes: list[tuple[int, Task]] = msgspec.field(default_factory=list)
+    delayed: list[tuple[int, int, Task]] = msgspec.field(default_factory=list)
+    """(due time in ms, lane, task) of the retries not due yet."""
+    parked: list[tuple[int, Task]] = msgspec.field(default_factory=list)
+    checkpoints: dict[str, tuple[str, CheckpointSaved]] = msgspec.field(default_factory=dict)
+    flags: Flags = msgspec.field(default_factory=Flags)
+    seen: list[str] = msgspec.field(default_factory=list)
+    reclaimed: list[TaskReclaimed] = msgspec.field(default_factory=list)
+    uncertain: list[str] = msgspec.field(default_factory=list)
+    """Tasks with an action intended and never logged done: they come back uncertain."""
+
+
+class Restored(msgspec.Struct, kw_only=True):
+    """What a restore did."""
+
+    job: str
+    position: str
+    epoch: int
+    tasks: int
+    """Tasks the log knows (their fingerprints are seen again)."""
+    queued: int
+    delayed: int
+    """Retries not due yet, held until they are."""
+    running: int
+    """Of the queued, those that were running at the loss (in the recovery lane)."""
+    parked: int
+    uncertain: int
+    tail_events: int
+    """Events of the store's tail after the committed position, kept and folded in."""
+    dropped_log: bool
+    """The store's log did not go on from the archive: what it held was dropped."""
+    seconds: float
+
+
+def task_of(task: TaskState) -> Task:
+    """The lane entry of a task as the log tells it."""
+    return Task(
+        task_id=task.task_id,
+        url=task.url,
+        site=task.site,
+        depth=task.depth,
+        parent_task_id=task.parent_task_id,
+        attempt=task.attempt,
+        recoveries=task.recoveries,
+        spec=task.spec,
+        request=task.request,
+    )
+
+
+def plan_restore(
+    state: State,
+    *,
+    now: float,
+    in_flight: Mapping[str, str] | None = None,
+    retries: Mapping[str, RetryScheduled] | None = None,
+) -> RestorePlan:
+    """What the store must hold to go on from ``state`` (the fold of the whole log).
+
+    ``in_flight``: task id -> worker of the tasks whose workers had sent a request the
+    lost store never logged (`in_flight_at_loss`): reclaimed like a running task, so that
+    page counts as a refetch when it is fetched again. ``retries``: the last
+    ``RetryScheduled`` of tasks that retried (`last_retries`): one that is still the task's
+    last event and not due at ``now`` waits in ``delayed`` until it is."""
+    in_flight = in_flight or {}
+    retries = retries or {}
+    plan = RestorePlan()
+    actions: dict[tuple[str, str], str] = {}
+    awaiting: dict[str, tuple[str, str]] = {}
+    paused_tasks: dict[str, str] = {}
+    for task in state.tasks.values():
+        plan.seen.append(task.task_id)
+        if task.status in TERMINAL:
+            continue
+        intended = []
+        for action, marker in (task.actions or {}).items():
+            actions[(task.task_id, action)] = marker
+            if marker == "intended":
+                intended.append(action)
+        if intended:
+            plan.uncertain.append(task.task_id)
+        if task.checkpoint is not None and task.checkpoint_id is not None:
+            plan.checkpoints[task.task_id] = (
+                task.checkpoint_id,
+                CheckpointSaved(
+                    actor=RESTORE_ACTOR,
+                    task_id=task.task_id,
+                    attempt=task.attempt,
+                    cursor=task.checkpoint,
+                    counts=task.counts,
+                ),
+            )
+        entry = task_of(task)
+        if task.status == RUNNING or (task.status == PENDING and task.task_id in in_flight):
+            plan.reclaimed.append(
+                TaskReclaimed(
+                    actor=RESTORE_ACTOR,
+                    task_id=task.task_id,
+                    attempt=task.attempt,
+                    previous_owner=task.owner or in_flight.get(task.task_id, "?"),
+                    deliveries=task.deliveries,
+                    reason=STORE_RESTORED,
+                )
+            )
+            recovered = msgspec.structs.replace(entry, recoveries=task.recoveries + 1)
+            plan.lanes.append((LANE_RECOVERY, recovered))
+        elif task.status == PAUSED and not task.parked:
+            # Paused by a pause of its own, or for a person: parked until that is lifted.
+            plan.parked.append((lane_for(entry), entry))
+            if intended:
+                awaiting[task.task_id] = (task.site, intended[-1])
+            else:
+                paused_tasks[task.task_id] = task.site
+        elif (due := _retry_due(task, retries.get(task.task_id), now)) is not None:
+            entry = msgspec.structs.replace(entry, not_before=due)
+            plan.delayed.append((int(due * 1000), lane_for(entry), entry))
+        else:
+            # Pending, or parked by its site's or the job's pause: a worker that claims it
+            # parks it again while that pause holds.
+            plan.lanes.append((lane_for(entry), entry))
+    plan.flags = Flags(
+        job_paused=state.job.paused,
+        paused_sites=tuple(sorted(s.site for s in state.sites.values() if s.paused)),
+        # Until now: the next request probes the site, and failures open it again.
+        open_circuits={s.site: now for s in state.sites.values() if s.circuit == CIRCUIT_OPEN},
+        paused_tasks=paused_tasks,
+        awaiting=awaiting,
+        actions=actions,
+    )
+    return plan
+
+
+def _retry_due(task: TaskState, retry: RetryScheduled | None, now: float) -> float | None:
+    """When a pending task's retry is due, if its last event is that retry and it is not
+    due yet."""
+    if retry is None or task.status != PENDING or retry.at != task.updated_at:
+        return None
+    due = retry.at + retry.delay_s
+    return due if due > now else None
+
+
+def last_retries(store: Store, manifest: Manifest, task_ids: Set[str]) -> dict[str, RetryScheduled]:
+    """The last archived ``RetryScheduled`` of each of ``task_ids`` that has one."""
+    found: dict[str, RetryScheduled] = {}
+    if not task_ids:
+        return found
+    for path in store.segment_paths(manifest):
+        table = read_table(path, ["type", "task_id", "payload"])
+        rows = table.filter(pc.equal(table.column("type"), RETRY_TYPE))
+        for task_id, payload in zip(
+            rows.column("task_id").to_pylist(), rows.column("payload").to_pylist(), strict=True
+        ):
+            if task_id in task_ids and isinstance(event := decode(payload), RetryScheduled):
+                found[task_id] = event
+    return found
+
+
+async def restore_job(
+    redis: aioredis.Redis, data_dir: Path, job: str, *, tail_from: aioredis.Redis | None = None
+) -> Restored:
+    """Rebuild every key of ``job`` from its archive and the store's tail; refused
+    (`OperatorRefused`) while a worker of the job may still write. ``tail_from``: another
+    server (the old one) whose log's tail after the archive is copied in first."""
+    started = time.monotonic()
+    keys = JobKeys(job)
+    # A worker killed a moment ago still holds its name until it lapses: waited for.
+    with anyio.move_on_after(DEFAULT_NAME_TTL_MS / 1000 + HOLDERS_MARGIN_S):
+        while holders := await live_holders(redis, keys):
+            await anyio.sleep(HOLDERS_POLL_S)
+    if holders:
+        raise OperatorRefused(
+            f"workers of job {job!r} are alive and may still write ({', '.join(holders)}): "
+            "stop them, then restore"
+        )
+    store = Store(data_dir, job)
+    archive = archive_facts(data_dir, job)
+    if archive.events == 0 and archive.position == "0-0":
+        raise OperatorRefused(
+            f"job {job!r} has nothing archived under {data_dir}: nothing to restore from"
+        )
+    with store.lock():
+        manifest = store.read_manifest()
+        # The live part only: every task not ended is in it; the ended ones in the task
+        # store are only seen again, their ids read as a column, not as a million states.
+        state = (await anyio.to_thread.run_sync(live_state, store, manifest))[0]
+        log = EventLog(redis, keys)
+        tail_events = 0
+        tail_retries: dict[str, RetryScheduled] = {}
+        continues = await log_continues(redis, keys, manifest.position)
+        if not continues and tail_from is not None:
+            await restart_log(redis, keys, manifest.position)
+            copied = await copy_log_tail(tail_from, redis, keys, manifest.position)
+            continues = copied > 0 or await log_continues(redis, keys, manifest.position)
+            continues = continues or copied > 0
+        if continues:
+            # The same log goes on after the commit: its tail is the job's too.
+            position = manifest.position
+            while entries := await log.read_after(position, 10_000):
+                bring_back_named(store, manifest, state, entries)
+                fold(entries, state)
+                for entry in entries:
+                    if isinstance(entry.event, RetryScheduled):
+                        tail_retries[entry.event.task_id] = entry.event
+                tail_events += len(entries)
+                position = entries[-1].stream_id
+        stored = await read_identity(redis, keys)
+        epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
+        job_id = archive.job_id or (stored.job_id if stored is not None else uuid.uuid4().hex)
+        in_flight, left_by_workers = in_flight_at_loss(data_dir, job)
+        retried = {t.task_id for t in state.tasks.values() if t.status == PENDING and t.retries}
+        retries = await anyio.to_thread.run_sync(last_retries, store, manifest, retried)
+        retries.update(tail_retries)
+        plan = await anyio.to_thread.run_sync(
+            lambda: plan_restore(state, now=time.time(), in_flight=in_flight, retries=retries)
+        )
+        keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
+        await clear_job_keys(redis, keys, keep=keep)
+        if not continues:
+            await restart_log(redis, keys, manifest.position)
+        ended = await anyio.to_thread.run_sync(
+            lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
+        )
+        known = await restore_seen(redis, keys, itertools.chain(plan.seen, ended))
+        await restore_checkpoints(redis, keys, plan.checkpoints)
+        await restore_flags(redis, keys, plan.flags)
+        await restore_parked(redis, keys, plan.parked)
+        await restore_delayed(redis, keys, plan.delayed)
+        # The reclaims before the lanes: a worker that claims a task first must find it
+        # pending in the log.
+        await log.append_many(plan.reclaimed)
+        queued = await restore_lanes(redis, keys, plan.lanes)
+        await publish_projector_position(redis, keys, manifest.position)
+        identity = JobIdentity(job_id=job_id, epoch=epoch)
+        await set_identity(redis, keys, identity)
+        for path in left_by_workers:
+            path.unlink(missing_ok=True)  # counted: a second restore must not count them again
+    return Restored(
+        job=job,
+        position=manifest.position,
+        epoch=epoch,
+        tasks=known,
+        queued=queued,
+        delayed=len(plan.delayed),
+        running=len(plan.reclaimed),
+        parked=len(plan.parked),
+        uncertain=len(plan.uncertain),
+        tail_events=tail_events,
+        dropped_log=not continues,
+        seconds=time.monotonic() - started,
+    )
