@@ -843,3 +843,10 @@ def browser_fetcher(
     return BrowserFetcher(
         http, config, root=data_dir / BROWSERS_DIR, executable=find_chromium(), wait=wait
     )
+
+
+def tasks_at_once(browser: bool, concurrency: int) -> int:
+    """How many tasks a worker runs at once: a task waiting for one of the browser's pages
+    would hold its host's politeness slot (and its lease check would go stale) meanwhile,
+    so a ``--browser`` worker runs no more tasks than it has pages."""
+    return min(concurrency, DEFAULT_BROWSER_PAGES) if browser else concurrency

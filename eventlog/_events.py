@@ -17,13 +17,15 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterable
-from typing import Any, ClassVar, Final, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 
 from eventlog._ids import new_event_id
 
 NO_REASON = ""
+FIRST_RUN: Final = 1
+"""The run of a job's first crawl; ``crawlog recrawl`` numbers its runs on from it."""
 
 
 def _now() -> float:
@@ -46,6 +48,9 @@ class TaskEvent(Event, frozen=True, kw_only=True):
     """Something that happened to one task."""
 
     task_id: str
+    run: int = FIRST_RUN
+    """The job's run the task belongs to (`FIRST_RUN`; ``crawlog recrawl`` starts runs past
+    it): stamped on each event of a run's task by the queue that writes it (`of_run`)."""
 
     subject_kind: ClassVar[str] = "task"
 
@@ -91,6 +96,20 @@ class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The keywords the callback is called with (None: none)."""
 
 
+Change = Literal["new", "changed", "unchanged", "gone"]
+"""What a run found of a page: not in an earlier run, a different body, the same body (or
+a 304), or a 404/410 where the page was."""
+
+
+class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a page's last fetch said of its body: what a revisit asks the server with
+    (``If-None-Match``, ``If-Modified-Since``) and compares a new body's hash with."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    body_hash: str | None = None
+
+
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """A task's running totals, carried by checkpoints so a resume restores them."""
 
@@ -105,6 +124,9 @@ EVIDENCE_HEADER_BYTES: Final = 16 * 1024
 """Bytes of header names and values an evidence keeps, so that a site answering with
 endless headers cannot make an event of any size: the headers past it are left out."""
 EVIDENCE_LEVEL: Final = 6
+EVIDENCE_TRACEBACK_CHARS: Final = 4 * 1024
+"""Characters of a spider's traceback an evidence keeps: its end, where the spider's own
+frames and the error are."""
 """zlib's level for the body: a failure is rare, so its ratio matters more than its cost."""
 
 
@@ -128,11 +150,18 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     headers_truncated: bool = False
     """Headers past `EVIDENCE_HEADER_BYTES` were left out."""
     content_type: str | None = None
+    traceback: str | None = None
+    """The spider's traceback when its exception failed the task (the last
+    `EVIDENCE_TRACEBACK_CHARS` of it); None otherwise."""
 
     @property
     def body(self) -> bytes:
         """The kept start of the body, decompressed."""
         return zlib.decompress(self.body_z) if self.body_z else b""
+
+    def with_traceback(self, text: str) -> Evidence:
+        """This evidence with the end of the traceback ``text``, cut to its bound."""
+        return msgspec.structs.replace(self, traceback=text[-EVIDENCE_TRACEBACK_CHARS:])
 
     @classmethod
     def of(
@@ -184,6 +213,8 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     """The request the task carries (`Task.request`), so the log alone can rebuild it."""
     lastmod: str | None = None
     """The ``<lastmod>`` the sitemap that listed the URL gave it, if any."""
+    revisit: Validators | None = None
+    """For a page an earlier run fetched: its validators then (None: a page new to the run)."""
 
 
 class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):
@@ -208,6 +239,9 @@ class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint
     attempt: int
     cursor: Cursor
     counts: Counts = Counts()
+    recent_pages: tuple[str, ...] = ()
+    """Fingerprints of the URLs of the task's latest pages (a bounded few, the latest
+    last): a resumed task still sees a next page it fetched just before the checkpoint."""
     meta: dict[str, Any] | None = None
     """The next page's ``response.meta`` (``NextPage.meta``; None: the task's own). Beside
     the cursor, not in it: the state keeps the cursor, and these are the spider's alone."""
@@ -231,6 +265,14 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """Items the spider yielded for this page that its pipelines dropped, counted by
     reason (a ``DropItem``'s message, or "dropped by STEP" for a step returning None)."""
+    etag: str | None = None
+    """The response's ``ETag`` header, if any."""
+    last_modified: str | None = None
+    """The response's ``Last-Modified`` header, if any."""
+    body_hash: str | None = None
+    """A hash of the body (`crawler.body_hash`); for a 304, the earlier fetch's."""
+    change: Change | None = None
+    """What a run past the first found (None in the first run: every page is new there)."""
 
 
 class ItemScraped(TaskEvent, frozen=True, kw_only=True, tag="task.item"):
@@ -450,3 +492,14 @@ def tag_of(event_type: type[Event]) -> str:
     tag = event_type.__struct_config__.tag
     assert isinstance(tag, str)
     return tag
+
+
+E = TypeVar("E", bound=Event)
+
+
+def of_run(event: E, run: int) -> E:
+    """``event`` as a task of ``run`` writes it: a task event of a run past the first gets
+    the run stamped (the first run's, and every other event, are left as they are)."""
+    if run == FIRST_RUN or not isinstance(event, TaskEvent) or event.run == run:
+        return event
+    return msgspec.structs.replace(event, run=run)
