@@ -40,6 +40,11 @@ PROBE_EVERY_S = 0.25
 """How often the store is asked whether it answers."""
 DOWN_AFTER_S = 1.0
 """A store that does not answer a PING this long is taken for down."""
+OFFLINE_MIN_LEASE_MS = 10_000
+"""Below this lease time a worker does not go on without its store: a page is fetched
+offline with at least half a lease left, and what it writes must reach the store before
+the lease runs out, or another worker takes the task over and fetches it again; with a
+shorter lease the detection (`DOWN_AFTER_S`) alone takes most of that half."""
 
 
 class _LocalHost:
@@ -51,7 +56,8 @@ class _LocalHost:
 class OfflineRide:
     """The worker's ride through a store outage: ``queue`` is told when the store is down
     and back; ``gate`` gives the slots while it answers; ``delay_s`` spaces two requests
-    to a host without it; ``pages`` bounds what is fetched per outage (0: nothing)."""
+    to a host without it; ``pages`` bounds what is fetched per outage (0: nothing). Only
+    with a journal and a lease of `OFFLINE_MIN_LEASE_MS` or more."""
 
     def __init__(
         self,
@@ -65,7 +71,9 @@ class OfflineRide:
         self.redis, self.queue, self.gate = redis, queue, gate
         self.delay_s = delay_s
         self.pages = pages
-        self.enabled = pages > 0 and queue.journal is not None
+        self.enabled = (
+            pages > 0 and queue.journal is not None and queue.lease_ms >= OFFLINE_MIN_LEASE_MS
+        )
         self.fetched = 0
         """Pages fetched while the store was down, over every outage."""
         self._left = pages
