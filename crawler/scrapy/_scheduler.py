@@ -42,7 +42,8 @@ from twisted.python.failure import Failure
 from crawler._politeness import Politeness
 from crawler._urls import site_of
 from crawler.scrapy._bridge import Bridge, Enqueue, Finish, Hold, Release
-from crawler.scrapy._settings import PluginSettings, plugin_settings
+from crawler.scrapy._projector import JobProjector
+from crawler.scrapy._settings import PluginSettings, plugin_settings, projects
 from eventlog import (
     AnyEvent,
     ConfigError,
@@ -171,6 +172,7 @@ class Scheduler(BaseScheduler):
         """(request, the request the downloader returned for it) while the engine
         schedules the second: a retry if both have one fingerprint, else a redirect."""
         self._actor = ""
+        self._projector: JobProjector | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -197,6 +199,9 @@ class Scheduler(BaseScheduler):
         )
         self.bridge.start()
         self._actor = self.bridge.name
+        if projects(self.crawler.settings):
+            self._projector = JobProjector(self.settings)
+            self._projector.start()
         self.df.open()
         log.info(
             "crawlog: job %s, worker %s, lease %.1f s",
@@ -222,6 +227,8 @@ class Scheduler(BaseScheduler):
         self.df.close(reason)
         if bridge.error is not None:
             log.error("crawlog: the queue failed: %s", bridge.error)
+        if self._projector is not None:
+            self._projector.stop()  # after the bridge's last events are written
 
     def has_pending_requests(self) -> bool:
         """Whether the job has work left: here, queued, or leased by any process."""
