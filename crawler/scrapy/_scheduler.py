@@ -173,6 +173,8 @@ class Scheduler(BaseScheduler):
         schedules the second: a retry if both have one fingerprint, else a redirect."""
         self._actor = ""
         self._projector: JobProjector | None = None
+        self._max_unfinished = crawler.settings.getint("CONCURRENT_REQUESTS", 16)
+        """No more requests started and not finished at once: a kill redoes no more."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -277,6 +279,10 @@ class Scheduler(BaseScheduler):
             return self._retries.popleft()
         bridge = self.bridge
         if bridge is None:
+            return None
+        if bridge.started() >= self._max_unfinished:
+            # Responses wait in Scrapy's scraper for their callbacks (up to 5 MB of them):
+            # each one a kill would fetch again. The engine asks again as each request ends.
             return None
         while bridge.ready:
             lease = bridge.ready.popleft()
