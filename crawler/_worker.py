@@ -52,6 +52,13 @@ from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
 from crawler._politeness import PolitenessGate
 from crawler._recovery import Recovery, aborted_for_recoveries, past_recovery_limit, recovery_of
+from crawler._recrawl import (
+    UNCHANGED,
+    change_of,
+    conditional_headers,
+    fetched_validators,
+    run_fingerprint,
+)
 from crawler._robots import (
     RobotsCache,
     RobotsRules,
@@ -83,6 +90,7 @@ from eventlog import (
     CONTROL_POLL_S,
     DEFAULT_DURABILITY,
     DEFAULT_NAME_TTL_MS,
+    FIRST_RUN,
     WORKER_STOPPED,
     ActionDone,
     ActionIntended,
@@ -790,6 +798,8 @@ class Worker:
                 # A page is counted only when it was asked for: the retry that follows an
                 # unreadable robots.txt says why the task waits (its reason), not a fetch.
                 self.stats.pages += 1
+                seen = fetched_validators(task, result.status, result.headers, result.body)
+                change = change_of(task, result.status, seen.body_hash)
                 fetched = PageFetched(
                     actor=self.name,
                     task_id=task.task_id,
@@ -800,6 +810,11 @@ class Worker:
                     elapsed_ms=result.elapsed_ms,
                     page=page,
                     error=result.error,
+                    etag=seen.etag,
+                    last_modified=seen.last_modified,
+                    body_hash=seen.body_hash,
+                    run=task.run,
+                    change=change if page == 1 else None,
                 )
                 pending.append(fetched)
             if await self._retry_or_fail(lease, result, pending):
@@ -807,6 +822,11 @@ class Worker:
             if result.handed_over:
                 reason = f"redirect to {result.location}, fetched by its own task"
                 await self._end(lease, self._task_done(task, reason, counts), pending)
+                return
+            if fetched is not None and fetched.change == "unchanged":
+                # A revisit that found the page as it was: not parsed, its items stay.
+                counts = Counts(pages=counts.pages + 1, items=counts.items, bytes=counts.bytes)
+                await self._end(lease, self._task_done(task, UNCHANGED, counts), pending)
                 return
             if lease.recoveries and (evidence := evidence_of(result)) is not None:
                 # Its workers died with this task before: if this one does too, its abort
@@ -980,13 +1000,16 @@ class Worker:
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await self._hold(lease)
             spec = lease.task.spec
+            headers = None if spec is None else spec.headers
+            if first and lease.task.revisit is not None:
+                headers = {**(headers or {}), **conditional_headers(lease.task.revisit)}
             result = await self._fetcher.fetch(
                 url,
                 redirect_allowed=self._in_scope,
-                claim_target=self._claimer(lease.task.task_id),
+                claim_target=self._claimer(lease.task.task_id, lease.task.run),
                 method=spec.method if spec is not None and first else "GET",
                 body=spec.body if spec is not None and first else None,
-                headers=None if spec is None else spec.headers,
+                headers=headers,
             )
         if result.requested:
             self._unsettled[lease.task.task_id] = self.name
@@ -1011,13 +1034,13 @@ class Worker:
     def _in_scope(self, url: str) -> bool:
         return self.scope.allows(url, 0)
 
-    def _claimer(self, task_id: str) -> Callable[[str], Awaitable[bool]]:
+    def _claimer(self, task_id: str, run: int = FIRST_RUN) -> Callable[[str], Awaitable[bool]]:
         """Whether the task may follow a redirect to a URL: not if a task of its own
         fetches it (enqueued, or reached by another redirect first). Without this, a page
         linked both directly and through a redirect is fetched twice."""
 
         async def claim(url: str) -> bool:
-            fp = fingerprint(url)
+            fp = run_fingerprint(fingerprint(url), run)
             if fp == task_id:
                 return True  # the same URL in another spelling: the task's own page
             if fp in self._seen:
@@ -1188,6 +1211,7 @@ class Worker:
                     check_callback(self.spider, named)
                     self._callbacks.add(named)
                 fp = request_fingerprint(resolved, follow_spec.method, follow_spec.body)
+            fp = run_fingerprint(fp, task.run)
             if fp in self._seen or fp in fresh:
                 continue  # enqueued already: not a drop, the crawl has it
             if (why := self.scope.refusal(resolved, depth)) is not None:
@@ -1201,14 +1225,16 @@ class Worker:
                 priority=output.priority,
                 parent_task_id=task.task_id,
                 spec=follow_spec,
+                run=task.run,
             )
         # The default spider's links: what its Follows would come to, one plain GET each
         # (canonical already, so resolving is a lookup for all but a link's first time).
-        resolve, seen, refusal, parent = (
+        resolve, seen, refusal, parent, run = (
             self._resolved.resolve,
             self._seen,
             self.scope.refusal,
             task.task_id,
+            task.run,
         )
         for url in links:
             known = resolve(url, base)
@@ -1216,6 +1242,8 @@ class Worker:
                 dropped[known.reason] = dropped.get(known.reason, 0) + 1
                 continue
             resolved, fp = known
+            if run != FIRST_RUN:
+                fp = run_fingerprint(fp, run)
             if fp in seen or fp in fresh:
                 continue
             if (why := refusal(resolved, depth)) is not None:
@@ -1228,6 +1256,7 @@ class Worker:
                 depth=depth,
                 priority=0,
                 parent_task_id=parent,
+                run=run,
             )
         for reason, count in response.dropped.items():  # left out by the link rules
             dropped[reason] = dropped.get(reason, 0) + count

@@ -40,6 +40,7 @@ from eventlog._durability import (
 from eventlog._events import (
     EVENT_TYPES,
     EVIDENCE_BODY_BYTES,
+    FIRST_RUN,
     ORPHANED_REASON,
     TERMINAL_EVENT_TYPES,
     WORKER_STOPPED,
@@ -47,6 +48,7 @@ from eventlog._events import (
     ActionIntended,
     ActionResolved,
     AnyEvent,
+    Change,
     CheckpointSaved,
     CircuitClosed,
     CircuitOpened,
@@ -78,6 +80,7 @@ from eventlog._events import (
     TaskReleased,
     TaskResumed,
     TaskRetried,
+    Validators,
     tag_of,
 )
 from eventlog._exceptions import (
@@ -218,6 +221,7 @@ from eventlog._restore import (
     restore_seen,
 )
 from eventlog._robots import ROBOTS_LOCK_MS, RobotsFile, SharedRobots
+from eventlog._runs import FINISHED, RUNNING, RunRecord, RunState, read_run, write_run
 from eventlog._sentinel import is_sentinel_url, watch_primary
 from eventlog._server import (
     DATA_DIR_ENV,
@@ -253,6 +257,8 @@ __all__ = [
     "EMPTY_JAR_VERSION",
     "EVENT_TYPES",
     "EVIDENCE_BODY_BYTES",
+    "FINISHED",
+    "FIRST_RUN",
     "FSYNC_POLICIES",
     "JOURNAL_FSYNC_ENV",
     "JOURNAL_FSYNC_POLICIES",
@@ -265,6 +271,7 @@ __all__ = [
     "ORPHANED_REASON",
     "REDIS_URL_ENV",
     "ROBOTS_LOCK_MS",
+    "RUNNING",
     "SCHEMA_VERSION",
     "START",
     "TERMINAL_EVENT_TYPES",
@@ -277,6 +284,7 @@ __all__ = [
     "ActionState",
     "AnyEvent",
     "ArchiveFacts",
+    "Change",
     "CheckpointSaved",
     "CircuitClosed",
     "CircuitOpened",
@@ -331,6 +339,8 @@ __all__ = [
     "Retry",
     "RetryScheduled",
     "RobotsFile",
+    "RunRecord",
+    "RunState",
     "ServerCannotPersist",
     "ServerError",
     "ServerEvicts",
@@ -366,6 +376,7 @@ __all__ = [
     "TaskResumed",
     "TaskRetried",
     "UnknownTask",
+    "Validators",
     "WorkerInfo",
     "WorkerNameTaken",
     "answers",
@@ -416,6 +427,7 @@ __all__ = [
     "read_leases",
     "read_memory",
     "read_projector_position",
+    "read_run",
     "read_workers",
     "rebuild_checkpoints",
     "redacted",
@@ -456,4 +468,5 @@ __all__ = [
     "wait_for_projector_position",
     "watch_primary",
     "write_atomic",
+    "write_run",
 ]

@@ -17,13 +17,15 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterable
-from typing import Any, ClassVar, Final, Literal, TypeAlias
+from typing import Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 
 from eventlog._ids import new_event_id
 
 NO_REASON = ""
+FIRST_RUN: Final = 1
+"""The run of a job's first crawl; ``crawlog recrawl`` numbers its runs on from it."""
 
 
 def _now() -> float:
@@ -46,6 +48,9 @@ class TaskEvent(Event, frozen=True, kw_only=True):
     """Something that happened to one task."""
 
     task_id: str
+    run: int = FIRST_RUN
+    """The job's run the task belongs to (`FIRST_RUN`; ``crawlog recrawl`` starts runs past
+    it): stamped on each event of a run's task by the queue that writes it (`of_run`)."""
 
     subject_kind: ClassVar[str] = "task"
 
@@ -89,6 +94,20 @@ class RequestSpec(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """What the callback gets as ``response.meta`` (None: ``{}``)."""
     cb_kwargs: dict[str, Any] | None = None
     """The keywords the callback is called with (None: none)."""
+
+
+Change = Literal["new", "changed", "unchanged", "gone"]
+"""What a run found of a page: not in an earlier run, a different body, the same body (or
+a 304), or a 404/410 where the page was."""
+
+
+class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What a page's last fetch said of its body: what a revisit asks the server with
+    (``If-None-Match``, ``If-Modified-Since``) and compares a new body's hash with."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    body_hash: str | None = None
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -184,6 +203,8 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     """The request the task carries (`Task.request`), so the log alone can rebuild it."""
     lastmod: str | None = None
     """The ``<lastmod>`` the sitemap that listed the URL gave it, if any."""
+    revisit: Validators | None = None
+    """For a page an earlier run fetched: its validators then (None: a page new to the run)."""
 
 
 class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):
@@ -231,6 +252,14 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """Items the spider yielded for this page that its pipelines dropped, counted by
     reason (a ``DropItem``'s message, or "dropped by STEP" for a step returning None)."""
+    etag: str | None = None
+    """The response's ``ETag`` header, if any."""
+    last_modified: str | None = None
+    """The response's ``Last-Modified`` header, if any."""
+    body_hash: str | None = None
+    """A hash of the body (`crawler.body_hash`); for a 304, the earlier fetch's."""
+    change: Change | None = None
+    """What a run past the first found (None in the first run: every page is new there)."""
 
 
 class ItemScraped(TaskEvent, frozen=True, kw_only=True, tag="task.item"):
@@ -450,3 +479,14 @@ def tag_of(event_type: type[Event]) -> str:
     tag = event_type.__struct_config__.tag
     assert isinstance(tag, str)
     return tag
+
+
+E = TypeVar("E", bound=Event)
+
+
+def of_run(event: E, run: int) -> E:
+    """``event`` as a task of ``run`` writes it: a task event of a run past the first gets
+    the run stamped (the first run's, and every other event, are left as they are)."""
+    if run == FIRST_RUN or not isinstance(event, TaskEvent) or event.run == run:
+        return event
+    return msgspec.structs.replace(event, run=run)

@@ -294,6 +294,13 @@ class JobKeys:
         return self._key("config")
 
     @cached_property
+    def run(self) -> str:
+        """Hash ``run`` -> the job's latest run (absent: the first crawl's, 1), ``state`` ->
+        ``running`` from the moment ``crawlog recrawl`` starts it, ``finished`` once every
+        task of it ended (`eventlog._runs`)."""
+        return self._key("run")
+
+    @cached_property
     def identity(self) -> str:
         """Hash ``id`` -> the job's identity (minted at its creation, recorded in every
         projector manifest too), ``epoch`` -> its fencing epoch (raised by each

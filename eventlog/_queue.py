@@ -38,6 +38,7 @@ from eventlog._events import (
     TaskPaused,
     TaskReclaimed,
     TaskRetried,
+    of_run,
 )
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError
 from eventlog._journal import Journal, JournalSettle, journal_directory
@@ -329,6 +330,8 @@ class TaskQueue:
                 spec=task.spec,
                 request=task.request,
                 lastmod=task.lastmod,
+                run=task.run,
+                revisit=task.revisit,
             )
             if self.record_events:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), event.event_id)
@@ -583,7 +586,8 @@ class TaskQueue:
             if isinstance(event, TaskReclaimed) != (task is not None):
                 raise ValueError("a reclaimed task is requeued, an aborted one is not")
             payload = task_encoder.encode(task) if task is not None else b""
-            eid, encoded = (event.event_id, encode(event)) if self.record_events else ("", b"")
+            stamped = of_run(event, lease.task.run)
+            eid, encoded = (event.event_id, encode(stamped)) if self.record_events else ("", b"")
             args += (
                 lease.lane, lease.entry_id, lease.previous_owner or "", lease.deliveries - 1,
                 lease.task.task_id, payload, eid, encoded,
@@ -886,8 +890,9 @@ class TaskQueue:
             ttl, WORKERS_GROUP, self.consumer, lease.entry_id, script_mode, task_id, payload,
             delay_ms, action_field, action_value,
         ]  # fmt: skip
+        run = lease.task.run
         for e in written:
-            args += (e.event_id, encode(e))
+            args += (e.event_id, encode(of_run(e, run)))
         journalled = None
         if self.journal is not None and self.record_events:
             # Before it is sent: a write the worker dies with, or the store loses, is in it.

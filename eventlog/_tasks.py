@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from eventlog._events import RequestSpec
+from eventlog._events import FIRST_RUN, RequestSpec, Validators
 from eventlog._keys import TASK_FIELD
 
 
@@ -41,6 +41,11 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     msgpack); None for a task that is only its URL."""
     lastmod: str | None = None
     """The ``<lastmod>`` a sitemap gave the task's URL (W3C datetime, as written), if any."""
+    run: int = FIRST_RUN
+    """The job's run the task belongs to: its links are tasks of the same run."""
+    revisit: Validators | None = None
+    """For a page an earlier run fetched: its validators then, sent as a conditional
+    request (None: a first visit)."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -22,6 +22,15 @@ if TYPE_CHECKING:
         write_segment,
         write_table,
     )
+    from projector._changes import (
+        CHANGES,
+        PageChange,
+        RunSummary,
+        listed,
+        log_entries,
+        page_changes,
+        run_summaries,
+    )
     from projector._committed import committed_position, read_committed, wait_for_position
     from projector._continuity import ArchiveBehind
     from projector._defaults import (
@@ -100,6 +109,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED",
+    "CHANGES",
     "CLOCK_SKEW_WARNING_S",
     "DEDUP_WINDOW",
     "DEFAULT_COMMIT_INTERVAL_S",
@@ -128,6 +138,7 @@ __all__ = [
     "JobState",
     "Manifest",
     "NoProjectedData",
+    "PageChange",
     "Projector",
     "ProjectorBusy",
     "QueryResult",
@@ -135,6 +146,7 @@ __all__ = [
     "Report",
     "RestorePlan",
     "Restored",
+    "RunSummary",
     "SegmentInfo",
     "SiteState",
     "State",
@@ -163,6 +175,9 @@ __all__ = [
     "in_flight_path",
     "index_archive",
     "job_dir",
+    "listed",
+    "log_entries",
+    "page_changes",
     "plan_restore",
     "position_path",
     "projected_jobs",
@@ -177,6 +192,7 @@ __all__ = [
     "replay_archive",
     "replay_job",
     "restore_job",
+    "run_summaries",
     "stream_gap",
     "summarize",
     "task_history",

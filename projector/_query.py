@@ -24,6 +24,7 @@ import duckdb
 import msgspec
 
 from eventlog import ConfigError, CrawlogError
+from projector._changes import RUN_VIEWS, register_run_views
 from projector._item_fields import ITEMS, create_items_view
 from projector._state_tables import register_state, state_views_used, tables_named
 from projector._store import Store
@@ -39,6 +40,7 @@ class QueryResult(msgspec.Struct, frozen=True, kw_only=True):
 
 READING_STATEMENTS: Final = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
 """The statements a confined query may be made of."""
+_ALL_VIEWS: Final = ", ".join((*VIEWS, *sorted(RUN_VIEWS)))
 _UNSAFE_HINT: Final = "crawlog sql reads the job's views only; --unsafe runs the full DuckDB"
 
 
@@ -49,6 +51,7 @@ def query(store: Store, sql: str, *, unsafe: bool = False) -> QueryResult:
         check_reading(sql)
     needed = state_views_used(sql)
     named = tables_named(sql)
+    runs = RUN_VIEWS if named is None else RUN_VIEWS & named
     # Made only for a query that reads it: its columns are found by reading every item.
     fields = named is None or ITEMS in named
 
@@ -57,6 +60,7 @@ def query(store: Store, sql: str, *, unsafe: bool = False) -> QueryResult:
         if needed:
             assert committed.state is not None
             register_state(con, committed.manifest, committed.state, needed)
+        register_run_views(con, store, committed.manifest, runs)
         if fields:
             create_items_view(con)
         if not unsafe:
@@ -70,8 +74,7 @@ def query(store: Store, sql: str, *, unsafe: bool = False) -> QueryResult:
             raise ConfigError(f"refused: {duckdb_message(exc)} ({_UNSAFE_HINT})") from None
         except duckdb.Error as exc:
             raise CrawlogError(
-                f"query failed: {duckdb_message(exc)} (views: {', '.join(VIEWS)}; "
-                "see docs/reports.md)"
+                f"query failed: {duckdb_message(exc)} (views: {_ALL_VIEWS}; see docs/reports.md)"
             ) from None
         columns = tuple(d[0] for d in cursor.description or ())
         return QueryResult(columns=columns, rows=rows)

@@ -34,6 +34,7 @@ from crawler.cli._exit import EXIT_BROKEN_PIPE, EXIT_DISK_FULL, EXIT_ERROR, EXIT
 from crawler.cli._logs import LOG_FORMATS, LogFormat, configure_logging
 from crawler.cli._settings import bind, export_redis_url, load_file
 from crawler.cli._unwritable import exit_status, said_by_the_crawl
+from crawler.cli.changes import changes_command
 from crawler.cli.config import (
     CONFIG_META,
     REDIS_FROM_FILE_META,
@@ -50,6 +51,7 @@ from crawler.cli.history import history_command
 from crawler.cli.jobs import jobs_command
 from crawler.cli.pause import pause_command, resume_command
 from crawler.cli.projector import project_command, repair_command, replay_command
+from crawler.cli.recrawl import recrawl_command
 from crawler.cli.reports import register_report_commands
 from crawler.cli.resolve import resolve_command
 from crawler.cli.restore import restore_command
@@ -223,6 +225,8 @@ cli.add_command(config_command)
 cli.add_command(demo_command)
 cli.add_command(testsite_command)
 cli.add_command(crawl_command)
+cli.add_command(recrawl_command)
+cli.add_command(changes_command)
 cli.add_command(worker_command)
 cli.add_command(enqueue_command)
 cli.add_command(project_command)

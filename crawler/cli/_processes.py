@@ -35,7 +35,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -276,6 +276,8 @@ async def run_crawl(
     echo: Callable[[str], None],
     server: ServerInfo | None = None,
     forks: Forks | None = None,
+    seed: Seeder | None = None,
+    finished: Callable[[TaskQueue], Awaitable[None]] | None = None,
 ) -> CrawlSummary:
     """Run the job to completion (or until interrupted); its summary.
 
@@ -285,6 +287,10 @@ async def run_crawl(
     ``server``: crawlog's own server, at ``url``, which the crawl supervises (restarts
     it if it dies, see ``supervise_server``); None for a server of the user's
     (``REDIS_URL``), of which progress says when it stops answering.
+
+    ``seed``: what enqueues the job's first tasks, under the job's crawl lock (by default
+    its seeds and sitemaps, ``_store_and_seed``; ``crawlog recrawl``'s run's pages);
+    ``finished``: called once every task ended, before the summary.
     """
     started = time.monotonic()
     job, data_dir = settings.job, settings.data_dir
@@ -305,7 +311,7 @@ async def run_crawl(
         # Before any worker claims: what the job's workers journalled and no store answered
         # (the workers of the last crawl, however many this one starts).
         await flush_journals(client, job, data_dir)
-        config, new = await _store_and_seed(queue, settings.config, echo)
+        config, new = await (seed or _store_and_seed)(queue, settings.config, echo)
         most = _most_tasks(config)
         workers = settings.workers if most is None else min(settings.workers, most)
         echo(
@@ -351,6 +357,8 @@ async def run_crawl(
             if identity is not None:
                 # "Nothing left" from a store that lost the job is no end of it.
                 await check_identity(client, queue.keys, identity)
+            if complete and finished is not None:
+                await finished(queue)
         finally:
             with anyio.CancelScope(shield=True):
                 await children.stop()
@@ -364,6 +372,10 @@ async def run_crawl(
     return _summary(
         settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
     )
+
+
+Seeder = Callable[[TaskQueue, JobConfig, Callable[[str], None]], Awaitable[tuple[JobConfig, int]]]
+"""What enqueues a crawl's first tasks: the job's configuration stored and how many are new."""
 
 
 async def _store_checked(client: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:

@@ -21,6 +21,7 @@ from crawler.testsite._interactive import (
     SESSION_COOKIE,
     SET_COOKIE_PARAM,
 )
+from crawler.testsite._revisions import MUTATE_PATH, Mutation, Revisions
 from crawler.testsite._site import (
     DEFAULT_PAGES,
     FLUSH_INTERVAL_S,
@@ -84,6 +85,7 @@ __all__ = [
     "MIN_LINKS",
     "MIN_PAGE_BYTES",
     "MOVED_PREFIX",
+    "MUTATE_PATH",
     "NO_FAULTS",
     "OTHER_TYPE_ITEMS",
     "SESSION_COOKIE",
@@ -93,7 +95,9 @@ __all__ = [
     "CrawlCheck",
     "Faults",
     "Layout",
+    "Mutation",
     "Request",
+    "Revisions",
     "RunningSite",
     "SiteMap",
     "check_crawl",

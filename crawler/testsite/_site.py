@@ -44,6 +44,7 @@ from pathlib import Path
 import msgspec
 
 from crawler.testsite._interactive import IncomingRequest, accepts_body, answer
+from crawler.testsite._revisions import MUTATE_PATH, Mutation, Revisions
 from crawler.testsite._sitegen import (
     DEFAULT_HUGE_PAGE_BYTES,
     NO_FAULTS,
@@ -182,6 +183,13 @@ class RunningSite:
         self._fault_counts: dict[str, int] = {}
         self._date_second = -1
         self._date = ""
+        self.revisions = Revisions(sitemap.pages_ok)
+        """Its edits and deletions between runs (`mutate`), and its validators."""
+
+    def mutate(self, changed: int, deleted: int, seed: int = 0, added: int = 0) -> Mutation:
+        """Edit ``changed`` item pages and delete ``deleted`` others, the first ``added``
+        edited ones linking a new page each (see `Revisions`)."""
+        return self.revisions.mutate(changed, deleted, seed, added)
 
     @functools.cached_property
     def reachable(self) -> frozenset[str]:
@@ -221,13 +229,16 @@ class RunningSite:
         """The page for a request of ``path`` and how long to wait before sending it."""
         if (page := answer(request)) is not None:
             return page, 0.0
+        if path.startswith(MUTATE_PATH):
+            return self.revisions.admin(path), 0.0
         plan = self.sitemap.fault_plan(path)
         if plan.failures:
             seen = self._fault_counts.get(path, 0)
             self._fault_counts[path] = seen + 1
             if seen < len(plan.failures):
                 return _failure(plan.failures[seen], self.sitemap.faults), plan.delay_s
-        return self.sitemap.render(path) or _other_type(self.sitemap, path), plan.delay_s
+        page = self.sitemap.render(path) or _other_type(self.sitemap, path)
+        return self.revisions.serve(path, page, request.headers), plan.delay_s
 
     def _date_header(self) -> str:
         now = time.time()

@@ -33,6 +33,8 @@ UNKNOWN_JOB_COMMANDS = [
     ["report", "--job", "nojob"],
     ["sql", "--job", "nojob", "SELECT 1"],
     ["export", "--job", "nojob", "--what", "pages", "--format", "csv", "-"],
+    ["recrawl", "--job", "nojob"],
+    ["changes", "--job", "nojob"],
 ]
 
 

@@ -1,0 +1,139 @@
+"""A job's runs past the first (``crawlog recrawl``): what a revisit asks, what it found.
+
+A run's tasks are the pages an earlier run reached, each with the validators of its last
+fetch (`revisit_tasks`); its worker asks for a page with them (`conditional_headers`) and
+says what it found (`change_of`). A run's task ids are the first run's fingerprints hashed
+with the run number (`run_fingerprint`), so the job's one ``seen`` set dedups within a run
+and never across runs, and the fold sees each run's visit of a page as its own task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from hashlib import blake2b
+from typing import Final
+
+from crawler._urls import FINGERPRINT_BYTES, request_fingerprint
+from eventlog import (
+    FIRST_RUN,
+    AnyEvent,
+    Change,
+    PageFetched,
+    Task,
+    TaskEnqueued,
+    Validators,
+)
+
+BODY_HASH_BYTES: Final = 16
+"""Digest size of a body's hash: 128 bits, no two bodies of a site share one by chance."""
+GONE_STATUSES: Final = frozenset({404, 410})
+"""What a revisited page answers once it is no more."""
+NOT_MODIFIED: Final = 304
+UNCHANGED: Final = "unchanged"
+"""The reason a revisit's task ends with when the page was as before (not parsed)."""
+
+
+def body_hash(body: bytes) -> str:
+    """The hash of a page's body a fetch records (`PageFetched.body_hash`)."""
+    return blake2b(body, digest_size=BODY_HASH_BYTES).hexdigest()
+
+
+def run_fingerprint(fingerprint: str, run: int) -> str:
+    """The task id (and ``seen`` key) of a request in ``run``: the first run's own
+    fingerprint, else that hashed with the run (the same length, so ``seen`` buckets it
+    as exactly)."""
+    if run == FIRST_RUN:
+        return fingerprint
+    keyed = f"{fingerprint} run {run}".encode()
+    return blake2b(keyed, digest_size=FINGERPRINT_BYTES).hexdigest()
+
+
+def conditional_headers(revisit: Validators | None) -> dict[str, str]:
+    """The headers that make a revisit conditional: none for a first visit."""
+    if revisit is None:
+        return {}
+    headers: dict[str, str] = {}
+    if revisit.etag is not None:
+        headers["If-None-Match"] = revisit.etag
+    if revisit.last_modified is not None:
+        headers["If-Modified-Since"] = revisit.last_modified
+    return headers
+
+
+def change_of(task: Task, status: int, new_hash: str | None) -> Change | None:
+    """What a run past the first found of a task's page: None in the first run, or for an
+    answer that says nothing about the page (a 5xx, no response: the task is retried)."""
+    if task.run == FIRST_RUN:
+        return None
+    revisit = task.revisit
+    if revisit is None:
+        return "new" if 200 <= status < 400 and status != NOT_MODIFIED else None
+    if status == NOT_MODIFIED:
+        return "unchanged"
+    if status in GONE_STATUSES:
+        return "gone"
+    if 200 <= status < 300:
+        return "unchanged" if new_hash == revisit.body_hash else "changed"
+    return None
+
+
+def fetched_validators(task: Task, status: int, headers: dict[str, str], body: bytes) -> Validators:
+    """What a fetch records of its page: a 304 keeps the earlier body's hash (and any
+    validator the 304 does not repeat)."""
+    etag, modified = headers.get("etag"), headers.get("last-modified")
+    if status == NOT_MODIFIED and task.revisit is not None:
+        before = task.revisit
+        return Validators(
+            etag=etag or before.etag,
+            last_modified=modified or before.last_modified,
+            body_hash=before.body_hash,
+        )
+    return Validators(etag=etag, last_modified=modified, body_hash=body_hash(body))
+
+
+def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
+    """The tasks of ``run``: every request an earlier run enqueued whose first page was
+    fetched and not gone, once, as its latest run left it, with that fetch's validators
+    (events in log order)."""
+    enqueued: dict[str, TaskEnqueued] = {}
+    latest: dict[str, str] = {}  # a request's key -> the task id of its latest run
+    fetched: dict[str, PageFetched] = {}
+    for event in events:
+        if isinstance(event, TaskEnqueued) and event.run < run:
+            enqueued[event.task_id] = event
+            spec = event.spec
+            key = request_fingerprint(
+                event.url,
+                "GET" if spec is None else spec.method,
+                None if spec is None else spec.body,
+            )
+            latest[key] = event.task_id
+        elif (
+            isinstance(event, PageFetched)
+            and event.page <= 1
+            and event.run < run
+            and event.status  # a response, not a network error
+        ):
+            fetched[event.task_id] = event
+    tasks: list[Task] = []
+    for key, task_id in latest.items():
+        page = fetched.get(task_id)
+        if page is None or page.status in GONE_STATUSES:
+            continue
+        event = enqueued[task_id]
+        tasks.append(
+            Task(
+                task_id=run_fingerprint(key, run),
+                url=event.url,
+                site=event.site,
+                depth=event.depth,
+                priority=event.priority,
+                spec=event.spec,
+                request=event.request,
+                run=run,
+                revisit=Validators(
+                    etag=page.etag, last_modified=page.last_modified, body_hash=page.body_hash
+                ),
+            )
+        )
+    return tasks

@@ -1,0 +1,101 @@
+"""``crawlog changes``: what a run of a job found — its pages new, changed and gone."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final, Literal, get_args
+
+import anyio
+import click
+import msgspec
+
+from crawler._job import load_config
+from crawler.cli._options import data_dir_option, job_option
+from eventlog import JobKeys, connect, read_run, resolve_data_dir, resolve_url
+
+ChangesFormat = Literal["table", "jsonl", "csv"]
+CHANGES_FORMATS: Final[tuple[str, ...]] = get_args(ChangesFormat)
+COLUMNS: Final = ("url", "change", "run", "time", "previous_hash", "new_hash")
+
+
+@click.command("changes", epilog="Example:  crawlog changes --job site --format jsonl")
+@job_option
+@data_dir_option
+@click.option(
+    "--run",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="The run to list [default: the job's latest].",
+)
+@click.option(
+    "--all",
+    "every_page",
+    is_flag=True,
+    help="List the unchanged pages too.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(CHANGES_FORMATS),
+    default="table",
+    show_default=True,
+    help="table for people, jsonl or csv for programs (one page a line).",
+)
+def changes_command(
+    job: str, data_dir: Path | None, run: int | None, every_page: bool, fmt: ChangesFormat
+) -> None:
+    """List each page a run found new, changed or gone (with --all, unchanged too): its
+    URL, what it found, the run, when, and the body's hash before and after."""
+    from projector import Store, listed, log_entries, page_changes
+
+    url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+
+    async def read() -> tuple[int, list[dict[str, object]]]:
+        async with connect(url) as client:
+            keys = JobKeys(job)
+            await load_config(client, keys)  # a job nobody started: say so, exit 2
+            chosen = run if run is not None else (await read_run(client, keys)).run
+            entries = await log_entries(client, Store(directory, job))
+        found = listed(page_changes(entries, run=chosen), "all" if every_page else "changed")
+        return chosen, [_row(msgspec.structs.asdict(c)) for c in found]
+
+    chosen, rows = anyio.run(read)
+    if fmt == "jsonl":
+        for row in rows:
+            click.echo(msgspec.json.encode(row).decode())
+    elif fmt == "csv":
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        sys.stdout.write(out.getvalue())
+    else:
+        _table(job, chosen, rows)
+
+
+def _row(change: dict[str, object]) -> dict[str, object]:
+    at = change["time"]
+    assert isinstance(at, float)
+    return {
+        "url": change["url"],
+        "change": change["change"],
+        "run": change["run"],
+        "time": datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds"),
+        "previous_hash": change["previous_hash"],
+        "new_hash": change["new_hash"],
+    }
+
+
+def _table(job: str, run: int, rows: list[dict[str, object]]) -> None:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[str(row["change"])] = counts.get(str(row["change"]), 0) + 1
+    said = ", ".join(f"{n} {change}" for change, n in sorted(counts.items())) or "no changes"
+    click.echo(f"job {job}, run {run}: {said}")
+    for row in rows:
+        click.echo(f"{row['change']:<10} {row['time']}  {row['url']}")

@@ -1,0 +1,222 @@
+"""What each run of a job found: its pages new, changed, gone or unchanged (``crawlog
+changes``, the DuckDB views ``runs`` and ``changes``).
+
+A run past the first is ``crawlog recrawl``'s: its worker says on each first-page fetch
+what it found (`PageFetched.change`), with the body hash it compares. A change is a page's
+*last* verdict in its run (a retried 5xx has none; a kill and a second delivery record the
+same verdict once more, counted once here), so each page is listed once per run. The first
+run has no verdicts: every page it fetched is ``new`` there.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Final, Literal
+
+import anyio.to_thread
+import duckdb
+import msgspec
+import pyarrow as pa
+import redis.asyncio as aioredis
+
+from eventlog import (
+    FIRST_RUN,
+    Change,
+    CrawlogError,
+    EventLog,
+    LogEntry,
+    PageFetched,
+    TaskEnqueued,
+)
+from projector._history import _tail, _tail_was_whole
+from projector._replay import archived_entries
+from projector._state_tables import MICROS
+from projector._store import Manifest, Store
+
+CHANGES: Final[tuple[Change, ...]] = ("new", "changed", "gone", "unchanged")
+CHANGED_ONLY: Final[tuple[Change, ...]] = ("new", "changed", "gone")
+"""What ``changes`` lists unless asked for every page (``--all``)."""
+READ_ATTEMPTS: Final = 3
+ERROR_STATUS: Final = 400
+"""A first run's fetch of this status or above found no page."""
+
+
+class PageChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One page's verdict in one run."""
+
+    url: str
+    change: Change
+    run: int
+    time: float
+    """When the fetch that found it was made (the worker's clock)."""
+    task_id: str
+    status: int
+    previous_hash: str | None = None
+    new_hash: str | None = None
+
+
+class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One run: when its first and last fetch were, and its pages by verdict."""
+
+    run: int
+    started: float
+    ended: float
+    pages: int
+    new: int = 0
+    changed: int = 0
+    gone: int = 0
+    unchanged: int = 0
+
+
+def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list[PageChange]:
+    """Every page's verdict of every run (of ``run`` only if given), in the order each was
+    first found; pure."""
+    previous: dict[str, str | None] = {}  # task id -> the hash its revisit compared with
+    found: dict[tuple[int, str], PageChange] = {}
+    for entry in entries:
+        event = entry.event
+        if isinstance(event, TaskEnqueued) and event.revisit is not None:
+            previous[event.task_id] = event.revisit.body_hash
+            continue
+        if not isinstance(event, PageFetched) or event.page > 1:
+            continue
+        if run is not None and event.run != run:
+            continue
+        change: Change | None = event.change
+        if event.run == FIRST_RUN and change is None and 0 < event.status < ERROR_STATUS:
+            change = "new"
+        if change is None:
+            continue
+        key = (event.run, event.url)
+        if key in found and found[key].change == change:
+            continue  # the same verdict again (a redelivered task)
+        found[key] = PageChange(
+            url=event.url,
+            change=change,
+            run=event.run,
+            time=event.at,
+            task_id=event.task_id,
+            status=event.status,
+            previous_hash=previous.get(event.task_id),
+            new_hash=None if change == "gone" else event.body_hash,
+        )
+    return list(found.values())
+
+
+def run_summaries(changes: Iterable[PageChange]) -> list[RunSummary]:
+    """Each run's figures from its pages' verdicts, by run."""
+    runs: dict[int, dict[str, float]] = {}
+    for change in changes:
+        row = runs.setdefault(
+            change.run, {"started": change.time, "ended": change.time, "pages": 0}
+        )
+        row["started"] = min(row["started"], change.time)
+        row["ended"] = max(row["ended"], change.time)
+        row["pages"] += 1
+        row[change.change] = row.get(change.change, 0) + 1
+    return [
+        RunSummary(
+            run=run,
+            started=row["started"],
+            ended=row["ended"],
+            pages=int(row["pages"]),
+            new=int(row.get("new", 0)),
+            changed=int(row.get("changed", 0)),
+            gone=int(row.get("gone", 0)),
+            unchanged=int(row.get("unchanged", 0)),
+        )
+        for run, row in sorted(runs.items())
+    ]
+
+
+Listed = Literal["changed", "all"]
+
+
+def listed(changes: Iterable[PageChange], which: Listed = "changed") -> list[PageChange]:
+    """``changes`` but the unchanged pages (all of them with ``which="all"``)."""
+    kept = CHANGES if which == "all" else CHANGED_ONLY
+    return [c for c in changes if c.change in kept]
+
+
+async def log_entries(redis: aioredis.Redis, store: Store) -> list[LogEntry]:
+    """The job's whole log now: what the archive commits, then the stream after it."""
+    log = EventLog(redis, store.job)
+    for _ in range(READ_ATTEMPTS):
+        manifest = store.read_manifest()
+        archived = await anyio.to_thread.run_sync(functools.partial(_archived, store, manifest))
+        tail = await _tail(log, manifest.position)
+        if await _tail_was_whole(log, store, manifest):
+            return archived + tail
+    raise CrawlogError(
+        f"the projector of job {store.job!r} trimmed the log while it was read "
+        f"{READ_ATTEMPTS} times over; run the command again"
+    )
+
+
+def _archived(store: Store, manifest: Manifest) -> list[LogEntry]:
+    return list(archived_entries(store, manifest))
+
+
+RUN_VIEWS: Final = frozenset({"runs", "changes"})
+"""The views `register_run_views` adds: every page's verdict per run, and each run's counts."""
+
+_CHANGE_COLUMNS: Final = pa.schema(
+    [
+        ("url", pa.string()),
+        ("change", pa.string()),
+        ("run", pa.int32()),
+        ("epoch_s", pa.float64()),
+        ("task_id", pa.string()),
+        ("status", pa.int32()),
+        ("previous_hash", pa.string()),
+        ("new_hash", pa.string()),
+    ]
+)
+_RUN_COLUMNS: Final = pa.schema(
+    [
+        ("run", pa.int32()),
+        ("started_s", pa.float64()),
+        ("ended_s", pa.float64()),
+        ("pages", pa.int64()),
+        ("new", pa.int64()),
+        ("changed", pa.int64()),
+        ("gone", pa.int64()),
+        ("unchanged", pa.int64()),
+    ]
+)
+
+
+def register_run_views(
+    con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest, views: Iterable[str]
+) -> None:
+    """Add ``views`` (of `RUN_VIEWS`) to ``con``: the verdicts of the archive ``manifest``
+    commits, as in-memory tables (read before the connection's file access is cut)."""
+    wanted = RUN_VIEWS & set(views)
+    if not wanted:
+        return
+    found = page_changes(archived_entries(store, manifest))
+    rows = [msgspec.structs.asdict(c) for c in found]
+    changes = pa.Table.from_pylist(
+        [{**row, "epoch_s": row["time"]} for row in rows], schema=_CHANGE_COLUMNS
+    )
+    con.register("_changes", changes)
+    con.execute(
+        f"CREATE VIEW changes AS SELECT url, change, run, epoch_s, "
+        f"make_timestamp(CAST(round(epoch_s * {MICROS}) AS BIGINT)) AS time, task_id, status, "
+        "previous_hash, new_hash FROM _changes"
+    )
+    runs = pa.Table.from_pylist(
+        [
+            {**msgspec.structs.asdict(r), "started_s": r.started, "ended_s": r.ended}
+            for r in run_summaries(found)
+        ],
+        schema=_RUN_COLUMNS,
+    )
+    con.register("_runs", runs)
+    con.execute(
+        f"CREATE VIEW runs AS SELECT run, "
+        f"make_timestamp(CAST(round(started_s * {MICROS}) AS BIGINT)) AS started, "
+        f"make_timestamp(CAST(round(ended_s * {MICROS}) AS BIGINT)) AS ended, "
+        "pages, new, changed, gone, unchanged FROM _runs"
+    )

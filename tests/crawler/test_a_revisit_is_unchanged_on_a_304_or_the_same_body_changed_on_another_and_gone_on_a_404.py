@@ -1,0 +1,115 @@
+"""What a run past the first makes of a page (`crawler._recrawl`): its conditional headers
+come from the page's last fetch; a 304 or a body of the same hash is unchanged, another
+body changed, a 404 or 410 gone, a page no earlier run had new; the first run says nothing.
+A run's tasks are the requests earlier runs reached, once each, as their latest run left
+them, under task ids of their own that never meet another run's."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from crawler._recrawl import (
+    body_hash,
+    change_of,
+    conditional_headers,
+    fetched_validators,
+    revisit_tasks,
+    run_fingerprint,
+)
+from crawler._urls import fingerprint
+from eventlog import AnyEvent, PageFetched, Task, TaskEnqueued, Validators
+
+URL = "http://a.test/item/1"
+BEFORE = Validators(etag='"v1"', last_modified="Sun, 06 Dec 2026 10:00:00 GMT", body_hash="h1")
+
+
+def _revisit(revisit: Validators | None = BEFORE, run: int = 2) -> Task:
+    return Task(task_id="t", url=URL, site="http://a.test", run=run, revisit=revisit)
+
+
+def test_a_revisit_asks_with_both_validators_and_a_first_visit_with_none() -> None:
+    assert conditional_headers(BEFORE) == {
+        "If-None-Match": '"v1"',
+        "If-Modified-Since": "Sun, 06 Dec 2026 10:00:00 GMT",
+    }
+    assert conditional_headers(Validators(body_hash="h1")) == {}
+    assert conditional_headers(None) == {}
+
+
+@pytest.mark.parametrize(
+    ("status", "new_hash", "expected"),
+    [
+        (304, None, "unchanged"),
+        (200, "h1", "unchanged"),
+        (200, "h2", "changed"),
+        (404, None, "gone"),
+        (410, None, "gone"),
+        (503, None, None),  # says nothing of the page: the task is retried
+        (0, None, None),
+    ],
+)
+def test_a_revisit_s_answer_is_its_page_s_verdict(
+    status: int, new_hash: str | None, expected: str | None
+) -> None:
+    assert change_of(_revisit(), status, new_hash) == expected
+
+
+def test_a_page_no_earlier_run_had_is_new_and_the_first_run_says_nothing() -> None:
+    assert change_of(_revisit(None), 200, "h") == "new"
+    assert change_of(_revisit(None), 404, None) is None
+    assert change_of(_revisit(None, run=1), 200, "h") is None
+
+
+def test_a_304_keeps_the_earlier_body_s_hash_and_a_200_hashes_its_own() -> None:
+    kept = fetched_validators(_revisit(), 304, {"etag": '"v1"'}, b"")
+    assert kept == BEFORE
+    fresh = fetched_validators(_revisit(), 200, {"etag": '"v2"'}, b"<p>new</p>")
+    assert fresh == Validators(etag='"v2"', body_hash=body_hash(b"<p>new</p>"))
+
+
+@given(st.text(alphabet="0123456789abcdef", min_size=16, max_size=16), st.integers(2, 10_000))
+def test_a_run_s_task_id_is_the_first_run_s_only_in_the_first_run(fp: str, run: int) -> None:
+    assert run_fingerprint(fp, 1) == fp
+    other = run_fingerprint(fp, run)
+    assert other != fp and len(other) == len(fp)
+    assert other != run_fingerprint(fp, run + 1)
+
+
+def _enqueued(task_id: str, url: str, run: int) -> TaskEnqueued:
+    return TaskEnqueued(actor="w", task_id=task_id, url=url, site="http://a.test", run=run)
+
+
+def _page(task_id: str, url: str, status: int, run: int, h: str | None = None) -> PageFetched:
+    return PageFetched(
+        actor="w", task_id=task_id, attempt=1, url=url, status=status, page=1, run=run,
+        etag=f'"{h}"' if h else None, body_hash=h,
+    )  # fmt: skip
+
+
+def test_a_run_s_tasks_are_the_pages_earlier_runs_reached_as_their_latest_run_left_them() -> None:
+    a, b, c, d = (f"http://a.test/{n}" for n in "abcd")
+    fa, fb, fc, fd = map(fingerprint, (a, b, c, d))
+    events: list[AnyEvent] = [
+        _enqueued(fa, a, 1), _page(fa, a, 200, 1, "a1"),
+        _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
+        _enqueued(fc, c, 1), _page(fc, c, 0, 1),  # never answered: nothing to revisit
+        _enqueued(fd, d, 1), _page(fd, d, 200, 1, "d1"),
+        # Run 2: a changed, d is gone.
+        _enqueued(run_fingerprint(fa, 2), a, 2), _page(run_fingerprint(fa, 2), a, 200, 2, "a2"),
+        _enqueued(run_fingerprint(fb, 2), b, 2), _page(run_fingerprint(fb, 2), b, 304, 2, "b1"),
+        _enqueued(run_fingerprint(fd, 2), d, 2), _page(run_fingerprint(fd, 2), d, 404, 2),
+    ]  # fmt: skip
+    tasks = revisit_tasks(events, 3)
+    assert [(t.url, t.task_id, t.run) for t in tasks] == [
+        (a, run_fingerprint(fa, 3), 3),
+        (b, run_fingerprint(fb, 3), 3),
+    ]
+    assert [t.revisit for t in tasks] == [
+        Validators(etag='"a2"', body_hash="a2"),
+        Validators(etag='"b1"', body_hash="b1"),
+    ]
+    # Run 2 again (a killed recrawl's rerun): the same tasks, from run 1 alone.
+    again = revisit_tasks(events, 2)
+    assert [t.task_id for t in again] == [run_fingerprint(f, 2) for f in (fa, fb, fd)]
