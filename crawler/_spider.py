@@ -558,6 +558,9 @@ class Spider:
     content_types: ClassVar[Collection[str] | None] = None
     pipelines: ClassVar[Sequence[Any]] = ()
     """Steps every item goes through before it is recorded (`crawler._pipelines`)."""
+    middlewares: ClassVar[Sequence[Any]] = ()
+    """Hooks on each request before it is sent and each response before it is parsed
+    (`crawler._middlewares`)."""
     user_agent: ClassVar[str | None] = None
     """The User-Agent of the crawl's requests; ``--user-agent`` (or crawlog.toml) beats it."""
     headers: ClassVar[Mapping[str, str]] = {}
@@ -934,9 +937,11 @@ def load_spider(path: str | None, arguments: SpiderArguments = ()) -> Spider:
         )
     spider = _made(cls, f"--spider {path!r}", arguments)
     accepted_types(spider)  # a bad content_types is refused here too, like a bad class
-    from crawler._pipelines import pipeline_of  # it imports this module
+    from crawler._middlewares import middlewares_of  # they import this module
+    from crawler._pipelines import pipeline_of
 
     pipeline_of(spider)  # and so is a bad pipeline
+    middlewares_of(spider)  # or middleware
     return spider  # type: ignore[no-any-return]
 
 

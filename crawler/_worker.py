@@ -48,6 +48,8 @@ from crawler._fetch_spec import (
     FetchResult,
 )
 from crawler._job import JobConfig
+from crawler._middlewares import Dropped as DroppedByHook
+from crawler._middlewares import DropRequest, OutgoingRequest, middlewares_of
 from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
 from crawler._politeness import PolitenessGate
@@ -308,6 +310,7 @@ class Worker:
         """Callback names a Follow named that `check_callback` found good on this spider."""
         # None without steps: the check per output is then one comparison.
         self._pipeline = pipeline_of(spider) or None
+        self._middlewares = middlewares_of(spider)
         self._bulk_links = isinstance(spider, SiteSpider) and type(spider).parse is SiteSpider.parse
         """The spider's ``parse`` is the default spider's: its page's item and links are
         taken in bulk (`SiteSpider.page_outputs`), with no `Follow` per link."""
@@ -792,6 +795,9 @@ class Worker:
             if result is None:  # robots.txt says no
                 await self._end(lease, self._task_failed(task, "disallowed by robots.txt"), pending)
                 return
+            if isinstance(result, DroppedByHook):  # a spider's request hook said no
+                await self._end(lease, self._task_failed(task, result.reason), pending)
+                return
             fetched: PageFetched | None = None
             fetched_at = len(pending)
             if result.requested:
@@ -836,6 +842,9 @@ class Worker:
                 parsed = await self._parse(lease, result, page, last)
             except (LeaseLost, UncertainAction):
                 raise
+            except DropRequest as drop:  # a spider's response hook said no
+                await self._end(lease, self._task_failed(task, str(drop), result), pending)
+                return
             except Exception as exc:
                 # A bug in the spider (or output crawlog cannot take): the same page would
                 # fail the same way on every retry, and crashing the worker would redeliver
@@ -975,10 +984,13 @@ class Worker:
             return True
         return False
 
-    async def _fetch(self, url: str, lease: Lease, *, first: bool) -> FetchResult | None:
-        """The page at ``url`` (None if robots.txt disallows it), fetched politely, while
-        the lease is still ours (LeaseLost if not): with the task's headers, and for its
-        ``first`` page its method and body."""
+    async def _fetch(
+        self, url: str, lease: Lease, *, first: bool
+    ) -> FetchResult | DroppedByHook | None:
+        """The page at ``url`` (None if robots.txt disallows it, `DroppedByHook` if the
+        spider's request hooks do), fetched politely, while the lease is still ours
+        (LeaseLost if not): with the task's headers, and for its ``first`` page its method
+        and body, as the spider's request hooks leave them."""
         assert self._fetcher is not None
         site = site_of(url)
         if self.config.obey_robots:
@@ -993,22 +1005,33 @@ class Worker:
                 )
             if not rules.allowed(url):
                 return None
+        spec = lease.task.spec
+        headers = None if spec is None else spec.headers
+        if first and lease.task.revisit is not None:
+            headers = {**(headers or {}), **conditional_headers(lease.task.revisit)}
+        method = spec.method if spec is not None and first else "GET"
+        body = spec.body if spec is not None and first else None
+        if self._middlewares.requests:
+            outgoing = await self._middlewares.request(
+                OutgoingRequest(
+                    url=url, method=method, headers=headers, body=body, task_id=lease.task.task_id
+                )
+            )
+            if isinstance(outgoing, DroppedByHook):
+                return outgoing
+            method, headers, body = outgoing.method, outgoing.headers, outgoing.body
         host = site.split("://", 1)[1]
         async with self.gate.slot(host):
             # Checked last thing before the request, after any politeness wait: a worker
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await self._hold(lease)
-            spec = lease.task.spec
-            headers = None if spec is None else spec.headers
-            if first and lease.task.revisit is not None:
-                headers = {**(headers or {}), **conditional_headers(lease.task.revisit)}
             result = await self._fetcher.fetch(
                 url,
                 redirect_allowed=self._in_scope,
                 claim_target=self._claimer(lease.task.task_id, lease.task.run),
-                method=spec.method if spec is not None and first else "GET",
-                body=spec.body if spec is not None and first else None,
+                method=method,
+                body=body,
                 headers=headers,
             )
         if result.requested:
@@ -1159,6 +1182,11 @@ class Worker:
             cb_kwargs=last.cb_kwargs if last is not None else None,
         )
         parsed = _Parsed()
+        if result.error is None and self._middlewares.responses:
+            hooked = await self._middlewares.response(response)
+            if isinstance(hooked, DroppedByHook):
+                raise DropRequest(hooked.reason)  # the task fails with it
+            response = hooked
         if result.error is not None or not parses(self._accepted, response.content_type):
             return parsed
         name, page_url, depth = self.spider.name, response.url, task.depth + 1

@@ -22,7 +22,6 @@ import signal
 import subprocess
 from typing import Final
 
-from crawler.cli._argv import crawlog_command
 from crawler.scrapy._settings import PluginSettings
 from eventlog import DATA_DIR_ENV, REDIS_URL_ENV
 
@@ -43,6 +42,8 @@ class JobProjector:
         self._process: subprocess.Popen[bytes] | None = None
 
     def _command(self, *extra: str) -> list[str]:
+        from crawler.cli import crawlog_command  # the command line only when it is run
+
         job, data_dir = self._settings.job, str(self._settings.data_dir)
         return crawlog_command("project", "--job", job, "--data-dir", data_dir, *extra)
 
