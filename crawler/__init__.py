@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
     from crawler._job import JobConfig, save_config
     from crawler._politeness import Politeness, PolitenessGate
-    from crawler._worker import UncertainAction, enqueue_seeds
+    from crawler._scraper import UncertainAction
+    from crawler._worker import enqueue_seeds
 
 
 __all__ = [

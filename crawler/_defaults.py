@@ -14,6 +14,9 @@ DEFAULT_CONCURRENCY = 32
 DEFAULT_GRACE_S = 10.0
 """On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 DEFAULT_METRICS_HOST = "127.0.0.1"
+DEFAULT_MAX_TASK_PAGES = 10_000
+"""Pages one task may fetch (its first and its `NextPage`s): generous for a real listing,
+a bound for a pagination that never ends."""
 DEFAULT_MAX_PAGES = 10_000
 """``crawlog crawl``'s bound on the pages a job fetches (``--max-pages``; 0: none): a crawl
 caught in a calendar or pagination trap ends by itself, and says so at its start and in
@@ -36,7 +39,7 @@ DEFAULT_SPIDER_ERROR_SHARE = 0.10
 """With ``--fail-on spider-errors``: the share of the ended tasks that may fail through
 spider errors before the crawl fails."""
 SPIDER_FAILURE_PREFIXES: tuple[str, ...] = ("spider error: ", "spider output: ")
-"""How the reason of a task failed by its spider begins (the worker's ``_spider_failure``):
+"""How the reason of a task failed by its spider begins (`crawler._scraper:Scraper.failure`):
 the spider raised, or yielded what the log cannot carry. Any other failure (an HTTP 404, a
 timeout, robots.txt) is the site's."""
 

@@ -14,6 +14,7 @@ from crawler._backoff import (
     RetryPolicy,
 )
 from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN, CircuitBreaker
+from crawler._defaults import DEFAULT_MAX_TASK_PAGES
 from crawler._fetch_spec import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_READ_TIMEOUT_S,
@@ -49,6 +50,8 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_depth: int | None = None
     max_pages: int = 0
     """0: no limit. Otherwise no more than this many tasks are ever enqueued."""
+    max_task_pages: int = DEFAULT_MAX_TASK_PAGES
+    """Pages one task fetches at most (0: no cap): its next page past them is not fetched."""
     spider: str | None = None
     """MODULE:CLASS, or None for the default site spider."""
     spider_args: tuple[tuple[str, str], ...] = ()

@@ -151,11 +151,16 @@ class NextPage(msgspec.Struct, frozen=True):
     Always a GET, whatever the task's first request was (the next page of a search posted
     as a form is a link), with the task's headers, parsed by the task's callback. Its
     ``response.data`` is ``data`` if given (kept in the checkpoint, so a resume has it),
-    else the task's; so are its ``response.meta`` and the callback's ``cb_kwargs``."""
+    else the task's; so are its ``response.meta`` and the callback's ``cb_kwargs``.
+
+    A next page the task already fetched ends the task instead (a pagination loop), unless
+    ``dont_filter`` (a site whose same URL gives the next page, from a session); a task
+    also ends at the job's page cap (``JobConfig.max_task_pages``)."""
 
     url: str
     cursor: str | None = None
     data: dict[str, Any] | None = None
+    dont_filter: bool = False
     meta: dict[str, Any] | None = None
     cb_kwargs: dict[str, Any] | None = None
 

@@ -124,6 +124,9 @@ EVIDENCE_HEADER_BYTES: Final = 16 * 1024
 """Bytes of header names and values an evidence keeps, so that a site answering with
 endless headers cannot make an event of any size: the headers past it are left out."""
 EVIDENCE_LEVEL: Final = 6
+EVIDENCE_TRACEBACK_CHARS: Final = 4 * 1024
+"""Characters of a spider's traceback an evidence keeps: its end, where the spider's own
+frames and the error are."""
 """zlib's level for the body: a failure is rare, so its ratio matters more than its cost."""
 
 
@@ -147,11 +150,18 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     headers_truncated: bool = False
     """Headers past `EVIDENCE_HEADER_BYTES` were left out."""
     content_type: str | None = None
+    traceback: str | None = None
+    """The spider's traceback when its exception failed the task (the last
+    `EVIDENCE_TRACEBACK_CHARS` of it); None otherwise."""
 
     @property
     def body(self) -> bytes:
         """The kept start of the body, decompressed."""
         return zlib.decompress(self.body_z) if self.body_z else b""
+
+    def with_traceback(self, text: str) -> Evidence:
+        """This evidence with the end of the traceback ``text``, cut to its bound."""
+        return msgspec.structs.replace(self, traceback=text[-EVIDENCE_TRACEBACK_CHARS:])
 
     @classmethod
     def of(
@@ -229,6 +239,9 @@ class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint
     attempt: int
     cursor: Cursor
     counts: Counts = Counts()
+    recent_pages: tuple[str, ...] = ()
+    """Fingerprints of the URLs of the task's latest pages (a bounded few, the latest
+    last): a resumed task still sees a next page it fetched just before the checkpoint."""
     meta: dict[str, Any] | None = None
     """The next page's ``response.meta`` (``NextPage.meta``; None: the task's own). Beside
     the cursor, not in it: the state keeps the cursor, and these are the spider's alone."""

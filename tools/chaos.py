@@ -17,7 +17,16 @@ tool use the unix socket directly. A seeded chaos loop, after a random pause, do
   the last event seen before the kill must still be there (appendfsync always);
 * ``lose_reply``: a worker's next command reaches the server, its reply is dropped and
   the connection cut (redis-py retries: the idempotent scripts must absorb it);
-* ``delay``: a worker's Redis traffic is held back for a while.
+* ``delay``: a worker's Redis traffic is held back for a while;
+* ``oom_window``: ``CONFIG SET maxmemory`` far below what the server holds for a few
+  seconds, then back: workers and projector ride the refused writes out;
+* ``second_projector``: ``crawlog project --once`` on another data directory mid-crawl:
+  it must be refused (the job's projector lease), the crawl unaffected;
+* ``damage_file``: SIGKILL the projector, truncate its manifest or snapshot, repair it
+  with ``crawlog repair``, and let the projector resume;
+* ``kill_primary``: a side crawl (``crawlog crawl --durability replica``) on a replica set
+  of its own, its primary SIGKILLed mid-crawl: the Sentinels promote the replica and the
+  same crawl ends.
 
 One round is one fault. When the crawl ends with rounds left, another crawl (new job, new
 site seed) takes the rest. After each crawl the invariants (``crawler/testsite/_invariants.py``,
@@ -41,7 +50,9 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +63,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import anyio
+import redis.asyncio as aioredis
 import redis.exceptions
 from anyio.abc import Process, TaskGroup
 from faultproxy import FaultProxy, serve_proxy
@@ -68,6 +80,7 @@ from crawler.testsite import (
     tasks_held,
 )
 from eventlog import (
+    REDIS_URL_ENV,
     TERMINAL_EVENT_TYPES,
     CrawlogError,
     EventLog,
@@ -76,9 +89,15 @@ from eventlog import (
     TaskReclaimed,
     client_for,
     ensure_server,
+    read_leases,
+    replica_set_status,
+    server_status,
+    start_replica_set,
+    stop_replica_set,
+    stop_server,
     stream_id_key,
 )
-from projector import Store, wait_for_position
+from projector import MANIFEST, TERMINAL, Store, read_committed, wait_for_position
 
 T = TypeVar("T")
 
@@ -103,6 +122,11 @@ FAULT_WEIGHTS = {
     "kill_valkey": 2,
     "lose_reply": 3,
     "delay": 2,
+    "oom_window": 2,
+    "second_projector": 1,
+    "damage_file": 1,
+    "kill_primary": 1,
+    "lose_store": 1,
 }
 MEMORY_BOUND_MB = 128.0
 """Peak ``used_memory`` allowed: the projector trims the log, dedup sets expire."""
@@ -113,6 +137,22 @@ REDIS_RETRY_S = 30.0
 POLL_S = 0.05
 RESTART_PAUSE_S = 0.2
 WARM_UP_REQUESTS = 100
+OOM_FOR_S = (2.0, 5.0)
+"""How long the server stays out of memory (well within the 60 s the processes ride out)."""
+OOM_MAXMEMORY = "1mb"
+"""Far below what a crawl's server holds: every write is refused (``noeviction``)."""
+SIDE_PAGES = 300
+"""Site size of a side crawl (``kill_primary``)."""
+SIDE_WORKERS = 2
+SIDE_CONCURRENCY = 8
+SIDE_CRAWL_S = 240.0
+SIDE_FAULT_AT = 3
+"""A side crawl's fault comes once the site served 1/3 of its pages."""
+SIDE_DOWN_AFTER_MS = 1_000
+"""The Sentinels' down-after of a side replica set (5 s by default): a quick failover."""
+COMMAND_TIMEOUT_S = 120.0
+AOF_DIR = "appendonlydir"
+"""Valkey's default ``appenddirname``: where the embedded server keeps its append-only files."""
 
 
 @dataclass
@@ -161,6 +201,9 @@ class Totals:
     stream_after: list[int] = field(default_factory=list)
     server_down: list[list[float]] = field(default_factory=list)
     """[killed, back up] (monotonic) of each Valkey kill; back up is inf until it is."""
+    failed: list[str] = field(default_factory=list)
+    """Faults whose expected outcome did not come: a second projector that ran, a repair
+    that failed, a side crawl that did not end, with what was seen."""
 
 
 class ChaosRun:
@@ -248,6 +291,8 @@ class Crawl:
         self.killed: set[Process] = set()
         self.finishing = False
         self.projector: Process | None = None
+        self.projector_held = False
+        """While set, a dead projector is not restarted (its files are being damaged)."""
         self.slots: list[Slot] = []
         self.in_flight: dict[str, str] = {}
         self.stderr: dict[str, Path] = {}
@@ -385,6 +430,8 @@ class Crawl:
             if not self.finishing and process not in self.killed:
                 self._crashed(name, status)
                 await anyio.sleep(RESTART_PAUSE_S)
+            while self.projector_held:
+                await anyio.sleep(POLL_S)
 
     def _crashed(self, name: str, status: int) -> None:
         lines = self.stderr[name].read_text(errors="replace").strip().splitlines()
@@ -426,7 +473,7 @@ class Crawl:
         workers = self._alive_workers()
         if kind in ("kill_worker", "stop_worker", "lose_reply", "delay") and not workers:
             return None
-        if kind == "kill_projector" and (
+        if kind in ("kill_projector", "second_projector", "damage_file") and (
             self.projector is None or self.projector.returncode is not None
         ):
             return None
@@ -488,14 +535,89 @@ class Crawl:
             fault.in_flight = await self._held(slot.name)
             slot.proxy.lose_next_reply()
             fault.note = "next reply dropped, connections cut"
-        else:
+        elif kind == "delay":
             slot = run.rng.choice(workers)
             fault.target = slot.name
             fault.in_flight = await self._held(slot.name)
             per_chunk, for_s = run.rng.uniform(*DELAY_S), run.rng.uniform(*DELAY_FOR_S)
             slot.proxy.delay(per_chunk, for_s)
             fault.note = f"{per_chunk * 1000:.0f} ms per chunk for {for_s:.1f} s"
+        elif kind == "oom_window":
+            await self._oom_window(fault, workers)
+        elif kind == "second_projector":
+            await self._second_projector(fault)
+        elif kind == "damage_file":
+            await self._damage_file(fault)
+        else:
+            await SideCrawl(run, fault).run()
         return fault
+
+    async def _oom_window(self, fault: Fault, workers: list[Slot]) -> None:
+        """The server out of memory for a few seconds: every write refused, then room again.
+
+        Leases cannot be renewed meanwhile, so every worker's tasks are in flight.
+        """
+        run = self.run_
+        fault.target = "valkey"
+        for slot in workers:
+            fault.in_flight.update(await self._held(slot.name))
+        client = client_for(run.url)
+        for_s = run.rng.uniform(*OOM_FOR_S)
+        try:
+            before = await self._retrying(lambda: _oom_refusals(client))
+            await self._retrying(lambda: client.config_set("maxmemory", OOM_MAXMEMORY))
+            await anyio.sleep(for_s)
+        finally:
+            await self._retrying(lambda: client.config_set("maxmemory", "0"))
+            refused = await self._retrying(lambda: _oom_refusals(client)) - before
+            await client.aclose()
+        fault.note = f"maxmemory {OOM_MAXMEMORY} for {for_s:.1f} s: {refused} write(s) refused"
+
+    async def _second_projector(self, fault: Fault) -> None:
+        """``crawlog project --once`` of the job on another data directory: refused."""
+        run = self.run_
+        fault.target = "projector"
+        other = run.work / f"other-{fault.round}"
+        result = await _crawlog(
+            ("project", "--job", self.job, "--data-dir", str(other), "--once"), run.url
+        )
+        last = _last_line(result.stderr or result.stdout)
+        refused = result.returncode == 2 and "another projector holds" in last
+        fault.note = f"exit {result.returncode}: {last[:160]}"
+        if not refused:
+            run.totals.failed.append(f"round {fault.round} second projector: {fault.note}")
+
+    async def _damage_file(self, fault: Fault) -> None:
+        """Between a projector's kill and its restart, truncate its manifest or snapshot;
+        ``crawlog repair`` (the documented path) rebuilds it, then the projector resumes."""
+        run = self.run_
+        assert self.projector is not None
+        fault.target = "projector"
+        self.projector_held = True
+        try:
+            self.killed.add(self.projector)
+            self.projector.send_signal(signal.SIGKILL)
+            await self.projector.wait()
+            store = Store(run.work, self.job)
+            root, snapshot = store.root, store.read_manifest().snapshot
+            damaged = root / MANIFEST
+            if snapshot is not None and run.rng.random() < 0.5:
+                damaged = store.snapshots / snapshot
+            size = damaged.stat().st_size
+            with damaged.open("r+b") as file:
+                file.truncate(size // 2)
+            result = await _crawlog(
+                ("repair", "--job", self.job, "--data-dir", str(run.work)), run.url
+            )
+            last = _last_line(result.stdout or result.stderr)
+            fault.note = (
+                f"{damaged.relative_to(root)} cut to {size // 2} of {size} bytes; "
+                f"repair exit {result.returncode}: {last[:120]}"
+            )
+            if result.returncode != 0:
+                run.totals.failed.append(f"round {fault.round} repair: {fault.note}")
+        finally:
+            self.projector_held = False
 
     async def _held(self, name: str) -> dict[str, str]:
         async def read() -> dict[str, str]:
@@ -610,6 +732,223 @@ class Crawl:
             )
 
 
+class SideCrawl:
+    """A crawl of its own, run by ``crawlog crawl`` as a user runs it, for a fault that needs
+    a store of its own, once the site served a third of its pages:
+
+    * ``kill_primary``: on a replica set with ``--durability replica``, the primary
+      SIGKILLed; the crawl must end by itself (exit 0);
+    * ``lose_store``: on the data directory's own server, its data lost (``FLUSHALL``, or
+      SIGKILL and its append-only files deleted, the crawl's supervisor restarting it
+      empty); the crawl must stop with exit 2 naming ``crawlog restore``, then
+      ``crawlog restore --job J --yes`` and the same crawl command end the job.
+
+    Either is then checked like the main crawls, the leases held at the fault as its
+    in-flight tasks."""
+
+    def __init__(self, run: ChaosRun, fault: Fault) -> None:
+        self.run_, self.fault = run, fault
+        self.job = f"chaos-{run.seed}-r{fault.round}"
+        self.directory = run.work / f"side-{fault.round}"
+        self.log = run.logs / f"{self.job}-crawl.log"
+        # The data directory's server or replica set, found by the crawl itself.
+        self.env = {k: v for k, v in os.environ.items() if k != REDIS_URL_ENV}
+
+    def _command(self, site: RunningSite) -> list[str]:
+        durability = "replica" if self.fault.kind == "kill_primary" else "local"
+        return crawlog_command(
+            "crawl", site.url + "/", "--job", self.job, "--data-dir", str(self.directory),
+            "--workers", str(SIDE_WORKERS), "--concurrency", str(SIDE_CONCURRENCY),
+            "--per-host", str(SIDE_WORKERS * SIDE_CONCURRENCY), "--lease", f"{LEASE_MS / 1000:g}",
+            "--max-pages", "0", "--fail-on", "never", "--durability", durability,
+        )  # fmt: skip
+
+    async def run(self) -> None:
+        run, fault = self.run_, self.fault
+        if fault.kind == "kill_primary":
+            fault.target = "primary"
+            url = (
+                await anyio.to_thread.run_sync(
+                    lambda: start_replica_set(self.directory, down_after_ms=SIDE_DOWN_AFTER_MS)
+                )
+            ).url
+        else:
+            fault.target = "store"
+            url = (await anyio.to_thread.run_sync(lambda: ensure_server(self.directory))).url
+        try:
+            async with serve_testsite(pages=SIDE_PAGES, seed=run.seed * 1000 + fault.round) as site:
+                if await self._crawl(site, url):
+                    await self._check(site)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if fault.kind == "kill_primary":
+                    await anyio.to_thread.run_sync(stop_replica_set, self.directory)
+                else:
+                    await anyio.to_thread.run_sync(stop_server, self.directory)
+
+    async def _crawl(self, site: RunningSite, url: str) -> bool:
+        """The crawl, the fault, and what the user does next; whether it all went as said."""
+        fault = self.fault
+        started = time.monotonic()
+        with self.log.open("ab") as out:
+            process = await anyio.open_process(
+                self._command(site), env=self.env, stdout=out, stderr=out
+            )
+        status: int | None = None
+        try:
+            with anyio.move_on_after(SIDE_CRAWL_S):
+                while site.request_count < len(site.reachable) // SIDE_FAULT_AT:
+                    if process.returncode is not None:
+                        break
+                    await anyio.sleep(POLL_S)
+                fault.in_flight = await self._leases(url)
+                if fault.kind == "kill_primary":
+                    killed = await anyio.to_thread.run_sync(self._kill_primary)
+                    fault.note = f"primary pid {killed} SIGKILLed"
+                else:
+                    await self._lose_store(url)
+                status = await process.wait()
+                if fault.kind == "lose_store":
+                    fault.in_flight.update(self._forgotten(site))
+        finally:
+            if process.returncode is None:
+                with anyio.CancelScope(shield=True):
+                    await stop_processes([process])
+        text = self.log.read_text(errors="replace")
+        fault.note += f"; crawl exit {status} after {time.monotonic() - started:.1f} s"
+        if fault.kind == "kill_primary":
+            return self._ended(status, text)
+        said = status == 2 and f"crawlog restore --job {self.job}" in text
+        if not said or f"finished {self.job}" in text:
+            return self._failed(f"the crawl went on or did not say to restore: exit {status}")
+        restore = await _crawlog(
+            ("restore", "--job", self.job, "--data-dir", str(self.directory), "--yes"), None
+        )
+        said_out = restore.stdout.decode(errors="replace")
+        line = next(
+            (ln for ln in said_out.splitlines() if "restored" in ln), _last_line(restore.stderr)
+        )
+        fault.note += f"; restore exit {restore.returncode}: {line[:100]}"
+        if restore.returncode != 0:
+            return self._failed("restore failed")
+        resumed = time.monotonic()
+        mark = self.log.stat().st_size
+        status = None
+        with anyio.move_on_after(SIDE_CRAWL_S), self.log.open("ab") as log:
+            again = await anyio.run_process(
+                self._command(site), env=self.env, stdout=log, stderr=log, check=False
+            )
+            status = again.returncode
+        fault.note += f"; same crawl again exit {status} after {time.monotonic() - resumed:.1f} s"
+        with self.log.open("rb") as log:
+            log.seek(mark)
+            return self._ended(status, log.read().decode(errors="replace"))
+
+    def _ended(self, status: int | None, text: str) -> bool:
+        if status == 0 and f"finished {self.job}" in text:
+            return True
+        return self._failed(f"the crawl did not end: exit {status}, {_tail(text)}")
+
+    def _failed(self, what: str) -> bool:
+        self.run_.totals.failed.append(
+            f"round {self.fault.round} {self.fault.kind} ({self.job}): {what}; see {self.log}"
+        )
+        return False
+
+    async def _lose_store(self, url: str) -> None:
+        """FLUSHALL, or SIGKILL and the append-only files deleted (restarted empty)."""
+        fault = self.fault
+        if self.run_.rng.random() < 0.5:
+            client = client_for(url)
+            try:
+                await client.flushall()
+            finally:
+                await client.aclose()
+            fault.note = "FLUSHALL"
+            return
+        status = server_status(self.directory)
+        assert status is not None
+        os.kill(status.pid, signal.SIGKILL)
+        while _state(status.pid) not in "ZX":
+            await anyio.sleep(0.01)
+        shutil.rmtree(self.directory / AOF_DIR, ignore_errors=True)
+        fault.note = f"server pid {status.pid} SIGKILLed, {AOF_DIR}/ deleted"
+
+    def _forgotten(self, site: RunningSite) -> dict[str, str]:
+        """Tasks the site already served but the archive has not seen end: what they did
+        after the projector's last commit is what the lost store forgot, and ``restore``
+        puts them back to run again (their journalled events come back orphaned once
+        another worker took them)."""
+        _, state = read_committed(Store(self.directory, self.job))
+        served = {request.path for request in site.requests}
+        return {
+            task.task_id: task.url
+            for task in state.tasks.values()
+            if task.status not in TERMINAL and task.url.removeprefix(site.url) in served
+        }
+
+    async def _check(self, site: RunningSite) -> None:
+        run, fault = self.run_, self.fault
+        check = await anyio.to_thread.run_sync(
+            lambda: check_crawl(site, Store(self.directory, self.job), fault.in_flight)
+        )
+        checks = check.checks(len(fault.in_flight))
+        run.totals.checks.append((fault.crawl, check, checks))
+        run.totals.pages += check.requested
+        fault.note += (
+            f"; lost {len(check.lost)}, refetched {check.refetched_pages}, items "
+            f"{check.items} ({check.duplicate_items} duplicated), anomalies {check.anomalies}, "
+            f"orphaned {check.orphaned}"
+        )
+        for name, held in checks.items():
+            if not held:
+                run.echo(f"  FAIL side crawl {self.job}: {name}")
+
+    async def _leases(self, url: str) -> dict[str, str]:
+        """Task id -> URL of every lease of the job: the tasks a store fault has in flight."""
+        client = client_for(url)
+        try:
+            leases, _ = await read_leases(client, JobKeys(self.job))
+        except (CrawlogError, redis.exceptions.RedisError, OSError) as exc:
+            self.fault.note += f" (leases not read: {exc})"
+            return {}
+        finally:
+            await client.aclose()
+        return {lease.task_id: lease.url or "" for lease in leases if lease.task_id}
+
+    def _kill_primary(self) -> int | None:
+        for member in replica_set_status(self.directory) or []:
+            if member.role == "primary" and member.pid is not None:
+                os.kill(member.pid, signal.SIGKILL)
+                return member.pid
+        return None
+
+
+async def _oom_refusals(client: aioredis.Redis) -> int:
+    """Commands the server refused for want of memory since it started (its error stats)."""
+    stats: dict[str, Any] = await client.info("errorstats")
+    return int(stats.get("errorstat_OOM", {}).get("count", 0))
+
+
+async def _crawlog(args: tuple[str, ...], url: str | None) -> subprocess.CompletedProcess[bytes]:
+    """``crawlog ARGS`` against the server at ``url`` (None: the data directory's), to its
+    end."""
+    env = {k: v for k, v in os.environ.items() if k != REDIS_URL_ENV}
+    if url is not None:
+        env[REDIS_URL_ENV] = url
+    with anyio.fail_after(COMMAND_TIMEOUT_S):
+        return await anyio.run_process(crawlog_command(*args), env=env, check=False)
+
+
+def _last_line(output: bytes) -> str:
+    lines = output.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _tail(text: str) -> str:
+    return " | ".join(text.strip().splitlines()[-3:])[-300:]
+
+
 def _ignore_unix_socket_race(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """Drop one known, harmless asyncio complaint; report everything else as usual.
 
@@ -693,10 +1032,14 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         f"every killed worker's tasks ran again elsewhere within lease + 2 s of server "
         f"uptime (max {max_recovery_up:.1f} s; {max_recovery:.1f} s with the server's "
         "downtime)": not unrecovered and max_recovery_up <= LEASE_MS / 1000 + 2.0,
+        "every second projector refused, every damaged file repaired, every side crawl "
+        "ended by itself": not totals.failed,
     }
     echo("")
     for name, held in invariants.items():
         echo(f"  {'ok  ' if held else 'FAIL'} {name}")
+    for failed in totals.failed:
+        echo(f"  {failed}")
     if totals.crashes:
         echo(f"processes that died without being killed ({len(totals.crashes)}):")
         for crash in totals.crashes[:20]:
@@ -708,6 +1051,8 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "crawls": len(totals.checks),
         "pages_requested": totals.pages,
         "faults": dict(Counter(f.kind for f in faults)),
+        "round_faults": [f.kind for f in faults],
+        "faults_failed": len(totals.failed),
         "lost_pages": lost,
         "duplicate_items": duplicates,
         "refetched_pages": refetched,
@@ -715,6 +1060,7 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "replay_identical": replay_identical,
         "stuck_tasks": stuck,
         "anomalies": anomalies,
+        "orphaned_events": sum(c.orphaned for c in checks),
         "max_recovery_s": round(max_recovery, 2),
         "max_recovery_server_up_s": round(max_recovery_up, 2),
         "max_reclaim_s": round(max((f.reclaim_s for f in faults if f.reclaim_s), default=0.0), 2),

@@ -377,7 +377,7 @@ def worker_command(
 ) -> None:
     """Work on a job's tasks (started by `crawlog crawl`) until SIGTERM or Ctrl-C."""
     without_httpx_cli()
-    from crawler._worker import Worker, worker_queue
+    from crawler._worker import Worker, WorkerOptions, worker_queue
 
     die_with_parent()
     set_log_level(log_level)
@@ -409,9 +409,9 @@ def worker_command(
                 config,
                 load_spider(config.spider, config.spider_args),
                 data_dir=directory,
-                concurrency=concurrency,
-                exit_when_done=exit_when_done,
-                grace_s=grace,
+                options=WorkerOptions(
+                    concurrency=concurrency, exit_when_done=exit_when_done, grace_s=grace
+                ),
                 queue=worker_queue(
                     client,
                     job,

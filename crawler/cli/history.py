@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import click
@@ -31,6 +33,26 @@ from eventlog import (
     tag_of,
 )
 from projector import TaskState, clock_offset, clock_skew, fold
+
+# A task of thousands of pages (a long listing, a loop up to its page cap): its history
+# stays a few screens, not megabytes; ``--json`` has every attempt and event.
+ATTEMPTS_NAMED = 20
+"""Fetch attempts a task's history names one by one: the first and the last halves."""
+EVENTS_LISTED = 400
+"""Events a task's history lists: the first and the last halves."""
+
+T = TypeVar("T")
+
+
+def elided(items: Sequence[T], shown: int) -> tuple[list[T], int, list[T]]:
+    """``items`` as a bounded summary shows them: the first and the last halves of
+    ``shown`` of them, and how many are left out between (all of them, and 0, if there
+    are no more than ``shown``)."""
+    if len(items) <= shown:
+        return list(items), 0, []
+    tail = shown // 2
+    head = shown - tail
+    return list(items[:head]), len(items) - shown, list(items[len(items) - tail :])
 
 
 @click.command(
@@ -152,12 +174,16 @@ def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[st
     from projector import fetch_attempts
 
     attempts = fetch_attempts(task.task_id, entries)
-    by_attempt = ", ".join(
+    first, left_out, last = elided(attempts, ATTEMPTS_NAMED)
+    named = [
         f"attempt {a.attempt} page {a.page} by {a.actor}: "
         + (a.result if a.outcome == "fetched" else f"interrupted, no fetch recorded ({a.result})")
         + ("" if a.task_id == task.task_id else f" (task {a.task_id})")
-        for a in attempts
-    )
+        for a in [*first, *last]
+    ]
+    if left_out:
+        named.insert(len(first), f"… {left_out} more …")
+    by_attempt = ", ".join(named)
     cut = sum(a.outcome == "interrupted" for a in attempts)
     lines = [
         f"task {task.task_id}  {task.url}",
@@ -176,18 +202,24 @@ def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[st
     lines += _evidence_lines(task.task_id, entries, job)
     lines += _clock_lines(entries)
     lines.append("")
-    rows = [
-        [
-            _when(_server_time(e)),
-            e.stream_id,
-            e.event.actor,
-            tag_of(type(e.event)),
-            detail_of(e.event),
-        ]
-        for e in entries
-    ]
+    first_events, not_listed, last_events = elided(entries, EVENTS_LISTED)
+    rows = [_event_row(e) for e in first_events]
+    if not_listed:
+        rows.append(["…", "", "", "", f"{not_listed} events not listed (--json has them all)"])
+    rows += [_event_row(e) for e in last_events]
     lines += table_lines([["server time (UTC)", "stream id", "who", "what", "why / detail"], *rows])
     return lines
+
+
+def _event_row(entry: LogEntry) -> list[str]:
+    event = entry.event
+    return [
+        _when(_server_time(entry)),
+        entry.stream_id,
+        event.actor,
+        tag_of(type(event)),
+        detail_of(event),
+    ]
 
 
 def _evidence_lines(task_id: str, entries: list[LogEntry], job: str) -> list[str]:

@@ -196,13 +196,48 @@ class SelectorSpider(Spider):
         yield {"url": response.url, "title": response.css("h1::text").get()}  # type: ignore[misc]
 
 
+class SelfLoopSpider(Spider):
+    """A pagination mistake: the next page of every page is the page itself."""
+
+    name = "self-loop"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        yield Item(response.url, {"page": response.page})
+        yield NextPage(response.url)
+
+
+class PingPongSpider(Spider):
+    """A loop of two pages: ``/a``'s next page is ``/b``, ``/b``'s is ``/a``; may die while
+    parsing a page (`KILL_AT_PAGE_ENV`)."""
+
+    name = "ping-pong"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        _maybe_die(response.page)
+        yield Item(response.url, {"page": response.page})
+        yield NextPage("/b" if response.url.endswith("/a") else "/a")
+
+
 class SamePageAgainSpider(Spider):
-    """A pagination mistake: every page's next page is the page itself, for ever."""
+    """A next page that never ends: every page's next page is the page itself, for ever,
+    with ``dont_filter`` (a site whose same URL gives the next page, from a session), so
+    only a page bound stops it."""
 
     name = "same-page-again"
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
-        yield NextPage(response.url)
+        yield Item(f"{response.url}#{response.page}", {"page": response.page})
+        yield NextPage(response.url, dont_filter=True)
+
+
+class PriceSpider(Spider):
+    """Reads a price every page lacks: a ``KeyError`` in the spider's own ``parse``."""
+
+    name = "price"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        row: dict[str, str] = {"title": "a page"}
+        yield Item(response.url, {"price": row["price"]})  # the line the failure names
 
 
 class MissingFieldSpider(Spider):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from crawler._fetch import FetchConfig, Fetcher
-from crawler._worker import evidence_of
+from crawler._task_steps import evidence_of
 from eventlog import EVIDENCE_BODY_BYTES, Evidence, TaskFailed, decode, encode
 from eventlog._events import EVIDENCE_HEADER_BYTES
 from tests.crawler.hostile_site import Route, serve_hostile

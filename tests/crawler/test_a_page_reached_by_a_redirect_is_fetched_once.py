@@ -51,7 +51,7 @@ async def test_a_redirect_to_another_spelling_of_the_tasks_own_url_is_followed(
     queue = TaskQueue(redis_client, job, "seed")
     tasks = [Task(task_id=fingerprint(u), url=u, site=site_of(u)) for u in (url, other)]
     await queue.enqueue(tasks, actor="seed")
-    claim = worker._claimer(fingerprint(url))
+    claim = worker.downloader.claimer(fingerprint(url))
     # Its own page in another spelling (a fragment): followed, though its URL is "seen".
     assert await claim(url + "#top")
     assert not await claim(other), "another task's page is that task's to fetch"

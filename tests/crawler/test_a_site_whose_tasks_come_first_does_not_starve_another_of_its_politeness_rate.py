@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 
 from crawler._politeness import Politeness
 from crawler._spider import SiteSpider
-from crawler._worker import Worker
+from crawler._worker import Worker, WorkerOptions
 from crawler.testsite import serve_testsite
 
 pytestmark = pytest.mark.anyio
@@ -46,8 +46,7 @@ async def test_the_second_site_s_pages_are_fetched_while_the_first_site_s_tasks_
             config,
             SiteSpider(),
             data_dir=tmp_path,
-            concurrency=CONCURRENCY,
-            exit_when_done=True,
+            options=WorkerOptions(concurrency=CONCURRENCY, exit_when_done=True),
         )
         with anyio.fail_after(60):
             stats = await worker.run()

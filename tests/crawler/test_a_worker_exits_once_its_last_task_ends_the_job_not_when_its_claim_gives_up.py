@@ -13,7 +13,7 @@ import pytest
 
 from crawler import _worker
 from crawler._spider import SiteSpider
-from crawler._worker import Worker
+from crawler._worker import Worker, WorkerOptions
 from crawler.testsite import serve_testsite
 from eventlog import connect
 
@@ -41,7 +41,13 @@ async def test_a_worker_whose_last_task_ends_the_job_exits_without_waiting_out_i
     ):
         config = await start_job([site.url + "/"], max_depth=0, obey_robots=False)
         worker = Worker(
-            client, job, "w1", config, SiteSpider(), data_dir=tmp_path, exit_when_done=True
+            client,
+            job,
+            "w1",
+            config,
+            SiteSpider(),
+            data_dir=tmp_path,
+            options=WorkerOptions(exit_when_done=True),
         )
         with anyio.fail_after(RUN_DEADLINE_S):
             stats = await worker.run()

@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from crawler._spider import SiteSpider
-from crawler._worker import Worker, worker_queue
+from crawler._worker import Worker, WorkerOptions, worker_queue
 from crawler.testsite import serve_testsite
 from eventlog import TaskQueue
 from tests.eventlog.helpers import RecordingObserver
@@ -34,7 +34,7 @@ async def test_a_worker_given_an_observed_queue_reports_every_task_it_ends_throu
             config,
             SiteSpider(),
             data_dir=tmp_path,
-            exit_when_done=True,
+            options=WorkerOptions(exit_when_done=True),
             queue=queue,
         )
         with anyio.fail_after(60):

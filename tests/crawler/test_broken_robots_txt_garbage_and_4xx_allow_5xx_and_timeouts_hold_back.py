@@ -17,7 +17,7 @@ from crawler._fetch import FetchConfig
 from crawler._job import JobConfig
 from crawler._robots import RobotsCache
 from crawler._spider import SiteSpider
-from crawler._worker import Worker
+from crawler._worker import Worker, WorkerOptions
 from eventlog import EventLog, TaskDone, TaskFailed
 from tests.crawler.hostile_site import HostileSite, Route, serve_hostile
 
@@ -59,11 +59,12 @@ async def test_each_kind_of_broken_robots_txt_does_what_the_rfc_says(
             config,
             SiteSpider(),
             data_dir=data_dir,
-            fetch_config=FetchConfig(read_timeout_s=0.5),
-            exit_when_done=True,
+            options=WorkerOptions(
+                fetch_config=FetchConfig(read_timeout_s=0.5), exit_when_done=True
+            ),
         )
         # Unreachable rules are kept half a second here (10 s by default), to be quick.
-        worker.robots = RobotsCache(unreachable_ttl=0.5)
+        worker.downloader.robots = RobotsCache(unreachable_ttl=0.5)
         with anyio.fail_after(60):
             await worker.run()
 

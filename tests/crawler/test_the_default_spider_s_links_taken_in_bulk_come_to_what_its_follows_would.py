@@ -1,8 +1,8 @@
 """A worker whose spider keeps the default spider's ``parse`` takes a page's item and links
-in bulk (`SiteSpider.page_outputs`), without a `Follow` per link: what it makes of them is
-what the same links yielded one `Follow` at a time come to (the same new tasks in the same
-order, the same item, the same drops by reason), with and without link rules, on a page
-whose links another page already gave."""
+in bulk (`SiteSpider.page_outputs`), without a `Follow` per link: what its scraper makes of
+them is what the same links yielded one `Follow` at a time come to (the same new tasks in
+the same order, the same item, the same drops by reason), with and without link rules, on
+a page whose links another page already gave."""
 
 from __future__ import annotations
 
@@ -82,9 +82,9 @@ async def parsed_pages(
             body=page(hrefs),
             parseable=True,
         )
-        parsed = await work._parse(lease, result, 1, None)
+        parsed = await work.scraper.parse(lease, result, 1, None)
         found.append((list(parsed.fresh.items()), list(parsed.items), dict(parsed.dropped)))
-        await work._enqueue(parsed.fresh)
+        await work.scraper.enqueue(parsed.fresh)
     return found
 
 
@@ -99,7 +99,7 @@ async def test_bulk_links_come_to_what_one_follow_at_a_time_does(
     ]
     bulk = worker(redis_client, f"{job}-bulk", tmp_path, SiteSpider(), **rules)
     each = worker(redis_client, f"{job}-each", tmp_path, OneFollowAtATime(), **rules)
-    assert bulk._bulk_links and not each._bulk_links
+    assert bulk.scraper.bulk_links and not each.scraper.bulk_links
     got, expected = await parsed_pages(bulk, pages), await parsed_pages(each, pages)
     assert got == expected
     first_fresh, _, first_dropped = got[0]

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from crawler._fetch import ERROR_TIMEOUT, FetchConfig
 from crawler._job import JobConfig
 from crawler._spider import SiteSpider
-from crawler._worker import Worker
+from crawler._worker import Worker, WorkerOptions
 from eventlog import EventLog, RetryScheduled, TaskDone, TaskFailed
 from tests.crawler.hostile_site import Route, serve_hostile
 
@@ -46,8 +46,7 @@ async def test_a_trickling_page_is_retried_then_failed_for_its_timeout(
             config,
             SiteSpider(),
             data_dir=data_dir,
-            fetch_config=fetch,
-            exit_when_done=True,
+            options=WorkerOptions(fetch_config=fetch, exit_when_done=True),
         )
         with anyio.fail_after(30):  # two 1 s attempts and a backoff: far less
             stats = await worker.run()
@@ -79,8 +78,7 @@ async def test_a_server_that_never_answers_hits_the_read_timeout(
             config,
             SiteSpider(),
             data_dir=data_dir,
-            fetch_config=fetch,
-            exit_when_done=True,
+            options=WorkerOptions(fetch_config=fetch, exit_when_done=True),
         )
         with anyio.fail_after(30):
             await worker.run()

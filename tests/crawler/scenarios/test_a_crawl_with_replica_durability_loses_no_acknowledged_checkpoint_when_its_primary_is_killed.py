@@ -19,7 +19,7 @@ import redis
 
 from crawler._job import JobConfig, save_config
 from crawler._politeness import Politeness
-from crawler._worker import Worker, enqueue_seeds, worker_queue
+from crawler._worker import Worker, WorkerOptions, enqueue_seeds, worker_queue
 from crawler.testsite import serve_testsite
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
@@ -140,8 +140,7 @@ async def crawl_through_a_failover(replica_set: ReplicaSetInfo, durability: Dura
                     config,
                     ListingSpider(),
                     data_dir=data_dir,
-                    concurrency=CONCURRENCY,
-                    exit_when_done=True,
+                    options=WorkerOptions(concurrency=CONCURRENCY, exit_when_done=True),
                     queue=queue,
                 )
                 await worker.run()
