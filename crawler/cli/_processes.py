@@ -49,6 +49,8 @@ from crawler._defaults import (
     is_spider_failure,
 )
 from crawler._job import JobConfig, save_config
+from crawler._spider import load_spider
+from crawler._start_requests import enqueue_start_requests
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._crawl_settings import bound_line
@@ -392,6 +394,11 @@ async def _store_and_seed(
     and sitemaps' URLs; the configuration stored and how many seeds were new."""
     config = await save_config(queue.redis, queue.keys, config)
     new = await enqueue_seeds(queue, list(config.seeds), actor="crawl", max_pages=config.max_pages)
+    spider = load_spider(config.spider, config.spider_args)  # imported already: checked
+    started, made, before = await enqueue_start_requests(queue, config, spider, actor="crawl")
+    if made:
+        echo(f"start_requests(): {made} request(s), {before} enqueued before, {started} new")
+        new += started
     if config.sitemaps or config.sitemaps_from_robots:
         # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
         # and its workers would find the job done.
