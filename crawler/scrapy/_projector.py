@@ -78,9 +78,13 @@ class JobProjector:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-            return
-        # Refused (another process's projector holds the job) or failed: one pass to the
-        # log's end, refused in turn while the other one runs (it commits at its close).
+            if process.returncode == 0:
+                return
+            # Not stopped the graceful way: a short crawl can end while its projector is
+            # still importing, before it listens for SIGTERM (then it dies uncommitted).
+        # Refused (another process's projector holds the job, or the job was not yet in
+        # Redis when it started), failed or stopped too early: one pass to the log's end,
+        # refused in turn while another process's projector runs (it commits at its close).
         try:
             done = subprocess.run(
                 self._command("--once"),
