@@ -36,7 +36,11 @@ from crawler._urls import fingerprint, site_of
 from eventlog import FIRST_RUN, CookieStore, RobotsFile, SharedRobots, Task, TaskQueue
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from crawler._browser import BrowserFetcher
     from crawler._fetch import Fetcher
+    from crawler._spider import Spider
 
 
 class Downloader:
@@ -62,20 +66,31 @@ class Downloader:
         self.robots = RobotsCache()
         self.shared_robots = SharedRobots(redis, keys, name)
         self._robots_locks: dict[str, anyio.Lock] = {}
-        self._fetcher: Fetcher | None = None
+        self._fetcher: Fetcher | BrowserFetcher | None = None
+        self.browser: BrowserFetcher | None = None
+        """The fetcher again when it renders pages (a ``--browser`` job): their live pages."""
         self._hooks = hooks if hooks is not None and hooks.requests else None
         """The spider's request hooks (`crawler._middlewares`), None without any."""
 
-    async def open(self, closing: AsyncExitStack) -> None:
+    async def open(
+        self, closing: AsyncExitStack, *, data_dir: Path, spider: Spider | None = None
+    ) -> None:
         """Open the fetcher, its HTTP stack imported and its TLS context built in a thread;
-        ``closing`` closes it."""
+        ``closing`` closes it. A ``--browser`` job's renders pages in Chromium (its profiles
+        under ``data_dir``, its waits ``spider``'s)."""
         # Importing aiohttp and httpx and reading the CA bundle are a large part of a
         # worker's start; in a thread, they overlap the take-back of a restart's pending list, which
         # mostly waits for the server (the CA bundle is read without the GIL).
         # Cookies only for a job that asked for them: by default nothing is kept or sent.
         store = CookieStore(self.redis, self.queue.keys) if self.config.cookies else None
         fetcher = await anyio.to_thread.run_sync(_new_fetcher, self.fetch_config, store)
-        self._fetcher = await closing.enter_async_context(fetcher)
+        if self.config.browser:
+            from crawler._browser import browser_fetcher
+
+            browser = browser_fetcher(fetcher, self.fetch_config, data_dir, spider)
+            self._fetcher = self.browser = await closing.enter_async_context(browser)
+        else:
+            self._fetcher = await closing.enter_async_context(fetcher)
 
     async def fetch(
         self, url: str, task: Task, *, first: bool, hold: Callable[[], Awaitable[None]]

@@ -64,6 +64,8 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     obey_robots: bool = True
     cookies: bool = False
     """Keep and send cookies, one jar per site shared by every worker (``--cookies``)."""
+    browser: bool = False
+    """Render pages in Chromium (``--browser``, `crawler._browser`), not fetch them over HTTP."""
     circuit_failures: int = DEFAULT_FAILURES_TO_OPEN
     """Consecutive failed fetches of a site that open its circuit."""
     circuit_cooldown_s: float = DEFAULT_COOLDOWN_S

@@ -18,7 +18,7 @@ import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import msgspec
 from yarl import URL
@@ -58,6 +58,9 @@ from eventlog import (
     TaskPaused,
     TaskQueue,
 )
+
+if TYPE_CHECKING:
+    from crawler._browser import BrowserFetcher
 
 log = logging.getLogger("crawlog.worker")
 
@@ -116,6 +119,8 @@ class Scraper:
         self.seen: OrderedDict[str, None] = OrderedDict()
         """Fingerprints this worker enqueued (or found enqueued), the latest kept."""
         self._resolved = ResolvedUrls()
+        self.browser: BrowserFetcher | None = None
+        """A ``--browser`` job's fetcher, once open: the live page of each response."""
 
     async def parse(
         self, lease: Lease, result: FetchResult, page: int, last: CheckpointSaved | None
@@ -175,6 +180,7 @@ class Scraper:
             data=data,
             once=self.once_for(lease),
             link_rules=self._rules,
+            browser_page=None if self.browser is None else self.browser.page_for(result),
             spec=task.spec,
             task_url=task.url,
             meta=last.meta if last is not None else None,

@@ -182,6 +182,7 @@ class Response:
         "_task_url",
         "_text",
         "body",
+        "browser_page",
         "cb_kwargs",
         "content_type",
         "data",
@@ -213,12 +214,17 @@ class Response:
         data: dict[str, Any] | None = None,
         once: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]],
         link_rules: LinkRules | None = None,
+        browser_page: Any = None,
         spec: RequestSpec | None = None,
         task_url: str | None = None,
         meta: dict[str, Any] | None = None,
         cb_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.url, self.status, self.headers, self.body = url, status, headers, body
+        self.browser_page = browser_page
+        """With ``--browser``: the live Playwright page the body was rendered in, to click,
+        fill, scroll and wait in while ``parse`` runs (closed once it returns); else None.
+        (``page`` is the page's number in its task.)"""
         self.elapsed_ms, self.task_id, self.depth, self.page = elapsed_ms, task_id, depth, page
         self.resume = resume
         """The checkpoint this task resumed from (None on its first run)."""
@@ -572,6 +578,13 @@ class Spider:
     """Default headers of the crawl's requests; a ``--header`` of the same name beats one."""
     allow: ClassVar[Sequence[str]] = ()
     deny: ClassVar[Sequence[str]] = ()
+    browser: ClassVar[bool] = False
+    """Render every page in Chromium (as ``crawl --browser``; ``--no-browser`` beats it)."""
+
+    async def wait_for_page(self, page: Any) -> None:
+        """With ``--browser``: awaited with each page (Playwright's) once its DOM is loaded,
+        before its HTML is read — wait here for what scripts build later (by default,
+        nothing: the DOM at ``domcontentloaded``)."""
 
     def __init__(self, **arguments: str) -> None:
         """Spider arguments (``crawlog crawl -a key=value``) become attributes, as in

@@ -363,6 +363,9 @@ class TaskSteps:
                 failed = msgspec.structs.replace(failed, evidence=evidence)
             await self._end(lease, failed, step.pending)
             return None
+        finally:
+            if (browser := self.downloader.browser) is not None:
+                await browser.release(result)  # the rendered page, left open for the spider
         nxt, cap = parsed.next_page, self.config.max_task_pages
         if nxt is not None and (stop := next_page_stop(nxt, step.fetched, step.page, cap)):
             # A pagination loop (or one that never ends): Scrapy's dupefilter drops such a

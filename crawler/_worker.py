@@ -18,7 +18,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager, suppress
+from contextlib import AsyncExitStack, contextmanager
 from fractions import Fraction
 from pathlib import Path
 from typing import Final
@@ -28,6 +28,7 @@ import msgspec
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
+from crawler._browser import tasks_at_once
 from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
 from crawler._downloader import Downloader
 from crawler._fair_claims import LEASES_PER_PLACE, ClaimPause, busy_sites, first_of
@@ -36,6 +37,7 @@ from crawler._job import JobConfig
 from crawler._recovery import Recovery, recovery_of
 from crawler._scraper import Scraper, UncertainAction
 from crawler._spider import Spider
+from crawler._store_loss import is_store_lost, save_in_flight_at_loss, store_identity
 from crawler._task_steps import TaskSteps, WorkerStats
 from crawler._urls import fingerprint, site_of
 from eventlog import (
@@ -49,6 +51,7 @@ from eventlog import (
     Durability,
     JobIdentity,
     Journal,
+    JournalFull,
     Lease,
     LeaseLost,
     QueueObserver,
@@ -62,7 +65,6 @@ from eventlog import (
     check_identity,
     hold_worker_name,
     read_controls,
-    write_atomic,
 )
 
 log = logging.getLogger("crawlog.worker")
@@ -186,7 +188,7 @@ class Worker:
         self.config, self.spider = config, spider
         self.data_dir = data_dir
         """Where the projector archives the log: a trimmed checkpoint is read from there."""
-        self.concurrency = options.concurrency
+        self.concurrency = tasks_at_once(config.browser, options.concurrency)
         self.exit_when_done = options.exit_when_done
         self.grace_s = grace_s = options.grace_s
         self._store_lost = False
@@ -272,7 +274,7 @@ class Worker:
         try:
             return await self._run()
         except BaseException as exc:
-            if self.steps.unsettled and _is_store_lost(exc):
+            if self.steps.unsettled and is_store_lost(exc):
                 # The pages these tasks fetched are in no log now: the restore counts them
                 # as refetched when they come again.
                 save_in_flight_at_loss(self.data_dir, self.job, self.name, self.steps.unsettled)
@@ -293,7 +295,7 @@ class Worker:
         ):
             # Before the groups are made: made again in a store that lost the job, they
             # would hide the loss, and the job would be taken for a new one.
-            self.identity = await _store_identity(self.redis, self.data_dir, self.job)
+            self.identity = await store_identity(self.redis, self.data_dir, self.job)
             await self.queue.ensure_groups()
             # Before any claim: what this name wrote and was never acknowledged goes first.
             flushed = await self.queue.flush_journal()
@@ -426,7 +428,8 @@ class Worker:
         return claimed
 
     async def _open_fetcher(self, closing: AsyncExitStack) -> None:
-        await self.downloader.open(closing)
+        await self.downloader.open(closing, data_dir=self.data_dir, spider=self.spider)
+        self.scraper.browser = self.downloader.browser
         self._fetcher_open.set()
 
     async def _resume(self) -> None:
@@ -605,6 +608,8 @@ class Worker:
             self._ended.add(lease.entry_id)
             self._capacity.set()
             self._capacity = anyio.Event()
+            if (browser := self.downloader.browser) is not None:
+                await browser.release_task()  # a page left open by a step cut short
 
     async def _hand_back(self) -> None:
         """Release the leases waiting in the backlog (a graceful stop), a few at a time."""
@@ -630,7 +635,7 @@ class Worker:
         )
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
-        except (ServerCannotPersist, ServerOutOfMemory):
+        except (ServerCannotPersist, ServerOutOfMemory, JournalFull):
             # The worker stops with this error, said once; a line per task would bury it.
             # The lease stays and expires as after a kill: nothing is lost.
             pass
@@ -681,28 +686,3 @@ def _collector_paused() -> Iterator[None]:
         gc.freeze()
         if enabled:
             gc.enable()
-
-
-def _is_store_lost(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(StoreLost)[0] is not None
-    return isinstance(exc, StoreLost)
-
-
-def save_in_flight_at_loss(data_dir: Path, job: str, worker: str, tasks: dict[str, str]) -> None:
-    """Leave the tasks whose requests the lost store never heard of for ``crawlog
-    restore`` (`projector.in_flight_at_loss`), beside the worker's other local files."""
-    from projector import in_flight_path
-
-    path = in_flight_path(data_dir, job, worker)
-    with suppress(OSError):  # at worst, those refetches go uncounted
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, msgspec.json.encode(tasks))
-
-
-async def _store_identity(redis: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:
-    """The job's identity in the store; `StoreLost` if the store lost the job its archive
-    (where this worker has it) knows."""
-    from projector import check_store  # light: the manifest's identity fields only
-
-    return await check_store(redis, data_dir, job, create=False)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crawler._browser import browser_wanted, check_browser_support
 from crawler._defaults import FailOn
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig
 from crawler._politeness import Politeness
@@ -49,6 +50,7 @@ class CrawlOptions:
     lease: float
     ignore_robots: bool
     cookies: bool | None
+    browser: bool | None
     allow: tuple[str, ...]
     deny: tuple[str, ...]
     sitemap: tuple[str, ...]
@@ -123,6 +125,7 @@ def crawl_settings(options: CrawlOptions) -> CrawlSettings:
         recovery_limit=DEFAULT_RECOVERY_LIMIT,
         obey_robots=not options.ignore_robots,
         cookies=_cookies_wanted(options.cookies, loaded),
+        browser=_browser_wanted(options.browser, loaded),
         # The spider's own rules unless the command line (or crawlog.toml) sets some.
         allow=tuple(options.allow or loaded.allow),
         deny=tuple(options.deny or loaded.deny),
@@ -162,6 +165,15 @@ def _cookies_wanted(cookies: bool | None, spider: Spider) -> bool:
         return False
     if not isinstance(wanted, bool):
         raise ConfigError(f"spider {spider.name}: cookies = {wanted!r}: expected True or False")
+    return wanted
+
+
+def _browser_wanted(browser: bool | None, spider: Spider) -> bool:
+    """Whether the job renders its pages (``--browser``, else the spider's ``browser``),
+    checked now: no Playwright or no Chromium is one line here, not a failure per worker."""
+    wanted = browser_wanted(browser, spider)
+    if wanted:
+        check_browser_support()
     return wanted
 
 

@@ -211,6 +211,14 @@ SETTINGS: tuple[Setting, ...] = (
         "keep and send cookies: one jar per site, shared by every worker",
     ),
     Setting(
+        "browser",
+        "CRAWLOG_BROWSER",
+        "browser",
+        ("crawl",),
+        bool,
+        "render every page in Chromium (Playwright; Debian's chromium or $CRAWLOG_CHROMIUM)",
+    ),
+    Setting(
         "http.user_agent",
         "CRAWLOG_USER_AGENT",
         "user_agent",

@@ -171,6 +171,13 @@ log = logging.getLogger("crawlog.worker")
     "the whole crawl) [default: the spider's `cookies` attribute, else off].",
 )
 @click.option(
+    "--browser/--no-browser",
+    default=None,
+    help="Render every page in Chromium (Debian's chromium, or $CRAWLOG_CHROMIUM) through "
+    "Playwright: links written by scripts are followed [default: the spider's `browser` "
+    "attribute, else off].",
+)
+@click.option(
     "--allow",
     multiple=True,
     metavar="REGEX",

@@ -110,7 +110,8 @@ def build_faults(
     default="default",
     show_default=True,
     help="default: item pages and listings; link-dense: a documentation site (pages of "
-    "~100 KB with hundreds of links, mostly the same navigation, indexes with thousands).",
+    "~100 KB with hundreds of links, mostly the same navigation, indexes with thousands); "
+    "scripted: a shop whose links scripts write (crawl it with --browser).",
 )
 @click.option(
     "--request-log",

@@ -34,12 +34,14 @@ from urllib.parse import urlsplit
 import msgspec
 
 from crawler.testsite._linkdense import LinkDenseSite
+from crawler.testsite._scripted import ScriptedSite
 from eventlog import ConfigError
 
 HTML = "text/html; charset=utf-8"
-Layout = Literal["default", "link-dense"]
-"""What the site is shaped like: item pages and listings, or a documentation site whose
-pages repeat hundreds of navigation links (:mod:`crawler.testsite._linkdense`)."""
+Layout = Literal["default", "link-dense", "scripted"]
+"""What the site is shaped like: item pages and listings, a documentation site whose
+pages repeat hundreds of navigation links (:mod:`crawler.testsite._linkdense`), or a shop
+whose links only scripts write (:mod:`crawler.testsite._scripted`)."""
 LAYOUTS: Final[tuple[Layout, ...]] = get_args(Layout)
 TEXT = "text/plain; charset=utf-8"
 
@@ -316,6 +318,7 @@ class SiteMap:
             if layout == "link-dense"
             else None
         )
+        self._scripted = ScriptedSite(pages, title=self._title) if layout == "scripted" else None
         self.render = functools.lru_cache(maxsize=PAGE_CACHE_SIZE)(self._render)
         """The page at ``path`` (a request target: path and query), or None if there is none."""
 
@@ -378,6 +381,8 @@ class SiteMap:
         link-dense layout: home, indexes and every documentation page)."""
         if self._dense is not None:
             return self._dense.pages_ok()
+        if self._scripted is not None:
+            return self._scripted.pages_ok()
         paths = {HOME_PATH}
         for category in range(len(self.categories)):
             paths.update(
@@ -430,6 +435,9 @@ class SiteMap:
         if self._dense is not None and path != ROBOTS_PATH:
             document = self._dense.render(path)
             return None if document is None else _html(document)
+        if self._scripted is not None and path != ROBOTS_PATH:
+            scripted = self._scripted.render(path)
+            return None if scripted is None else Page(200, scripted[0].encode(), scripted[1])
         if path == HOME_PATH:
             return _html(self._home())
         if path == ROBOTS_PATH:

@@ -45,6 +45,26 @@ async def site() -> AsyncIterator[RunningSite]:
 
 
 @pytest.fixture
+async def scripted_site() -> AsyncIterator[RunningSite]:
+    """The test site's scripted layout: a shop whose links only scripts write."""
+    async with serve_testsite(pages=40, seed=1, layout="scripted") as running:
+        yield running
+
+
+@pytest.fixture
+def chromium() -> str:
+    """Chromium's path, once Playwright is importable; the test is skipped, saying why, if
+    either is missing."""
+    from crawler._browser import check_browser_support
+    from eventlog import ConfigError
+
+    try:
+        return check_browser_support()
+    except ConfigError as missing:
+        pytest.skip(f"no browser to render with: {missing}")
+
+
+@pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
