@@ -1,7 +1,8 @@
 """The crawler: spiders, fetching, workers, and the `crawlog` command line.
 
 What a spider needs is re-exported here: ``from crawler import Spider, Item, Follow, NextPage``
-(and ``DropItem`` for its pipelines).
+(``DropItem`` for its pipelines, ``DropRequest`` and ``OutgoingRequest`` for its
+middlewares).
 The spider API and the URL helpers load with the package; the fetcher, the worker, the job
 settings and politeness load on first use, so that a spider module or the command line
 importing ``crawler`` does not pull in the HTTP stack: the names imported under
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from crawler._links import LinkResolver, extract_links
+from crawler._middlewares import DropRequest, OutgoingRequest
 from crawler._pipelines import DropItem
 from crawler._spider import (
     Follow,
@@ -39,6 +41,7 @@ __all__ = [
     "BASE_PARTS",
     "AiohttpTransport",
     "DropItem",
+    "DropRequest",
     "FetchConfig",
     "Fetcher",
     "Follow",
@@ -46,6 +49,7 @@ __all__ = [
     "JobConfig",
     "LinkResolver",
     "NextPage",
+    "OutgoingRequest",
     "Output",
     "Politeness",
     "PolitenessGate",

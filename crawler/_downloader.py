@@ -21,6 +21,7 @@ import redis.asyncio as aioredis
 
 from crawler._fetch_spec import FetchConfig, FetchResult
 from crawler._job import JobConfig
+from crawler._middlewares import Dropped, Middlewares, OutgoingRequest
 from crawler._offline import DEFAULT_OFFLINE_PAGES, OfflineRide
 from crawler._politeness import PolitenessGate
 from crawler._recrawl import conditional_headers, run_fingerprint
@@ -57,6 +58,7 @@ class Downloader:
         fetch_config: FetchConfig,
         scope: Scope,
         seen: Container[str],
+        hooks: Middlewares | None = None,
         *,
         offline_pages: int = DEFAULT_OFFLINE_PAGES,
     ) -> None:
@@ -74,6 +76,8 @@ class Downloader:
         self._fetcher: Fetcher | BrowserFetcher | None = None
         self.browser: BrowserFetcher | None = None
         """The fetcher again when it renders pages (a ``--browser`` job): their live pages."""
+        self._hooks = hooks if hooks is not None and hooks.requests else None
+        """The spider's request hooks (`crawler._middlewares`), None without any."""
 
     async def open(
         self, closing: AsyncExitStack, *, data_dir: Path, spider: Spider | None = None
@@ -97,11 +101,11 @@ class Downloader:
 
     async def fetch(
         self, url: str, task: Task, *, first: bool, hold: Callable[[], Awaitable[None]]
-    ) -> FetchResult | None:
-        """The page at ``url`` of ``task`` (None if robots.txt disallows it), fetched
-        politely, once ``hold`` (awaited last thing before the request) finds the lease
-        still the worker's: with the task's headers, and for its ``first`` page its method
-        and body."""
+    ) -> FetchResult | Dropped | None:
+        """The page at ``url`` of ``task`` (None if robots.txt disallows it, `Dropped` if
+        the spider's request hooks do), fetched politely, once ``hold`` (awaited last thing
+        before the request) finds the lease still the worker's: with the task's headers,
+        and for its ``first`` page its method and body, as the request hooks leave them."""
         assert self._fetcher is not None
         site = site_of(url)
         if self.config.obey_robots:
@@ -116,6 +120,22 @@ class Downloader:
                 )
             if not rules.allowed(url):
                 return None
+        spec = task.spec
+        headers = None if spec is None else spec.headers
+        if first and task.revisit is not None:
+            headers = {**(headers or {}), **conditional_headers(task.revisit)}
+        method = spec.method if spec is not None and first else "GET"
+        body = spec.body if spec is not None and first else None
+        if self._hooks is not None:
+            # Before the host's slot: a dropped request waits for no politeness.
+            outgoing = await self._hooks.request(
+                OutgoingRequest(
+                    url=url, method=method, headers=headers, body=body, task_id=task.task_id
+                )
+            )
+            if isinstance(outgoing, Dropped):
+                return outgoing
+            method, headers, body = outgoing.method, outgoing.headers, outgoing.body
         host = site.split("://", 1)[1]
         if self.offline.down:
             # A lease not known fresh waits for the store here, not with the host's
@@ -126,16 +146,12 @@ class Downloader:
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
             await hold()
-            spec = task.spec
-            headers = None if spec is None else spec.headers
-            if first and task.revisit is not None:
-                headers = {**(headers or {}), **conditional_headers(task.revisit)}
             result = await self._fetcher.fetch(
                 url,
                 redirect_allowed=self._in_scope,
                 claim_target=self.claimer(task.task_id, task.run),
-                method=spec.method if spec is not None and first else "GET",
-                body=spec.body if spec is not None and first else None,
+                method=method,
+                body=body,
                 headers=headers,
             )
         # After the slot is done with: the next request to the host need not wait for this.

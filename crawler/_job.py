@@ -54,6 +54,9 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Pages one task fetches at most (0: no cap): its next page past them is not fetched."""
     spider: str | None = None
     """MODULE:CLASS, or None for the default site spider."""
+    spider_args: tuple[tuple[str, str], ...] = ()
+    """Spider arguments (``-a key=value``), (key, value) in order: every worker makes the
+    spider with them (`crawler._spider.load_spider`), as attributes."""
     politeness: Politeness = msgspec.field(default_factory=Politeness)
     lease_ms: int = DEFAULT_LEASE_MS
     recovery_limit: int = DEFAULT_RECOVERY_LIMIT
@@ -180,6 +183,7 @@ _OPTIONS: dict[str, str] = {
     "max_depth": "--depth",
     "max_pages": "--max-pages",
     "spider": "--spider",
+    "spider_args": "-a",
     "politeness.per_host": "--per-host",
     "politeness.delay_s": "--delay",
     "politeness.autothrottle": "--autothrottle",
@@ -251,6 +255,8 @@ def _shown(setting: str, value: object) -> str:
         return DEFAULT_USER_AGENT
     if setting == "headers" and isinstance(value, tuple):
         return "; ".join(f"{name}: {text}" for name, text in value) or "none"
+    if setting == "spider_args" and isinstance(value, tuple):
+        return " ".join(f"{key}={text}" for key, text in value) or "none"
     if setting == "proxies" and isinstance(value, tuple):
         return " ".join(redacted(url) for url in value) or "none"
     if isinstance(value, tuple):

@@ -26,6 +26,8 @@ from yarl import URL
 from crawler._defaults import PAST_MAX_PAGES
 from crawler._fetch_spec import FetchResult
 from crawler._job import JobConfig
+from crawler._middlewares import Dropped as DroppedByHook
+from crawler._middlewares import DropRequest, middlewares_of
 from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
 from crawler._recrawl import run_fingerprint
@@ -109,6 +111,8 @@ class Scraper:
         """Callback names a Follow named that `check_callback` found good on this spider."""
         # None without steps: the check per output is then one comparison.
         self._pipeline = pipeline_of(spider) or None
+        self.middlewares = middlewares_of(spider)
+        """The spider's request hooks (run by the downloader) and response hooks (here)."""
         self.bulk_links = isinstance(spider, SiteSpider) and type(spider).parse is SiteSpider.parse
         """The spider's ``parse`` is the default spider's: its page's item and links are
         taken in bulk (`SiteSpider.page_outputs`), with no `Follow` per link."""
@@ -128,6 +132,11 @@ class Scraper:
         cannot take: either fails the task, never the worker."""
         response = self._response(lease, result, page, last)
         parsed = Parsed(run=lease.task.run)
+        if result.error is None and self.middlewares.responses:
+            hooked = await self.middlewares.response(response)
+            if isinstance(hooked, DroppedByHook):
+                raise DropRequest(hooked.reason)  # the task fails with it
+            response = hooked
         if result.error is not None or not parses(self._accepted, response.content_type):
             return parsed
         callback = None if lease.task.spec is None else lease.task.spec.callback

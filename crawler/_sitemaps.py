@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 from xml.etree.ElementTree import Element, ParseError
@@ -190,12 +190,7 @@ async def seed_from_sitemaps(
 
     given = dict.fromkeys(sitemaps)
     pending = deque(given)
-    for site in dict.fromkeys(robots_sites):
-        result = await fetcher.fetch_robots(site)
-        if (why := _unread(result)) is not None:
-            seeds.robots_failed.append((site + ROBOTS_PATH, why))
-            continue
-        pending.extend(robots_sitemaps(result.body))
+    pending.extend(await _sitemaps_of_robots(fetcher, robots_sites, seeds))
     visited: set[str] = set()
     seen: set[str] = set()
     while pending and len(visited) < MAX_SITEMAPS:
@@ -220,33 +215,55 @@ async def seed_from_sitemaps(
             if (resolved := join_href(clean_href(child), base)) is not None:
                 pending.append(resolved)
         batch: list[Task] = []
-        for entry in sitemap.urls:
-            canonical = join_href(clean_href(entry.loc), base)
-            if canonical is None:
-                seeds.malformed += 1
-                continue
-            if not scope.allows(canonical, 0):
-                seeds.out_of_scope += 1
-                continue
-            fp = fingerprint_canonical(canonical)
-            if fp in seen:
-                continue
-            seen.add(fp)
-            batch.append(
-                Task(
-                    task_id=fp,
-                    url=canonical,
-                    site=site_of(canonical),
-                    priority=SEED_PRIORITY,
-                    lastmod=entry.lastmod,
-                )
-            )
+        for task in _entry_tasks(sitemap.urls, base, scope, seen, seeds):
+            batch.append(task)
             if len(batch) >= ENQUEUE_BATCH:
                 await _enqueue(queue, batch, actor, max_pages, seeds)
                 batch = []
         if batch:
             await _enqueue(queue, batch, actor, max_pages, seeds)
     return seeds
+
+
+async def _sitemaps_of_robots(
+    fetcher: SitemapFetcher, robots_sites: Iterable[str], seeds: SitemapSeeds
+) -> list[str]:
+    """The sitemaps the robots.txt of each of ``robots_sites`` names; those unread are
+    counted in ``seeds``."""
+    found: list[str] = []
+    for site in dict.fromkeys(robots_sites):
+        result = await fetcher.fetch_robots(site)
+        if (why := _unread(result)) is not None:
+            seeds.robots_failed.append((site + ROBOTS_PATH, why))
+            continue
+        found.extend(robots_sitemaps(result.body))
+    return found
+
+
+def _entry_tasks(
+    entries: Iterable[SitemapEntry], base: URL, scope: Scope, seen: set[str], seeds: SitemapSeeds
+) -> Iterator[Task]:
+    """A seed task for each of a sitemap's ``entries`` that ``scope`` allows and not
+    ``seen`` yet (added to it); the malformed and out of scope counted in ``seeds``."""
+    for entry in entries:
+        canonical = join_href(clean_href(entry.loc), base)
+        if canonical is None:
+            seeds.malformed += 1
+            continue
+        if not scope.allows(canonical, 0):
+            seeds.out_of_scope += 1
+            continue
+        fp = fingerprint_canonical(canonical)
+        if fp in seen:
+            continue
+        seen.add(fp)
+        yield Task(
+            task_id=fp,
+            url=canonical,
+            site=site_of(canonical),
+            priority=SEED_PRIORITY,
+            lastmod=entry.lastmod,
+        )
 
 
 def _unread(result: FetchResult) -> str | None:

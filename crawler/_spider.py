@@ -48,7 +48,7 @@ from collections.abc import (
 )
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, get_args
 from urllib.parse import urlencode, urljoin
 
 import msgspec
@@ -569,6 +569,9 @@ class Spider:
     content_types: ClassVar[Collection[str] | None] = None
     pipelines: ClassVar[Sequence[Any]] = ()
     """Steps every item goes through before it is recorded (`crawler._pipelines`)."""
+    middlewares: ClassVar[Sequence[Any]] = ()
+    """Hooks on each request before it is sent and each response before it is parsed
+    (`crawler._middlewares`)."""
     user_agent: ClassVar[str | None] = None
     """The User-Agent of the crawl's requests; ``--user-agent`` (or crawlog.toml) beats it."""
     headers: ClassVar[Mapping[str, str]] = {}
@@ -582,6 +585,12 @@ class Spider:
         """With ``--browser``: awaited with each page (Playwright's) once its DOM is loaded,
         before its HTML is read — wait here for what scripts build later (by default,
         nothing: the DOM at ``domcontentloaded``)."""
+
+    def __init__(self, **arguments: str) -> None:
+        """Spider arguments (``crawlog crawl -a key=value``) become attributes, as in
+        Scrapy; a subclass's own ``__init__`` may take some by name and pass on the rest."""
+        for key, value in arguments.items():
+            setattr(self, key, value)
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         """What the page yields: items, links to follow, the next page."""
@@ -919,8 +928,9 @@ def _shown(output: object) -> str:
     return text if len(text) <= OUTPUT_SHOWN else text[: OUTPUT_SHOWN - 1] + "…"
 
 
-def load_spider(path: str | None) -> Spider:
-    """The spider ``MODULE:CLASS`` or ``FILE.py:CLASS`` (the default site spider for None).
+def load_spider(path: str | None, arguments: SpiderArguments = ()) -> Spider:
+    """The spider ``MODULE:CLASS`` or ``FILE.py:CLASS`` (the default site spider for None),
+    made with the job's spider ``arguments`` (``-a key=value``, see `spider_arguments`).
 
     MODULE is imported as ``python -m`` would: from the working directory first, then
     PYTHONPATH and the installed packages. FILE is a path to a Python file (relative to the
@@ -928,7 +938,8 @@ def load_spider(path: str | None) -> Spider:
     can import the modules beside it. ``ConfigError`` naming what to do when either fails.
     """
     if path is None:
-        return SiteSpider()
+        default: Spider = _made(SiteSpider, "the default spider", arguments)
+        return default
     source, _, class_name = path.rpartition(":")
     if not source or not class_name:
         raise ConfigError(
@@ -942,15 +953,67 @@ def load_spider(path: str | None) -> Spider:
             f"--spider {path!r}: {source} has no spider class {class_name}; "
             + _classes_hint(module, source)
         )
-    try:
-        spider = cls()
-    except Exception as exc:
-        raise ConfigError(f"--spider {path!r}: {class_name}() failed ({exc})") from None
+    spider = _made(cls, f"--spider {path!r}", arguments)
     accepted_types(spider)  # a bad content_types is refused here too, like a bad class
-    from crawler._pipelines import pipeline_of  # it imports this module
+    from crawler._middlewares import middlewares_of  # they import this module
+    from crawler._pipelines import pipeline_of
 
     pipeline_of(spider)  # and so is a bad pipeline
+    middlewares_of(spider)  # or middleware
     return spider  # type: ignore[no-any-return]
+
+
+SpiderArguments: TypeAlias = tuple[tuple[str, str], ...]
+"""A job's spider arguments, (key, value) in the order given (``JobConfig.spider_args``)."""
+
+
+def spider_arguments(given: Sequence[str]) -> SpiderArguments:
+    """``-a key=value`` options as a job's spider arguments (a key given twice: the last
+    value); ``ConfigError`` for one without ``=`` or whose key is not a Python name."""
+    arguments: dict[str, str] = {}
+    for text in given:
+        key, equals, value = text.partition("=")
+        key = key.strip()
+        if not equals or not key.isidentifier() or key.startswith("_"):
+            raise ConfigError(
+                f"-a {text!r}: expected KEY=VALUE with KEY a name (e.g. -a category=books); "
+                "the spider gets it as the attribute self.KEY"
+            )
+        arguments.pop(key, None)
+        arguments[key] = value
+    return tuple(arguments.items())
+
+
+def _made(cls: type[Any], where: str, arguments: SpiderArguments) -> Any:
+    """An instance of the spider class, given its arguments: as keywords to an
+    ``__init__`` that takes them (Scrapy's way), else set as attributes afterwards."""
+    given = dict(arguments)
+    for key in given:
+        if callable(getattr(cls, key, None)):
+            raise ConfigError(f"{where}: -a {key}=...: {key} is a method of the spider")
+    try:
+        if _takes(cls, given):
+            spider = cls(**given)
+        else:
+            spider = cls()
+            for key, value in given.items():
+                setattr(spider, key, value)
+    except Exception as exc:
+        raise ConfigError(f"{where}: {cls.__name__}() failed ({exc})") from None
+    return spider
+
+
+def _takes(cls: type[Any], arguments: Mapping[str, str]) -> bool:
+    if not arguments:
+        return True  # cls() either way
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return True
+    named = {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL}
+    return set(arguments) <= named
 
 
 def _classes_hint(module: ModuleType, source: str) -> str:

@@ -37,6 +37,8 @@ from crawler._fetch_spec import (
     FetchResult,
 )
 from crawler._job import JobConfig
+from crawler._middlewares import Dropped as DroppedByHook
+from crawler._middlewares import DropRequest
 from crawler._recovery import aborted_for_recoveries, past_recovery_limit
 from crawler._recrawl import UNCHANGED, change_of, fetched_validators
 from crawler._scraper import Parsed, Scraper, UncertainAction
@@ -287,6 +289,9 @@ class TaskSteps:
         if result is None:  # robots.txt says no
             await self._end(lease, self._task_failed(task, "disallowed by robots.txt"), pending)
             return None
+        if isinstance(result, DroppedByHook):  # a spider's request hook said no
+            await self._end(lease, self._task_failed(task, result.reason), pending)
+            return None
         if result.requested:
             # A page is counted only when it was asked for: the retry that follows an
             # unreadable robots.txt says why the task waits (its reason), not a fetch.
@@ -343,6 +348,9 @@ class TaskSteps:
             parsed = await self.scraper.parse(lease, result, step.page, step.last)
         except (LeaseLost, UncertainAction):
             raise
+        except DropRequest as drop:  # a spider's response hook said no
+            await self._end(lease, self._task_failed(lease.task, str(drop), result), step.pending)
+            return None
         except Exception as exc:
             # A bug in the spider (or output crawlog cannot take): the same page would
             # fail the same way on every retry, and crashing the worker would redeliver

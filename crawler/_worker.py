@@ -210,6 +210,7 @@ class Worker:
             fetching,
             self.scope,
             self.scraper.seen,
+            hooks=self.scraper.middlewares,
             offline_pages=options.offline_pages,
         )
         self.gate = self.downloader.gate

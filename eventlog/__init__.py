@@ -119,7 +119,15 @@ from eventlog._identity import (
     store_verdict,
 )
 from eventlog._ids import new_event_id
-from eventlog._jobs import did_you_mean, job_config, job_exists, job_names, store_job_config
+from eventlog._jobs import (
+    did_you_mean,
+    job_config,
+    job_exists,
+    job_names,
+    save_start_requests_done,
+    start_requests_done,
+    store_job_config,
+)
 from eventlog._journal import (
     DEFAULT_JOURNAL_FSYNC,
     JOURNAL_FSYNC_ENV,
@@ -449,10 +457,12 @@ __all__ = [
     "restore_lanes",
     "restore_parked",
     "restore_seen",
+    "save_start_requests_done",
     "server_status",
     "server_status_at",
     "set_identity",
     "start_replica_set",
+    "start_requests_done",
     "stop_replica_set",
     "stop_server",
     "store_facts",

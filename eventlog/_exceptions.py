@@ -35,6 +35,8 @@ this tree and the classes in step::
     │                            task fails with it, the worker goes on
     ├── DropItem ............... [crawler] raised by an item pipeline step: the item is not
     │                            recorded, its drop counted by reason; not a failure
+    ├── DropRequest ............ [crawler] raised by a spider's request or response hook:
+    │                            not sent (or not parsed), the task fails with the reason
     ├── UncertainAction ........ [crawler] a task's once-only action was intended but not
     │                            logged as done (its worker died mid-way): the task is
     │                            paused for an operator to resolve

@@ -50,6 +50,20 @@ async def job_config(redis: aioredis.Redis, keys: JobKeys) -> bytes | None:
     return data if isinstance(data, bytes) else None
 
 
+async def start_requests_done(redis: aioredis.Redis, keys: JobKeys) -> int:
+    """How many of the spider's ``start_requests()`` the job has enqueued (0 before any)."""
+    with redis_errors("reading the job's start requests position"):
+        data = await redis.get(keys.start_requests)
+    return int(data) if data is not None else 0
+
+
+async def save_start_requests_done(redis: aioredis.Redis, keys: JobKeys, done: int) -> None:
+    """Record that the first ``done`` start requests are enqueued (written after they are:
+    a kill in between enqueues them again, which ``seen`` makes no-ops)."""
+    with redis_errors("saving the job's start requests position"):
+        await redis.set(keys.start_requests, done)
+
+
 async def job_exists(redis: aioredis.Redis, keys: JobKeys) -> bool:
     """Whether the server holds the job's settings or its log."""
     with redis_errors("looking up the job"):

@@ -294,6 +294,12 @@ class JobKeys:
         return self._key("config")
 
     @cached_property
+    def start_requests(self) -> str:
+        """Integer: how many of the spider's ``start_requests()`` the crawl has enqueued
+        (`eventlog._jobs.start_requests_done`): a crawl resumed after a kill goes on after them."""
+        return self._key("start_requests")
+
+    @cached_property
     def run(self) -> str:
         """Hash ``run`` -> the job's latest run (absent: the first crawl's, 1), ``state`` ->
         ``running`` from the moment ``crawlog recrawl`` starts it, ``finished`` once every

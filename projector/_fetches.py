@@ -329,16 +329,27 @@ class FetchTracker:
                 pages[n] = _GOOD if good else _FAILED
             elif had == _GOOD:
                 extra_fetches += 1
-                again = refetched.get((task_id, n))
-                if again is None:
-                    refetched[(task_id, n)] = [2, event.url]
-                else:
-                    again[0] += 1
+                _count_refetch(refetched, task_id, n, event.url)
             else:
                 retry_fetches += 1
                 if had == _FAILED:
                     pages_retried += 1
                 pages[n] = _GOOD if good else _RETRIED
+        self._add_counts(
+            fetches, released, retry_fetches, pages_retried, extra_fetches, unrecorded, elapsed_sum
+        )
+
+    def _add_counts(
+        self,
+        fetches: int,
+        released: int,
+        retry_fetches: int,
+        pages_retried: int,
+        extra_fetches: int,
+        unrecorded: int,
+        elapsed_sum: float,
+    ) -> None:
+        """Add a batch's counts, kept in ``observe``'s locals, to the figures."""
         self.fetches += fetches
         self.released += released
         self.retry_fetches += retry_fetches
@@ -449,6 +460,17 @@ def needs_archive(figures: FetchFigures | None) -> bool:
     if figures is None:
         return True
     return figures.dirty_tasks > 0 or figures.pages_refetched > len(figures.refetched)
+
+
+def _count_refetch(
+    refetched: dict[tuple[str, int], list[Any]], task_id: str, page: int, url: str
+) -> None:
+    """Count a good page fetched again: its second fetch, or one more."""
+    again = refetched.get((task_id, page))
+    if again is None:
+        refetched[(task_id, page)] = [2, url]
+    else:
+        again[0] += 1
 
 
 def _clean(pages: dict[int, int], pages_fetched: int) -> bool:

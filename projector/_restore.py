@@ -244,14 +244,8 @@ def last_retries(store: Store, manifest: Manifest, task_ids: Set[str]) -> dict[s
     return found
 
 
-async def restore_job(
-    redis: aioredis.Redis, data_dir: Path, job: str, *, tail_from: aioredis.Redis | None = None
-) -> Restored:
-    """Rebuild every key of ``job`` from its archive and the store's tail; refused
-    (`OperatorRefused`) while a worker of the job may still write. ``tail_from``: another
-    server (the old one) whose log's tail after the archive is copied in first."""
-    started = time.monotonic()
-    keys = JobKeys(job)
+async def _refuse_live_workers(redis: aioredis.Redis, keys: JobKeys, job: str) -> None:
+    """Refused (`OperatorRefused`) while a worker of ``job`` may still write."""
     # A worker killed a moment ago still holds its name until it lapses: waited for.
     with anyio.move_on_after(DEFAULT_NAME_TTL_MS / 1000 + HOLDERS_MARGIN_S):
         while holders := await live_holders(redis, keys):
@@ -261,6 +255,54 @@ async def restore_job(
             f"workers of job {job!r} are alive and may still write ({', '.join(holders)}): "
             "stop them, then restore"
         )
+
+
+async def _log_goes_on(
+    redis: aioredis.Redis, keys: JobKeys, position: str, tail_from: aioredis.Redis | None
+) -> bool:
+    """Whether the job's log goes on after the commit at ``position`` (its tail copied
+    in from ``tail_from`` first, if given and the log does not)."""
+    continues = await log_continues(redis, keys, position)
+    if not continues and tail_from is not None:
+        await restart_log(redis, keys, position)
+        copied = await copy_log_tail(tail_from, redis, keys, position)
+        continues = copied > 0 or await log_continues(redis, keys, position)
+        continues = continues or copied > 0
+    return continues
+
+
+async def _fold_tail(
+    log: EventLog,
+    store: Store,
+    manifest: Manifest,
+    state: State,
+    tail_retries: dict[str, RetryScheduled],
+) -> int:
+    """Fold the log's tail after the commit into ``state``; its last retry of each task
+    into ``tail_retries``; how many events it had."""
+    # The same log goes on after the commit: its tail is the job's too.
+    tail_events = 0
+    position = manifest.position
+    while entries := await log.read_after(position, 10_000):
+        bring_back_named(store, manifest, state, entries)
+        fold(entries, state)
+        for entry in entries:
+            if isinstance(entry.event, RetryScheduled):
+                tail_retries[entry.event.task_id] = entry.event
+        tail_events += len(entries)
+        position = entries[-1].stream_id
+    return tail_events
+
+
+async def restore_job(
+    redis: aioredis.Redis, data_dir: Path, job: str, *, tail_from: aioredis.Redis | None = None
+) -> Restored:
+    """Rebuild every key of ``job`` from its archive and the store's tail; refused
+    (`OperatorRefused`) while a worker of the job may still write. ``tail_from``: another
+    server (the old one) whose log's tail after the archive is copied in first."""
+    started = time.monotonic()
+    keys = JobKeys(job)
+    await _refuse_live_workers(redis, keys, job)
     store = Store(data_dir, job)
     archive = archive_facts(data_dir, job)
     if archive.events == 0 and archive.position == "0-0":
@@ -275,23 +317,9 @@ async def restore_job(
         log = EventLog(redis, keys)
         tail_events = 0
         tail_retries: dict[str, RetryScheduled] = {}
-        continues = await log_continues(redis, keys, manifest.position)
-        if not continues and tail_from is not None:
-            await restart_log(redis, keys, manifest.position)
-            copied = await copy_log_tail(tail_from, redis, keys, manifest.position)
-            continues = copied > 0 or await log_continues(redis, keys, manifest.position)
-            continues = continues or copied > 0
+        continues = await _log_goes_on(redis, keys, manifest.position, tail_from)
         if continues:
-            # The same log goes on after the commit: its tail is the job's too.
-            position = manifest.position
-            while entries := await log.read_after(position, 10_000):
-                bring_back_named(store, manifest, state, entries)
-                fold(entries, state)
-                for entry in entries:
-                    if isinstance(entry.event, RetryScheduled):
-                        tail_retries[entry.event.task_id] = entry.event
-                tail_events += len(entries)
-                position = entries[-1].stream_id
+            tail_events = await _fold_tail(log, store, manifest, state, tail_retries)
         stored = await read_identity(redis, keys)
         epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
         job_id = archive.job_id or (stored.job_id if stored is not None else uuid.uuid4().hex)

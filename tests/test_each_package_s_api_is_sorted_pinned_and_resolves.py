@@ -34,9 +34,11 @@ API_PACKAGES = sorted(
 USER_FACING: dict[str, set[str]] = {
     "crawler": {
         "DropItem",
+        "DropRequest",
         "Follow",
         "Item",
         "NextPage",
+        "OutgoingRequest",
         "Output",
         "Response",
         "SiteSpider",

@@ -20,7 +20,7 @@ from crawler._defaults import FailOn
 from crawler._job import DEFAULT_RECOVERY_LIMIT, JobConfig
 from crawler._politeness import Politeness
 from crawler._scope import ScopeMode
-from crawler._spider import Spider, load_spider, spider_path
+from crawler._spider import Spider, load_spider, spider_arguments, spider_path
 from crawler._urls import check_seed_url
 from crawler.cli._identity_options import PARAMS as IDENTITY_PARAMS
 from crawler.cli._identity_options import identity_settings
@@ -45,6 +45,8 @@ class CrawlOptions:
     max_pages: int
     scope: ScopeMode
     spider: str | None
+    spider_arg: tuple[str, ...]
+    """``-a KEY=VALUE``, as given (`spider_arguments` checks them)."""
     lease: float
     ignore_robots: bool
     cookies: bool | None
@@ -95,7 +97,8 @@ class CrawlSettings:
 def crawl_settings(options: CrawlOptions) -> CrawlSettings:
     """The settings of a crawl, checked: ``ConfigError`` (one line) for what is wrong."""
     spider = spider_path(options.spider)
-    loaded = load_spider(spider)  # fail now, not in every worker
+    arguments = spider_arguments(options.spider_arg)
+    loaded = load_spider(spider, arguments)  # fail now, not in every worker
     sitemaps = tuple(dict.fromkeys(check_seed_url(s) for s in options.sitemap))
     # With sitemaps, no seed is needed: the URLs they list are the seeds.
     given = options.seeds or _start_urls(loaded, spider, required=not sitemaps)
@@ -110,6 +113,7 @@ def crawl_settings(options: CrawlOptions) -> CrawlSettings:
         max_depth=options.depth,
         max_pages=options.max_pages,
         spider=spider,
+        spider_args=arguments,
         politeness=Politeness(
             per_host=options.per_host,
             delay_s=options.delay,

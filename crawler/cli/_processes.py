@@ -49,6 +49,8 @@ from crawler._defaults import (
     is_spider_failure,
 )
 from crawler._job import JobConfig, save_config
+from crawler._spider import load_spider
+from crawler._start_requests import enqueue_start_requests
 from crawler._worker import enqueue_seeds
 from crawler.cli._argv import crawlog_command
 from crawler.cli._crawl_settings import bound_line
@@ -330,29 +332,9 @@ async def run_crawl(
             # later, with --once, is started before the pipe is closed, in ``stop``).
             children.output.started()
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_forward_signals, children.worker_processes, echo)
-                tg.start_soon(children.stop_projector_after_the_workers)
-                if server is not None:
-                    tg.start_soon(children.supervise, server, echo)
-                elif replica_set_url(data_dir) == url:
-                    tg.start_soon(children.supervise_set, data_dir, echo)
-                elif is_sentinel_url(url):
-                    # Sentinels of the user's: nothing to restart, a failover to say.
-                    tg.start_soon(watch_primary, url, echo)
-                tg.start_soon(
-                    watch_memory,
-                    client,
-                    job,
-                    url,
-                    children.worker_processes,
-                    evicting.append,
-                    echo,
-                )
-                tg.start_soon(_import_progress_source)
-                progress = functools.partial(_live_progress, client, settings, config.lease_ms)
-                await _watch(progress, children.workers_exited, echo, url)
-                tg.cancel_scope.cancel()
+            await _watch_children(
+                children, client, settings, url, config.lease_ms, server, evicting.append, echo
+            )
             complete = await _finished(queue, echo)
             if identity is not None:
                 # "Nothing left" from a store that lost the job is no end of it.
@@ -362,6 +344,53 @@ async def run_crawl(
         finally:
             with anyio.CancelScope(shield=True):
                 await children.stop()
+    _raise_why_stopped(children, job, evicting)
+    return _summary(
+        settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
+    )
+
+
+async def _watch_children(
+    children: _Children,
+    client: aioredis.Redis,
+    settings: CrawlSettings,
+    url: str,
+    lease_ms: int,
+    server: ServerInfo | None,
+    evicts: Callable[[ServerEvicts], None],
+    echo: Callable[[str], None],
+) -> None:
+    """Show progress until every worker has exited, meanwhile forwarding signals to the
+    workers, supervising the server (see ``run_crawl``) and watching its memory."""
+    data_dir = settings.data_dir
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_forward_signals, children.worker_processes, echo)
+        tg.start_soon(children.stop_projector_after_the_workers)
+        if server is not None:
+            tg.start_soon(children.supervise, server, echo)
+        elif replica_set_url(data_dir) == url:
+            tg.start_soon(children.supervise_set, data_dir, echo)
+        elif is_sentinel_url(url):
+            # Sentinels of the user's: nothing to restart, a failover to say.
+            tg.start_soon(watch_primary, url, echo)
+        tg.start_soon(
+            watch_memory,
+            client,
+            settings.job,
+            url,
+            children.worker_processes,
+            evicts,
+            echo,
+        )
+        tg.start_soon(_import_progress_source)
+        progress = functools.partial(_live_progress, client, settings, lease_ms)
+        await _watch(progress, children.workers_exited, echo, url)
+        tg.cancel_scope.cancel()
+
+
+def _raise_why_stopped(children: _Children, job: str, evicting: list[ServerEvicts]) -> None:
+    """Raise what stopped the crawl short, if anything did: its store lost, or a server
+    that evicts keys."""
     if EXIT_STORE_LOST in children.exits():
         # Its processes found the job's keys gone (and said nothing: the crawl says it).
         raise StoreLost(job, "its processes found its task lanes or identity gone")
@@ -369,9 +398,6 @@ async def run_crawl(
         # Stopped cleanly (the workers handed their tasks back, the projector committed):
         # the same command carries on once the server no longer evicts.
         raise evicting[0]
-    return _summary(
-        settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
-    )
 
 
 Seeder = Callable[[TaskQueue, JobConfig, Callable[[str], None]], Awaitable[tuple[JobConfig, int]]]
@@ -392,6 +418,11 @@ async def _store_and_seed(
     and sitemaps' URLs; the configuration stored and how many seeds were new."""
     config = await save_config(queue.redis, queue.keys, config)
     new = await enqueue_seeds(queue, list(config.seeds), actor="crawl", max_pages=config.max_pages)
+    spider = load_spider(config.spider, config.spider_args)  # imported already: checked
+    started, made, before = await enqueue_start_requests(queue, config, spider, actor="crawl")
+    if made:
+        echo(f"start_requests(): {made} request(s), {before} enqueued before, {started} new")
+        new += started
     if config.sitemaps or config.sitemaps_from_robots:
         # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
         # and its workers would find the job done.

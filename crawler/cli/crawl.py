@@ -150,6 +150,14 @@ log = logging.getLogger("crawlog.worker")
     "its start_urls are the seeds.",
 )
 @click.option(
+    "-a",
+    "spider_arg",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A spider argument (repeatable): the spider gets self.KEY = VALUE, as with "
+    "`scrapy crawl -a`; stored with the job.",
+)
+@click.option(
     "--lease",
     type=click.FloatRange(0.5, 3600),
     default=DEFAULT_LEASE_MS / 1000,
@@ -418,7 +426,7 @@ def worker_command(
                 job,
                 worker_name,
                 config,
-                load_spider(config.spider),
+                load_spider(config.spider, config.spider_args),
                 data_dir=directory,
                 options=WorkerOptions(
                     concurrency=concurrency,

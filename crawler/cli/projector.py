@@ -41,7 +41,8 @@ from projector import (
 )
 
 if TYPE_CHECKING:
-    from projector import Store
+    from crawler._metrics import ProjectorMetrics
+    from projector import Projector, Store
 
 DEFAULT_WAIT_TIMEOUT_S = 60.0
 STOP_CATCH_UP_S = 10.0
@@ -134,13 +135,7 @@ def project_command(
         ctx.exit(0 if reached else 1)
     from projector import Projector, tune_gc
 
-    metrics = None
-    if metrics_port is not None:
-        from crawler._metrics import ProjectorMetrics, new_registry, serve
-
-        registry = new_registry()
-        metrics = ProjectorMetrics(registry, job=job)
-        serve(registry, metrics_host, metrics_port)
+    metrics = _serve_metrics(job, metrics_host, metrics_port)
 
     async def run() -> None:
         # A Redis restart or a full server is waited out: the projector reads again after
@@ -165,17 +160,7 @@ def project_command(
                 if once:
                     log.info("projector of %s started at %s", job, projector.position)
                 else:
-                    async with anyio.create_task_group() as until_stopped:
-                        # Listening before saying it started: a SIGTERM right after must
-                        # stop it the graceful way, not with the default action.
-                        await until_stopped.start(
-                            _cancel_on_signal,
-                            until_stopped.cancel_scope,
-                            lambda: log.info(
-                                "projector of %s started at %s", job, projector.position
-                            ),
-                        )
-                        await projector.run()
+                    await _run_until_stopped(projector, job)
                 # Stopped, or --once: read what the log holds now and commit it. The crawl
                 # that stops its projector has finished: its last events are in, and the
                 # crawl's summary reads what this commits (instead of waiting up to a
@@ -188,6 +173,31 @@ def project_command(
         click.echo(f"committed {job} up to {manifest.position}: {manifest.events} events archived")
 
     anyio.run(run)
+
+
+def _serve_metrics(job: str, host: str, port: int | None) -> ProjectorMetrics | None:
+    """The projector's metrics, served on ``host``:``port``; None without a port."""
+    if port is None:
+        return None
+    from crawler._metrics import ProjectorMetrics, new_registry, serve
+
+    registry = new_registry()
+    metrics = ProjectorMetrics(registry, job=job)
+    serve(registry, host, port)
+    return metrics
+
+
+async def _run_until_stopped(projector: Projector, job: str) -> None:
+    """Run ``projector`` until SIGTERM or Ctrl-C."""
+    async with anyio.create_task_group() as until_stopped:
+        # Listening before saying it started: a SIGTERM right after must stop it the
+        # graceful way, not with the default action.
+        await until_stopped.start(
+            _cancel_on_signal,
+            until_stopped.cancel_scope,
+            lambda: log.info("projector of %s started at %s", job, projector.position),
+        )
+        await projector.run()
 
 
 async def _require_job(client: aioredis.Redis, job: str, directory: Path) -> None:

@@ -46,7 +46,9 @@ def _store(data_dir: Path | None, job: str) -> Store:
         known = projected_jobs(directory)
         raise ConfigError(
             f"no job {job!r} has data under {directory}{did_you_mean(job, known)}: "
-            "`crawlog jobs` lists the jobs; for a job crawled elsewhere, give its --data-dir"
+            "`crawlog jobs` lists the jobs; for a job crawled elsewhere, give its --data-dir; "
+            "for one whose projector never ran (a Scrapy job with CRAWLOG_PROJECT off), "
+            f"`crawlog project --job {job} --once` builds its data"
         )
     return Store(directory, job)
 

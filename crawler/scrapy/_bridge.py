@@ -286,6 +286,11 @@ class Bridge:
         """Why the lease's task may not run now (the controls last polled), or None."""
         return self._controls.blocks(lease.task.site, lease.task.task_id)
 
+    def started(self) -> int:
+        """Leases handed to Scrapy whose finish is not written yet (downloading, in the
+        scraper, or finished in the outbox): what a kill of this process redoes."""
+        return max(0, len(self._held) - len(self.ready))
+
     def pending(self) -> bool:
         """Whether work may still come: queued writes, leases ahead, or unfinished tasks."""
         if self.error is not None:

@@ -38,7 +38,8 @@ class ItemPipeline:
         """The pipeline Scrapy builds from ``ITEM_PIPELINES``."""
         return cls(crawler)
 
-    def open_spider(self, spider: Spider) -> None:
+    # ``spider`` optional: Scrapy 2.13+ warns of (and will stop passing) a required one.
+    def open_spider(self, spider: Spider | None = None) -> None:
         """Refuse to run without the plug-in's scheduler: the items would go nowhere."""
         if not isinstance(self._scheduler(), Scheduler):
             raise ConfigError(
@@ -46,7 +47,7 @@ class ItemPipeline:
                 "items are written with the task of the request they came from"
             )
 
-    def process_item(self, item: Any, spider: Spider) -> Any:
+    def process_item(self, item: Any, spider: Spider | None = None) -> Any:
         """Pass the item on: it is recorded once every pipeline has passed it."""
         return item
 

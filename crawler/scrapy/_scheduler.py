@@ -42,7 +42,8 @@ from twisted.python.failure import Failure
 from crawler._politeness import Politeness
 from crawler._urls import site_of
 from crawler.scrapy._bridge import Bridge, Enqueue, Finish, Hold, Release
-from crawler.scrapy._settings import PluginSettings, plugin_settings
+from crawler.scrapy._projector import JobProjector
+from crawler.scrapy._settings import PluginSettings, plugin_settings, projects
 from eventlog import (
     AnyEvent,
     ConfigError,
@@ -171,6 +172,9 @@ class Scheduler(BaseScheduler):
         """(request, the request the downloader returned for it) while the engine
         schedules the second: a retry if both have one fingerprint, else a redirect."""
         self._actor = ""
+        self._projector: JobProjector | None = None
+        self._max_unfinished = crawler.settings.getint("CONCURRENT_REQUESTS", 16)
+        """No more requests started and not finished at once: a kill redoes no more."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -197,6 +201,9 @@ class Scheduler(BaseScheduler):
         )
         self.bridge.start()
         self._actor = self.bridge.name
+        if projects(self.crawler.settings):
+            self._projector = JobProjector(self.settings)
+            self._projector.start()
         self.df.open()
         log.info(
             "crawlog: job %s, worker %s, lease %.1f s",
@@ -222,6 +229,8 @@ class Scheduler(BaseScheduler):
         self.df.close(reason)
         if bridge.error is not None:
             log.error("crawlog: the queue failed: %s", bridge.error)
+        if self._projector is not None:
+            self._projector.stop()  # after the bridge's last events are written
 
     def has_pending_requests(self) -> bool:
         """Whether the job has work left: here, queued, or leased by any process."""
@@ -270,6 +279,10 @@ class Scheduler(BaseScheduler):
             return self._retries.popleft()
         bridge = self.bridge
         if bridge is None:
+            return None
+        if bridge.started() >= self._max_unfinished:
+            # Responses wait in Scrapy's scraper for their callbacks (up to 5 MB of them):
+            # each one a kill would fetch again. The engine asks again as each request ends.
             return None
         while bridge.ready:
             lease = bridge.ready.popleft()

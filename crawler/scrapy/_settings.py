@@ -40,7 +40,11 @@ SLOT_TTL_SETTING = "CRAWLOG_SLOT_TTL"
 """With ``PolitenessMiddleware``: seconds a held slot counts at most (a process that
 vanished without its tasks being recovered); default ``DOWNLOAD_TIMEOUT`` plus
 crawlog's own default ttl, so no download outlives its slot."""
+PROJECT_SETTING = "CRAWLOG_PROJECT"
+"""Whether each process runs the job's projector beside itself (default on: see
+``crawler.scrapy._projector``); off: ``crawlog project --job J`` is the user's to run."""
 MIN_LEASE_S = 0.5
+_OFF = frozenset({"0", "false", "no", "off"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +117,9 @@ def politeness_settings(settings: BaseSettings) -> Politeness:
     timeout = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
     ttl = _number(settings, SLOT_TTL_SETTING, timeout + DEFAULT_SLOT_TTL_S)
     return Politeness(per_host=int(per_host), delay_s=delay, slot_ttl_s=ttl)
+
+
+def projects(settings: BaseSettings) -> bool:
+    """Whether the plug-in runs the job's projector (`PROJECT_SETTING`)."""
+    value = setting(settings, PROJECT_SETTING)
+    return value is None or value.strip().lower() not in _OFF

@@ -131,7 +131,12 @@ async def test_a_bad_query_is_one_line_naming_the_views(data_dir: Path, job: str
 async def test_an_unknown_job_is_one_line(data_dir: Path) -> None:
     result = crawlog("report", "--job", "nobody", "--data-dir", data_dir)
     # Not "is the projector running?": a job with no data here is most often a typo.
-    assert_one_line_error(result, "no job 'nobody' has data under", "`crawlog jobs`")
+    assert_one_line_error(
+        result,
+        "no job 'nobody' has data under",
+        "`crawlog jobs`",
+        "`crawlog project --job nobody --once`",
+    )
 
 
 async def test_export_to_files_and_stdout(data_dir: Path, job: str, tmp_path: Path) -> None:

@@ -41,6 +41,9 @@ def scrapy_env(valkey_url: str, job: str, data_dir: Path) -> dict[str, str]:
         "CRAWLOG_JOB": job,
         "CRAWLOG_HOME": str(data_dir),
         "PYTHONPATH": str(ROOT),
+        # The tests project the job themselves (after a kill, when they choose); the
+        # plug-in's own projector has its test, which turns it back on.
+        "CRAWLOG_PROJECT": "0",
     }
 
 

@@ -1,0 +1,107 @@
+"""A spider's ``start_requests()``: its first tasks, made by code rather than listed.
+
+::
+
+    class Shop(Spider):
+        start_urls = ["https://shop.example/"]       # the crawl's scope, as ever
+
+        async def start_requests(self):
+            for n in range(1, 1001):
+                yield Follow(f"https://shop.example/item/{n}", callback="parse_item")
+
+``crawlog crawl`` runs it once per job, in the crawl process, before it starts the workers,
+beside the seeds (``start_urls`` or SEED URLs, which still give the crawl its scope). Each
+output must be a `Follow` (a URL string is taken as a plain one), of an absolute http(s)
+URL; it becomes a task at depth 0, as a seed, and is enqueued whether or not the scope
+takes it, as seeds are. Its position is checkpointed: every `START_BATCH` Follows are
+enqueued together, then their count is saved with the job
+(`eventlog.save_start_requests_done`). A crawl killed meanwhile and run again skips the
+Follows already enqueued (the generator is run from its start and those outputs passed
+over, not enqueued again), and a batch enqueued but not yet counted is enqueued again as
+no-ops (the job's ``seen`` set): each start request is enqueued, and crawled, once. The
+generator must therefore yield the same Follows in the same order when run again.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
+
+from crawler._job import JobConfig
+from crawler._spider import Follow, Spider, SpiderOutputError, check_callback, check_output
+from crawler._urls import check_seed_url, fingerprint, request_fingerprint, site_of
+from eventlog import Task, TaskQueue, save_start_requests_done, start_requests_done
+
+START_BATCH: Final = 100
+"""Start requests enqueued, and their count saved, together."""
+START_PRIORITY: Final = 1
+"""A start request's priority unless its Follow sets one: a seed's."""
+WHERE: Final = "start_requests()"
+
+
+def start_requests_of(spider: Spider) -> Callable[[], AsyncIterator[Any]] | None:
+    """The spider's ``start_requests`` (an async generator function), None without one;
+    ``ConfigError``-like `SpiderOutputError` for one that is not async."""
+    method = getattr(spider, "start_requests", None)
+    if method is None:
+        return None
+    if not inspect.isasyncgenfunction(method):
+        raise SpiderOutputError(
+            f"spider {spider.name}: start_requests must be an async generator "
+            "(async def start_requests(self): ... yield Follow(url))"
+        )
+    return method  # type: ignore[no-any-return]
+
+
+def start_task(spider: Spider, output: object, index: int) -> Task:
+    """The task of the ``index``-th output of ``start_requests``: a seed's, with the
+    Follow's request (callback, method, body, headers, data) when it has one."""
+    if isinstance(output, str):
+        output = Follow(output)
+    if not isinstance(output, Follow):
+        raise SpiderOutputError(
+            f"spider {spider.name}: {WHERE} output {index} is {type(output).__name__}: "
+            "expected a Follow (or a URL)"
+        )
+    checked = check_output(output, spider=spider.name, url=WHERE, index=index)
+    assert isinstance(checked, Follow)
+    url = check_seed_url(checked.url)
+    spec = checked.spec()
+    if spec is not None and spec.callback is not None:
+        check_callback(spider, spec.callback)
+    task_id = fingerprint(url) if spec is None else request_fingerprint(url, spec.method, spec.body)
+    priority = checked.priority if checked.priority else START_PRIORITY
+    return Task(task_id=task_id, url=url, site=site_of(url), priority=priority, spec=spec)
+
+
+async def enqueue_start_requests(
+    queue: TaskQueue, config: JobConfig, spider: Spider, *, actor: str
+) -> tuple[int, int, int]:
+    """Run the spider's ``start_requests`` on from the job's saved position, enqueueing
+    its Follows in batches and saving the position after each; (new tasks, start requests
+    in all, those a crawl of the job enqueued before). (0, 0, 0) for a spider without one."""
+    produce = start_requests_of(spider)
+    if produce is None:
+        return 0, 0, 0
+    done = await start_requests_done(queue.redis, queue.keys)
+    new = index = 0
+    batch: list[Task] = []
+
+    async def flush() -> None:
+        nonlocal new, batch
+        if batch:
+            new += sum(await queue.enqueue(batch, actor=actor, cap=config.max_pages))
+            batch = []
+        await save_start_requests_done(queue.redis, queue.keys, index)
+
+    async for output in produce():
+        index += 1
+        if index <= done:
+            continue  # enqueued by a crawl of this job before
+        batch.append(start_task(spider, output, index - 1))
+        if len(batch) >= START_BATCH:
+            await flush()
+    if index > done:
+        await flush()
+    return new, index, min(done, index)
