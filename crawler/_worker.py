@@ -51,6 +51,7 @@ from eventlog import (
     Durability,
     JobIdentity,
     Journal,
+    JournalFull,
     Lease,
     LeaseLost,
     QueueObserver,
@@ -626,7 +627,7 @@ class Worker:
         )
         try:
             await self.queue.requeue(lease, [*pending, event], lease.task, lease.lane)
-        except (ServerCannotPersist, ServerOutOfMemory):
+        except (ServerCannotPersist, ServerOutOfMemory, JournalFull):
             # The worker stops with this error, said once; a line per task would bury it.
             # The lease stays and expires as after a kill: nothing is lost.
             pass
