@@ -193,6 +193,9 @@ class Anomalies(msgspec.Struct, frozen=True, kw_only=True):
     dead_letters: int = 0
     """Entries the projector (or a worker) could not decode, moved to the dead stream: no
     fold ever saw them, so they are not among the refused events (``crawlog dead list``)."""
+    orphaned: int = 0
+    """Of ``total``, journalled writes refused as their task's lease was taken over
+    (``JobState.orphaned``): the journal's fencing at work, not a fault."""
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -393,6 +396,7 @@ def _anomalies(summary: Summary) -> Anomalies:
     return Anomalies(
         dead_letters=summary.dead_letters,
         total=sum(counts.values()),
+        orphaned=summary.job.orphaned,
         by_reason=top_reasons(counts, len(counts)),
         first=[
             AnomalyRow(

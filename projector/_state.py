@@ -12,7 +12,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from eventlog import Counts, Cursor, RequestSpec
+from eventlog import ORPHANED_REASON, Counts, Cursor, RequestSpec
 
 TaskStatus: TypeAlias = Literal["pending", "running", "paused", "done", "failed", "aborted"]
 """Where a task is in its life, as the log tells it."""
@@ -134,6 +134,18 @@ class JobState(msgspec.Struct, kw_only=True, gc=False):
     items_dropped: dict[str, int] = msgspec.field(default_factory=dict)
     """Items spiders yielded that their pipelines dropped, by reason: counted per fetched
     page, as URLs dropped are."""
+
+    @property
+    def refused(self) -> int:
+        """Refused events but the orphaned journal writes: what no fault explains (a crawl,
+        however it was cut, must end with none)."""
+        return sum(n for why, n in self.anomalies.items() if why != ORPHANED_REASON)
+
+    @property
+    def orphaned(self) -> int:
+        """Journalled writes refused because their task's lease was taken over meanwhile
+        (`ORPHANED_REASON`): the journal's fencing at work, counted apart from the others."""
+        return self.anomalies.get(ORPHANED_REASON, 0)
 
 
 class State(msgspec.Struct, kw_only=True, gc=False):

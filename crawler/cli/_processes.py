@@ -210,6 +210,7 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     items: int
     duplicate_items: int
     anomalies: int
+    """Refused events but the orphaned journal writes (``JobState.refused``)."""
     seconds: float
     requests_maybe_twice: int = 0
     """Requests that may have reached the site twice, as of the projector's last commit
@@ -223,6 +224,9 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     """URLs (and next pages) not crawled because the job had fetched ``--max-pages`` pages."""
     spider_failures: int = 0
     """Failed tasks whose spider failed them (``is_spider_failure``), not the site."""
+    orphaned: int = 0
+    """Journalled writes refused as their task's lease was taken over (``JobState.orphaned``):
+    by design after a store loss or stall, so not among the anomalies."""
 
 
 async def _finished(queue: TaskQueue, echo: Callable[[str], None]) -> bool:
@@ -454,7 +458,8 @@ def _summary(
         refetches=state.job.refetches,
         items=state.job.items,
         duplicate_items=state.job.duplicate_items,
-        anomalies=sum(state.job.anomalies.values()),
+        anomalies=state.job.refused,
+        orphaned=state.job.orphaned,
         seconds=seconds,
         exits=exits,
         past_bound=state.job.dropped.get(PAST_MAX_PAGES, 0),

@@ -254,6 +254,11 @@ def _text_stuck(report: Report) -> list[str]:
 def _text_anomalies(report: Report) -> list[str]:
     a = report.anomalies
     lines = [f"Anomalies: {_count(a.total, 'refused event')}"]
+    if a.orphaned:
+        lines[0] += (
+            f" ({_n(a.orphaned)} of them journalled writes orphaned by a lease taken over: "
+            "refused by design)"
+        )
     if a.dead_letters:
         lines[0] += (
             f"; {_count(a.dead_letters, 'dead letter')} (entries that could not be decoded, "

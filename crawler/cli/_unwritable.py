@@ -113,5 +113,6 @@ async def summary_from_log(url: str, summary: CrawlSummary, data_dir: Path) -> C
         refetches=job.refetches,
         items=job.items,
         duplicate_items=job.duplicate_items,
-        anomalies=sum(job.anomalies.values()),
+        anomalies=job.refused,
+        orphaned=job.orphaned,
     )

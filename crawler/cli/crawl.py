@@ -303,6 +303,11 @@ def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -
         f"{summary.items} items, {summary.duplicate_items} duplicate items ignored, "
         f"{summary.anomalies} anomalies"
         + (
+            f", {summary.orphaned} journalled write(s) orphaned (lease taken over: not applied)"
+            if summary.orphaned
+            else ""
+        )
+        + (
             f", {summary.dead_letters} dead letter(s) (crawlog dead list --job {summary.job})"
             if summary.dead_letters
             else ""

@@ -332,8 +332,12 @@ def replay_command(
                 state = replayed.state
                 click.echo(
                     f"replayed {state.job.events} events of {job} up to {state.position}: "
-                    f"{replayed.task_count()} tasks, {sum(state.job.anomalies.values())} "
-                    "anomalies"
+                    f"{replayed.task_count()} tasks, {state.job.refused} anomalies"
+                    + (
+                        f", {state.job.orphaned} journalled write(s) orphaned"
+                        if state.job.orphaned
+                        else ""
+                    )
                 )
                 if rebuild_index:
                     changed = await rebuild_checkpoint_index(client, job, replayed)

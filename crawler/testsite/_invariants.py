@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import msgspec
 
 from crawler.testsite._site import RunningSite
-from eventlog import ORPHANED_REASON, TaskQueue, tasks_at
+from eventlog import TaskQueue, tasks_at
 from projector import TERMINAL, Store, query, read_committed, verify
 
 
@@ -109,8 +109,8 @@ def check_crawl(site: RunningSite, store: Store, in_flight: Mapping[str, str]) -
         items=items,
         distinct_items=distinct,
         duplicate_item_events=state.job.duplicate_items,
-        anomalies=sum(n for why, n in state.job.anomalies.items() if why != ORPHANED_REASON),
-        orphaned=state.job.anomalies.get(ORPHANED_REASON, 0),
+        anomalies=state.job.refused,
+        orphaned=state.job.orphaned,
         replay_position=position,
         replay_differences=differences,
     )
