@@ -145,9 +145,8 @@ class WorkerOptions(msgspec.Struct, frozen=True, kw_only=True):
     ``concurrency``: tasks run at once; ``exit_when_done``: return once every task of the
     job has ended, rather than waiting for more; ``grace_s``: how long a graceful stop
     (`Worker.stop`) may take in all; ``fetch_config``: the HTTP client's settings (None:
-    the job's, `JobConfig.fetch_config`); ``offline_pages``: pages fetched at most per
-    store outage, of the tasks held, when the queue has a journal (`crawler._offline`;
-    0: none).
+    the job's, `JobConfig.fetch_config`); ``offline_pages``: of the tasks held, pages
+    fetched at most per store outage (`crawler._offline`; 0: none).
     """
 
     concurrency: int = DEFAULT_CONCURRENCY
@@ -214,8 +213,7 @@ class Worker:
             offline_pages=options.offline_pages,
         )
         self.gate = self.downloader.gate
-        self.offline = self.downloader.offline
-        """Goes on with the pages held while the store does not answer (`crawler._offline`)."""
+        self.offline = self.downloader.offline  # the pages held, while the store is down
         self.controls = Controls()
         self.stats = WorkerStats()
         self.steps = TaskSteps(
@@ -233,11 +231,9 @@ class Worker:
         self._in_flight: dict[str, anyio.CancelScope] = {}
         self._leases: dict[str, Lease] = {}
         self._fresh: dict[str, float] = {}
-        """When (monotonic) each lease of ours last had its idle time reset, at the latest:
-        taken just before the claim or renewal that did it."""
+        """When (monotonic, just before the claim or renewal) each lease's idle time was reset."""
         self._taken_back_at = 0.0
-        """The same for every taken-back lease not renewed since (one time for all of them
-        rather than 100,000 entries in ``_fresh``)."""
+        """The same for every taken-back lease not renewed since: one time for all of them."""
         self._capacity = anyio.Event()
         self._claim_pause = ClaimPause()
         self._backlog: deque[Lease] = deque()
@@ -254,8 +250,7 @@ class Worker:
         short (the reserve before the grace period ends); `_until_grace` enforces it."""
         self._until_grace: anyio.CancelScope | None = None
         self._released_by = math.inf
-        """Once stopping: when a task being given back stops trying (the server may be
-        unreachable; its lease then expires, as after a kill)."""
+        """Once stopping: when a task being given back stops trying (its lease then expires)."""
 
     @property
     def queue(self) -> TaskQueue:
@@ -577,8 +572,7 @@ class Worker:
                 continue  # the resume is reading the pending list: every entry comes
             if self.stopping.is_set():
                 continue  # handing back: an entry being released is in no list of ours
-            # A task ended while the store was down has its entry pending until the flush
-            # acks it: read after the flush, or it would run a second time.
+            # After the flush: a task ended while the store was down is pending until then.
             await self.queue.wait_up()
             queued = {lease.entry_id for lease in self._backlog}
             self._ended.clear()
