@@ -868,11 +868,13 @@ class SideCrawl:
             return
         status = server_status(self.directory)
         assert status is not None
+        # Deleted first: killed first, the supervisor may restart the server on the intact
+        # files before they are gone, and the store would lose nothing.
+        shutil.rmtree(self.directory / AOF_DIR, ignore_errors=True)
         os.kill(status.pid, signal.SIGKILL)
         while _state(status.pid) not in "ZX":
             await anyio.sleep(0.01)
-        shutil.rmtree(self.directory / AOF_DIR, ignore_errors=True)
-        fault.note = f"server pid {status.pid} SIGKILLed, {AOF_DIR}/ deleted"
+        fault.note = f"{AOF_DIR}/ deleted, server pid {status.pid} SIGKILLed"
 
     def _forgotten(self, site: RunningSite) -> dict[str, str]:
         """Tasks the site already served but the archive has not seen end: what they did
