@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -27,6 +27,7 @@ from anyio.abc import TaskGroup
 
 from eventlog import (
     DEFAULT_PROJECTOR_LEASE_MS,
+    CrawlogError,
     EventLog,
     InFlight,
     JobIdentity,
@@ -256,7 +257,11 @@ class Projector:
         ``ProjectorLeaseLost`` once the lease is found lost: what was read is not committed.
         """
         assert self.lease is not None, "enter the projector first"
-        self.lease.check()
+        try:
+            self.lease.check()
+        except ProjectorLeaseLost as lost:
+            # A lease gone with the store's data is no takeover: the store lost the job.
+            raise await self._store_lost_instead(lost) from None
         if time.monotonic() - self._dead_read_at >= DEAD_LETTER_POLL_S:
             await self._count_dead_letters()
         ahead, self._ahead = self._ahead, None
@@ -364,6 +369,17 @@ class Projector:
             await check_identity(self.log.redis, self.log.keys, self.identity)
         except StoreLost:
             self._lost = True
+
+    async def _store_lost_instead(self, exc: Exception) -> Exception:
+        """``exc``, or `StoreLost` for a lease lost because the store lost the job's keys
+        (no other projector took it over: the lease went with the data)."""
+        if isinstance(exc, ProjectorLeaseLost):
+            with suppress(CrawlogError):
+                await self._notice_a_lost_store()
+            if self._lost:
+                why = "its identity key is gone: it lost its data"
+                return StoreLost(self.log.keys.job, why)
+        return exc
 
     async def _check_store(self) -> None:
         """`StoreLost` if the store lost the job; what was read before it did (the
@@ -483,7 +499,7 @@ class Projector:
             # Raised where the projector waits for its commits, not in the task group: a
             # failure there cancelled the group while the projector's own exit, shielded,
             # started the next commit in it, which then waited forever for its cancellation.
-            self._commit_error = exc
+            self._commit_error = await self._store_lost_instead(exc)
         finally:
             done.set()
 

@@ -61,7 +61,7 @@ from crawler.cli.shell import shell_command
 from crawler.cli.status import status_command
 from crawler.cli.testsite import testsite_command
 from crawler.cli.workers import workers_command
-from eventlog import CrawlogError, ServerCannotPersist, StoreLost
+from eventlog import CrawlogError, ServerCannotPersist, StoreLost, group_lost
 
 # --- errors -----------------------------------------------------------------------------------
 
@@ -129,6 +129,8 @@ class _CrawlogGroup(click.Group):
             leaf = _first_leaf(group)
             if isinstance(leaf, OSError) and leaf.errno == errno.ENOSPC:
                 raise _disk_full(leaf) from group
+            if (lost := group_lost(leaf, "the command ran")) is not None:
+                raise _reported(lost, debug=False) from group
             raise _internal_error(leaf) from group
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
@@ -137,6 +139,10 @@ class _CrawlogGroup(click.Group):
                 raise
             if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
                 raise _disk_full(exc) from exc
+            # A NOGROUP that no call translated on its way up: the store lost the job all
+            # the same, and the user is told what to run, not that crawlog failed.
+            if (lost := group_lost(exc, "the command ran")) is not None:
+                raise _reported(lost, debug=False) from exc
             raise _internal_error(exc) from exc
 
 
