@@ -101,18 +101,20 @@ def column_structure(found: object) -> str:
 
 def column_names(names: list[str]) -> list[str]:
     """A distinct column name per field, DuckDB's case-insensitive names considered; a
-    field named "" (which no SQL name can be) gets the column ``_``."""
+    field named "" (which no SQL name can be) gets the column ``_``. Named fields are
+    given theirs first, so that a field called ``_`` keeps its own name."""
     taken: set[str] = set()
-    columns: list[str] = []
-    for name in names:
-        base = name or EMPTY_NAME
+    columns: dict[int, str] = {}
+    named = [i for i, name in enumerate(names) if name]
+    for i in [*named, *(i for i, name in enumerate(names) if not name)]:
+        base = names[i] or EMPTY_NAME
         column, n = base, 1
         while column.lower() in taken:
             n += 1
             column = f"{base}_{n}"
         taken.add(column.lower())
-        columns.append(column)
-    return columns
+        columns[i] = column
+    return [columns[i] for i in range(len(names))]
 
 
 def pointer(name: str) -> str:
