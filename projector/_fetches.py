@@ -44,7 +44,14 @@ from typing import Any, Final
 
 import msgspec
 
-from eventlog import LogEntry, PageFetched, TaskClaimed, TaskReclaimed, TaskReleased
+from eventlog import (
+    LogEntry,
+    PageFetched,
+    TaskClaimed,
+    TaskOrphaned,
+    TaskReclaimed,
+    TaskReleased,
+)
 from projector._fold import HTTP_ERROR
 from projector._state import State
 
@@ -147,9 +154,10 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     a projector starting from these figures reads the archive to get them back."""
     unrecorded_refetches: int = 0
     """First fetches of a page (no ``task.page`` of it before) by a task taken again after a
-    lost lease (``task.reclaimed``, or ``task.claimed`` with ``deliveries`` > 1) and not
-    fetched since: the lost lease's worker may have requested that page and died (or lost
-    the lease) before its fetch was written, so the site may have seen it twice."""
+    lost lease (``task.reclaimed``, ``task.orphaned``, or ``task.claimed`` with
+    ``deliveries`` > 1) and not fetched since: the lost lease's worker may have requested
+    that page and died (or lost the lease) before its fetch was written, so the site may
+    have seen it twice."""
     retaken: tuple[str, ...] = ()
     """Tasks taken again after a lost lease and not fetched since (sorted)."""
     clock_offsets: dict[str, float] = {}
@@ -275,7 +283,7 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        task_claimed, task_reclaimed = TaskClaimed, TaskReclaimed
+        task_claimed, task_reclaimed, task_orphaned = TaskClaimed, TaskReclaimed, TaskOrphaned
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         for entry in entries:
             event: Any = entry.event
@@ -283,7 +291,14 @@ class FetchTracker:
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
-                elif kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1):
+                elif (
+                    kind is task_reclaimed
+                    or kind is task_orphaned
+                    or (kind is task_claimed and event.deliveries > 1)
+                ):
+                    # An orphaned write is a worker's work on the task that never reached
+                    # the log (a lease taken over, or a store lost and restored without a
+                    # reclaim of the task): the page it was at may have been requested.
                     retaken.add(event.task_id)
                 continue
             fetches += 1
@@ -540,10 +555,10 @@ SELECT p.task_id, p.page, p.n, p.good FROM pages AS p SEMI JOIN dirty AS d ON p.
 
 
 def retakes_sql(source: str, ms: str, seq: str) -> str:
-    """Each task's page fetches, reclaims and claims with ``deliveries`` > 1 in log order
-    (``kind``: 'page' or 'retake'), with the kind of the one before (``before``) and whether
-    it is the page's first fetch (``first``): of ``source``, whose stream ID's parts are the
-    columns ``ms`` and ``seq``."""
+    """Each task's page fetches, reclaims, orphaned writes and claims with ``deliveries`` > 1
+    in log order (``kind``: 'page' or 'retake'), with the kind of the one before (``before``)
+    and whether it is the page's first fetch (``first``): of ``source``, whose stream ID's
+    parts are the columns ``ms`` and ``seq``."""
     return f"""
 SELECT task_id, kind, {ms} AS ms, {seq} AS seq,
        lag(kind) OVER (PARTITION BY task_id ORDER BY {ms}, {seq}) AS before,
@@ -551,7 +566,7 @@ SELECT task_id, kind, {ms} AS ms, {seq} AS seq,
            PARTITION BY task_id, kind, page ORDER BY {ms}, {seq}) = 1 AS first
 FROM (SELECT *, CASE WHEN type = 'task.page' THEN 'page' ELSE 'retake' END AS kind
       FROM {source}
-      WHERE type IN ('task.page', 'task.reclaimed')
+      WHERE type IN ('task.page', 'task.reclaimed', 'task.orphaned')
          OR (type = 'task.claimed' AND deliveries > 1))
 """
 

@@ -14,7 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventlog import LogEntry, PageFetched, TaskClaimed, TaskReclaimed, TaskReleased
+from eventlog import (
+    LogEntry,
+    PageFetched,
+    TaskClaimed,
+    TaskOrphaned,
+    TaskReclaimed,
+    TaskReleased,
+)
 from projector._archive import write_segment
 from projector._fetches import (
     LISTED,
@@ -49,9 +56,23 @@ def fetch(draw: st.DrawFn) -> PageFetched:
     )
 
 
-logs = st.lists(st.one_of(fetch(), fetch(), fetch(), task_event(), other_event()), max_size=80).map(
-    lambda events: as_entries(enqueue_all() + events)
-)
+@st.composite
+def orphan(draw: st.DrawFn) -> TaskOrphaned:
+    """A journalled write of a task that came back after its lease was taken over (or its
+    store lost): work on the task that never reached the log."""
+    return TaskOrphaned(
+        actor="w0",
+        task_id=draw(st.sampled_from(TASKS[:2])),
+        entry_id="1-0",
+        step="page",
+        events=draw(st.integers(1, 3)),
+        owner=draw(st.sampled_from([None, "w1"])),
+    )
+
+
+logs = st.lists(
+    st.one_of(fetch(), fetch(), fetch(), task_event(), other_event(), orphan()), max_size=80
+).map(lambda events: as_entries(enqueue_all() + events))
 
 
 def whole_log(log: list[LogEntry]) -> dict[str, object]:
@@ -71,7 +92,7 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
         event = entry.event
         if isinstance(event, TaskReleased):
             released += 1
-        if isinstance(event, TaskReclaimed) or (
+        if isinstance(event, TaskReclaimed | TaskOrphaned) or (
             isinstance(event, TaskClaimed) and event.deliveries > 1
         ):
             taken_again.add(event.task_id)
