@@ -283,7 +283,7 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        task_claimed, task_reclaimed, task_orphaned = TaskClaimed, TaskReclaimed, TaskOrphaned
+        task_claimed, retakes = TaskClaimed, (TaskReclaimed, TaskOrphaned)
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         for entry in entries:
             event: Any = entry.event
@@ -291,11 +291,7 @@ class FetchTracker:
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
-                elif (
-                    kind is task_reclaimed
-                    or kind is task_orphaned
-                    or (kind is task_claimed and event.deliveries > 1)
-                ):
+                elif kind in retakes or (kind is task_claimed and event.deliveries > 1):
                     # An orphaned write is a worker's work on the task that never reached
                     # the log (a lease taken over, or a store lost and restored without a
                     # reclaim of the task): the page it was at may have been requested.
