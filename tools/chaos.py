@@ -599,7 +599,12 @@ class Crawl:
             self.projector.send_signal(signal.SIGKILL)
             await self.projector.wait()
             store = Store(run.work, self.job)
-            root, snapshot = store.root, store.read_manifest().snapshot
+            root = store.root
+            if not (root / MANIFEST).exists():
+                # Killed before its first commit: there is no file to damage yet.
+                fault.note = "projector killed before its first commit: nothing to damage"
+                return
+            snapshot = store.read_manifest().snapshot
             damaged = root / MANIFEST
             if snapshot is not None and run.rng.random() < 0.5:
                 damaged = store.snapshots / snapshot
