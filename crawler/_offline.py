@@ -40,11 +40,19 @@ PROBE_EVERY_S = 0.25
 """How often the store is asked whether it answers."""
 DOWN_AFTER_S = 1.0
 """A store that does not answer a PING this long is taken for down."""
+_NOT_SERVING = ("LOADING", "BUSY", "MASTERDOWN")
 OFFLINE_MIN_LEASE_MS = 10_000
 """Below this lease time a worker does not go on without its store: a page is fetched
 offline with at least half a lease left, and what it writes must reach the store before
 the lease runs out, or another worker takes the task over and fetches it again; with a
 shorter lease the detection (`DOWN_AFTER_S`) alone takes most of that half."""
+
+
+def refusal_answers(error: str) -> bool:
+    """Whether a server that refused a PING with ``error`` answers: one that cannot save
+    (``MISCONF``) or is out of memory answers, and the write that fails says why, once; one
+    still loading its data or held by a long script (``LOADING``, ``BUSY``) serves nothing."""
+    return not error.startswith(_NOT_SERVING)
 
 
 class _LocalHost:
@@ -111,6 +119,8 @@ class OfflineRide:
         with anyio.move_on_after(DOWN_AFTER_S):
             try:
                 await self.redis.ping()
+            except redis.exceptions.ResponseError as exc:
+                return refusal_answers(str(exc))
             except (redis.exceptions.RedisError, OSError, CrawlogError):
                 return False
             return True
