@@ -141,7 +141,7 @@ class Downloader:
             # A lease not known fresh waits for the store here, not with the host's
             # offline slot held.
             await hold()
-        async with self.offline.slot(host):
+        async with self.offline.slot(host, task.task_id):
             # Checked last thing before the request, after any politeness wait: a worker
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).

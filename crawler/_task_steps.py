@@ -250,6 +250,7 @@ class TaskSteps:
             task_id=task.task_id,
             attempt=task.attempt,
             deliveries=lease.deliveries,
+            unrecorded_fetch=lease.unrecorded_fetch,
         )
         last = await self._last_checkpoint(lease)
         if last is None:

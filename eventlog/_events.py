@@ -222,6 +222,11 @@ class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):
 
     attempt: int
     deliveries: int = 1
+    unrecorded_fetch: bool = True
+    """With ``deliveries`` > 1 (a take-back): whether the worker before took a politeness
+    slot for the task after the task's last write, so that a request of it may have reached
+    the site with nothing in the log; False: it had not (`Lease.unrecorded_fetch`). Logs
+    written before this was known say True."""
 
 
 class TaskReclaimed(TaskEvent, frozen=True, kw_only=True, tag="task.reclaimed"):
@@ -231,6 +236,9 @@ class TaskReclaimed(TaskEvent, frozen=True, kw_only=True, tag="task.reclaimed"):
     previous_owner: str
     deliveries: int
     reason: str = "lease expired"
+    unrecorded_fetch: bool = True
+    """Whether ``previous_owner`` may have had a request of the task on its way that the
+    log never heard of (as `TaskClaimed.unrecorded_fetch`)."""
 
 
 class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint"):

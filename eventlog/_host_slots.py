@@ -49,12 +49,15 @@ class HostSlots:
         ttl_ms: int,
         max_wait_ms: int,
         freeing: Mapping[str, str] = _NONE,
+        task_id: str = "",
     ) -> SlotAnswer:
         """Take slot ``token`` on ``host`` if one is free and its next start time has come
         (asking again with the same token finds the slot taken); first free the slots
-        ``freeing`` (token -> host) of the same holder, in the same step."""
+        ``freeing`` (token -> host) of the same holder, in the same step. A slot taken for
+        a task (``task_id``) records, in the same step, that the task's request may go
+        (`JobKeys.fetches_started`)."""
         keys = self.keys.host_slot_keys(host, self.holder)
-        args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host]
+        args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host, task_id]
         for freed, freed_host in freeing.items():
             keys.append(self.keys.host_slots(freed_host))
             args.append(freed)

@@ -576,7 +576,40 @@ class TaskQueue:
                 )
             )
         next_s = None if reply.soonest_ms < 0 else reply.soonest_ms / 1000
-        return await self._leases(reply.entries, reclaimed=True), next_s
+        return await self._with_fetches_started(
+            await self._leases(reply.entries, reclaimed=True)
+        ), next_s
+
+    async def _with_fetches_started(self, leases: list[Lease]) -> list[Lease]:
+        """Expired ``leases``, each saying whether its owner took a politeness slot for its
+        task after the task's last write (`JobKeys.fetches_started`), in one round trip.
+
+        Read before the move, not in it: an owner that wakes up in between and takes a slot
+        renews its lease before its request (`Worker.hold_lease`), and a renewed lease is
+        not moved; one moved first is lost to it before the request goes."""
+        by_owner: dict[str, list[Lease]] = defaultdict(list)
+        for lease in leases:
+            if lease.previous_owner:
+                by_owner[lease.previous_owner].append(lease)
+        if not by_owner:
+            return leases
+        with redis_errors("reading the fetches an expired lease started"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for owner, held in by_owner.items():
+                    pipe.hmget(self.keys.fetches_started(owner), [x.task.task_id for x in held])
+                replies: list[list[bytes | None]] = await pipe.execute()
+        none = {
+            lease.entry_id
+            for held, marks in zip(by_owner.values(), replies, strict=True)
+            for lease, mark in zip(held, marks, strict=True)
+            if mark is None
+        }
+        return [
+            msgspec.structs.replace(lease, unrecorded_fetch=False)
+            if lease.entry_id in none
+            else lease
+            for lease in leases
+        ]
 
     async def recover(
         self,
@@ -986,6 +1019,7 @@ class TaskQueue:
             self.keys.parked,
             self.keys.actions,
             self.keys.control,
+            self.keys.fetches_started(self.consumer),
         ]
 
     # --- the journal -------------------------------------------------------------------

@@ -135,7 +135,10 @@ SETTLE = (
     + """
 -- Record a leased task's progress, fenced on the caller owning the entry.
 -- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane, delayed, parked,
---       actions, control
+--       actions, control, and optionally the consumer's fetches started (hash task id ->
+--       '': see POLITENESS_ACQUIRE), the task cleared from it by every mode but 'note'
+--       (the page's write, or the lease's end: a note, an action's marker, is written
+--       while the page's request may still be unrecorded)
 -- ARGV: [1] dedup ttl (s), [2] group, [3] consumer, [4] entry id, [5] mode, [6] task id,
 --       [7] task payload (requeue, delay, park), [8] delay ms, [9] action field or, to
 --       park, the site's pause flag, [10] action value or the task's pause flag, then
@@ -166,6 +169,7 @@ local last = false
 for i = 11, #ARGV, 2 do
   last = append(KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
 end
+if KEYS[11] and mode ~= 'note' then redis.call('HDEL', KEYS[11], task_id) end
 if mode == 'ckpt' or mode == 'note' then
   if mode == 'ckpt' then
     -- The pointer carries the checkpoint itself: a restart reads 100,000 of them with
@@ -687,14 +691,15 @@ POLITENESS_ACQUIRE = """
 -- Take a slot on a host if it has a free one and its next start time has come.
 -- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms), and optionally
 --       the holder's slot index (hash token -> host: see RELEASE_HELD) and, after it,
---       the adapted delay (ms: see POLITENESS_OBSERVE)
+--       the adapted delay (ms: see POLITENESS_OBSERVE) and the holder's fetches started
+--       (hash task id -> '': see SETTLE)
 -- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
---       with the index, the host
+--       with the index, the host and the task the slot is for ('': none)
 -- With the index, it also frees slots the same holder is done with, first (a release
--- that rides on the holder's next acquire instead of a round trip of its own): KEYS[6..]
--- the slots key of each one's host, ARGV[7..] their tokens, in the same order.
+-- that rides on the holder's next acquire instead of a round trip of its own): KEYS[7..]
+-- the slots key of each one's host, ARGV[8..] their tokens, in the same order.
 -- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   redis.call('ZREM', KEYS[i - 1], ARGV[i])
   redis.call('HDEL', KEYS[4], ARGV[i])
 end
@@ -720,6 +725,10 @@ if KEYS[4] then
   -- are only freed again (a no-op), never counted.
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ttl)
+  -- Before the request goes (the reply comes first): a kill after it finds the task here,
+  -- and its retake counts the request the log may never have heard of. Kept until the
+  -- write of the page clears it, however long the lease outlives the slot.
+  if ARGV[7] and ARGV[7] ~= '' then redis.call('HSET', KEYS[6], ARGV[7], '') end
 end
 -- The site's own Crawl-delay, ours and the one adapted to the host's latency (with
 -- --autothrottle: POLITENESS_OBSERVE) are all minimums: the longest one applies.

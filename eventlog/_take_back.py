@@ -126,10 +126,17 @@ class TakeBack:
         return taken
 
     async def _with_resume_points(self, taken: list[_Taken]) -> list[Lease]:
+        """The leases, each with its task's checkpoint and whether the worker before had a
+        request of it on its way (`JobKeys.fetches_started`), read together."""
         values: Sequence[object] = []
+        started: Sequence[object] = []
         if taken:
+            task_ids = [t.task_id for _, _, t, _ in taken]
             with redis_errors("reading checkpoints"):
-                values = await self.redis.hmget(self.keys.ckpt, [t.task_id for _, _, t, _ in taken])
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    pipe.hmget(self.keys.ckpt, task_ids)
+                    pipe.hmget(self.keys.fetches_started(self.consumer), task_ids)
+                    values, started = await pipe.execute()
         return [
             Lease(
                 lane=lane,
@@ -137,8 +144,11 @@ class TakeBack:
                 task=task,
                 deliveries=delivered,
                 resume=value if isinstance(value, bytes) else b"",
+                unrecorded_fetch=mark is not None,
             )
-            for (lane, entry_id, task, delivered), value in zip(taken, values, strict=True)
+            for (lane, entry_id, task, delivered), value, mark in zip(
+                taken, values, started, strict=True
+            )
         ]
 
 

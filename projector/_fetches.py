@@ -154,10 +154,12 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     a projector starting from these figures reads the archive to get them back."""
     unrecorded_refetches: int = 0
     """First fetches of a page (no ``task.page`` of it before) by a task taken again after a
-    lost lease (``task.reclaimed``, ``task.orphaned``, or ``task.claimed`` with
-    ``deliveries`` > 1) and not fetched since: the lost lease's worker may have requested
-    that page and died (or lost the lease) before its fetch was written, so the site may
-    have seen it twice."""
+    lost lease that may have sent a request it never recorded (``task.orphaned``, or
+    ``task.reclaimed`` or ``task.claimed`` with ``deliveries`` > 1 whose
+    ``unrecorded_fetch`` is true: its worker had taken a politeness slot for the task since
+    the task's last write) and not fetched since: that worker may have requested the page
+    and died (or lost the lease) before its fetch was written, so the site may have seen it
+    twice. A lease lost while its task waited for a slot sent nothing and counts nothing."""
     retaken: tuple[str, ...] = ()
     """Tasks taken again after a lost lease and not fetched since (sorted)."""
     clock_offsets: dict[str, float] = {}
@@ -283,7 +285,7 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        task_claimed, retakes = TaskClaimed, (TaskReclaimed, TaskOrphaned)
+        task_claimed, task_reclaimed, task_orphaned = TaskClaimed, TaskReclaimed, TaskOrphaned
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         for entry in entries:
             event: Any = entry.event
@@ -291,10 +293,14 @@ class FetchTracker:
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
-                elif kind in retakes or (kind is task_claimed and event.deliveries > 1):
+                elif kind is task_orphaned or (
+                    (kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1))
+                    and event.unrecorded_fetch
+                ):
                     # An orphaned write is a worker's work on the task that never reached
                     # the log (a lease taken over, or a store lost and restored without a
-                    # reclaim of the task): the page it was at may have been requested.
+                    # reclaim of the task): the page it was at may have been requested. A
+                    # lease lost before its worker took a slot for the task sent nothing.
                     retaken.add(event.task_id)
                 continue
             fetches += 1
@@ -554,7 +560,12 @@ def retakes_sql(source: str, ms: str, seq: str) -> str:
     """Each task's page fetches, reclaims, orphaned writes and claims with ``deliveries`` > 1
     in log order (``kind``: 'page' or 'retake'), with the kind of the one before (``before``)
     and whether it is the page's first fetch (``first``): of ``source``, whose stream ID's
-    parts are the columns ``ms`` and ``seq``."""
+    parts are the columns ``ms`` and ``seq``.
+
+    The archive has no column for a retake's ``unrecorded_fetch``: every retake is one here,
+    as in the logs written before it was recorded. Over a log that has some false, the SQL
+    counts more than the projector does, never fewer; it runs only for a job whose
+    committed state predates the projector's own figures (`rebuild`, the SQL report)."""
     return f"""
 SELECT task_id, kind, {ms} AS ms, {seq} AS seq,
        lag(kind) OVER (PARTITION BY task_id ORDER BY {ms}, {seq}) AS before,
