@@ -403,6 +403,17 @@ class CircuitClosed(SiteEvent, frozen=True, kw_only=True, tag="site.circuit_clos
     reason: str
 
 
+class RobotsNotWhole(SiteEvent, frozen=True, kw_only=True, tag="site.robots"):
+    """A worker fetched the site's robots.txt (for the whole job) and could not take it
+    whole: it could not be read (5xx, 429, no response, a body that broke off, an address
+    refused: nothing of the site is fetched until it can be), or it was longer than RFC
+    9309's 500 KiB (its rules past the cut are not read). ``reason``: what ``report`` says
+    of it; ``status``: its HTTP status (0: no response)."""
+
+    reason: str
+    status: int = 0
+
+
 # --- job events --------------------------------------------------------------------------
 
 
@@ -489,6 +500,7 @@ AnyEvent: TypeAlias = (
     | ActionResolved
     | TaskReleased
     | TaskOrphaned
+    | RobotsNotWhole
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

@@ -47,6 +47,7 @@ import msgspec
 from eventlog import (
     LogEntry,
     PageFetched,
+    RobotsNotWhole,
     TaskClaimed,
     TaskOrphaned,
     TaskReclaimed,
@@ -166,6 +167,9 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     """Actor -> the largest ``at`` minus its stream ID's time, in seconds, over its page
     fetches: how far ahead of the server's clock its own clock is (an event is written
     after it is made, so the largest offset is the one written soonest after)."""
+    robots: dict[str, str] = {}
+    """Site -> why its robots.txt was last not taken whole (``site.robots``'s reason):
+    it could not be read, or was cut at 500 KiB."""
 
 
 class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -190,6 +194,7 @@ class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True)
     unrecorded_refetches: int = 0
     retaken: list[str] = []
     clock_offsets: dict[str, float] = {}
+    robots: dict[str, str] = {}
 
 
 _TRACKED_ENCODER: Final = msgspec.msgpack.Encoder()
@@ -272,6 +277,7 @@ class FetchTracker:
         self.retaken: set[str] = set()
         """Tasks taken again after a lost lease, not fetched since (few: recoveries are rare)."""
         self.clock_offsets: dict[str, float] = {}
+        self.robots: dict[str, str] = {}
 
     def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
         """Count a batch's fetches and releases; ``state`` is the fold's before the batch
@@ -293,6 +299,8 @@ class FetchTracker:
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
+                elif kind is RobotsNotWhole:
+                    self.robots[event.site] = event.reason
                 elif kind is task_orphaned or (
                     (kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1))
                     and event.unrecorded_fetch
@@ -413,6 +421,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=tuple(sorted(self.retaken)),
             clock_offsets=dict(sorted(self.clock_offsets.items())),
+            robots=dict(sorted(self.robots.items())),
         )
 
     def load(self, figures: FetchFigures) -> None:
@@ -441,6 +450,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=sorted(self.retaken),
             clock_offsets=self.clock_offsets,
+            robots=self.robots,
         )
         return _TRACKED_ENCODER.encode(tracked)
 
@@ -469,6 +479,7 @@ class FetchTracker:
         self.unrecorded_refetches = source.unrecorded_refetches
         self.retaken = set(source.retaken)
         self.clock_offsets = dict(source.clock_offsets)
+        self.robots = dict(source.robots)
 
 
 def needs_archive(figures: FetchFigures | None) -> bool:
@@ -586,6 +597,14 @@ def unrecorded_refetches_sql(source: str, ms: str, seq: str) -> str:
     )
 
 
+def robots_sql(source: str, ms: str, seq: str) -> str:
+    """``FetchFigures.robots`` of ``source`` (site, reason rows; see :func:`retakes_sql`)."""
+    return (
+        f"SELECT site, arg_max(reason, [{ms}, {seq}]) FROM {source} "
+        "WHERE type = 'site.robots' GROUP BY site ORDER BY site"
+    )
+
+
 _STREAM_MS: Final = "CAST(split_part(stream_id, '-', 1) AS BIGINT)"
 _STREAM_SEQ: Final = "CAST(split_part(stream_id, '-', 2) AS BIGINT)"
 
@@ -602,7 +621,8 @@ def _source(con: Any, paths: Sequence[Path]) -> None:
             "CREATE VIEW src AS SELECT NULL::VARCHAR AS task_id, NULL::INTEGER AS page, "
             "NULL::VARCHAR AS url, NULL::INTEGER AS status, NULL::VARCHAR AS error, "
             'NULL::DOUBLE AS elapsed_ms, NULL::DOUBLE AS "at", NULL::VARCHAR AS stream_id, '
-            "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries "
+            "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries, "
+            "NULL::VARCHAR AS site, NULL::VARCHAR AS reason "
             "WHERE false"
         )
 
@@ -662,6 +682,7 @@ def counts_from_archive(con: Any) -> FetchTracker:
     (tracker.unrecorded_refetches,) = con.execute(
         unrecorded_refetches_sql("src", _STREAM_MS, _STREAM_SEQ)
     ).fetchone()
+    tracker.robots = dict(con.execute(robots_sql("src", _STREAM_MS, _STREAM_SEQ)).fetchall())
     tracker.retaken = {
         task_id
         for (task_id,) in con.execute(

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from eventlog import (
     LogEntry,
     PageFetched,
+    RobotsNotWhole,
     TaskClaimed,
     TaskOrphaned,
     TaskReclaimed,
@@ -324,3 +325,22 @@ def test_pages_the_fold_cannot_give_back_are_kept_through_a_commit(
     tracker.prune(state)
     expected = whole_log(log + more)
     assert {name: getattr(tracker.figures(), name) for name in expected} == expected
+
+
+def test_each_site_s_latest_robots_txt_not_taken_whole_is_kept_and_rebuilt_alike() -> None:
+    log = as_entries(
+        [
+            *enqueue_all(),
+            RobotsNotWhole(actor="w0", site="http://a", reason="could not be read (HTTP 503)"),
+            RobotsNotWhole(actor="w1", site="http://b", reason="longer than 500 KiB"),
+            RobotsNotWhole(actor="w1", site="http://a", reason="could not be read (no response)"),
+        ]
+    )
+    tracker = FetchTracker()
+    tracker.observe(State(), log)
+    expected = {"http://a": "could not be read (no response)", "http://b": "longer than 500 KiB"}
+    assert tracker.figures().robots == expected
+    assert FetchTracker.restore(tracker.dump()).figures().robots == expected
+    with tempfile.TemporaryDirectory() as directory:
+        segment = write_segment(Path(directory), log)
+        assert rebuild([Path(directory) / segment.name]).figures().robots == expected
