@@ -698,7 +698,9 @@ POLITENESS_ACQUIRE = """
 -- With the index, it also frees slots the same holder is done with, first (a release
 -- that rides on the holder's next acquire instead of a round trip of its own): KEYS[7..]
 -- the slots key of each one's host, ARGV[8..] their tokens, in the same order.
--- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
+-- Returns {0, start ms} when the slot is held, else {ms to wait, now, 1 if every slot
+-- of the host is held (the wait is a poll for a release) else 0 (the wait is the delay:
+-- the slot is free at its end)}; all server time.
 for i = 8, #ARGV do
   redis.call('ZREM', KEYS[i - 1], ARGV[i])
   redis.call('HDEL', KEYS[4], ARGV[i])
@@ -711,12 +713,14 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if expiry then return {0, tonumber(expiry) - ttl} end
 local wait = tonumber(redis.call('GET', KEYS[2]) or now) - now
+local full = 0
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
   -- A holder may release at any moment: ask again soon, or when the first slot expires.
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   wait = math.max(wait, math.min(tonumber(first[2]) - now, tonumber(ARGV[5])))
+  full = 1
 end
-if wait > 0 then return {wait, now} end
+if wait > 0 then return {wait, now, full} end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 -- The key lives as long as its latest slot (a worker may run with a longer slot ttl).
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
