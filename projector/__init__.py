@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         in_flight_path,
     )
     from projector._integrity import files_warning, stream_gap
+    from projector._pg_feed import FeedDatabaseError, PostgresFeed, PostgresPosition
     from projector._projector import Projector, tune_gc
     from projector._query import QueryResult, query
     from projector._reindex import index_archive
@@ -133,12 +134,15 @@ __all__ = [
     "ExportFormat",
     "ExportWhat",
     "Feed",
+    "FeedDatabaseError",
     "FeedPosition",
     "FetchTracker",
     "JobState",
     "Manifest",
     "NoProjectedData",
     "PageChange",
+    "PostgresFeed",
+    "PostgresPosition",
     "Projector",
     "ProjectorBusy",
     "QueryResult",
