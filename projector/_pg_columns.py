@@ -25,6 +25,7 @@ it is written as U+FFFD (`scrub`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal
 
@@ -81,7 +82,8 @@ _json: Final = msgspec.json.Encoder()
 
 def kind(type_name: str) -> Kind:
     """What a column of the type ``type_name`` (as ``format_type`` writes it) takes."""
-    return _KINDS.get(type_name.split("(")[0].strip(), "other")
+    # Without a modifier: "numeric(6,2)", "timestamp(3) with time zone".
+    return _KINDS.get(" ".join(re.sub(r"\(.*?\)", "", type_name).split()), "other")
 
 
 def column_type(values: Iterable[Any]) -> str | None:

@@ -107,15 +107,24 @@ def describe_url(url: str) -> str:
 
 def parse_table(name: str) -> tuple[str | None, str]:
     """``--table`` as (schema or None, table): ``T`` or ``SCHEMA.T``, each kept exactly."""
-    schema, dot, table = name.rpartition(".")
-    parts = [schema, table] if dot else [table]
-    for part in parts:
-        if not part or "\x00" in part or len(part.encode()) > MAX_IDENTIFIER_BYTES:
-            raise ConfigError(
-                f"--table {name!r} is not a table name: T or SCHEMA.T, each at most "
-                f"{MAX_IDENTIFIER_BYTES} bytes"
-            )
-    return (schema if dot else None), table
+    parts = name.split(".")
+    if len(parts) > 2 or any(
+        not part or "\x00" in part or len(part.encode()) > MAX_IDENTIFIER_BYTES for part in parts
+    ):
+        raise ConfigError(
+            f"--table {name!r} is not a table name: give T or SCHEMA.T, each at most "
+            f"{MAX_IDENTIFIER_BYTES} bytes"
+        )
+    return (parts[0] if len(parts) == 2 else None), parts[-1]
+
+
+def postgres_target(url: str, table: str) -> str:
+    """What ``--to URL --table T`` names, as messages say it (``table T of USER@HOST:PORT/DB``,
+    no password); a ConfigError for a URL or a table name that cannot be used, or without
+    psycopg."""
+    _psycopg()
+    parse_table(table)
+    return f"table {table} of {describe_url(url)}"
 
 
 class PostgresFeed:
@@ -128,10 +137,9 @@ class PostgresFeed:
     what: Final = "items"
 
     def __init__(self, store: Store, *, url: str, table: str) -> None:
-        _psycopg()
+        self.name = postgres_target(url, table)
         self.store, self.url, self.table = store, url, table
         self.schema, self.table_name = parse_table(table)
-        self.name = f"table {table} of {describe_url(url)}"
         """What the feed writes to, as its messages say."""
         self.positions_table = ".".join([*([self.schema] if self.schema else []), POSITIONS_TABLE])
         """Where its position is kept, in the same database."""

@@ -332,6 +332,9 @@ def _check_postgres_options(
             )
     if what != "items":
         raise ConfigError("--to feeds items, a row per key: give --what items")
+    from projector import postgres_target
+
+    postgres_target(to_url, table)  # a URL or a name that cannot be used, said first
 
 
 def _export_to_postgres(
