@@ -138,9 +138,9 @@ class PostgresFeed:
 
     def __init__(self, store: Store, *, url: str, table: str) -> None:
         self.name = postgres_target(url, table)
+        """What the feed writes to, as its messages say."""
         self.store, self.url, self.table = store, url, table
         self.schema, self.table_name = parse_table(table)
-        """What the feed writes to, as its messages say."""
         self.positions_table = ".".join([*([self.schema] if self.schema else []), POSITIONS_TABLE])
         """Where its position is kept, in the same database."""
         self.position = PostgresPosition()
