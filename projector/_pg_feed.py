@@ -242,13 +242,26 @@ class PostgresFeed:
             sql.SQL("{} {}").format(sql.Identifier(name), sql.SQL(kind))
             for name, kind in CREATED_META.items()
         )
+        cur.execute("SELECT to_regclass(%s) IS NULL", (self._regclass(),))
+        missing = cur.fetchone()
         cur.execute(
             sql.SQL("CREATE TABLE IF NOT EXISTS {} ({})").format(self._ident(self.table_name), meta)
         )
+        positions = self._ident(POSITIONS_TABLE)
+        if missing and missing[0]:
+            # Made now, while positions may say rows were written to it: it was dropped
+            # since, with those rows. Every feed of it starts again from the beginning.
+            cur.execute(
+                sql.SQL(
+                    "UPDATE {} SET stream_id = '0-0', rows = 0, fields = '[]', updated = now() "
+                    "WHERE table_name = %s"
+                ).format(positions),
+                (self.table_name,),
+            )
         cur.execute(
             sql.SQL(
                 "INSERT INTO {} (job, table_name) VALUES (%s, %s) ON CONFLICT DO NOTHING"
-            ).format(self._ident(POSITIONS_TABLE)),
+            ).format(positions),
             (self.store.job, self.table_name),
         )
 

@@ -1,7 +1,8 @@
 """``crawlog export --what items --to postgresql://... --table T`` against a real PostgreSQL:
 a row per item key with the item as ``data``, its meta, and a typed column per field (a
 field named like a meta column in ``NAME_2``, a field only ever null without one); run
-again, it writes nothing twice; its position is in the database with the rows."""
+again, it writes nothing twice (a table dropped since is made and filled again); its
+position is in the database with the rows."""
 
 from __future__ import annotations
 
@@ -71,6 +72,14 @@ async def test_items_land_once_a_row_per_key_with_typed_columns(
     assert rows(postgres_url, "SELECT count(*) FROM shop_items") == [(4,)]
     # No row was written twice, not even as an upsert that found it there.
     assert write_counts(postgres_url, "shop_items", inserted=4) == (4, 0)
+
+    # A table dropped is made again, and every item written into it again.
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP TABLE shop_items")
+    remade = crawlog(*base, "--to", postgres_url, "--table", "shop_items")
+    assert remade.returncode == 0, remade.stderr
+    assert remade.stdout.startswith("exported 4 items"), remade.stdout
+    assert rows(postgres_url, "SELECT count(*), count(key_2) FROM shop_items") == [(4, 1)]
 
     followed = crawlog(
         *base, "--to", postgres_url, "--table", "public.followed", "--follow", "--until-done"
