@@ -245,7 +245,7 @@ def _cell(value: Any) -> str:
     metavar="S",
     help="With --follow: seconds between looks at what the projector committed.",
 )
-@click.argument("out", metavar="OUT", required=False)
+@click.argument("out", metavar="[OUT]", required=False)
 def export_command(
     job: str,
     data_dir: Path | None,
