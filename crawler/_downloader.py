@@ -112,12 +112,20 @@ class Downloader:
             self._fetcher = await closing.enter_async_context(fetcher)
 
     async def fetch(
-        self, url: str, task: Task, *, first: bool, hold: Callable[[], Awaitable[None]]
+        self,
+        url: str,
+        task: Task,
+        *,
+        first: bool,
+        hold: Callable[[], Awaitable[None]],
+        started: Callable[[], Awaitable[object]] | None = None,
     ) -> FetchResult | Dropped | None:
         """The page at ``url`` of ``task`` (None if robots.txt disallows it, `Dropped` if
         the spider's request hooks do), fetched politely, once ``hold`` (awaited last thing
         before the request) finds the lease still the worker's: with the task's headers,
-        and for its ``first`` page its method and body, as the request hooks leave them."""
+        and for its ``first`` page its method and body, as the request hooks leave them.
+        ``started`` records the request's start where the store cannot (its slot taken
+        while the store is down: `OfflineRide.slot`)."""
         assert self._fetcher is not None
         site = site_of(url)
         if self.config.obey_robots:
@@ -153,7 +161,7 @@ class Downloader:
             # A lease not known fresh waits for the store here, not with the host's
             # offline slot held.
             await hold()
-        async with self.offline.slot(host, task.task_id):
+        async with self.offline.slot(host, task.task_id, started):
             # Checked last thing before the request, after any politeness wait: a worker
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).

@@ -148,10 +148,17 @@ class OfflineRide:
             racing.start_soon(until_down)
 
     @asynccontextmanager
-    async def slot(self, host: str, task_id: str = "") -> AsyncIterator[None]:
+    async def slot(
+        self,
+        host: str,
+        task_id: str = "",
+        started: Callable[[], Awaitable[object]] | None = None,
+    ) -> AsyncIterator[None]:
         """A politeness slot on ``host`` for a request of ``task_id``: the gate's while the
-        store answers; this process's own once it is down (within the page budget; past
-        it, the gate's again, which waits for the store)."""
+        store answers (taking it records the request started); this process's own once it
+        is down (within the page budget; past it, the gate's again, which waits for the
+        store), ``started`` awaited last thing before the request (it journals the start:
+        `TaskQueue.mark_fetch_started`)."""
         if not self.enabled or (self._holders is None and not self.down):
             async with self.gate.slot(host, task_id):
                 yield
@@ -175,6 +182,8 @@ class OfflineRide:
                 await anyio.sleep(wait)  # the job's delay between two requests
             self._left -= 1
             self.fetched += 1
+            if started is not None:
+                await started()
             try:
                 yield
             finally:

@@ -1074,6 +1074,22 @@ class TaskQueue:
             self._down.set()
             self._up = anyio.Event()
 
+    async def mark_fetch_started(self, lease: Lease) -> None:
+        """Journal, before its request goes on a slot of the worker's own while the store is
+        down (`crawler._offline`), that the lease's task may have a request on its way: the
+        flush (`store_back`, or a restart's) puts it in the worker's fetches started
+        (`JobKeys.fetches_started`, as a slot taken in the store does) ahead of the page's
+        write, which clears it; or, the lease taken over meanwhile, records it as
+        `TaskOrphaned`, counted as a retake that may have sent its request."""
+        if self.journal is None:
+            return
+        args: list[str | bytes | int] = [
+            WORKERS_GROUP, self.consumer, lease.entry_id, "started", lease.task.task_id, b"",
+            0, "", "",
+        ]  # fmt: skip
+        self.journal.settle(lease.lane, lease.lane, args)
+        await self.journal.sync()
+
     async def wait_down(self) -> None:
         """Until the store is taken for down (`store_down`)."""
         await self._down.wait()

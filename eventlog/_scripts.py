@@ -151,6 +151,9 @@ SETTLE = (
 --       'park'    append, ack and delete the entry, park the task until resumed; but
 --                 only if a pause flag is still set: a worker that saw the pause a moment
 --                 ago must not park a task that was just resumed (nobody would unpark it)
+--       'started' no events: put the task in the consumer's fetches started (KEYS[11]),
+--                 as POLITENESS_ACQUIRE does: a request sent on a worker's own slot while
+--                 the store was down, journalled before it went, sent by the flush
 local group, consumer, entry, mode, task_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if mode == 'park' and redis.call('HEXISTS', KEYS[10], ARGV[9]) == 0
     and redis.call('HEXISTS', KEYS[10], ARGV[10]) == 0 then
@@ -164,6 +167,10 @@ end
 local owner = owner_of(KEYS[1], group, entry)
 if owner ~= consumer then
   return {'lost', owner}
+end
+if mode == 'started' then
+  if KEYS[11] then redis.call('HSET', KEYS[11], task_id, '') end
+  return {'ok', false}
 end
 local last = false
 for i = 11, #ARGV, 2 do
