@@ -48,9 +48,10 @@ class TakeBack:
         """Up to ``count`` entries a lane after the entry ids ``after`` (one a lane; None:
         from the start), and where to go on from (None once every lane is read to its end)."""
         start = after or self._start()
+        started = await self._fetches_started()
         replies = await self._read(start, count)
         cursor = _cursor(replies, start, count)
-        return await self._with_resume_points(await self._taken(replies)), cursor
+        return await self._with_resume_points(await self._taken(replies), started), cursor
 
     async def all(self, chunk: int = DEFAULT_TAKE_BACK_CHUNK) -> list[Lease]:
         """The whole pending list, ``chunk`` entries a lane at a time, pipelined.
@@ -62,9 +63,11 @@ class TakeBack:
         are served in between.
         """
         chunks: list[list[Lease]] = []
+        # Read once: only this consumer takes slots under its name, and it runs nothing yet.
+        started = await self._fetches_started()
 
         async def resume_points(taken: list[_Taken], into: int) -> None:
-            chunks[into] = await self._with_resume_points(taken)
+            chunks[into] = await self._with_resume_points(taken, started)
 
         async with anyio.create_task_group() as tasks:
             start = self._start()
@@ -125,18 +128,20 @@ class TakeBack:
                     await self._poisoned(lane, entry_id, fields, exc, delivered)
         return taken
 
-    async def _with_resume_points(self, taken: list[_Taken]) -> list[Lease]:
+    async def _fetches_started(self) -> set[str]:
+        """The tasks this consumer took a politeness slot for since their last write
+        (`JobKeys.fetches_started`): a few, those its requests were on their way for."""
+        with redis_errors("reading the fetches started"):
+            found = await self.redis.hkeys(self.keys.fetches_started(self.consumer))
+        return {t.decode() if isinstance(t, bytes) else t for t in found}
+
+    async def _with_resume_points(self, taken: list[_Taken], started: set[str]) -> list[Lease]:
         """The leases, each with its task's checkpoint and whether the worker before had a
-        request of it on its way (`JobKeys.fetches_started`), read together."""
+        request of it on its way (its task in ``started``)."""
         values: Sequence[object] = []
-        started: Sequence[object] = []
         if taken:
-            task_ids = [t.task_id for _, _, t, _ in taken]
             with redis_errors("reading checkpoints"):
-                async with self.redis.pipeline(transaction=False) as pipe:
-                    pipe.hmget(self.keys.ckpt, task_ids)
-                    pipe.hmget(self.keys.fetches_started(self.consumer), task_ids)
-                    values, started = await pipe.execute()
+                values = await self.redis.hmget(self.keys.ckpt, [t.task_id for _, _, t, _ in taken])
         return [
             Lease(
                 lane=lane,
@@ -144,11 +149,9 @@ class TakeBack:
                 task=task,
                 deliveries=delivered,
                 resume=value if isinstance(value, bytes) else b"",
-                unrecorded_fetch=mark is not None,
+                unrecorded_fetch=task.task_id in started,
             )
-            for (lane, entry_id, task, delivered), value, mark in zip(
-                taken, values, started, strict=True
-            )
+            for (lane, entry_id, task, delivered), value in zip(taken, values, strict=True)
         ]
 
 
