@@ -82,7 +82,15 @@ class TakeBack:
                 tasks.start_soon(resume_points, await self._taken(replies), len(chunks) - 1)
                 if after is None:
                     break
-        return [lease for leases in chunks for lease in leases]
+        taken_back = [lease for leases in chunks for lease in leases]
+        if started:
+            # Tasks no longer this consumer's (taken over, or a lease found lost after its
+            # slot): a later take-back of one would count a request that never went.
+            left = started - {lease.task.task_id for lease in taken_back}
+            if left:
+                with redis_errors("clearing the fetches started"):
+                    await self.redis.hdel(self.keys.fetches_started(self.consumer), *left)
+        return taken_back
 
     def _start(self) -> tuple[str, ...]:
         return ("0",) * len(self.keys.lanes)
