@@ -60,6 +60,9 @@ def _row_dict(row: Row) -> dict[str, Any]:
         pages_rate=None if row.pages_rate is None else round(row.pages_rate, 3),
         eta_s=None if row.eta_s is None else round(row.eta_s, 3),
         window_s=round(row.window_s, 3),
+        # ``paused`` is the row's flag (nothing here can end until a pause is lifted), which
+        # takes the counts' key: the count of paused and parked tasks is ``parked``.
+        parked=counts.paused,
         paused=row.paused,
     )
     return data

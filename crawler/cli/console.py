@@ -24,7 +24,7 @@ from crawler.cli._argv import crawlog_command
 from crawler.cli._lifeline import PARENT_ENV, die_with_parent
 from crawler.cli._options import data_dir_option
 from crawler.ops import default_operator
-from eventlog import ConfigError
+from eventlog import ConfigError, CrawlogError
 
 DEFAULT_HOST = "127.0.0.1"
 """Only this machine, unless told (every request needs the token, from here as well)."""
@@ -130,7 +130,10 @@ async def _check_job_is_there(data_dir: Path, redis_url: str, job: str) -> None:
     from crawler.ops import read_job_rows
     from eventlog import did_you_mean
 
-    known = [row.job for row in await read_job_rows(data_dir, redis_url)]
+    try:
+        known = [row.job for row in await read_job_rows(data_dir, redis_url)]
+    except CrawlogError:
+        return  # no server to ask: the console says so on its pages, as it did
     if job in known:
         return
     there = (
