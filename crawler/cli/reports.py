@@ -23,10 +23,18 @@ import msgspec
 
 from crawler.cli._options import data_dir_option, job_option, json_option
 from crawler.ops import table_lines
-from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean, require_data_dir
+from eventlog import (
+    DEFAULT_LEASE_MS,
+    ConfigError,
+    CrawlogError,
+    did_you_mean,
+    require_data_dir,
+    resolve_data_dir,
+)
 from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
+    from eventlog import ProjectorHolder
     from projector import Feed, PostgresFeed, QueryResult, Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
@@ -40,6 +48,9 @@ SqlFormat = Literal["table", "csv", "json"]
 def _store(data_dir: Path | None, job: str) -> Store:
     from projector import Store, job_dir, projected_jobs
 
+    directory = resolve_data_dir(data_dir)
+    if not job_dir(directory, job).is_dir() and (elsewhere := _archive_elsewhere(job)):
+        raise ConfigError(elsewhere)
     directory = require_data_dir(data_dir, job=job)  # where the data is not, say so
     if not job_dir(directory, job).is_dir():
         # Not "is the projector running?": most often the name is mistyped.
@@ -51,6 +62,46 @@ def _store(data_dir: Path | None, job: str) -> Store:
             f"`crawlog project --job {job} --once` builds its data"
         )
     return Store(directory, job)
+
+
+def _archive_elsewhere(job: str) -> str | None:
+    """Where ``job``'s archive is, when ``REDIS_URL``'s server has the job and this machine
+    none of its data (a second machine that can ``status`` it): one line saying how to
+    report it. None without ``REDIS_URL``, or when its server cannot tell."""
+    import os
+
+    import anyio
+
+    from eventlog import REDIS_URL_ENV, JobKeys, connect, job_exists, last_committer
+
+    url = os.environ.get(REDIS_URL_ENV)
+    if not url:
+        return None
+
+    async def read() -> tuple[bool, ProjectorHolder | None]:
+        keys = JobKeys(job)
+        async with connect(url) as client:
+            if not await job_exists(client, keys):
+                return False, None
+            return True, await last_committer(client, keys)
+
+    try:
+        exists, committer = anyio.run(read)
+    except CrawlogError:
+        return None  # the usual message says where the data was looked for
+    if not exists:
+        return None
+    here = f"no data for job {job!r} on this machine: `crawlog status --job {job}` shows its "
+    if committer is None:
+        return (
+            here + "progress from the server; no projector has committed it yet, "
+            f"`crawlog project --job {job}` here would build its data for report, sql and export"
+        )
+    return (
+        here + "progress from the server; report, sql and export read the archive its "
+        f"projector writes ({committer.describe()}): run them on host {committer.host} with "
+        f"--data-dir {committer.data_dir}"
+    )
 
 
 def _stored_lease_s(job: str, data_dir: Path | None) -> float:
