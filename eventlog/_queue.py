@@ -1158,8 +1158,8 @@ class TaskQueue:
                 journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)])
                 counts["orphaned"] += 1
                 continue
-            if trimmed > stream_id_key(record.after):
-                unsure += 1
+            if record.event_ids and trimmed > stream_id_key(record.after):
+                unsure += 1  # (a write of no events, a request's start, appends nothing)
             ttl, keys = self._settle_keys(record.lane, record.target_lane)
             with redis_errors("flushing the worker's journal"):
                 reply = await self._settle(keys=keys, args=[ttl, *record.args])
