@@ -26,8 +26,10 @@ import msgspec
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
+from crawler.console._task_index import TaskIndex
 from crawler.ops import LiveProgress, Progress, Tracker
 from eventlog import (
+    JobResumed,
     LogEntry,
     PageFetched,
     RetryScheduled,
@@ -58,12 +60,15 @@ class Observed:
         self.failures_per_minute: dict[int, Counter[str]] = {}
         self.site_paused_by: dict[str, str] = {}
         self.peak_retries = 0
+        self.tasks = TaskIndex({})
+        """The state's tasks by status, site and failure reason: the Tasks page's list."""
 
     def start_from(self, state: State) -> None:
         """Count the failures of a committed ``state`` (its failed and aborted tasks, at
         the minute of their last event) in place of what was counted before: the tail
         after it is observed next. Pages come from the committed fetch figures instead
         (:meth:`JobWatch.refresh`)."""
+        self.tasks = TaskIndex(state.tasks)
         failures: dict[int, Counter[str]] = {}
         for task in state.tasks.values():
             if task.status == FAILED or task.status == ABORTED:
@@ -79,6 +84,11 @@ class Observed:
         event = entry.event
         # The server's minute (the stream ID's), whatever the clock of the event's worker.
         minute = stream_id_key(entry.stream_id)[0] // MS_PER_MINUTE
+        task_id = getattr(event, "task_id", None)
+        if task_id is not None:
+            self.tasks.update(task_id)
+        elif isinstance(event, SiteResumed | JobResumed):
+            self.tasks.update_all()  # its fold unparks tasks it does not name
         match event:
             case PageFetched():
                 if event.error is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from urllib.parse import quote, urlencode
 
@@ -21,6 +22,7 @@ import msgspec
 from crawler.console._actions import Outcome
 from crawler.console._chart import bars_per_minute
 from crawler.console._live import Observed, PanelView
+from crawler.console._task_index import PAGE_SIZE, STATUS_ORDER, Group, TaskPage, TaskQuery
 from crawler.ops import (
     JobRow,
     Progress,
@@ -328,7 +330,7 @@ def task_link(job: str, task: TaskState) -> str:
     )
 
 
-def tasks_table(job: str, tasks: Sequence[TaskState]) -> str:
+def tasks_table(job: str, tasks: Sequence[TaskState], *, id_: str = "") -> str:
     rows = [
         [
             task_link(job, t),
@@ -341,7 +343,8 @@ def tasks_table(job: str, tasks: Sequence[TaskState]) -> str:
         for t in tasks[:SHOWN_TASKS]
     ]
     more = f"<p>… and {len(tasks) - SHOWN_TASKS:,} more.</p>" if len(tasks) > SHOWN_TASKS else ""
-    return table(("task", "url", "status", "attempt", "retries", "last reason"), rows) + more
+    head = ("task", "url", "status", "attempt", "retries", "last reason")
+    return table(head, rows, id_=id_) + more
 
 
 def search_page(job: str, query: str, found: Sequence[TaskState]) -> str:
@@ -356,6 +359,59 @@ def search_page(job: str, query: str, found: Sequence[TaskState]) -> str:
     if not found:
         return form + f"<p>No task matches {escape(query)!s}.</p>"
     return form + tasks_table(job, found)
+
+
+def _options(name: str, label: str, chosen: str, counts: Mapping[str, int]) -> str:
+    options = [f'<option value="">every {escape(label)}</option>'] + [
+        f'<option value="{escape(value)}"{" selected" if value == chosen else ""}>'
+        f"{escape(value)} ({n:,})</option>"
+        for value, n in counts.items()
+    ]
+    return (
+        f'<label>{escape(label)} <select name="{name}" aria-label="{escape(label)}">'
+        f"{''.join(options)}</select></label> "
+    )
+
+
+def task_filters(job: str, query: TaskQuery, groups: Mapping[Group, int]) -> str:
+    """The list's filters: status, site and failure reason, each with its count of tasks."""
+    by: list[Counter[str]] = [Counter(), Counter(), Counter()]
+    for group, n in groups.items():
+        for counter, value in zip(by, group, strict=True):
+            if value:
+                counter[value] += n
+    statuses = {s: by[0][s] for s in STATUS_ORDER if by[0][s]}
+    sites = dict(sorted(by[1].items()))
+    reasons = dict(by[2].most_common())
+    return (
+        f'<form method="get" id="task-filters" action="/jobs/{quote(job, safe="")}/tasks">'
+        + _options("status", "status", query.status, statuses)
+        + _options("site", "site", query.site, sites)
+        + _options("reason", "failure reason", query.reason, reasons)
+        + '<button type="submit">List</button></form>'
+    )
+
+
+def task_list(job: str, query: TaskQuery, page: TaskPage) -> str:
+    """One page of the filtered list, with the pages before and after it."""
+    if not page.total:
+        return '<div id="task-list" data-live><p id="page-range">No task matches.</p></div>'
+    first, last = page.offset + 1, page.offset + len(page.tasks)
+    base = f"/jobs/{quote(job, safe='')}/tasks?"
+    fields = {"status": query.status, "site": query.site, "reason": query.reason}
+    kept = {k: v for k, v in fields.items() if v}
+
+    def link(offset: int, text: str, rel: str) -> str:
+        href = base + urlencode({**kept, "offset": offset})
+        return f'<a href="{escape(href)}" rel="{rel}" class="{rel}">{text}</a>'
+
+    pager = [
+        link(max(page.offset - PAGE_SIZE, 0), "&laquo; newer", "prev") if page.offset else "",
+        f'<span id="page-range">tasks {first:,}&ndash;{last:,} of {page.total:,}</span>',
+        link(page.offset + PAGE_SIZE, "older &raquo;", "next") if last < page.total else "",
+    ]
+    nav = f'<p id="pager" role="navigation">{" ".join(p for p in pager if p)}</p>'
+    return f'<div id="task-list" data-live>{tasks_table(job, page.tasks, id_="tasks")}{nav}</div>'
 
 
 def task_page(
