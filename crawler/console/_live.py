@@ -27,7 +27,7 @@ import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
 from crawler.console._task_index import TaskIndex
-from crawler.ops import LiveProgress, Progress, Tracker
+from crawler.ops import LiveProgress, Progress, Row, Tracker
 from eventlog import (
     JobResumed,
     LogEntry,
@@ -48,6 +48,9 @@ RESPONSE_TIMES_KEPT = 10_000
 MINUTES_KEPT = 60
 MS_PER_MINUTE = 60_000
 """Minutes of fetches and failures the charts can draw."""
+SAMPLE_EVERY_S = 10
+"""The queue and the ETA are charted one sample per this many seconds (the slot's last)."""
+SAMPLES_KEPT = MINUTES_KEPT * 60 // SAMPLE_EVERY_S
 
 
 class Observed:
@@ -61,6 +64,9 @@ class Observed:
         self.site_paused_by: dict[str, str] = {}
         self.peak_retries = 0
         self.tasks = TaskIndex({})
+        self.samples: deque[tuple[float, int, float | None]] = deque(maxlen=SAMPLES_KEPT)
+        """(epoch seconds, tasks remaining, ETA in seconds or None) as refreshes saw them:
+        the queue and ETA charts, since the console started."""
         """The state's tasks by status, site and failure reason: the Tasks page's list."""
 
     def start_from(self, state: State) -> None:
@@ -78,6 +84,15 @@ class Observed:
         self.failures_per_minute = {
             m: reasons for m, reasons in failures.items() if m >= latest - MINUTES_KEPT
         }
+
+    def sample(self, at: float, total: Row) -> None:
+        """Note the queue and the ETA of ``total`` at ``at`` (epoch seconds), in place of
+        a sample of the same ``SAMPLE_EVERY_S`` slot."""
+        point = (at, total.counts.remaining, total.eta_s)
+        if self.samples and self.samples[-1][0] // SAMPLE_EVERY_S == at // SAMPLE_EVERY_S:
+            self.samples[-1] = point
+        else:
+            self.samples.append(point)
 
     def observe(self, entry: LogEntry, state: State) -> None:
         """Note what ``entry`` (already folded into ``state``) says for the panel."""
@@ -195,6 +210,7 @@ class JobWatch:
             if not fresh and self._last is not None and now - self._last[0] < FRESH_S:
                 return self._last[1]
             report = await self._source.refresh(now=now)
+            self.observed.sample(time.time(), report.total)
             # Replaced by each start from a commit: read again after every refresh.
             self.observed.pages_per_minute = self._source.fetches.per_minute
             self._last = (now, report)
@@ -213,6 +229,7 @@ class JobWatch:
                 retried = [n for n, tasks in committed.retries.items() if tasks]
                 if committed.fetches is not None and not self.observed.pages_per_minute:
                     self.observed.pages_per_minute = committed.fetches.per_minute
+                self.observed.sample(time.time(), summary.total)
                 return PanelView(
                     report=summary,
                     aborted=committed.job.tasks.get(ABORTED, 0),

@@ -20,7 +20,7 @@ from urllib.parse import quote, urlencode
 import msgspec
 
 from crawler.console._actions import Outcome
-from crawler.console._chart import bars_per_minute
+from crawler.console._chart import bars_per_minute, line_over_time
 from crawler.console._live import Observed, PanelView
 from crawler.console._task_index import PAGE_SIZE, STATUS_ORDER, Group, TaskPage, TaskQuery
 from crawler.ops import (
@@ -68,6 +68,7 @@ th{background:#f4f4f4}.num{text-align:right;font-variant-numeric:tabular-nums}
 .panel{display:flex;flex-wrap:wrap;gap:1em}.figure{border:1px solid #ddd;padding:.5em 1em}
 .figure b{display:block;font-size:1.6em}.paused{color:#b35a00;font-weight:bold}
 .swatch{display:inline-block;width:.8em;height:.8em;margin:0 .2em}
+#charts{display:flex;flex-wrap:wrap;gap:1em}.chart-box{margin:0}
 form.inline{display:inline}input[type=text]{width:14em}
 """.strip()
 SCRIPT_PATH = "/static/console.js"
@@ -221,10 +222,28 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
             ),
         ]
     )
+    charts = _charts(view, observed, now)
+    reading = (
+        '<p id="committed-only">As of the projector&#39;s last commit: the job&#39;s state '
+        "is being read, live numbers follow.</p>"
+        if view.committed_only
+        else ""
+    )
+    return (
+        f'<div id="panel" data-live>{reading}{paused}<div class="panel">{figures}</div>'
+        f'<div id="charts">{charts}</div>'
+        f"<h2>Workers</h2>{workers_table(report.workers, report.lease_ms)}"
+        f'<p>as of stream ID <code id="position">{escape(report.position)}</code></p></div>'
+    )
+
+
+def _charts(view: PanelView, observed: Observed, now: float) -> str:
+    """Pages and failures per minute; the queue and the ETA as sampled: each an SVG."""
     minute = int(now // 60)
-    charts = bars_per_minute(
+    pages = bars_per_minute(
         observed.pages_per_minute, minute, title="pages fetched per minute", unit="pages"
-    ) + (
+    )
+    failures = (
         # The commit's summary counts failures by reason, not by minute: no chart to draw
         # (an empty one would say there were none) until the state is read.
         '<p id="failures-chart-pending">failures per minute, by reason: drawn once the '
@@ -237,17 +256,29 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
             unit="tasks",
         )
     )
-    reading = (
-        '<p id="committed-only">As of the projector&#39;s last commit: the job&#39;s state '
-        "is being read, live numbers follow.</p>"
-        if view.committed_only
-        else ""
+    queue = line_over_time(
+        [(at, remaining) for at, remaining, _ in observed.samples],
+        now,
+        title="tasks remaining (the queue)",
+        axis="tasks",
+        none_said="not sampled yet",
     )
-    return (
-        f'<div id="panel" data-live>{reading}{paused}<div class="panel">{figures}</div>'
-        f'<div id="charts">{charts}</div>'
-        f"<h2>Workers</h2>{workers_table(report.workers, report.lease_ms)}"
-        f'<p>as of stream ID <code id="position">{escape(report.position)}</code></p></div>'
+    eta = line_over_time(
+        [(at, eta) for at, _, eta in observed.samples],
+        now,
+        title="ETA",
+        axis="time left",
+        label=format_duration,
+        none_said="unknown: not moving, or paused",
+    )
+    return "".join(
+        f'<figure class="chart-box" id="{ident}">{svg}</figure>'
+        for ident, svg in (
+            ("chart-pages", pages),
+            ("chart-failures", failures),
+            ("chart-queue", queue),
+            ("chart-eta", eta),
+        )
     )
 
 
