@@ -159,6 +159,9 @@ class PanelView(msgspec.Struct, frozen=True, kw_only=True):
     peak_retries: int
     committed_only: bool = False
     """Numbers as of the projector's last commit (the job's state is still being read)."""
+    response_ms: tuple[float | None, float | None] = (None, None)
+    """(average, p95): of the fetches this console saw, else of every fetch the job's
+    figures count (a console opened after the crawl)."""
 
 
 class JobWatch:
@@ -237,8 +240,10 @@ class JobWatch:
                     committed_only=True,
                 )
         report = await self.refresh()
+        recent = self.observed.response_times()
         return PanelView(
             report=report,
             aborted=self.state.job.tasks.get(ABORTED, 0),
             peak_retries=self.observed.peak_retries,
+            response_ms=recent if recent[0] is not None else self._source.fetches.response_times(),
         )

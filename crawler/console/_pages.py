@@ -191,7 +191,7 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
     total: Row = report.total
     counts = total.counts
     aborted = view.aborted
-    average, p95 = observed.response_times()
+    average, p95 = view.response_ms
     behind = (
         f"{report.tail_events:,} events, {format_duration(report.behind_s)}"
         if report.tail_events
