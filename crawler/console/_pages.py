@@ -479,7 +479,10 @@ def task_page(
         for e in entries
     ]
     story = table(("time (UTC)", "stream id", "who", "what", "why / detail"), rows, id_="story")
-    return f'<div id="task" data-live>{facts}{story}</div>{retry}'
+    # The page's script redraws this part on the events of this task (and of no task: its
+    # site's, the job's), not on every event of the job.
+    follow = f'data-task-events="{escape(task.task_id)}"'
+    return f'<div id="task" data-live {follow}>{facts}{story}</div>{retry}'
 
 
 # --- needs a person ----------------------------------------------------------------------------
