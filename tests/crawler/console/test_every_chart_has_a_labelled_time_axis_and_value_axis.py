@@ -4,6 +4,7 @@ as tall as their counts, and a sampled line broken where its value is unknown.""
 
 from __future__ import annotations
 
+import itertools
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -97,6 +98,6 @@ def test_value_ticks_are_round_steps_from_zero_past_the_peak(peak: float) -> Non
     ticks = value_ticks(peak)
     step = ticks[1] - ticks[0]
     assert ticks[0] == 0 and ticks[-1] >= peak and 2 <= len(ticks) <= 6
-    assert all(abs((b - a) - step) <= step * 1e-9 for a, b in zip(ticks, ticks[1:], strict=False))
+    assert all(abs((b - a) - step) <= step * 1e-9 for a, b in itertools.pairwise(ticks))
     mantissa = step / 10 ** int(f"{step:e}".split("e")[1])
     assert round(mantissa, 6) in (1, 2, 5)
