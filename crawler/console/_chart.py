@@ -21,7 +21,8 @@ WIDTH = 600
 HEIGHT = 190
 LEFT = 56
 """Room for the value axis's labels and title."""
-RIGHT = 12
+RIGHT = 20
+"""Room for half the last time label, at the end of the current minute."""
 TOP = 24
 """Room for the chart's title."""
 BOTTOM = 38

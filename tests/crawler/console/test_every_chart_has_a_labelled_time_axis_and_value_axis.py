@@ -9,12 +9,14 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.console._chart import (
     MINUTES_SHOWN,
     PLOT_H,
+    WIDTH,
     TIME_TICK_MIN,
     bars_per_minute,
     line_over_time,
@@ -91,6 +93,19 @@ def test_a_line_chart_breaks_where_a_value_is_unknown_and_labels_durations() -> 
     assert titles == ["time left"] and labels[0] == "0s" and labels[-1] == "5m00s"
     assert len(svg.findall("s:polyline", NS)) == 1 and len(svg.findall("s:circle", NS)) == 1
     assert "now 1m30s" in (svg.findtext("s:text[@class='chart-title']", namespaces=NS) or "")
+
+
+HALF_LABEL = 16
+"""Half the width of an ``HH:MM`` label at the charts' font size, with room to spare."""
+
+
+@pytest.mark.parametrize("now_minute", range(NOW_MINUTE, NOW_MINUTE + TIME_TICK_MIN))
+def test_every_time_label_fits_in_its_chart_however_the_minutes_fall(now_minute: int) -> None:
+    svg = _svg(bars_per_minute({}, now_minute, title="pages", unit="pages"))
+    group = svg.find("s:g[@class='axis x-axis']", NS)
+    assert group is not None
+    xs = [float(t.get("x", "0")) for t in group.findall("s:text[@class='tick']", NS)]
+    assert xs and all(HALF_LABEL <= x <= WIDTH - HALF_LABEL for x in xs), xs
 
 
 @given(st.floats(0.01, 1e9))
