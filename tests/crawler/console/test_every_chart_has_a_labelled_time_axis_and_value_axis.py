@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from crawler.console._chart import (
     MINUTES_SHOWN,
     PLOT_H,
-    WIDTH,
     TIME_TICK_MIN,
+    WIDTH,
     bars_per_minute,
     line_over_time,
     minute_label,
