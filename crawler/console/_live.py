@@ -29,6 +29,7 @@ from anyio.abc import TaskGroup
 from crawler.console._task_index import TaskIndex
 from crawler.ops import LiveProgress, Progress, Row, Tracker
 from eventlog import (
+    CrawlogError,
     JobResumed,
     LogEntry,
     PageFetched,
@@ -51,6 +52,18 @@ MS_PER_MINUTE = 60_000
 SAMPLE_EVERY_S = 10
 """The queue and the ETA are charted one sample per this many seconds (the slot's last)."""
 SAMPLES_KEPT = MINUTES_KEPT * 60 // SAMPLE_EVERY_S
+QUEUE_SQL = f"""
+SELECT slot, CAST(sum(delta) OVER (ORDER BY slot) AS BIGINT) AS queue FROM (
+    SELECT stream_ms // {SAMPLE_EVERY_S * 1000} AS slot,
+           sum(CASE WHEN type IN ('task.enqueued', 'task.retried') THEN 1 ELSE -1 END) AS delta
+    FROM events
+    WHERE type IN ('task.enqueued', 'task.retried', 'task.done', 'task.failed', 'task.aborted')
+    GROUP BY slot
+) ORDER BY slot
+"""
+"""The tasks remaining at the end of each ``SAMPLE_EVERY_S`` slot of the committed archive
+(by the server's clock): each task enqueued or retried is one more, each that ended one
+less."""
 
 
 class Observed:
@@ -67,6 +80,10 @@ class Observed:
         self.samples: deque[tuple[float, int, float | None]] = deque(maxlen=SAMPLES_KEPT)
         """(epoch seconds, tasks remaining, ETA in seconds or None) as refreshes saw them:
         the queue and ETA charts, since the console started."""
+        self.queue_history: dict[int, int] = {}
+        """Tasks remaining at the end of each ``SAMPLE_EVERY_S`` slot (since the epoch)
+        before the console started, from the committed archive (``QUEUE_SQL``); read once,
+        in the background."""
         """The state's tasks by status, site and failure reason: the Tasks page's list."""
 
     def start_from(self, state: State) -> None:
@@ -93,6 +110,17 @@ class Observed:
             self.samples[-1] = point
         else:
             self.samples.append(point)
+
+    def queue_points(self) -> list[tuple[float, int]]:
+        """The queue over time: the archive's slots before the first sample (each at the
+        slot's end), then the samples."""
+        first = self.samples[0][0] if self.samples else float("inf")
+        before = [
+            (min((slot + 1) * float(SAMPLE_EVERY_S), first), queue)
+            for slot, queue in sorted(self.queue_history.items())
+            if slot * SAMPLE_EVERY_S < first
+        ]
+        return before + [(at, remaining) for at, remaining, _ in self.samples]
 
     def observe(self, entry: LogEntry, state: State) -> None:
         """Note what ``entry`` (already folded into ``state``) says for the panel."""
@@ -189,6 +217,7 @@ class JobWatch:
         self._last: tuple[float, Progress] | None = None
         self._loaded = anyio.Event()
         self._loading = False
+        self._history_read = False
 
     @property
     def state(self) -> State:
@@ -206,6 +235,22 @@ class JobWatch:
         self._loading = True
         tg.start_soon(self.refresh)
 
+    def start_queue_history(self, tg: TaskGroup) -> None:
+        """Read the queue's history from the committed archive in ``tg`` (once)."""
+        if self._history_read:
+            return
+        self._history_read = True
+        tg.start_soon(self._read_queue_history)
+
+    async def _read_queue_history(self) -> None:
+        from projector import query
+
+        try:
+            found = await anyio.to_thread.run_sync(query, self._source.store, QUEUE_SQL)
+        except CrawlogError:
+            return  # nothing committed yet (or no archive here): the samples alone
+        self.observed.queue_history = {int(slot): int(q) for slot, q in found.rows}
+
     async def refresh(self, *, fresh: bool = False) -> Progress:
         """The progress now (at most ``FRESH_S`` old unless ``fresh``)."""
         async with self._lock:
@@ -222,6 +267,7 @@ class JobWatch:
 
     async def panel(self, tg: TaskGroup) -> PanelView:
         """The panel's numbers: live once the state is read, the last commit's till then."""
+        self.start_queue_history(tg)
         if not self._loaded.is_set():
             self.start_loading(tg)
             summary = await self._source.summary_progress()

@@ -257,7 +257,7 @@ def _charts(view: PanelView, observed: Observed, now: float) -> str:
         )
     )
     queue = line_over_time(
-        [(at, remaining) for at, remaining, _ in observed.samples],
+        [(at, float(queue)) for at, queue in observed.queue_points()],
         now,
         title="tasks remaining (the queue)",
         axis="tasks",
