@@ -10,7 +10,10 @@ started, and everything since. The per-minute charts count what came before too:
 from the projector's committed fetch figures (``FetchTracker.per_minute``, kept in step
 with the tail by ``LiveProgress``), failures from the committed state's failed and aborted
 tasks (the minute of their last event), then the tail's; each start from a commit (the
-first, and one after a trim) counts them again from that commit.
+first, and one after a trim) counts them again from that commit. The queue and the ETA
+are sampled by each refresh (the queue's past read once from the committed archive), and
+the tasks are kept listed by status, site and failure reason (``TaskIndex``) for the
+Tasks page.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class Observed:
         self.site_paused_by: dict[str, str] = {}
         self.peak_retries = 0
         self.tasks = TaskIndex({})
+        """The state's tasks by status, site and failure reason: the Tasks page's list."""
         self.samples: deque[tuple[float, int, float | None]] = deque(maxlen=SAMPLES_KEPT)
         """(epoch seconds, tasks remaining, ETA in seconds or None) as refreshes saw them:
         the queue and ETA charts, since the console started."""
@@ -84,7 +88,6 @@ class Observed:
         """Tasks remaining at the end of each ``SAMPLE_EVERY_S`` slot (since the epoch)
         before the console started, from the committed archive (``QUEUE_SQL``); read once,
         in the background."""
-        """The state's tasks by status, site and failure reason: the Tasks page's list."""
 
     def start_from(self, state: State) -> None:
         """Count the failures of a committed ``state`` (its failed and aborted tasks, at
