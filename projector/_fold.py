@@ -126,8 +126,14 @@ def apply_events(state: State, stream_ids: Sequence[str], events: Sequence[AnyEv
     the window where ``apply_all`` would, and the handlers run with no per-event check. A
     batch with a repeat, or one the bulk check cannot clear, is folded by ``apply_all``.
     """
-    if not _mark_new(state, [event.event_id for event in events]):
+    if not mark_new(state, [event.event_id for event in events]):
         return apply_all(state, map(_entry, stream_ids, events))
+    return apply_marked(state, stream_ids, events)
+
+
+def apply_marked(state: State, stream_ids: Sequence[str], events: Sequence[AnyEvent]) -> State:
+    """Fold a batch whose event ids ``mark_new`` added to the windows already: the
+    handlers in log order, with no per-event check of the windows."""
     handlers = _HANDLERS
     try:
         for stream_id, event in zip(stream_ids, events, strict=True):
@@ -148,7 +154,7 @@ def _entry(stream_id: str, event: AnyEvent) -> LogEntry:
     return LogEntry(stream_id, event, b"")  # the fold never reads an entry's payload
 
 
-def _mark_new(state: State, event_ids: list[str]) -> bool:
+def mark_new(state: State, event_ids: list[str]) -> bool:
     """Add ``event_ids`` to the windows if none is a repeat (of the windows or of another
     in the list), turning the window at the same event as ``apply_all``; else change
     nothing and return False."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -47,7 +47,9 @@ from eventlog import (
     stream_id_key,
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
-from projector._fold import apply_events
+from projector._columnar import COLUMNS as PLAIN_COLUMNS
+from projector._columnar import PlainTasks, fold_plain, plain_tasks
+from projector._fold import apply_events, apply_marked, mark_new
 from projector._integrity import archive_problems, archived_up_to
 from projector._keystore import read_keys
 from projector._state import TERMINAL, State, TaskState, canonical
@@ -286,9 +288,29 @@ def _archived_rows(
     store: Store, manifest: Manifest, until: str | None, after: str | None
 ) -> Iterator[tuple[Path, list[str], list[bytes]]]:
     """The archived rows after ``after`` up to ``until``: (segment, stream IDs, payloads)
-    in batches of at most ``FOLD_BATCH``.
+    in batches of at most ``FOLD_BATCH``."""
+    for path, table in _archived_slices(store, manifest, until, after, _COLUMNS):
+        yield from _row_batches(path, table)
 
-    Each segment is read as two Arrow columns (the next one in a thread while this one is
+
+def _row_batches(path: Path, table: pa.Table) -> Iterator[tuple[Path, list[str], list[bytes]]]:
+    """A slice's stream IDs and payloads in batches of at most ``FOLD_BATCH``."""
+    stream_ids, payloads = table.column("stream_id"), table.column("payload")
+    for at in range(0, table.num_rows, FOLD_BATCH):
+        size = min(FOLD_BATCH, table.num_rows - at)
+        yield path, stream_ids.slice(at, size).to_pylist(), payloads.slice(at, size).to_pylist()
+
+
+def _archived_slices(
+    store: Store,
+    manifest: Manifest,
+    until: str | None,
+    after: str | None,
+    columns: Sequence[str],
+) -> Iterator[tuple[Path, pa.Table]]:
+    """Each segment's rows after ``after`` up to ``until``, with ``columns``, in log order.
+
+    Each segment is read as Arrow columns (the next one in a thread while this one is
     folded: Parquet leaves the GIL), and only a segment across ``after`` or ``until`` has
     its stream IDs compared.
     """
@@ -304,25 +326,18 @@ def _archived_rows(
     with ThreadPoolExecutor(max_workers=1) as pool:
         ahead: Future[pa.Table] | None = None
         for n, (path, edge) in enumerate(chosen):
-            table = ahead.result() if ahead is not None else read_table(path, _COLUMNS)
+            table = ahead.result() if ahead is not None else read_table(path, columns)
             ahead = (
-                pool.submit(read_table, chosen[n + 1][0], _COLUMNS) if n + 1 < len(chosen) else None
+                pool.submit(read_table, chosen[n + 1][0], columns) if n + 1 < len(chosen) else None
             )
-            stream_ids, payloads = table.column("stream_id"), table.column("payload")
             start, stop = 0, table.num_rows
             if edge:
-                keys = [stream_id_key(i) for i in stream_ids.to_pylist()]
+                keys = [stream_id_key(i) for i in table.column("stream_id").to_pylist()]
                 while low is not None and start < stop and keys[start] <= low:
                     start += 1
                 while high is not None and stop > start and keys[stop - 1] > high:
                     stop -= 1
-            for at in range(start, stop, FOLD_BATCH):
-                size = min(FOLD_BATCH, stop - at)
-                yield (
-                    path,
-                    stream_ids.slice(at, size).to_pylist(),
-                    payloads.slice(at, size).to_pylist(),
-                )
+            yield path, table.slice(start, stop - start)
 
 
 _COLUMNS: Final = ("stream_id", "payload")
@@ -343,19 +358,85 @@ def fold_archive(
     until: str | None = None,
     *,
     evict_events: int = EVICT_EVENTS,
+    columnar: bool = True,
 ) -> State:
     """The archive up to ``until`` folded from scratch; every ``evict_events`` events, the
-    ended tasks move to ``spill`` if the state holds its limit of tasks."""
+    ended tasks move to ``spill`` if the state holds its limit of tasks. ``columnar``: the
+    plain tasks of each segment folded from its columns (``_columnar``), the rest by the
+    Python fold; else every event by the Python fold."""
     state = State()
     since = 0
-    for batch in archived_events(store, manifest, until):
-        since = _fold(state, spill, batch, since, evict_events)
+    columns = _PLAIN_COLUMNS if columnar else _COLUMNS
+    for path, table in _archived_slices(store, manifest, until, None, columns):
+        plain = _plain(state, spill, table) if columnar else None
+        if plain is None:
+            for _, stream_ids, payloads in _row_batches(path, table):
+                batch = stream_ids, decoded_events(path, stream_ids, payloads)
+                since = _fold(state, spill, batch, since, evict_events)
+            continue
+        since = _fold_plain(state, spill, path, table, plain, since, evict_events)
     return state
 
 
-def _fold(state: State, spill: TaskSpill, batch: Batch, since: int, evict_events: int) -> int:
-    """Fold ``batch`` (its ended tasks brought back first); evict when due. Returns the
-    events folded since the last eviction."""
+_PLAIN_COLUMNS: Final = (*PLAIN_COLUMNS, "payload")
+
+
+def _plain(state: State, spill: TaskSpill, table: pa.Table) -> PlainTasks | None:
+    """The plain tasks of a segment's slice, with every event id of the slice added to the
+    dedup windows; None (and the windows unchanged) if it has none, or has a repeat."""
+    hashes, tasks = spill.stored.hashes, state.tasks
+
+    def known(task_id: str) -> bool:
+        return task_id in tasks or (len(hashes) > 0 and hash(task_id) in hashes)
+
+    plain = plain_tasks(table, state.item_keys, known)
+    if plain is None or not mark_new(state, table.column("event_id").to_pylist()):
+        return None
+    return plain
+
+
+def _fold_plain(
+    state: State,
+    spill: TaskSpill,
+    path: Path,
+    table: pa.Table,
+    plain: PlainTasks,
+    since: int,
+    evict_events: int,
+) -> int:
+    """Fold a slice whose event ids are in the windows already: its plain tasks from the
+    columns, then every other event by the Python fold, in log order."""
+    stream_ids, payloads = table.column("stream_id"), table.column("payload")
+
+    def events(rows: Sequence[int] | pa.Array) -> tuple[list[str], list[AnyEvent]]:
+        ids = stream_ids.take(rows).to_pylist()
+        return ids, decoded_events(path, ids, payloads.take(rows).to_pylist())
+
+    fold_plain(
+        state, plain, events(plain.enqueued)[1], events(plain.pages)[1], events(plain.done)[1],
+        str(path),
+    )  # fmt: skip
+    folded = table.num_rows - len(plain.rest)
+    state.job.events += folded
+    since = _evict_if_due(state, spill, since + folded, evict_events)
+    for at in range(0, len(plain.rest), FOLD_BATCH):
+        batch = events(plain.rest.slice(at, FOLD_BATCH))
+        since = _fold(state, spill, batch, since, evict_events, apply_marked)
+    if table.num_rows:
+        state.position = stream_ids[table.num_rows - 1].as_py()
+    return since
+
+
+def _fold(
+    state: State,
+    spill: TaskSpill,
+    batch: Batch,
+    since: int,
+    evict_events: int,
+    apply: Callable[[State, Sequence[str], Sequence[AnyEvent]], State] = apply_events,
+) -> int:
+    """Fold ``batch`` (its ended tasks brought back first) with ``apply``; evict when due.
+    Returns the events folded since the last eviction."""
     stream_ids, events = batch
     for at in range(0, len(events), evict_events):
         if len(events) > evict_events:
@@ -363,14 +444,20 @@ def _fold(state: State, spill: TaskSpill, batch: Batch, since: int, evict_events
         else:
             ids, part = stream_ids, events
         spill.bring_back(state, part)
-        apply_events(state, ids, part)
-        since += len(part)
-        if since >= evict_events:
-            since = 0
-            if len(state.tasks) >= spill.limit:
-                spill.evict(state)
-                spill.limit = max(spill.evict_tasks, 2 * len(state.tasks))
+        apply(state, ids, part)
+        since = _evict_if_due(state, spill, since + len(part), evict_events)
     return since
+
+
+def _evict_if_due(state: State, spill: TaskSpill, since: int, evict_events: int) -> int:
+    """Evict if ``since`` events were folded since the last look and the state holds its
+    limit of tasks; returns the events since the last look."""
+    if since < evict_events:
+        return since
+    if len(state.tasks) >= spill.limit:
+        spill.evict(state)
+        spill.limit = max(spill.evict_tasks, 2 * len(state.tasks))
+    return 0
 
 
 def replay_archive(store: Store, manifest: Manifest, until: str | None = None) -> State:

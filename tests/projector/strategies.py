@@ -138,3 +138,79 @@ logs = st.lists(
     st.one_of(task_event(), task_event(), task_event(), other_event()), max_size=60
 ).map(lambda events: as_entries(enqueue_all() + events))
 """Logs that enqueue every task, then do anything at all to them (anomalies included)."""
+
+
+@st.composite
+def plain_task(draw: st.DrawFn, n: int) -> list[AnyEvent]:
+    """The events of task ``p<n>`` as a crawl writes the common task (enqueued, claimed,
+    a page, its items, done), sometimes cut short, reordered or given one event more, so
+    that a log holds tasks that are plain and tasks that nearly are."""
+    # A site of its own sometimes: its counts are made by plain tasks alone.
+    task_id, site = f"p{n}", draw(st.sampled_from([*sorted(set(SITES.values())), "http://c"]))
+    common = {"actor": draw(actors), "task_id": task_id, "at": draw(clock)}
+    failed = draw(st.integers(0, 15)) == 0
+    item_keys = st.lists(
+        st.sampled_from(["k1", *(f"{task_id}-{k}" for k in "abcde")]), max_size=3, unique=True
+    )
+    events: list[AnyEvent] = [
+        TaskEnqueued(**common, url=f"{site}/{task_id}", site=site, depth=draw(st.integers(0, 3))),
+        TaskClaimed(**common, attempt=1, deliveries=draw(st.integers(1, 3))),
+        PageFetched(
+            **common,
+            attempt=1,
+            url=f"{site}/{task_id}",
+            status=draw(st.sampled_from([200, 200, 404, 503, 0])),
+            page=draw(st.integers(-1, 6)),
+            bytes=draw(st.integers(0, 1000)),
+            error=draw(st.sampled_from([None, None, "timeout"])),
+            dropped=draw(st.sampled_from([{}, {}, {"out of scope": 2}])),
+            items_dropped=draw(st.sampled_from([{}, {}, {"no price": 1}])),
+        ),
+        # Keys shared with other tasks (and the random ones) make duplicates across tasks.
+        *(ItemScraped(**common, key=key) for key in draw(item_keys)),
+        TaskFailed(**common, attempt=1, reason="http 404")
+        if failed
+        else TaskDone(**common, attempt=1, counts=Counts(pages=1)),
+    ]
+    change = draw(st.integers(0, 11))
+    if change == 0 and len(events) > 2:
+        del events[draw(st.integers(0, len(events) - 1))]
+    elif change == 1:
+        a, b = draw(st.integers(0, len(events) - 1)), draw(st.integers(0, len(events) - 1))
+        events[a], events[b] = events[b], events[a]
+    elif change == 2:
+        events.insert(draw(st.integers(0, len(events))), draw(task_event()))
+    return events
+
+
+@st.composite
+def logs_with_plain_tasks(draw: st.DrawFn) -> list[LogEntry]:
+    """``logs`` interleaved with plain tasks (and near-plain ones), each task's events in
+    order, some events appended again later (a repeat), and late events naming the plain
+    tasks after they ended (a retry, a zombie's page)."""
+    base = [e.event for e in draw(logs)]
+    tasks = [draw(plain_task(n)) for n in range(draw(st.integers(0, 16)))]
+    merged: list[AnyEvent] = []
+    queues = [base, *tasks]
+    while any(queues):
+        queue = draw(st.sampled_from([q for q in queues if q]))
+        merged.append(queue.pop(0))
+    for _ in range(draw(st.integers(0, 3))):
+        if not tasks:
+            break
+        task_id = f"p{draw(st.integers(0, len(tasks) - 1))}"
+        late = draw(
+            st.sampled_from(
+                [
+                    TaskRetried(actor="operator", task_id=task_id, reason="again"),
+                    PageFetched(actor="w9", task_id=task_id, attempt=1, url="u", status=200),
+                    ItemScraped(actor="w9", task_id=task_id, key="k1"),
+                ]
+            )
+        )
+        merged.insert(draw(st.integers(0, len(merged))), late)
+    for _ in range(draw(st.integers(0, 2))):
+        if merged:
+            repeat = merged[draw(st.integers(0, len(merged) - 1))]
+            merged.insert(draw(st.integers(0, len(merged))), repeat)
+    return as_entries(merged)
