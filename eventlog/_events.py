@@ -213,6 +213,8 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     """The request the task carries (`Task.request`), so the log alone can rebuild it."""
     lastmod: str | None = None
     """The ``<lastmod>`` the sitemap that listed the URL gave it, if any."""
+    changefreq: str | None = None
+    """The ``<changefreq>`` the sitemap that listed the URL gave it, if any."""
     revisit: Validators | None = None
     """For a page an earlier run fetched: its validators then (None: a page new to the run)."""
 

@@ -171,6 +171,20 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
     else:
         click.echo(format_report(report), nl=False)
+        click.echo(_revisits(store, resolve_data_dir(data_dir)))
+
+
+def _revisits(store: Store, directory: Path) -> str:
+    """The report's line on revisits: the pages the committed archive has, due now."""
+    import anyio
+
+    from crawler.cli._revisit_text import due_line, due_of, stored_policy
+    from projector import archived_entries
+
+    now = time.time()
+    policy = anyio.run(stored_policy, store.job, directory)
+    events = (entry.event for entry in archived_entries(store, store.read_manifest()))
+    return due_line(due_of(events, policy, now), now)
 
 
 @click.command(

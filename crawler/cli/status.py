@@ -9,6 +9,7 @@ projector keeps up.
 from __future__ import annotations
 
 import json
+import time
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,6 +96,11 @@ def status_command(
                 every_task=False,  # counts per site: the ended tasks stay in the task store
             )
             await _show(source, watch=watch, as_json=as_json, interval=interval)
+            if not watch and not as_json:
+                from crawler.cli._revisit_text import due_line, job_due
+
+                now = time.time()
+                click.echo(due_line(await job_due(client, directory, job, now), now))
 
     # Ctrl-C is how a watch ends: not an error.
     with suppress(KeyboardInterrupt):
