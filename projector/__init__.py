@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         ExportWhat,
     )
     from projector._export import export
-    from projector._feed import Feed, FeedPosition, position_path
+    from projector._feed import CHANGES_FED, Feed, FeedPosition, FeedWhat, position_path
     from projector._fetches import (
         CLOCK_SKEW_WARNING_S,
         ClockSkew,
@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         in_flight_path,
     )
     from projector._integrity import files_warning, stream_gap
+    from projector._item_changes import ITEM_CHANGES, SUB_SEQ, ItemChange, item_changes
     from projector._pg_feed import (
         FeedDatabaseError,
         PostgresFeed,
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ABORTED",
     "CHANGES",
+    "CHANGES_FED",
     "CLOCK_SKEW_WARNING_S",
     "DEDUP_WINDOW",
     "DEFAULT_COMMIT_INTERVAL_S",
@@ -143,6 +145,7 @@ __all__ = [
     "EXPORT_FORMATS",
     "EXPORT_WHAT",
     "FAILED",
+    "ITEM_CHANGES",
     "LISTED",
     "MANIFEST",
     "NOT_RESTORED",
@@ -150,6 +153,7 @@ __all__ = [
     "PENDING",
     "RUNNING",
     "SCHEMA",
+    "SUB_SEQ",
     "TERMINAL",
     "ArchiveBehind",
     "ArchiveCorrupt",
@@ -160,7 +164,9 @@ __all__ = [
     "Feed",
     "FeedDatabaseError",
     "FeedPosition",
+    "FeedWhat",
     "FetchTracker",
+    "ItemChange",
     "JobState",
     "Manifest",
     "NoProjectedData",
@@ -208,6 +214,7 @@ __all__ = [
     "in_flight_path",
     "index_archive",
     "is_due",
+    "item_changes",
     "job_dir",
     "listed",
     "log_entries",
