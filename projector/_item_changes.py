@@ -30,6 +30,7 @@ from eventlog import (
     TaskDone,
     TaskEnqueued,
 )
+from projector._archive import ArchiveCorrupt
 from projector._replay import archived_entries
 from projector._state_tables import MICROS
 from projector._store import Manifest, Store
@@ -172,9 +173,18 @@ _COLUMNS: Final = pa.schema(
 def register_item_changes(con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest) -> None:
     """Add the view `ITEM_CHANGES` to ``con``: the changes of the archive ``manifest``
     commits, in log order, each with its place in it (``stream_id``, ``stream_ms``,
-    ``stream_seq``) and its data and previous data as JSON."""
+    ``stream_seq``) and its data and previous data as JSON.
+
+    A segment the projector merged away meanwhile is said as DuckDB says a file gone
+    (`duckdb.IOException`), which `run_on_committed` reads the new manifest again for."""
+    try:
+        changes = item_changes(archived_entries(store, manifest))
+    except ArchiveCorrupt as exc:
+        if store.read_manifest() == manifest:
+            raise
+        raise duckdb.IOException(str(exc)) from None
     rows = []
-    for change in item_changes(archived_entries(store, manifest)):
+    for change in changes:
         ms, _, seq = change.stream_id.partition("-")
         rows.append(
             {
