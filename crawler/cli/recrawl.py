@@ -125,34 +125,53 @@ def recrawl_command(
     The job's stored options apply (scope, spider, politeness, identity). `crawlog changes
     --job J` lists what the run found.
     """
-    from crawler.cli._processes import run_crawl
+    from crawler.cli._processes import fork_children, run_crawl
 
     directory = resolve_data_dir(data_dir)
-    elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
-    server = None if elsewhere else ensure_server(directory)
-    url = server.url if server is not None else resolve_url(data_dir)
-
-    async def stored() -> JobConfig:
-        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client:
-            return await load_config(client, JobKeys(job))
-
-    config = anyio.run(stored)
-    settings = CrawlSettings(
-        job=job, data_dir=directory, config=config, workers=workers, concurrency=concurrency
-    )
-    runs: list[int] = []
-    summary = anyio.run(
-        lambda: run_crawl(
-            settings,
-            url,
-            echo=echo_line,
-            server=server,
-            seed=_run_seeder(
-                directory, runs.append, due_only=due_only, given=(first_s, least_s, most_s)
-            ),
-            finished=lambda queue: _finish(queue, runs[-1]),
+    # First, before the server and the event loop, as a crawl does (``_fork``): the
+    # workers and the projector import their stacks while the run is seeded. The job's
+    # stored options are read after; forking needs none of them (a child not needed is
+    # dismissed by the crawl).
+    forks = fork_children(
+        CrawlSettings(
+            job=job,
+            data_dir=directory,
+            config=JobConfig(seeds=()),
+            workers=workers,
+            concurrency=concurrency,
         )
     )
+    runs: list[int] = []
+    try:
+        elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
+        server = None if elsewhere else ensure_server(directory)
+        url = server.url if server is not None else resolve_url(data_dir)
+
+        async def stored() -> JobConfig:
+            async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client:
+                return await load_config(client, JobKeys(job))
+
+        config = anyio.run(stored)
+        settings = CrawlSettings(
+            job=job, data_dir=directory, config=config, workers=workers, concurrency=concurrency
+        )
+        seeder = _run_seeder(
+            directory, runs.append, due_only=due_only, given=(first_s, least_s, most_s)
+        )
+        summary = anyio.run(
+            lambda: run_crawl(
+                settings,
+                url,
+                echo=echo_line,
+                server=server,
+                forks=forks,
+                seed=seeder,
+                finished=lambda queue: _finish(queue, runs[-1]),
+            )
+        )
+    finally:
+        if forks is not None:
+            forks.dismiss()
     ended = "finished" if summary.complete else "stopped"
     click.echo(
         f"{ended} run {runs[-1] if runs else '?'} of {job} in {summary.seconds:.1f} s; "
