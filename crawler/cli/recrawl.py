@@ -83,7 +83,8 @@ _SECONDS: Final = click.FloatRange(min=0, min_open=True)
     type=_SECONDS,
     default=None,
     metavar="S",
-    help=f"A page's first interval when no sitemap says [default: {DEFAULT_INTERVAL_S:g}].",
+    help=f"Seconds: a page's first interval when no sitemap says [default: "
+    f"{DEFAULT_INTERVAL_S:.0f}].",
 )
 @click.option(
     "--min-interval",
@@ -100,7 +101,7 @@ _SECONDS: Final = click.FloatRange(min=0, min_open=True)
     default=None,
     metavar="S",
     help=f"Seconds an unchanged page's interval doubles up to [default: "
-    f"{DEFAULT_MAX_INTERVAL_S:g}].",
+    f"{DEFAULT_MAX_INTERVAL_S:.0f}].",
 )
 def recrawl_command(
     job: str,
