@@ -63,11 +63,22 @@ class ChangeRule:
         return body
 
 
+def spider_change_rule(spider: object) -> ChangeRule | None:
+    """The rule of ``spider``'s ``change_region`` and ``change_ignore`` (a spider class
+    that is no `Spider` subclass may have neither)."""
+    return change_rule(getattr(spider, "change_region", None), getattr(spider, "change_ignore", ()))
+
+
 def change_rule(region: str | None, ignore: Sequence[str]) -> ChangeRule | None:
     """The rule a spider's ``change_region`` and ``change_ignore`` make (None: the whole
     body); ConfigError, saying which, for a selector or expression that does not compile."""
     if region is None and not ignore:
         return None
+    if not (region is None or isinstance(region, str)) or isinstance(ignore, str):
+        raise ConfigError(
+            "the spider's change_region is a CSS selector (a str) and its change_ignore a "
+            "sequence of regular expressions (not one str)"
+        )
     patterns = []
     for expression in ignore:
         try:

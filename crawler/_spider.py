@@ -979,11 +979,11 @@ def load_spider(path: str | None, arguments: SpiderArguments = ()) -> Spider:
     accepted_types(spider)  # a bad content_types is refused here too, like a bad class
     from crawler._middlewares import middlewares_of  # they import this module
     from crawler._pipelines import pipeline_of
-    from crawler._recrawl import change_rule
+    from crawler._recrawl import spider_change_rule
 
     pipeline_of(spider)  # and so is a bad pipeline
     middlewares_of(spider)  # or middleware
-    change_rule(spider.change_region, spider.change_ignore)  # or what a recrawl compares
+    spider_change_rule(spider)  # or what a recrawl compares
     return spider  # type: ignore[no-any-return]
 
 

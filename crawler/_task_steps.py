@@ -40,7 +40,7 @@ from crawler._job import JobConfig
 from crawler._middlewares import Dropped as DroppedByHook
 from crawler._middlewares import DropRequest
 from crawler._recovery import aborted_for_recoveries, past_recovery_limit
-from crawler._recrawl import UNCHANGED, change_of, change_rule, fetched_validators
+from crawler._recrawl import UNCHANGED, change_of, fetched_validators, spider_change_rule
 from crawler._scraper import Parsed, Scraper, UncertainAction
 from crawler._spider import NextPage
 from crawler._urls import fingerprint
@@ -222,8 +222,7 @@ class TaskSteps:
         self.data_dir = data_dir
         self.policy = config.retry_policy()
         self.circuits = SiteCircuits(config.breaker())
-        spider = scraper.spider
-        self.change_rule = change_rule(spider.change_region, spider.change_ignore)
+        self.change_rule = spider_change_rule(scraper.spider)
         self._rng = random.Random()
         self.unsettled: dict[str, str] = {}
         """Task id -> this worker, for the tasks that sent a request whose step is not

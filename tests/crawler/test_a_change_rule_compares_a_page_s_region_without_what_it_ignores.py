@@ -1,9 +1,11 @@
 """What a recrawl compares of a page (`crawler._recrawl.change_rule`): the whole body by
 default; with a region, the HTML of the elements its selector matches (the whole body where
 none do); what the ignored expressions match left out; a selector or expression that does
-not compile is refused with a line naming it."""
+not compile (or is not of its type) is refused with a line naming it."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -38,10 +40,12 @@ def test_ignored_text_is_left_out() -> None:
 
 @pytest.mark.parametrize(
     ("region", "ignore", "named"),
-    [("main[[", (), "change_region 'main[['"), (None, ("(",), "change_ignore '('")],
+    [
+        ("main[[", (), "change_region 'main[['"),
+        (None, ("(",), "change_ignore '('"),
+        (None, "at \\d+", "change_ignore a sequence"),
+    ],
 )
-def test_what_does_not_compile_is_refused(
-    region: str | None, ignore: tuple[str, ...], named: str
-) -> None:
+def test_what_does_not_compile_is_refused(region: str | None, ignore: Any, named: str) -> None:
     with pytest.raises(ConfigError, match=named.replace("[", r"\[").replace("(", r"\(")):
         change_rule(region, ignore)
