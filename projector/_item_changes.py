@@ -97,6 +97,7 @@ def _fold(memory: _Items, entry: LogEntry) -> list[ItemChange]:
     elif isinstance(event, PageFetched) and event.page <= 1 and event.change is not None:
         memory.verdicts[event.task_id] = event.change
         if event.change == "gone":
+            memory.tasks.setdefault(event.task_id, (event.run, event.url))
             return _removed(memory, event.task_id, event.at, kept=set())
     elif isinstance(event, TaskDone) and memory.verdicts.get(event.task_id) == "changed":
         return _removed(memory, event.task_id, event.at, kept=memory.scraped.get(event.task_id))
