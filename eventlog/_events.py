@@ -280,7 +280,8 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     last_modified: str | None = None
     """The response's ``Last-Modified`` header, if any."""
     body_hash: str | None = None
-    """A hash of the body (`crawler.body_hash`); for a 304, the earlier fetch's."""
+    """A hash of the body, or of what the spider compares (`crawler.body_hash`); for a 304,
+    the earlier fetch's."""
     change: Change | None = None
     """What a run past the first found (None in the first run: every page is new there)."""
 
