@@ -94,9 +94,9 @@ def plain_tasks(
     }
     for c in range(len(_SEQUENCE)):
         columns[f"r{c}"] = pc.if_else(pc.equal(code, c), rows, _null(pa.int64()))
-    aggregates = [("row", "count"), ("shared", "max"), ("page_no", "min")]
+    aggregates = [("row", "count"), ("shared", "max"), ("page_no", "min"), (f"r{ITEM}", "max")]
     for c in range(len(_SEQUENCE)):
-        aggregates += [(f"r{c}", "count"), (f"r{c}", "min"), (f"r{c}", "max")]
+        aggregates += [(f"r{c}", "count"), (f"r{c}", "min")]
     g = pa.table(columns).group_by("task_id").aggregate(aggregates)
     g = g.filter(pc.is_valid(g.column("task_id")))
     once = [pc.equal(g.column(f"r{c}_count"), 1) for c in (ENQUEUED, CLAIMED, PAGE, DONE_AT)]
