@@ -80,6 +80,10 @@ EVICT_SLICE: Final = 50_000
 POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
+COLUMNAR_REPLAY: Final = False
+"""Whether ``fold_archive`` takes the columnar fast path (``_columnar``). Off: on the 1M-task
+job it folded 96 % of the tasks and saved no measurable CPU (docs/projector.md), so the
+Python fold, which every replay has used, stays the one ``crawlog replay`` runs."""
 _task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
 
 
@@ -358,7 +362,7 @@ def fold_archive(
     until: str | None = None,
     *,
     evict_events: int = EVICT_EVENTS,
-    columnar: bool = True,
+    columnar: bool = COLUMNAR_REPLAY,
 ) -> State:
     """The archive up to ``until`` folded from scratch; every ``evict_events`` events, the
     ended tasks move to ``spill`` if the state holds its limit of tasks. ``columnar``: the
