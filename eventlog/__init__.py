@@ -1,5 +1,16 @@
 """The event log: event types, their encoding, and the Redis Streams log and work queue."""
 
+from eventlog._browser_sessions import (
+    NO_SESSION_VERSION,
+    BrowserCookie,
+    BrowserSessionStore,
+    OriginStorage,
+    SessionIdentity,
+    SessionSave,
+    SessionState,
+    StoredSession,
+    encode_session,
+)
 from eventlog._codec import SCHEMA_VERSION, UPCASTERS, decode, encode, upcast
 from eventlog._connection import (
     DEFAULT_RIDE_OUT_S,
@@ -278,6 +289,7 @@ __all__ = [
     "LANE_RECOVERY",
     "MEMORY_CHECK_S",
     "NO_JAR_VERSION",
+    "NO_SESSION_VERSION",
     "ORPHANED_REASON",
     "REDIS_URL_ENV",
     "ROBOTS_LOCK_MS",
@@ -294,6 +306,8 @@ __all__ = [
     "ActionState",
     "AnyEvent",
     "ArchiveFacts",
+    "BrowserCookie",
+    "BrowserSessionStore",
     "Change",
     "CheckpointSaved",
     "CircuitClosed",
@@ -335,6 +349,7 @@ __all__ = [
     "LogEntry",
     "MemberStatus",
     "OperatorRefused",
+    "OriginStorage",
     "PageFetched",
     "PoisonEntry",
     "ProjectorHeld",
@@ -361,6 +376,9 @@ __all__ = [
     "ServerStartError",
     "ServerStatus",
     "ServerUnreachable",
+    "SessionIdentity",
+    "SessionSave",
+    "SessionState",
     "SettleMode",
     "SharedRobots",
     "SiteEvent",
@@ -370,6 +388,7 @@ __all__ = [
     "StoreFacts",
     "StoreLost",
     "StoredCookie",
+    "StoredSession",
     "StreamInfo",
     "Task",
     "TaskAborted",
@@ -406,6 +425,7 @@ __all__ = [
     "did_you_mean",
     "durability_from",
     "encode",
+    "encode_session",
     "ensure_server",
     "evicting_server",
     "find_dead_letter",

@@ -142,6 +142,11 @@ IDENTITY_EPOCH = "epoch"
 """The fields of `JobKeys.identity`."""
 
 
+BROWSER_SESSION_VERSION = "version"
+BROWSER_SESSION_STATE = "state"
+"""The fields of `JobKeys.browser_session`: written together by one script, never apart."""
+
+
 def cookie_field(domain: str, path: str, name: str) -> str:
     """The field of a cookie in `JobKeys.cookie_jar`: ``<domain>;<path>;<name>``, one per
     cookie as a cookie library keys them (a Set-Cookie's parts are split at ``;``, so
@@ -287,6 +292,18 @@ class JobKeys:
         """Counter bumped by every change of ``site``'s jar (never deleted, not even by a
         clear): a worker whose copy has the same number has the whole jar."""
         return self._key("cookies", site, "version")
+
+    @cached_property
+    def browser_sessions(self) -> str:
+        """Set of the identities (`eventlog.SessionIdentity.key`) that have a browser
+        session: what `browser_session` is kept for."""
+        return self._key("browser-sessions")
+
+    def browser_session(self, identity: str) -> str:
+        """Hash of one identity's browser login state: `BROWSER_SESSION_VERSION` (a
+        counter) and `BROWSER_SESSION_STATE` (a msgpack ``SessionState``), replaced together
+        by ``BROWSER_SESSION_SAVE``."""
+        return self._key("browser-sessions", identity)
 
     @cached_property
     def config(self) -> str:

@@ -832,6 +832,19 @@ redis.call('INCR', KEYS[3])
 return dropped
 """
 
+BROWSER_SESSION_SAVE = """
+-- Replace an identity's browser session by its next version, if the caller's copy is the
+-- current one: the state and its version in one step, so a save never leaves half a state.
+-- KEYS: the identities with a session (set), the session (hash version, state).
+-- ARGV: the identity, the version of the caller's copy, the encoded state.
+-- Returns {version after the call, 1 if saved else 0}.
+local current = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
+if current ~= tonumber(ARGV[2]) then return {current, 0} end
+redis.call('HSET', KEYS[2], 'version', current + 1, 'state', ARGV[3])
+redis.call('SADD', KEYS[1], ARGV[1])
+return {current + 1, 1}
+"""
+
 ROBOTS_STORE = """
 -- Keep a site's robots.txt for its lifetime and wake the workers waiting for it.
 -- KEYS: robots (the stored response), fetch lock, ready list.

@@ -43,6 +43,7 @@ from pathlib import Path
 
 import msgspec
 
+from crawler.testsite._app import APP_TOKEN_PATH
 from crawler.testsite._interactive import IncomingRequest, accepts_body, answer
 from crawler.testsite._revisions import MUTATE_PATH, Mutation, Revisions
 from crawler.testsite._sitegen import (
@@ -207,6 +208,14 @@ class RunningSite:
         for request in self.requests:
             counts[request.path] = counts.get(request.path, 0) + 1
         return counts
+
+    def logins(self) -> int:
+        """How many times the app (`crawler.testsite._app`) let someone log in: its token
+        POSTs answered 200 (from :attr:`requests`)."""
+        return sum(
+            r.method == "POST" and r.path == APP_TOKEN_PATH and r.status == 200
+            for r in self.requests
+        )
 
     def answering(self, path: str) -> bool:
         """Whether a request of ``path`` has arrived and its (late) answer is not sent yet:
