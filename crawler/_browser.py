@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from crawler._addresses import AddressRefused
-from crawler._browser_session import fetched, session_for
+from crawler._browser_session import ERROR_LOGIN, fetched, session_for
 from crawler._fetch_spec import (
     ERROR_CONNECT,
     ERROR_CONNECT_REFUSED,
@@ -622,9 +622,16 @@ class BrowserFetcher:
             tab.nav = _Navigation(url)
             return await self._render(tab, url, headers)
 
-        result, tab.session_version = await session.ensure(
-            tab.page, result, tab.session_version, again
-        )
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            result, tab.session_version = await session.ensure(
+                tab.page, result, tab.session_version, again
+            )
+        except PlaywrightError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            error = f"{ERROR_LOGIN}: {first[:200]}"
+            return FetchResult(url=url, final_url=tab.page.url, error=error)
         if fetched(result):
             await session.keep(tab.page)
         return result

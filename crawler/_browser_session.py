@@ -46,6 +46,9 @@ RESTORED_MARK: Final = "crawlog:session-restored"
 per tab and origin: what the site changes afterwards is the site's); never saved."""
 ERROR_NOT_LOGGED_IN: Final = "not logged in after log_in"
 """The fetch error of a page the spider's ``is_logged_in`` still refuses after a login."""
+ERROR_LOGIN: Final = "login check failed"
+"""The fetch error of a page whose ``is_logged_in`` or ``log_in`` raised a browser error
+(a timeout, a page gone): the task is retried as after any failed fetch."""
 _SAME_SITE: Final = frozenset({"Strict", "Lax", "None"})
 
 _CAPTURE: Final = """() => {
@@ -185,7 +188,10 @@ class BrowserSession:
         """Save the session if the step that left ``page`` as it is changed it."""
         async with self._saving:
             cookies = await page.context.cookies()
-            seen = await page.evaluate(_CAPTURE)
+            try:
+                seen = await page.evaluate(_CAPTURE)
+            except Exception:  # the page navigating meanwhile: its storage at the next step
+                seen = None
             state = merged(self.state, list(cookies), seen)  # type: ignore[arg-type]
             if state != self.state:
                 await self._save(state)
