@@ -582,6 +582,10 @@ class Spider:
     browser: ClassVar[bool] = False
     """Render every page in Chromium (as ``crawl --browser``; ``--no-browser`` beats it)."""
 
+    # A browser spider that logs in also defines two async methods on Playwright's page
+    # (docs/crawler.md, "Logged-in browser crawls"): ``is_logged_in(page) -> bool`` and
+    # ``log_in(page)``; the login is then kept in the store across kills.
+
     async def wait_for_page(self, page: Any) -> None:
         """With ``--browser``: awaited with each page (Playwright's) once its DOM is loaded,
         before its HTML is read — wait here for what scripts build later (by default,
