@@ -24,8 +24,8 @@ All obey robots.txt and have no per-host delay. Each crawler also crawls the hom
 alone (crawlog ``--depth 0``, as many workers; the peers' spiders told not to follow), to
 take its fixed cost out: marginal CPU per page = (crawl CPU - one-page crawl CPU) / pages.
 Pages are those the site served to the command (its request log, robots.txt not counted;
-Scrapy's link extractor skips PDFs, the others fetch them). CPU is the process tree's: the command and
-every process it started (``RUSAGE_CHILDREN``; this process is their subreaper, so the
+Scrapy's link extractor skips PDFs, the others fetch them). CPU is the process tree's: the
+command and every process it started (``RUSAGE_CHILDREN``; this process is their subreaper, so the
 daemonized valkey-server is reaped and counted here), not the test site's. In the same
 round, this process parses every page of the site with the worker's parser and resolves
 its links (``parse_resolve_cpu`` of ``tools/bench_vs_scrapy.py``): the least a crawl could
@@ -37,6 +37,10 @@ pages/s over the best peer's, round by round, median; target >= 2),
 ``docs_marginal_cpu_ms_per_page`` (target <= 1.2), ``linkdense_vs_best_peer`` (target
 >= 3) and ``linkdense_marginal_vs_parse`` (marginal CPU per page over the parse's, target
 <= 2.5). ``--quick`` is one round of small sites (for a test that the tool runs).
+
+``--baseline DIR`` (a checkout of other code, e.g. ``git archive main | tar -x -C DIR``)
+crawls with DIR's crawlog too, as one more crawler in the rotation (``baseline`` in the
+table and the JSON; not a peer): an A/B of a change on the same sites and the same rounds.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_tiny_crawl import compile_tree
 from bench_vs_scrapy import (
     SCRAPY_SPIDER,
     ProcessSampler,
@@ -173,12 +178,13 @@ class Bench:
         self.concurrency = args.concurrency
         self.total = args.workers * args.concurrency
         self.crawlee: Path | None = None
+        self.baseline: Path | None = args.baseline
         self.keep: set[int] = set()
 
     def command(self, crawler: str, follow: bool, data: Path) -> tuple[list[str], Path | None]:
         """The command that crawls the site (the home page alone unless ``follow``), and
         the data directory whose server it starts, if it does."""
-        if crawler == "crawlog":
+        if crawler in ("crawlog", "baseline"):
             command = crawlog_command(
                 "crawl", self.url + "/", "--job", "bench",
                 "--workers", str(self.workers), "--concurrency", str(self.concurrency),
@@ -204,6 +210,8 @@ class Bench:
         command, server_dir = self.command(crawler, follow, data)
         env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
         env["CRAWLEE_STORAGE_DIR"] = str(data / "storage")
+        if crawler == "baseline" and self.baseline is not None:
+            env["PYTHONPATH"] = str(self.baseline)  # run from ``data``: not the cwd's code
         before = children_cpu()
         with sampler if sampler is not None else contextlib.nullcontext():
             started = time.monotonic()
@@ -294,7 +302,7 @@ def summarize(
             name: _spread([figures[crawler][name] for figures, _, _ in rounds])
             for name in rounds[0][0][crawler]
         }
-    peers = [c for c in crawlers if c != "crawlog"]
+    peers = [c for c in crawlers if c in PEERS]
     if peers:
         ratios = [
             f["crawlog"]["pages_per_s"] / max(f[p]["pages_per_s"] for p in peers)
@@ -358,6 +366,9 @@ def main() -> int:
     parser.add_argument("--peers", default=",".join(PEERS), help="of scrapy,crawlee; '' none")
     parser.add_argument("--crawlee-venv", type=Path, default=CRAWLEE_VENV)
     parser.add_argument("--layouts", default="docs,link-dense")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="other crawlog code to alternate with"
+    )
     parser.add_argument("--quick", action="store_true", help="one round of small sites")
     args = parser.parse_args()
     args.rounds = args.rounds or (1 if args.quick else ROUNDS)
@@ -381,6 +392,9 @@ def main() -> int:
             print(f"no Crawlee ({crawlee_version}): going on without it", file=sys.stderr)
             peers.remove("crawlee")
     compile_checkout()
+    if args.baseline is not None:
+        args.baseline = args.baseline.resolve()
+        compile_tree(args.baseline)
     become_subreaper()
     load_before = load()
     summary: dict[str, Any] = {
@@ -390,7 +404,8 @@ def main() -> int:
     pages = {"docs": docs_pages, "link-dense": dense_pages}
     results = {}
     for layout in args.layouts.split(","):
-        results[layout] = run_layout(args, layout, pages[layout], ["crawlog", *peers], crawlee)
+        ours = ["crawlog", "baseline"] if args.baseline is not None else ["crawlog"]
+        results[layout] = run_layout(args, layout, pages[layout], [*ours, *peers], crawlee)
     for layout, result in results.items():
         print_table(layout, result)
     summary.update(figures(results, pages))
