@@ -135,7 +135,10 @@ SETTLE = (
     + """
 -- Record a leased task's progress, fenced on the caller owning the entry.
 -- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane, delayed, parked,
---       actions, control
+--       actions, control, and optionally the consumer's fetches started (hash task id ->
+--       '': see POLITENESS_ACQUIRE), the task cleared from it by every mode but 'note'
+--       (the page's write, or the lease's end: a note, an action's marker, is written
+--       while the page's request may still be unrecorded)
 -- ARGV: [1] dedup ttl (s), [2] group, [3] consumer, [4] entry id, [5] mode, [6] task id,
 --       [7] task payload (requeue, delay, park), [8] delay ms, [9] action field or, to
 --       park, the site's pause flag, [10] action value or the task's pause flag, then
@@ -148,6 +151,9 @@ SETTLE = (
 --       'park'    append, ack and delete the entry, park the task until resumed; but
 --                 only if a pause flag is still set: a worker that saw the pause a moment
 --                 ago must not park a task that was just resumed (nobody would unpark it)
+--       'started' no events: put the task in the consumer's fetches started (KEYS[11]),
+--                 as POLITENESS_ACQUIRE does: a request sent on a worker's own slot while
+--                 the store was down, journalled before it went, sent by the flush
 local group, consumer, entry, mode, task_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if mode == 'park' and redis.call('HEXISTS', KEYS[10], ARGV[9]) == 0
     and redis.call('HEXISTS', KEYS[10], ARGV[10]) == 0 then
@@ -162,10 +168,15 @@ local owner = owner_of(KEYS[1], group, entry)
 if owner ~= consumer then
   return {'lost', owner}
 end
+if mode == 'started' then
+  if KEYS[11] then redis.call('HSET', KEYS[11], task_id, '') end
+  return {'ok', false}
+end
 local last = false
 for i = 11, #ARGV, 2 do
   last = append(KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
 end
+if KEYS[11] and mode ~= 'note' then redis.call('HDEL', KEYS[11], task_id) end
 if mode == 'ckpt' or mode == 'note' then
   if mode == 'ckpt' then
     -- The pointer carries the checkpoint itself: a restart reads 100,000 of them with
@@ -687,14 +698,17 @@ POLITENESS_ACQUIRE = """
 -- Take a slot on a host if it has a free one and its next start time has come.
 -- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms), and optionally
 --       the holder's slot index (hash token -> host: see RELEASE_HELD) and, after it,
---       the adapted delay (ms: see POLITENESS_OBSERVE)
+--       the adapted delay (ms: see POLITENESS_OBSERVE) and the holder's fetches started
+--       (hash task id -> '': see SETTLE)
 -- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
---       with the index, the host
+--       with the index, the host and the task the slot is for ('': none)
 -- With the index, it also frees slots the same holder is done with, first (a release
--- that rides on the holder's next acquire instead of a round trip of its own): KEYS[6..]
--- the slots key of each one's host, ARGV[7..] their tokens, in the same order.
--- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
-for i = 7, #ARGV do
+-- that rides on the holder's next acquire instead of a round trip of its own): KEYS[7..]
+-- the slots key of each one's host, ARGV[8..] their tokens, in the same order.
+-- Returns {0, start ms} when the slot is held, else {ms to wait, now, 1 if every slot
+-- of the host is held (the wait is a poll for a release) else 0 (the wait is the delay:
+-- the slot is free at its end)}; all server time.
+for i = 8, #ARGV do
   redis.call('ZREM', KEYS[i - 1], ARGV[i])
   redis.call('HDEL', KEYS[4], ARGV[i])
 end
@@ -706,12 +720,14 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if expiry then return {0, tonumber(expiry) - ttl} end
 local wait = tonumber(redis.call('GET', KEYS[2]) or now) - now
+local full = 0
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
   -- A holder may release at any moment: ask again soon, or when the first slot expires.
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   wait = math.max(wait, math.min(tonumber(first[2]) - now, tonumber(ARGV[5])))
+  full = 1
 end
-if wait > 0 then return {wait, now} end
+if wait > 0 then return {wait, now, full} end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 -- The key lives as long as its latest slot (a worker may run with a longer slot ttl).
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
@@ -720,6 +736,10 @@ if KEYS[4] then
   -- are only freed again (a no-op), never counted.
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ttl)
+  -- Before the request goes (the reply comes first): a kill after it finds the task here,
+  -- and its retake counts the request the log may never have heard of. Kept until the
+  -- write of the page clears it, however long the lease outlives the slot.
+  if ARGV[7] and ARGV[7] ~= '' then redis.call('HSET', KEYS[6], ARGV[7], '') end
 end
 -- The site's own Crawl-delay, ours and the one adapted to the host's latency (with
 -- --autothrottle: POLITENESS_OBSERVE) are all minimums: the longest one applies.

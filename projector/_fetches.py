@@ -47,6 +47,7 @@ import msgspec
 from eventlog import (
     LogEntry,
     PageFetched,
+    RobotsNotWhole,
     TaskClaimed,
     TaskOrphaned,
     TaskReclaimed,
@@ -154,16 +155,21 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     a projector starting from these figures reads the archive to get them back."""
     unrecorded_refetches: int = 0
     """First fetches of a page (no ``task.page`` of it before) by a task taken again after a
-    lost lease (``task.reclaimed``, ``task.orphaned``, or ``task.claimed`` with
-    ``deliveries`` > 1) and not fetched since: the lost lease's worker may have requested
-    that page and died (or lost the lease) before its fetch was written, so the site may
-    have seen it twice."""
+    lost lease that may have sent a request it never recorded (``task.orphaned``, or
+    ``task.reclaimed`` or ``task.claimed`` with ``deliveries`` > 1 whose
+    ``unrecorded_fetch`` is true: its worker had taken a politeness slot for the task since
+    the task's last write) and not fetched since: that worker may have requested the page
+    and died (or lost the lease) before its fetch was written, so the site may have seen it
+    twice. A lease lost while its task waited for a slot sent nothing and counts nothing."""
     retaken: tuple[str, ...] = ()
     """Tasks taken again after a lost lease and not fetched since (sorted)."""
     clock_offsets: dict[str, float] = {}
     """Actor -> the largest ``at`` minus its stream ID's time, in seconds, over its page
     fetches: how far ahead of the server's clock its own clock is (an event is written
     after it is made, so the largest offset is the one written soonest after)."""
+    robots: dict[str, str] = {}
+    """Site -> why its robots.txt was last not taken whole (``site.robots``'s reason):
+    it could not be read, or was cut at 500 KiB."""
 
 
 class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -188,6 +194,7 @@ class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True)
     unrecorded_refetches: int = 0
     retaken: list[str] = []
     clock_offsets: dict[str, float] = {}
+    robots: dict[str, str] = {}
 
 
 _TRACKED_ENCODER: Final = msgspec.msgpack.Encoder()
@@ -270,6 +277,7 @@ class FetchTracker:
         self.retaken: set[str] = set()
         """Tasks taken again after a lost lease, not fetched since (few: recoveries are rare)."""
         self.clock_offsets: dict[str, float] = {}
+        self.robots: dict[str, str] = {}
 
     def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
         """Count a batch's fetches and releases; ``state`` is the fold's before the batch
@@ -283,7 +291,7 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        task_claimed, retakes = TaskClaimed, (TaskReclaimed, TaskOrphaned)
+        task_claimed, task_reclaimed, task_orphaned = TaskClaimed, TaskReclaimed, TaskOrphaned
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         for entry in entries:
             event: Any = entry.event
@@ -291,10 +299,16 @@ class FetchTracker:
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
-                elif kind in retakes or (kind is task_claimed and event.deliveries > 1):
+                elif kind is RobotsNotWhole:
+                    self.robots[event.site] = event.reason
+                elif kind is task_orphaned or (
+                    (kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1))
+                    and event.unrecorded_fetch
+                ):
                     # An orphaned write is a worker's work on the task that never reached
                     # the log (a lease taken over, or a store lost and restored without a
-                    # reclaim of the task): the page it was at may have been requested.
+                    # reclaim of the task): the page it was at may have been requested. A
+                    # lease lost before its worker took a slot for the task sent nothing.
                     retaken.add(event.task_id)
                 continue
             fetches += 1
@@ -407,6 +421,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=tuple(sorted(self.retaken)),
             clock_offsets=dict(sorted(self.clock_offsets.items())),
+            robots=dict(sorted(self.robots.items())),
         )
 
     def load(self, figures: FetchFigures) -> None:
@@ -435,6 +450,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=sorted(self.retaken),
             clock_offsets=self.clock_offsets,
+            robots=self.robots,
         )
         return _TRACKED_ENCODER.encode(tracked)
 
@@ -463,6 +479,7 @@ class FetchTracker:
         self.unrecorded_refetches = source.unrecorded_refetches
         self.retaken = set(source.retaken)
         self.clock_offsets = dict(source.clock_offsets)
+        self.robots = dict(source.robots)
 
 
 def needs_archive(figures: FetchFigures | None) -> bool:
@@ -554,7 +571,12 @@ def retakes_sql(source: str, ms: str, seq: str) -> str:
     """Each task's page fetches, reclaims, orphaned writes and claims with ``deliveries`` > 1
     in log order (``kind``: 'page' or 'retake'), with the kind of the one before (``before``)
     and whether it is the page's first fetch (``first``): of ``source``, whose stream ID's
-    parts are the columns ``ms`` and ``seq``."""
+    parts are the columns ``ms`` and ``seq``.
+
+    The archive has no column for a retake's ``unrecorded_fetch``: every retake is one here,
+    as in the logs written before it was recorded. Over a log that has some false, the SQL
+    counts more than the projector does, never fewer; it runs only for a job whose
+    committed state predates the projector's own figures (`rebuild`, the SQL report)."""
     return f"""
 SELECT task_id, kind, {ms} AS ms, {seq} AS seq,
        lag(kind) OVER (PARTITION BY task_id ORDER BY {ms}, {seq}) AS before,
@@ -575,6 +597,14 @@ def unrecorded_refetches_sql(source: str, ms: str, seq: str) -> str:
     )
 
 
+def robots_sql(source: str, ms: str, seq: str) -> str:
+    """``FetchFigures.robots`` of ``source`` (site, reason rows; see :func:`retakes_sql`)."""
+    return (
+        f"SELECT site, arg_max(reason, [{ms}, {seq}]) FROM {source} "
+        "WHERE type = 'site.robots' GROUP BY site ORDER BY site"
+    )
+
+
 _STREAM_MS: Final = "CAST(split_part(stream_id, '-', 1) AS BIGINT)"
 _STREAM_SEQ: Final = "CAST(split_part(stream_id, '-', 2) AS BIGINT)"
 
@@ -591,7 +621,8 @@ def _source(con: Any, paths: Sequence[Path]) -> None:
             "CREATE VIEW src AS SELECT NULL::VARCHAR AS task_id, NULL::INTEGER AS page, "
             "NULL::VARCHAR AS url, NULL::INTEGER AS status, NULL::VARCHAR AS error, "
             'NULL::DOUBLE AS elapsed_ms, NULL::DOUBLE AS "at", NULL::VARCHAR AS stream_id, '
-            "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries "
+            "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries, "
+            "NULL::VARCHAR AS site, NULL::VARCHAR AS reason "
             "WHERE false"
         )
 
@@ -651,6 +682,7 @@ def counts_from_archive(con: Any) -> FetchTracker:
     (tracker.unrecorded_refetches,) = con.execute(
         unrecorded_refetches_sql("src", _STREAM_MS, _STREAM_SEQ)
     ).fetchone()
+    tracker.robots = dict(con.execute(robots_sql("src", _STREAM_MS, _STREAM_SEQ)).fetchall())
     tracker.retaken = {
         task_id
         for (task_id,) in con.execute(
