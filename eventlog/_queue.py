@@ -1066,7 +1066,7 @@ class TaskQueue:
         if not self._down.is_set():
             self._down.set()
             self._up = anyio.Event()
-            for scope in self._on_down:
+            for scope in list(self._on_down):
                 scope.cancel()
 
     @contextmanager
