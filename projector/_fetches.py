@@ -279,6 +279,14 @@ class FetchTracker:
         self.clock_offsets: dict[str, float] = {}
         self.robots: dict[str, str] = {}
 
+    def response_times(self) -> tuple[float | None, float | None]:
+        """(average, p95) in ms of every fetch counted, the p95 within ``RELATIVE_ERROR``
+        (as ``crawlog report`` gives them); None before the first fetch."""
+        if not self.fetches:
+            return None, None
+        found = quantiles(self.elapsed_buckets, (0.95,))
+        return self.elapsed_sum_ms / self.fetches, found[0] if found else None
+
     def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
         """Count a batch's fetches and releases; ``state`` is the fold's before the batch
         (with the tasks it names in memory)."""
