@@ -42,6 +42,7 @@ from crawler.testsite._site import (
     read_request_log,
     run_testsite,
     serve_testsite,
+    sitemap_changefreq,
     sitemap_children,
     sitemap_lastmod,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "read_request_log",
     "run_testsite",
     "serve_testsite",
+    "sitemap_changefreq",
     "sitemap_children",
     "sitemap_lastmod",
     "tasks_held",
