@@ -9,10 +9,10 @@ with ``crawlog crawl --browser`` (one worker, a fresh data directory: the crawl 
 own server, the worker its own Chromium) and with Crawlee's ``PlaywrightCrawler`` driving
 the same Chromium (``find_chromium``; ``--no-sandbox`` as crawlog passes it to a root
 Chromium) at the same concurrency (crawlog's pages in flight, `DEFAULT_BROWSER_PAGES`).
-Crawlee is installed into an environment of the benchmark's own (``--crawlee-venv``, by
-default ``~/.cache/crawlog-bench/crawlee-venv``, the one ``tools/bench_vs_peers.py`` uses;
-``pip install 'crawlee[beautifulsoup,playwright]'``), never into crawlog's: Playwright's
-own browsers are never downloaded.
+Crawlee is installed into the benchmarks' own environment (``--crawlee-venv``: the one
+``tools/bench_vs_peers.py`` makes, ``~/.cache/crawlog-bench/crawlee-venv``), its Playwright
+extra added there once, never into crawlog's: Playwright's own browsers are never
+downloaded.
 
 Per run: pages, wall time (start-up included), pages/s over it, CPU seconds of the run's
 reaped process tree (``RUSAGE_CHILDREN``: a crawl's own server, detached, is not in it),
@@ -42,19 +42,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_vs_peers import CRAWLEE_VENV, INSTALL_TIMEOUT_S, crawlee_python
+
 from crawler._browser import BROWSERS_DIR, DEFAULT_BROWSER_PAGES, find_chromium, marked_processes
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT_S = 900
-INSTALL_TIMEOUT_S = 600
 SAMPLE_S = 0.25
 """Between two readings of a run's process tree's memory."""
 ORPHAN_WAIT_S = 10.0
 """How long after a kill the crawl's Chromium processes have to be gone."""
 KILL_START_TIMEOUT_S = 120.0
 FINISHED = re.compile(r"; ([\d,]+) pages")
-CRAWLEE_VENV = Path.home() / ".cache" / "crawlog-bench" / "crawlee-venv"
-CRAWLEE_PACKAGE = "crawlee[beautifulsoup,playwright]"
 CRAWLEE_SPIDER = textwrap.dedent(
     """
     import asyncio
@@ -100,33 +101,28 @@ def env() -> dict[str, str]:
     return environment
 
 
-def crawlee_python(venv: Path) -> tuple[Path | None, str]:
-    """The Python of the benchmark's Crawlee environment (Playwright in it), made or
-    completed on first use, and Crawlee's version; or None and why it could not be had."""
-    python = venv / "bin" / "python"
-    check = [str(python), "-c", "import crawlee.crawlers, playwright, importlib.metadata as m; "
-             "print(m.version('crawlee'))"]  # fmt: skip
-    if python.exists():
-        found = subprocess.run(check, capture_output=True, text=True, check=False)
-        if found.returncode == 0:
-            return python, found.stdout.strip()
-    print(f"installing Crawlee into {venv} (once) ...", file=sys.stderr)
-    steps = (
-        *([] if python.exists() else [[sys.executable, "-m", "venv", str(venv)]]),
-        [str(python), "-m", "pip", "install", "-q", CRAWLEE_PACKAGE],
-        check,
-    )
-    for step in steps:
-        try:
-            done = subprocess.run(
-                step, capture_output=True, text=True, check=False, timeout=INSTALL_TIMEOUT_S
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, f"{' '.join(step[:4])}: {exc}"
-        if done.returncode != 0:
-            tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["?"]
-            return None, f"{' '.join(step[:4])} failed: {tail[0]}"
-    return python, done.stdout.strip()
+def crawlee_playwright(venv: Path) -> tuple[Path | None, str]:
+    """The Python of the benchmark's Crawlee environment (`bench_vs_peers.crawlee_python`,
+    made on first use) with Crawlee's Playwright extra added once, and Crawlee's version; or
+    None and why it could not be had."""
+    python, version = crawlee_python(venv)
+    if python is None:
+        return None, version
+    check = [str(python), "-c", "import playwright"]
+    if subprocess.run(check, capture_output=True, check=False).returncode == 0:
+        return python, version
+    print(f"adding Playwright to {venv} (once) ...", file=sys.stderr)
+    install = [str(python), "-m", "pip", "install", "-q", f"crawlee[playwright]=={version}"]
+    try:
+        done = subprocess.run(
+            install, capture_output=True, text=True, check=False, timeout=INSTALL_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"pip install crawlee[playwright]: {exc}"
+    if done.returncode != 0:
+        tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or ["?"]
+        return None, f"pip install crawlee[playwright] failed: {tail[0]}"
+    return python, version
 
 
 def tree_rss_mb(root: int) -> float:
@@ -270,7 +266,7 @@ def main() -> None:
     chromium = find_chromium()
     python: Path | None = None
     if not args.no_crawlee:
-        python, version = crawlee_python(args.crawlee_venv)
+        python, version = crawlee_playwright(args.crawlee_venv)
         if python is None:
             raise SystemExit(f"Crawlee cannot be had: {version}")
         print(f"Crawlee {version}, Chromium {chromium}", file=sys.stderr)
