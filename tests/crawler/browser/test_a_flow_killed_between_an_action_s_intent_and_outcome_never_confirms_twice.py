@@ -1,0 +1,126 @@
+"""A flow's worker SIGKILLed after a "confirm shipment" reached the site and before its
+answer came back (its intent logged, its outcome not): the restarted worker runs the
+recovery path and, by the action's policy, verifies (the console shows the order
+confirmed: skipped) or asks a person (the task waits until ``resolve``) — never a second
+confirmation. Every open order is confirmed once, each one's item written once."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+
+from crawler.testsite import RunningSite
+from crawler.testsite._orders import OrderConsole
+from eventlog import (
+    ActionDone,
+    EventLog,
+    ItemScraped,
+    JobKeys,
+    TaskFailed,
+    TaskQueue,
+    resolve_action,
+)
+
+pytestmark = pytest.mark.anyio
+LONG_LEASE_MS = 120_000
+"""Longer than the test: the restart resumes its own task rather than wait for expiry."""
+SPIDER = "tests.crawler.flow_spiders:ShipOrders"
+ORDERS = 30
+"""Three pages of open orders: enough to stop mid-way, few enough for a short test."""
+SLOW_ORDER = "O0014"
+"""On the open orders' second page: the flow has checkpointed a page and more by then."""
+
+
+async def _killed_between_intent_and_outcome(
+    site: RunningSite,
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    env: dict[str, str],
+) -> None:
+    site.orders = OrderConsole(ORDERS)
+    await start_job([site.url + "/orders"], spider=SPIDER, browser=True, lease_ms=LONG_LEASE_MS)
+    site.orders.delays[SLOW_ORDER] = 60.0
+    first = await worker_process("w1", env=env)
+    while not site.orders.confirmations.get(SLOW_ORDER):
+        await anyio.sleep(0.02)
+    first.send_signal(signal.SIGKILL)
+    await first.wait()
+    del site.orders.delays[SLOW_ORDER]
+
+
+def _items(events: list[Any]) -> list[str]:
+    return [e.key for e in events if isinstance(e, ItemScraped)]
+
+
+async def test_verify_finds_the_order_confirmed_and_goes_on_without_confirming_again(
+    chromium: str,
+    site: RunningSite,
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    redis_client: Any,
+    job: str,
+) -> None:
+    env = {"FLOW_POLICY": "verify"}
+    with anyio.fail_after(90):
+        await _killed_between_intent_and_outcome(site, start_job, worker_process, env)
+        again = await worker_process("w1", "--exit-when-done", env=env)
+        assert await again.wait() == 0
+    open_orders = site.orders.ids("open")
+    assert site.orders.confirmations == dict.fromkeys(open_orders, 1)
+    events = [e.event for e in await EventLog(redis_client, JobKeys(job)).read_range()]
+    assert sorted(_items(events)) == open_orders  # each once: none duplicated, none lost
+    verified = [e for e in events if isinstance(e, ActionDone) and e.result == "verified"]
+    assert [e.action_id for e in verified] == [f"confirm:{SLOW_ORDER}"]
+
+
+async def test_ask_waits_for_a_person_and_resumes_once_they_say_it_ran(
+    chromium: str,
+    site: RunningSite,
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    redis_client: Any,
+    job: str,
+) -> None:
+    env = {"FLOW_POLICY": "ask"}
+    queue = TaskQueue(redis_client, job, "observer")
+    with anyio.fail_after(90):
+        await _killed_between_intent_and_outcome(site, start_job, worker_process, env)
+        waiting = await worker_process("w1", "--exit-when-done", env=env)
+        assert await waiting.wait() == 0  # nothing left but what waits for a person
+        left, asking = await queue.left()
+        assert left == 1 and len(asking) == 1
+        assert site.orders.confirmations[SLOW_ORDER] == 1
+        await resolve_action(
+            redis_client, JobKeys(job), asking[0], "done", actor="test", reason="seen shipped"
+        )
+        done = await worker_process("w1", "--exit-when-done", env=env)
+        assert await done.wait() == 0
+    open_orders = site.orders.ids("open")
+    assert site.orders.confirmations == dict.fromkeys(open_orders, 1)
+    events = [e.event for e in await EventLog(redis_client, JobKeys(job)).read_range()]
+    assert sorted(_items(events)) == open_orders
+
+
+async def test_abort_fails_the_task_and_confirms_nothing_more(
+    chromium: str,
+    site: RunningSite,
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    redis_client: Any,
+    job: str,
+) -> None:
+    env = {"FLOW_POLICY": "abort"}
+    with anyio.fail_after(90):
+        await _killed_between_intent_and_outcome(site, start_job, worker_process, env)
+        confirmed = dict(site.orders.confirmations)
+        again = await worker_process("w1", "--exit-when-done", env=env)
+        assert await again.wait() == 0
+    assert site.orders.confirmations == confirmed
+    events = [e.event for e in await EventLog(redis_client, JobKeys(job)).read_range()]
+    failed = [e for e in events if isinstance(e, TaskFailed)]
+    assert len(failed) == 1 and "FlowAborted" in failed[0].reason, failed
+    assert f"confirm:{SLOW_ORDER}" in failed[0].reason
