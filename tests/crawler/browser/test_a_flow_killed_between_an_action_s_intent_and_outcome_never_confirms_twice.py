@@ -1,12 +1,12 @@
 """A flow's worker SIGKILLed after a "confirm shipment" reached the site and before its
 answer came back (its intent logged, its outcome not): the restarted worker runs the
 recovery path and, by the action's policy, verifies (the console shows the order
-confirmed: skipped) or asks a person (the task waits until ``resolve``) — never a second
-confirmation. Every open order is confirmed once, each one's item written once."""
+confirmed: skipped), asks a person (the task waits until ``resolve``) or aborts (the task
+fails) — never a second confirmation. Every open order is confirmed once, each one's item
+written once."""
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -14,23 +14,17 @@ import anyio
 import pytest
 
 from crawler.testsite import RunningSite
-from crawler.testsite._orders import OrderConsole
 from eventlog import (
     ActionDone,
     EventLog,
-    ItemScraped,
     JobKeys,
     TaskFailed,
     TaskQueue,
     resolve_action,
 )
+from tests.crawler.browser.flow_kills import item_keys, kill_when_answering, start_flow
 
 pytestmark = pytest.mark.anyio
-LONG_LEASE_MS = 120_000
-"""Longer than the test: the restart resumes its own task rather than wait for expiry."""
-SPIDER = "tests.crawler.flow_spiders:ShipOrders"
-ORDERS = 30
-"""Three pages of open orders: enough to stop mid-way, few enough for a short test."""
 SLOW_ORDER = "O0014"
 """On the open orders' second page: the flow has checkpointed a page and more by then."""
 
@@ -41,19 +35,10 @@ async def _killed_between_intent_and_outcome(
     worker_process: Callable[..., Any],
     env: dict[str, str],
 ) -> None:
-    site.orders = OrderConsole(ORDERS)
-    await start_job([site.url + "/orders"], spider=SPIDER, browser=True, lease_ms=LONG_LEASE_MS)
-    site.orders.delays[SLOW_ORDER] = 60.0
-    first = await worker_process("w1", env=env)
-    while not site.orders.confirmations.get(SLOW_ORDER):
-        await anyio.sleep(0.02)
-    first.send_signal(signal.SIGKILL)
-    await first.wait()
-    del site.orders.delays[SLOW_ORDER]
-
-
-def _items(events: list[Any]) -> list[str]:
-    return [e.key for e in events if isinstance(e, ItemScraped)]
+    await start_flow(site, start_job)
+    await kill_when_answering(
+        site, worker_process, env, SLOW_ORDER, lambda: SLOW_ORDER in site.orders.confirmations
+    )
 
 
 async def test_verify_finds_the_order_confirmed_and_goes_on_without_confirming_again(
@@ -72,7 +57,7 @@ async def test_verify_finds_the_order_confirmed_and_goes_on_without_confirming_a
     open_orders = site.orders.ids("open")
     assert site.orders.confirmations == dict.fromkeys(open_orders, 1)
     events = [e.event for e in await EventLog(redis_client, JobKeys(job)).read_range()]
-    assert sorted(_items(events)) == open_orders  # each once: none duplicated, none lost
+    assert sorted(item_keys(events)) == open_orders  # each once: none duplicated, none lost
     verified = [e for e in events if isinstance(e, ActionDone) and e.result == "verified"]
     assert [e.action_id for e in verified] == [f"confirm:{SLOW_ORDER}"]
 
@@ -102,7 +87,7 @@ async def test_ask_waits_for_a_person_and_resumes_once_they_say_it_ran(
     open_orders = site.orders.ids("open")
     assert site.orders.confirmations == dict.fromkeys(open_orders, 1)
     events = [e.event for e in await EventLog(redis_client, JobKeys(job)).read_range()]
-    assert sorted(_items(events)) == open_orders
+    assert sorted(item_keys(events)) == open_orders
 
 
 async def test_abort_fails_the_task_and_confirms_nothing_more(
