@@ -39,14 +39,20 @@ from typing import Any, Final, Literal, TypeVar
 import msgspec
 
 from crawler._spider import Item, Response, TaskProgress
-from eventlog import CrawlogError
+from eventlog import CrawlogError, Evidence
 
 T = TypeVar("T")
+
+DEFAULT_STEP_ATTEMPTS: Final = 3
+"""Tries of one step (the recovery path run between two) before a person is asked."""
+SCREENSHOT_QUALITY: Final = 60
+"""JPEG quality of a report's screenshot: enough to read a page, small enough to log."""
 
 Policy = Literal["verify", "ask", "abort"]
 """What a flow does with an action whose intent is logged and its outcome not."""
 POLICIES: Final[tuple[Policy, ...]] = ("verify", "ask", "abort")
 HASH_CHARS: Final = 16
+HTML: Final = "text/html; charset=utf-8"
 
 Recover = Callable[[Any, "FlowState"], Awaitable[None]]
 """The recovery path: given the live page and the state resumed from, it brings the page
@@ -141,11 +147,14 @@ class Flow:
         *,
         steps: Sequence[str],
         recover: Recover = _no_recovery,
+        step_attempts: int = DEFAULT_STEP_ATTEMPTS,
     ) -> None:
         if not steps or len(set(steps)) != len(steps):
             raise ValueError(f"flow {name!r}: steps must be distinct names, at least one")
         self.name, self.steps, self.recover = name, tuple(steps), recover
         self.definition = definition_hash(name, self.steps)
+        self.step_attempts = step_attempts
+        """K: failures of one step in a row that hand the task to a person."""
 
     async def enter(self, response: Response) -> FlowRun:
         """The flow at work on ``response``'s page: fresh at its first step, or resumed from
@@ -233,12 +242,69 @@ class FlowRun:
                 await progress.done(name, "verified")
                 return None
             if outcome == "ask":
-                await progress.ask(name, f"uncertain action {name}: {policy} asks a person")
+                why = f"uncertain action {name}: {policy} asks a person"
+                await progress.ask(name, self._where(why), await self.report())
         else:
             await progress.intend(name)
         value = await action()
         await progress.done(name)
         return value
+
+    async def step(
+        self, name: str, action: Callable[[], Awaitable[T]], *, item: str | None = None
+    ) -> T | None:
+        """Run step ``name`` (for ``item``, if it is about one): on a failure the recovery
+        path runs and the step again, up to the flow's ``step_attempts``; then the task is
+        handed to a person with a report (`report`). Their decision (``crawlog resolve``)
+        is the step's: ``--done`` skips it (None), ``--redo`` tries it afresh."""
+        if name not in self.flow.steps:
+            raise ValueError(f"flow {self.flow.name!r} has no step {name!r}")
+        action_id = f"step:{name}" if item is None else f"step:{name}:{item}"
+        if self.resumed is not None:
+            # Only a resumed run can find a person's decision (or a park cut short).
+            mark = await self._progress.mark(action_id)
+            if mark == "done":
+                return None
+            if mark == "intended":
+                await self._progress.ask(action_id, self._where(f"step {name} waits"))
+        failure: Exception | None = None
+        for attempt in range(self.flow.step_attempts):
+            if attempt:
+                await self.flow.recover(self.response.browser_page, self.state)
+            try:
+                return await action()
+            except Exception as exc:  # the spider's step: any failure counts
+                failure = exc
+        assert failure is not None
+        why = f"step {name} failed {self.flow.step_attempts} times: {_said(failure)}"
+        await self._progress.intend(action_id)  # what a person's decision is about
+        await self._progress.ask(action_id, self._where(why), await self.report())
+        return None  # not reached: asking parks the task
+
+    def _where(self, why: str) -> str:
+        """``why``, with where the flow stands: its step and cursor."""
+        state = self.state
+        after = f"after {state.last_key}" if state.last_key else "at its start"
+        return f"flow {self.flow.name}: {why} (step {state.step}, page {state.page} {after})"
+
+    async def report(self) -> Evidence | None:
+        """What a person sees of the live page: its URL, its HTML and a screenshot (None
+        without a live page, or if it cannot be read any more)."""
+        page = self.response.browser_page
+        if page is None:
+            return None
+        try:
+            html = (await page.content()).encode()
+            image = await page.screenshot(type="jpeg", quality=SCREENSHOT_QUALITY)
+        except Exception:  # a page that crashed: the reason says the rest
+            return None
+        evidence = Evidence.of(page.url, self.response.status, (), html, content_type=HTML)
+        return evidence.with_screenshot(image)
+
+
+def _said(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 async def _checked(verify: Callable[[], Awaitable[bool]]) -> bool | None:
@@ -250,6 +316,7 @@ async def _checked(verify: Callable[[], Awaitable[bool]]) -> bool | None:
 
 
 __all__ = [
+    "DEFAULT_STEP_ATTEMPTS",
     "POLICIES",
     "Flow",
     "FlowAborted",

@@ -55,6 +55,7 @@ from eventlog import (
     Counts,
     CrawlogError,
     Cursor,
+    Evidence,
     ItemScraped,
     Lease,
     RequestSpec,
@@ -330,7 +331,11 @@ class Scraper:
         return once
 
     async def _pause_uncertain(
-        self, lease: Lease, action_id: str, reason: str | None = None
+        self,
+        lease: Lease,
+        action_id: str,
+        reason: str | None = None,
+        evidence: Evidence | None = None,
     ) -> None:
         task = lease.task
         paused = TaskPaused(
@@ -338,6 +343,7 @@ class Scraper:
             task_id=task.task_id,
             reason=reason
             or f"uncertain action {action_id}: its intent is logged, its completion not",
+            evidence=evidence,
         )
         if not await self.queue.pause_for_a_person(lease, action_id, paused):
             # Resolved between the pause and the park: the task runs again, by the decision.
@@ -399,8 +405,8 @@ class _Progress:
         done = ActionDone(actor=scraper.name, task_id=task_id, action_id=action_id, result=result)
         await scraper.queue.note(self._lease, [done], action=(action_id, "done"))
 
-    async def ask(self, action_id: str, reason: str) -> None:
-        await self._scraper._pause_uncertain(self._lease, action_id, reason)
+    async def ask(self, action_id: str, reason: str, evidence: Evidence | None = None) -> None:
+        await self._scraper._pause_uncertain(self._lease, action_id, reason, evidence)
         raise UncertainAction(f"{reason} (task {self._lease.task.task_id})")
 
 

@@ -69,7 +69,7 @@ from crawler._defaults import DEFAULT_MAX_ITEM_BYTES
 from crawler._links import LinkResolver, parse_page
 from crawler._rules import DENIED_BY_RULE, LinkRules
 from crawler._urls import clean_href, join_href
-from eventlog import ConfigError, CrawlogError, Cursor, RequestSpec
+from eventlog import ConfigError, CrawlogError, Cursor, Evidence, RequestSpec
 
 if TYPE_CHECKING:
     from parsel import Selector, SelectorList
@@ -200,9 +200,10 @@ class TaskProgress(Protocol):
     async def done(self, action_id: str, result: str | None = None) -> None:
         """Log the action's completion (after it ran, or once a check found it had)."""
 
-    async def ask(self, action_id: str, reason: str) -> None:
-        """Pause the task for a person to decide about ``action_id`` (``crawlog resolve``);
-        raises, ending the page's parse: the task waits, parked."""
+    async def ask(self, action_id: str, reason: str, evidence: Evidence | None = None) -> None:
+        """Pause the task for a person to decide about ``action_id`` (intended: ``crawlog
+        resolve``), ``evidence`` the report they see; raises, ending the page's parse: the
+        task waits, parked."""
 
 
 class Response:

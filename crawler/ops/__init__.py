@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from crawler.ops._control import control_site, pause_or_resume
     from crawler.ops._evidence import (
         BODY_STEM,
+        SCREENSHOT_FILE,
         Failure,
         body_extension,
         evidence_summary,
         export_command_line,
         last_failure,
+        last_report,
         response_text,
     )
     from crawler.ops._format import format_duration, table_lines, twice_phrase
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BODY_STEM",
     "RETRY_BATCH",
+    "SCREENSHOT_FILE",
     "TOTAL",
     "Failure",
     "JobRow",
@@ -69,6 +72,7 @@ __all__ = [
     "format_duration",
     "format_eta",
     "last_failure",
+    "last_report",
     "open_job",
     "open_log",
     "pause_or_resume",
