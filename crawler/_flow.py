@@ -273,7 +273,9 @@ class FlowRun:
                 await self.flow.recover(self.response.browser_page, self.state)
             try:
                 return await action()
-            except Exception as exc:  # the spider's step: any failure counts
+            except CrawlogError:
+                raise  # crawlog's own (a lease lost, a person asked): not the step's failure
+            except Exception as exc:  # the spider's step: any other failure counts
                 failure = exc
         assert failure is not None
         why = f"step {name} failed {self.flow.step_attempts} times: {_said(failure)}"

@@ -7,9 +7,10 @@ Served beside every layout, linked from no page (a crawl of the site is unchange
   as rows (``tr.order[data-id]``, their state in ``td.state``), `ORDERS_PER_PAGE` a page,
   ``a#next`` to the next page of the same filter (``/orders?status=open&page=2``). An open
   order has a "Confirm shipment" button (``button.confirm``) whose script POSTs to
-  ``/orders/confirm`` and shows the order confirmed once answered.
+  ``/orders/confirm`` and shows the order confirmed once answered (or ``refused``).
 * ``/orders/confirm`` (POST ``id``): records one confirmation of the order (counted:
-  `OrderConsole.confirmations`, for tests) and answers JSON.
+  `OrderConsole.confirmations`, for tests) and answers JSON — or refuses it with a 503,
+  recording nothing, for an order in `OrderConsole.refused`.
 * ``/orders/ID``: one order and its state (a read-only check of a confirmation).
 
 Every fifth order is on hold (no button). Unlike the other pages this one keeps state:
@@ -50,6 +51,8 @@ class OrderConsole:
         self.orders = orders
         self.confirmations: dict[str, int] = {}
         """Order id → how many times its shipment was confirmed (a good flow: 1 each)."""
+        self.refused: set[str] = set()
+        """Orders whose confirmation the console refuses (503): a step that keeps failing."""
         self.delays: dict[str, float] = {}
         """Path (with its query), or an order id for its confirmation → seconds before it
         is answered, for a test to kill in."""
@@ -93,6 +96,8 @@ class OrderConsole:
         oid = form.get("id", "")
         if oid not in self.ids("open"):
             return Page(404, b'{"error": "no such open order"}', JSON), ""
+        if oid in self.refused:
+            return Page(503, b'{"error": "try again later"}', JSON), oid
         self.confirmations[oid] = self.confirmations.get(oid, 0) + 1
         answer = json.dumps({"id": oid, "state": "confirmed"}).encode()
         return Page(200, answer, JSON), oid
@@ -152,6 +157,8 @@ for (const button of document.querySelectorAll('button.confirm')) {{
     if (answer.ok) {{
       row.querySelector('td.state').textContent = 'confirmed';
       button.remove();
+    }} else {{
+      row.querySelector('td.state').textContent = 'refused';
     }}
   }});
 }}

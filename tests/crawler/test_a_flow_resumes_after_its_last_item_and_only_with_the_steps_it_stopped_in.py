@@ -79,9 +79,9 @@ def test_an_unknown_outcome_is_verified_asked_or_aborted_never_run_blind(
     verified: bool | None,
 ) -> None:
     # verify: the check decides, and a check that could not tell asks a person
-    assert uncertain_outcome("verify", verified) == {True: "skip", False: "run", None: "ask"}[
-        verified
-    ]
+    assert (
+        uncertain_outcome("verify", verified) == {True: "skip", False: "run", None: "ask"}[verified]
+    )
     assert uncertain_outcome("ask", verified) == "ask"
     with pytest.raises(FlowAborted):
         uncertain_outcome("abort", verified)
