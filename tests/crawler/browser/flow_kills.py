@@ -15,8 +15,8 @@ from eventlog import ItemScraped
 LONG_LEASE_MS = 120_000
 """Longer than a test: the restart resumes its own task rather than wait for expiry."""
 SPIDER = "tests.crawler.flow_spiders:ShipOrders"
-ORDERS = 30
-"""Three pages of open orders: enough to stop mid-way, few enough for a short test."""
+ORDERS = 20
+"""Two pages of open orders: enough to stop mid-way, few enough for a short test."""
 LATE_S = 60.0
 """How late the console answers where a test kills: never, as the test sees it."""
 
