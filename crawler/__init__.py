@@ -35,12 +35,13 @@ if TYPE_CHECKING:
     from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
     from crawler._job import JobConfig, save_config
     from crawler._politeness import Politeness, PolitenessGate
-    from crawler._scraper import UncertainAction
+    from crawler._scraper import ActionAborted, UncertainAction
     from crawler._worker import enqueue_seeds
 
 
 __all__ = [
     "BASE_PARTS",
+    "ActionAborted",
     "AiohttpTransport",
     "DropItem",
     "DropRequest",

@@ -24,7 +24,7 @@ An action that must not run twice (`FlowRun.once`) is the task's two-phase marke
 on a resume (the worker died in between, the outcome unknown), its declared policy says
 what happens — never a blind retry: ``verify`` runs a read-only check (done: its
 completion is logged and it is skipped; not done: it runs), ``ask`` pauses the task for a
-person (``crawlog resolve TASK done|redo``), ``abort`` fails the task.
+person (``crawlog resolve --done|--redo|--abort``), ``abort`` fails the task.
 
 A flow whose definition changed since its checkpoint (other step names, or the same in
 another order) is refused on resume (`FlowChanged`), not run from a wrong place.
@@ -232,6 +232,8 @@ class FlowRun:
         mark = await progress.mark(name)
         if mark == "done":
             return None
+        if mark == "aborted":
+            raise FlowAborted(f"action {name!r}: a person decided to stop the flow")
         if mark == "intended":
             verified = None if verify is None else await _checked(verify)
             try:
@@ -256,7 +258,8 @@ class FlowRun:
         """Run step ``name`` (for ``item``, if it is about one): on a failure the recovery
         path runs and the step again, up to the flow's ``step_attempts``; then the task is
         handed to a person with a report (`report`). Their decision (``crawlog resolve``)
-        is the step's: ``--done`` skips it (None), ``--redo`` tries it afresh."""
+        is the step's: ``--done`` skips it (None), ``--redo`` tries it afresh, ``--abort``
+        fails the task (`FlowAborted`)."""
         if name not in self.flow.steps:
             raise ValueError(f"flow {self.flow.name!r} has no step {name!r}")
         action_id = f"step:{name}" if item is None else f"step:{name}:{item}"
@@ -265,6 +268,8 @@ class FlowRun:
             mark = await self._progress.mark(action_id)
             if mark == "done":
                 return None
+            if mark == "aborted":
+                raise FlowAborted(f"step {name!r}: a person decided to stop the flow")
             if mark == "intended":
                 await self._progress.ask(action_id, self._where(f"step {name} waits"))
         failure: Exception | None = None

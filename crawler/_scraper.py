@@ -81,6 +81,11 @@ class UncertainAction(CrawlogError):
     """An action's intent is in the log but not its completion: it may have run."""
 
 
+class ActionAborted(CrawlogError):
+    """A person decided about an uncertain action (or a flow's step) to stop its task
+    (``crawlog resolve --abort``): the task fails."""
+
+
 class Parsed(msgspec.Struct, kw_only=True):
     """What a page's outputs come to: its items, its new tasks, its next page (resolved),
     and the URLs dropped, by reason."""
@@ -318,6 +323,8 @@ class Scraper:
             state = await self.queue.action_state(task_id, action_id)
             if state == "done":
                 return None
+            if state == "aborted":
+                raise ActionAborted(f"action {action_id!r}: a person decided to stop the task")
             if state == "intended":
                 await self._pause_uncertain(lease, action_id)
                 raise UncertainAction(f"action {action_id!r} of task {task_id} may have run")

@@ -178,8 +178,9 @@ class NextPage(msgspec.Struct, frozen=True):
 
 Output = Item | Follow | NextPage
 Once = Callable[[str, Callable[[], Awaitable[T]]], Awaitable[T | None]]
-ActionMark = Literal["intended", "done"]
-"""An action's two-phase marker (``response.once``): its intent logged, or its completion."""
+ActionMark = Literal["intended", "done", "aborted"]
+"""An action's two-phase marker (``response.once``): its intent logged, or its completion;
+or a person's decision to stop the task there (``crawlog resolve --abort``)."""
 
 
 class TaskProgress(Protocol):

@@ -458,13 +458,15 @@ class ActionDone(TaskEvent, frozen=True, kw_only=True, tag="action.done"):
     result: str | None = None
 
 
-Decision = Literal["done", "redo"]
-"""A person's answer about an action that may have run: it did (skip it), or run it again."""
+Decision = Literal["done", "redo", "abort"]
+"""A person's answer about an action that may have run: it did (skip it), run it again, or
+neither: stop the task (its next run fails it)."""
 
 
 class ActionResolved(TaskEvent, frozen=True, kw_only=True, tag="action.resolved"):
     """A person decided about an uncertain action (its intent logged, its completion not):
-    ``done`` skips it when the task resumes, ``redo`` lets it run again."""
+    ``done`` skips it when the task resumes, ``redo`` lets it run again, ``abort`` fails
+    the task when it resumes (its marker says "aborted")."""
 
     action_id: str
     decision: Decision

@@ -16,5 +16,9 @@ async def resolve(job: OpenJob, task_id: str, decision: Decision, reason: str, b
     """Record the decision (``OperatorRefused`` if the task has no action waiting for one);
     what was done, in a line."""
     done = await resolve_action(job.client, job.keys, task_id, decision, actor=by, reason=reason)
-    what = "done: it will be skipped" if decision == "done" else "to redo: it will run again"
+    what = {
+        "done": "done: it will be skipped",
+        "redo": "to redo: it will run again",
+        "abort": "to abort: the task will fail when it resumes",
+    }[decision]
     return f"resolved action {done.action_id} of task {task_id} as {what} (by {by}: {reason})"

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable
 from typing import Any
 
 import anyio
 
+from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite
 from crawler.testsite._orders import ORDERS_PATH, OrderConsole
 from eventlog import ItemScraped
+from tests.crawler.conftest import ROOT
 
 LONG_LEASE_MS = 120_000
 """Longer than a test: the restart resumes its own task rather than wait for expiry."""
@@ -43,6 +46,14 @@ async def kill_when_answering(
     first.send_signal(signal.SIGKILL)
     await first.wait()
     del site.orders.delays[late]
+
+
+async def run_crawlog(valkey_url: str, *args: str) -> str:
+    """``crawlog ARGS`` against the test's server: its output (the test fails unless 0)."""
+    env = {**os.environ, "REDIS_URL": valkey_url}
+    done = await anyio.run_process(crawlog_command(*args), env=env, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode()
 
 
 def item_keys(events: list[Any]) -> list[str]:

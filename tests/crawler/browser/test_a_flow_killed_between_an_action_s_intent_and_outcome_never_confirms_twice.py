@@ -1,13 +1,14 @@
 """A flow's worker SIGKILLed after a "confirm shipment" reached the site and before its
 answer came back (its intent logged, its outcome not): the restarted worker runs the
 recovery path and, by the action's policy, verifies (the console shows the order
-confirmed: skipped), asks a person (the task waits until ``resolve``) or aborts (the task
-fails) — never a second confirmation. Every open order is confirmed once, each one's item
-written once."""
+confirmed: skipped), asks a person (the task waits until ``resolve``: ``--done`` goes on,
+``--abort`` fails it) or aborts (the task fails) — never a second confirmation. Every open
+order is confirmed once, each one's item written once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -22,7 +23,12 @@ from eventlog import (
     TaskQueue,
     resolve_action,
 )
-from tests.crawler.browser.flow_kills import item_keys, kill_when_answering, start_flow
+from tests.crawler.browser.flow_kills import (
+    item_keys,
+    kill_when_answering,
+    run_crawlog,
+    start_flow,
+)
 
 pytestmark = pytest.mark.anyio
 SLOW_ORDER = "O0014"
@@ -109,3 +115,33 @@ async def test_abort_fails_the_task_and_confirms_nothing_more(
     failed = [e for e in events if isinstance(e, TaskFailed)]
     assert len(failed) == 1 and "FlowAborted" in failed[0].reason, failed
     assert f"confirm:{SLOW_ORDER}" in failed[0].reason
+
+
+async def test_ask_then_a_person_s_abort_fails_the_task_and_confirms_nothing_more(
+    chromium: str,
+    site: RunningSite,
+    start_job: Callable[..., Any],
+    worker_process: Callable[..., Any],
+    redis_client: Any,
+    job: str,
+    valkey_url: str,
+    data_dir: Path,
+) -> None:
+    env = {"FLOW_POLICY": "ask"}
+    with anyio.fail_after(90):
+        await _killed_between_intent_and_outcome(site, start_job, worker_process, env)
+        confirmed = dict(site.orders.confirmations)
+        waiting = await worker_process("w1", "--exit-when-done", env=env)
+        assert await waiting.wait() == 0
+        _, asking = await TaskQueue(redis_client, job, "observer").left()
+        said = await run_crawlog(
+            valkey_url, "resolve", "--job", job, "--data-dir", str(data_dir),
+            "--task", asking[0], "--abort", "--reason", "shipped by hand",
+        )  # fmt: skip
+        assert "to abort" in said
+        aborted = await worker_process("w1", "--exit-when-done", env=env)
+        assert await aborted.wait() == 0
+    assert site.orders.confirmations == confirmed
+    events = [e.event for e in await EventLog(redis_client, JobKeys(job)).read_range()]
+    failed = [e for e in events if isinstance(e, TaskFailed)]
+    assert len(failed) == 1 and "a person decided to stop" in failed[0].reason, failed

@@ -7,7 +7,6 @@ order confirmed once, no item for the skipped one."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,22 +15,13 @@ import anyio
 import pytest
 
 from crawler._flow import DEFAULT_STEP_ATTEMPTS
-from crawler.cli._argv import crawlog_command
 from crawler.testsite import RunningSite
 from eventlog import EventLog, JobKeys, TaskPaused, TaskQueue
-from tests.crawler.browser.flow_kills import item_keys, start_flow
-from tests.crawler.conftest import ROOT
+from tests.crawler.browser.flow_kills import item_keys, run_crawlog, start_flow
 
 pytestmark = pytest.mark.anyio
 REFUSED = "O0004"
 JPEG = b"\xff\xd8"
-
-
-async def _crawlog(valkey_url: str, *args: str) -> str:
-    env = {**os.environ, "REDIS_URL": valkey_url}
-    done = await anyio.run_process(crawlog_command(*args), env=env, cwd=ROOT, check=False)
-    assert done.returncode == 0, done.stderr.decode()
-    return done.stdout.decode()
 
 
 async def test_a_step_failing_k_times_waits_for_a_person_with_a_report_and_skips_on_done(
@@ -63,14 +53,14 @@ async def test_a_step_failing_k_times_waits_for_a_person_with_a_report_and_skips
 
         out = tmp_path / "report"
         task = asking[0]
-        shown = await _crawlog(
+        shown = await run_crawlog(
             valkey_url, "evidence", "--job", job, "--data-dir", str(data_dir), task,
             "--out", str(out),
         )  # fmt: skip
         assert "screenshot.jpg" in shown
         assert (out / "screenshot.jpg").read_bytes().startswith(JPEG)
 
-        await _crawlog(
+        await run_crawlog(
             valkey_url, "resolve", "--job", job, "--data-dir", str(data_dir), "--task", task,
             "--done", "--reason", "refused by the shop: skip it",
         )  # fmt: skip
