@@ -67,7 +67,7 @@ def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) ->
     found = last_report(task_id, entries)
     if found is None:
         raise ConfigError(
-            f"{what} has not failed, been aborted nor handed to a person: it has no evidence"
+            f"{what} has not failed nor been aborted (nor handed to a person): it has no evidence"
         )
     entry, failure = found
     evidence = failure.evidence
