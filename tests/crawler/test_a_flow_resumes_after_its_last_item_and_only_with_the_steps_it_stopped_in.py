@@ -5,7 +5,7 @@ becomes of an action whose outcome is unknown (never a blind retry)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crawler import Flow, FlowAborted, FlowState
@@ -21,6 +21,7 @@ from crawler._flow import (
 KEYS = st.lists(st.text(min_size=1, max_size=6), unique=True, max_size=30)
 
 
+@settings(deadline=None)  # a loaded machine is slow, not wrong
 @given(KEYS, st.data())
 def test_a_page_half_done_goes_on_after_its_last_item_never_repeating_one(
     keys: list[str], data: st.DataObject
@@ -34,12 +35,14 @@ def test_a_page_half_done_goes_on_after_its_last_item_never_repeating_one(
     assert keys[: done + 1] + rest == keys  # nothing skipped, nothing twice
 
 
+@settings(deadline=None)
 @given(KEYS)
 def test_a_page_without_its_last_key_is_done_whole(keys: list[str]) -> None:
     assert after_last(keys, None) == keys
     assert after_last(keys, "\x00not on the page") == keys
 
 
+@settings(deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=6, unique=True))
 def test_the_definition_changes_with_any_step_renamed_added_or_moved(steps: list[str]) -> None:
     base = definition_hash("f", steps)
