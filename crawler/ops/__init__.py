@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from crawler.ops._jobs import JobRow, read_job_rows
     from crawler.ops._progress import TOTAL, Progress, Row, Tracker, format_eta
     from crawler.ops._progress_source import LiveProgress
-    from crawler.ops._resolve import resolve
+    from crawler.ops._resolve import needs_a_person, needs_a_person_lines, resolve
     from crawler.ops._retry import RETRY_BATCH, retry_tasks
 
 
@@ -73,6 +73,8 @@ __all__ = [
     "format_eta",
     "last_failure",
     "last_report",
+    "needs_a_person",
+    "needs_a_person_lines",
     "open_job",
     "open_log",
     "pause_or_resume",

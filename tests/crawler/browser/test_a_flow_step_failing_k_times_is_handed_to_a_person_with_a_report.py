@@ -1,9 +1,9 @@
 """A flow's step that fails K times in a row (the console refuses one order's
 confirmation; the recovery path runs between tries) hands the task to a person: paused
 with a report — the step and cursor in its reason, the live page's URL, HTML and a
-screenshot as its evidence, written out by ``crawlog evidence`` — and, once they decide
-to skip the item (``crawlog resolve --done``), the flow goes on after it: every other open
-order confirmed once, no item for the skipped one."""
+screenshot as its evidence, written out by ``crawlog evidence``; ``crawlog status`` names
+it — and, once they decide to skip the item (``crawlog resolve --done``), the flow goes on
+after it: every other open order confirmed once, no item for the skipped one."""
 
 from __future__ import annotations
 
@@ -51,8 +51,12 @@ async def test_a_step_failing_k_times_waits_for_a_person_with_a_report_and_skips
         assert evidence is not None and evidence.url.startswith(site.url + "/orders")
         assert REFUSED.encode() in evidence.body and evidence.screenshot.startswith(JPEG)
 
-        out = tmp_path / "report"
         task = asking[0]
+        status = await run_crawlog(valkey_url, "status", "--job", job, "--data-dir", str(data_dir))
+        assert "Needs a person: 1 task(s)" in status
+        assert f"{task}: step:ship:{REFUSED}" in status
+
+        out = tmp_path / "report"
         shown = await run_crawlog(
             valkey_url, "evidence", "--job", job, "--data-dir", str(data_dir), task,
             "--out", str(out),
