@@ -174,10 +174,11 @@ class Downloader:
                 body=body,
                 headers=headers,
             )
-        # After the slot is done with: the next request to the host need not wait for this.
-        await self.offline.unless_down(
-            lambda: self.gate.observe(host, result.elapsed_ms, result.status)
-        )
+        if self.gate.politeness.autothrottle:
+            # After the slot is done with: the next request to the host need not wait for this.
+            await self.offline.unless_down(
+                lambda: self.gate.observe(host, result.elapsed_ms, result.status)
+            )
         return result
 
     def _in_scope(self, url: str) -> bool:

@@ -132,20 +132,10 @@ class OfflineRide:
         if not self.enabled:
             await call()
             return
-        async with anyio.create_task_group() as racing:
-
-            async def run() -> None:
-                await call()
-                racing.cancel_scope.cancel()
-
-            async def until_down() -> None:
-                await self.queue.wait_down()
-                racing.cancel_scope.cancel()
-
-            if self.down:
-                return
-            racing.start_soon(run)
-            racing.start_soon(until_down)
+        if self.down:
+            return
+        with self.queue.cancelled_if_down():
+            await call()
 
     @asynccontextmanager
     async def slot(
@@ -207,18 +197,8 @@ class OfflineRide:
                 held.set()
 
         self._holders.start_soon(hold)
-        async with anyio.create_task_group() as racing:
-
-            async def until_held() -> None:
-                await held.wait()
-                racing.cancel_scope.cancel()
-
-            async def until_down() -> None:
-                await self.queue.wait_down()
-                racing.cancel_scope.cancel()
-
-            racing.start_soon(until_held)
-            racing.start_soon(until_down)
+        with self.queue.cancelled_if_down():
+            await held.wait()
         if failed:
             raise failed[0]
         return held.is_set()

@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -265,6 +266,8 @@ class TaskQueue:
         """Set while the store is taken for down (`store_down`): writes are journalled only."""
         self._up = anyio.Event()
         self._up.set()
+        self._on_down: set[anyio.CancelScope] = set()
+        """The scopes of `cancelled_if_down`, cancelled by `store_down`."""
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
         self._enqueue = redis.register_script(ENQUEUE)
@@ -993,18 +996,8 @@ class TaskQueue:
         if mode not in OFFLINE_MODES:
             return await self._send_settle(mode, keys, args)
         replies: list[object] = []
-        async with anyio.create_task_group() as racing:
-
-            async def send() -> None:
-                replies.append(await self._send_settle(mode, keys, args))
-                racing.cancel_scope.cancel()
-
-            async def down() -> None:
-                await self._down.wait()
-                racing.cancel_scope.cancel()
-
-            racing.start_soon(send)
-            racing.start_soon(down)
+        with self.cancelled_if_down():
+            replies.append(await self._send_settle(mode, keys, args))
         return replies[0] if replies else None
 
     def _settle_keys(self, lease_lane: int, lane: int) -> tuple[int, list[str]]:
@@ -1075,6 +1068,23 @@ class TaskQueue:
         if not self._down.is_set():
             self._down.set()
             self._up = anyio.Event()
+            for scope in list(self._on_down):
+                scope.cancel()
+
+    @contextmanager
+    def cancelled_if_down(self) -> Iterator[anyio.CancelScope]:
+        """A cancel scope that `store_down` cancels (at once if the store is down already):
+        a store call in it is given up then. Per call, where a task group racing the call
+        against `wait_down` cost two tasks and a cancellation on every page."""
+        scope = anyio.CancelScope()
+        if self._down.is_set():
+            scope.cancel()
+        self._on_down.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._on_down.discard(scope)
 
     async def mark_fetch_started(self, lease: Lease) -> None:
         """Journal, before its request goes on a slot of the worker's own while the store is
