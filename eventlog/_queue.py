@@ -103,8 +103,9 @@ enough to reach other sites' tasks behind a run of one site's, few enough that o
 keeps the server only briefly from other workers' commands."""
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
-ActionState = Literal["intended", "done"]
-"""A ``ctx.once`` marker: the action's intent is logged, or its completion too."""
+ActionState = Literal["intended", "done", "aborted"]
+"""A ``ctx.once`` marker: the action's intent is logged, or its completion too; or a person
+decided to stop the task there (``crawlog resolve --abort``)."""
 
 
 _evidence_encoder = msgspec.msgpack.Encoder()
@@ -1237,6 +1238,8 @@ class TaskQueue:
             value = await self.redis.hget(self.keys.actions, action_field_of(task_id, action_id))
         if value == b"intended":
             return "intended"
+        if value == b"aborted":
+            return "aborted"
         return "done" if value == b"done" else None
 
     async def _leases(self, reply: list[PendingEntry], *, reclaimed: bool) -> list[Lease]:

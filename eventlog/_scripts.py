@@ -247,12 +247,14 @@ RESOLVE = (
     _PRELUDE
     + """
 -- A person's decision about an uncertain action of a paused task: the ActionResolved event,
--- its marker ('done', or none to run it again) and the task resumed (its TaskResumed event,
--- its pause flag cleared, the task back in its lane), in one step.
+-- its marker ('done', 'aborted' to fail the task, or none to run it again) and the task
+-- resumed (its TaskResumed event, its pause flag cleared, the task back in its lane), in
+-- one step.
 -- KEYS: events, eids current, eids previous, actions, awaiting, control, parked,
 --       lane 0 .. lane n
--- ARGV: dedup ttl (s), task id, action field ('<task id>|<action id>'), decision ('done' or
---       'redo'), the task's pause flag, prefix of its parked member ('<site>|<task id>|'),
+-- ARGV: dedup ttl (s), task id, action field ('<task id>|<action id>'), decision ('done',
+--       'redo' or 'abort'), the task's pause flag, prefix of its parked member
+--       ('<site>|<task id>|'),
 --       then the event_id, event pairs of ActionResolved and TaskResumed.
 -- Refused ({'refused'}, nothing written) unless the action's marker still says 'intended'
 -- and the task is still paused: a decision made twice, or about an action running now,
@@ -263,6 +265,8 @@ if redis.call('HGET', KEYS[4], ARGV[3]) ~= 'intended'
 end
 if ARGV[4] == 'done' then
   redis.call('HSET', KEYS[4], ARGV[3], 'done')
+elseif ARGV[4] == 'abort' then
+  redis.call('HSET', KEYS[4], ARGV[3], 'aborted')
 else
   redis.call('HDEL', KEYS[4], ARGV[3])
 end

@@ -492,6 +492,8 @@ def _action_resolved(state: State, event: ActionResolved) -> None:
         raise Refused("action resolved without an uncertain intent", task)
     if event.decision == "done":
         task.actions[event.action_id] = "done"
+    elif event.decision == "abort":
+        task.actions[event.action_id] = "aborted"
     else:
         # Run again: its new intent must not count as a second one.
         del task.actions[event.action_id]
