@@ -105,10 +105,11 @@ def status_command(
             if ended and not watch and not as_json:
                 # Of an ended job only: it reads the whole log, which a running crawl's
                 # status has no use for (its pages are being visited).
-                from crawler.cli._revisit_text import due_line, job_due
+                from crawler.cli._revisit_text import job_due_line
 
-                now = time.time()
-                click.echo(due_line(await job_due(client, directory, job, now), now))
+                revisits = await job_due_line(client, directory, job, time.time())
+                if revisits:
+                    click.echo(revisits)
 
     # Ctrl-C is how a watch ends: not an error.
     with suppress(KeyboardInterrupt):
