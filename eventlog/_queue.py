@@ -14,7 +14,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import anyio
 import msgspec
@@ -41,10 +41,13 @@ from eventlog._events import (
     TaskRetried,
     of_run,
 )
-from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError
+from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError, StoreLost
 from eventlog._journal import Journal, JournalSettle, journal_directory
 from eventlog._keys import (
+    IDENTITY_EPOCH,
     LANE_HIGH,
+    RESTORED_EPOCH,
+    RESTORED_POSITION,
     LANE_NORMAL,
     WORKERS_GROUP,
     JobKeys,
@@ -210,6 +213,20 @@ def _joined(task_ids: Sequence[str]) -> str:
     return joined
 
 
+_JOURNALLED_ARGS = 3
+"""``SETTLE``'s arguments a journal record leaves out: the dedup ttl, the epoch and the
+restored entry (`JournalSettle.args` start at the group)."""
+
+
+def _stale_why(epoch: int, now: bytes | None) -> str:
+    if not now:
+        return "its identity key is gone: the store lost its data"
+    return (
+        f"it was restored meanwhile (epoch {epoch} -> {now.decode()}): what this process "
+        "holds is void"
+    )
+
+
 def lane_for(task: Task) -> int:
     """The lane a fresh task goes to: positive priority jumps the queue."""
     return LANE_HIGH if task.priority > 0 else LANE_NORMAL
@@ -259,6 +276,13 @@ class TaskQueue:
         self.journal = journal
         """Every fenced write is appended here before it is sent (`eventlog._journal`);
         None: not journalled."""
+        self.epoch = 0
+        """The job's epoch this queue's leases are held in (`JobIdentity.epoch`, set by
+        its worker once it has read it): ``SETTLE`` refuses a write of another epoch than
+        the store's, atomically (`StoreLost`). 0: not checked."""
+        self._enqueued: dict[str, list[list[str | bytes | int]]] = {}
+        """Per task: the `ENQUEUE` calls of its links since its last journalled write,
+        journalled with that write (`JournalSettle.enqueued`)."""
         self._journal_checked = 0.0
         self._down = anyio.Event()
         """Set while the store is taken for down (`store_down`): writes are journalled only."""
@@ -360,6 +384,11 @@ class TaskQueue:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), "", "")
         with redis_errors("enqueueing tasks"):
             reply = await self._enqueue(keys=keys, args=args)
+        parent = tasks[0].parent_task_id
+        if self.journal is not None and parent is not None and self.record_events:
+            # Given back with the parent's next write after a restore, whose store may
+            # have lost these (`flush_journal`).
+            self._enqueued.setdefault(parent, []).append(args[1:])
         new = [flag == 1 for flag in reply]
         if self.observer is not None:
             self.observer.enqueued(tasks, new, time.perf_counter() - started)
@@ -907,8 +936,8 @@ class TaskQueue:
         else:
             action_field, action_value = "", ""
         args: list[str | bytes | int] = [
-            ttl, WORKERS_GROUP, self.consumer, lease.entry_id, script_mode, task_id, payload,
-            delay_ms, action_field, action_value,
+            ttl, self.epoch, "", WORKERS_GROUP, self.consumer, lease.entry_id, script_mode,
+            task_id, payload, delay_ms, action_field, action_value,
         ]  # fmt: skip
         run = lease.task.run
         for e in written:
@@ -918,7 +947,13 @@ class TaskQueue:
             if self._down.is_set() and mode not in OFFLINE_MODES:
                 await self._up.wait()  # sent after the flush, in the journal's order
             # Before it is sent: a write the worker dies with, or the store loses, is in it.
-            journalled = self.journal.settle(lease.lane, lane, args[1:])
+            journalled = self.journal.settle(
+                lease.lane,
+                lane,
+                args[_JOURNALLED_ARGS:],
+                epoch=self.epoch,
+                enqueued=self._enqueued.pop(task_id, None),
+            )
             await self.journal.sync()
             if self._down.is_set():
                 return None  # the flush sends it once the store is back (`store_back`)
@@ -930,6 +965,9 @@ class TaskQueue:
             else:
                 reply = answered
             status, value = settle_reply(reply)
+        if status == "stale":
+            # Left unacknowledged: the flush after the restore gives it back, or not.
+            raise StoreLost(self.keys.job, _stale_why(self.epoch, value))
         if journalled is not None:
             await self._journal_ack(journalled, status, value)
         if status == "lost":
@@ -986,20 +1024,23 @@ class TaskQueue:
             self.keys.parked,
             self.keys.actions,
             self.keys.control,
+            self.keys.identity,
+            self.keys.restored,
         ]
 
     # --- the journal -------------------------------------------------------------------
 
     async def _journal_ack(self, record: JournalSettle, status: str, value: bytes | None) -> None:
         assert self.journal is not None
+        epoch = self.epoch
         if status == "ok":
-            self.journal.ack(record.seq, "applied", value.decode() if value else "")
+            self.journal.ack(record.seq, "applied", value.decode() if value else "", epoch=epoch)
         elif status == "dup":
             # Written by an earlier try, at an ID the reply does not say: the log's end now
             # is after it.
-            self.journal.ack(record.seq, "dup", await self._log_end())
+            self.journal.ack(record.seq, "dup", await self._log_end(), epoch=epoch)
         else:
-            self.journal.ack(record.seq, "lost" if status == "lost" else "resumed")
+            self.journal.ack(record.seq, "lost" if status == "lost" else "resumed", epoch=epoch)
         if time.monotonic() - self._journal_checked >= JOURNAL_DROP_EVERY_S:
             try:
                 await self.drop_committed_journal()
@@ -1075,11 +1116,21 @@ class TaskQueue:
         this consumer's, recorded once as `TaskOrphaned` (never applied) if another
         worker took the task over meanwhile. Then the segments the projector has
         committed are deleted (`drop_committed_journal`).
+
+        After a ``crawlog restore``, the writes of the epoch before it that its store
+        acknowledged after the restored position are given back too (`lost_with_store`):
+        each is adopted by the entry the restore added for its task (`_adopt`), if nobody
+        claimed that entry since; otherwise it is orphaned as above.
         """
         journal = self.journal
         if journal is None:
             return JournalFlush()
-        unsettled = journal.unsettled()
+        epoch, restored_at = await self._restore_facts()
+        writes = {record.seq: record for record in journal.unsettled()}
+        if restored_at is not None:
+            for record in journal.lost_with_store(restored_at, epoch):
+                writes.setdefault(record.seq, record)
+        unsettled = [writes[seq] for seq in sorted(writes)]
         end = await self._log_end()
         if not unsettled:
             journal.advance(end)
@@ -1090,52 +1141,124 @@ class TaskQueue:
         orphans = {orphan_event_id(marker) for marker in markers}
         start = min((record.after for record in unsettled), key=stream_id_key)
         found = await self._find_in_log(markers | orphans, start)
-        info = await self.log.stream_info()
-        # Entries were removed (trimmed) before the first one the log holds: a write
-        # journalled before that one may have been among them.
-        trimmed = (0, 0)
-        if info is not None and info.entries_added > info.length:
-            trimmed = stream_id_key(info.first_id or info.last_id)
+        trimmed = await self._trimmed_before()
         unsure = 0
         counts = {"present": 0, "applied": 0, "orphaned": 0, "skipped": 0}
         for record in unsettled:
             marker = record.event_ids[-1] if record.event_ids else None
             if marker is not None and marker in found:
-                journal.ack(record.seq, "present", found[marker])
+                journal.ack(record.seq, "present", found[marker], epoch=epoch)
                 counts["present"] += 1
                 continue
             if marker is not None and orphan_event_id(marker) in found:
-                journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)])
+                journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)], epoch=epoch)
                 counts["orphaned"] += 1
+                continue
+            if 0 < record.epoch < epoch:
+                counts[await self._adopt(record, epoch, marker)] += 1
                 continue
             if trimmed > stream_id_key(record.after):
                 unsure += 1
-            ttl, keys = self._settle_keys(record.lane, record.target_lane)
-            with redis_errors("flushing the worker's journal"):
-                reply = await self._settle(keys=keys, args=[ttl, *record.args])
-            status, value = settle_reply(reply)
-            if status == "ok":
-                journal.ack(record.seq, "applied", value.decode() if value else "")
-                counts["applied"] += 1
-            elif (
-                status == "lost"
-                and marker is not None
-                and (late := await self._find_in_log({marker}, record.after))
-            ):
-                # Sent before, its reply lost (a store taken for down meanwhile), and run
-                # by the server after the look above: it went through, once.
-                journal.ack(record.seq, "present", late[marker])
-                counts["present"] += 1
-            elif status == "lost":
-                stream_id = await self._record_orphan(record, value, marker)
-                journal.ack(record.seq, "orphaned", stream_id)
-                counts["orphaned"] += 1
-            else:
-                journal.ack(record.seq, "dup" if status == "dup" else "resumed", end)
-                counts["skipped"] += 1
+            counts[await self._resend(record, epoch, marker, end)] += 1
         journal.advance(await self._log_end())
         await self.drop_committed_journal()
         return JournalFlush(**counts, unsure=unsure)
+
+    async def _restore_facts(self) -> tuple[int, str | None]:
+        """The job's epoch in the store now (0: none), and the committed position the last
+        restore went on from, if the store is of that restore's epoch."""
+        with redis_errors("reading the job's epoch"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.hget(self.keys.identity, IDENTITY_EPOCH)
+                pipe.hmget(self.keys.restored, [RESTORED_EPOCH, RESTORED_POSITION])
+                epoch, (restored_epoch, position) = await pipe.execute()
+        now = int(epoch) if epoch else 0
+        if now and restored_epoch and int(restored_epoch) == now and position:
+            return now, bytes(position).decode()
+        return now, None
+
+    async def _trimmed_before(self) -> tuple[int, int]:
+        """Entries were removed (trimmed) before the first one the log holds: a write
+        journalled before that one may have been among them."""
+        info = await self.log.stream_info()
+        if info is not None and info.entries_added > info.length:
+            return stream_id_key(info.first_id or info.last_id)
+        return (0, 0)
+
+    async def _resend(
+        self, record: JournalSettle, epoch: int, marker: str | None, end: str
+    ) -> Literal["applied", "present", "orphaned", "skipped"]:
+        """Send a journalled write of this epoch again, fenced by its own lease."""
+        assert self.journal is not None
+        ttl, keys = self._settle_keys(record.lane, record.target_lane)
+        with redis_errors("flushing the worker's journal"):
+            reply = await self._settle(keys=keys, args=[ttl, record.epoch, "", *record.args])
+        status, value = settle_reply(reply)
+        if status == "stale":
+            raise StoreLost(self.keys.job, _stale_why(record.epoch, value))
+        if status == "ok":
+            self.journal.ack(record.seq, "applied", value.decode() if value else "", epoch=epoch)
+            return "applied"
+        if (
+            status == "lost"
+            and marker is not None
+            and (late := await self._find_in_log({marker}, record.after))
+        ):
+            # Sent before, its reply lost (a store taken for down meanwhile), and run
+            # by the server after the look above: it went through, once.
+            self.journal.ack(record.seq, "present", late[marker], epoch=epoch)
+            return "present"
+        if status == "lost":
+            stream_id = await self._record_orphan(record, value, marker)
+            self.journal.ack(record.seq, "orphaned", stream_id, epoch=epoch)
+            return "orphaned"
+        self.journal.ack(record.seq, "dup" if status == "dup" else "resumed", end, epoch=epoch)
+        return "skipped"
+
+    async def _adopt(
+        self, record: JournalSettle, epoch: int, marker: str | None
+    ) -> Literal["applied", "orphaned", "skipped"]:
+        """Give back a write of before a restore: the links its pages found are enqueued
+        again (deduplicated), then the write is applied to the entry the restore added for
+        its task, if nobody claimed that entry since (``SETTLE``, fenced on that); else
+        recorded once as orphaned. A task the restore put in no lane (it had ended, or
+        waits parked or delayed) is skipped."""
+        assert self.journal is not None
+        for enqueued in record.enqueued:
+            await self._enqueue_again(enqueued)
+        with redis_errors("reading a restored task's entry"):
+            mapping = await self.redis.hget(self.keys.restored, record.task_id)
+        if not isinstance(mapping, bytes):
+            self.journal.ack(record.seq, "lost", epoch=epoch)
+            return "skipped"
+        lane, _, entry = mapping.decode().partition("|")
+        ttl, keys = self._settle_keys(int(lane), record.target_lane)
+        args = list(record.args)
+        args[2] = entry
+        with redis_errors("giving back a journalled write"):
+            reply = await self._settle(keys=keys, args=[ttl, epoch, mapping, *args])
+        status, value = settle_reply(reply)
+        if status == "ok":
+            self.journal.ack(record.seq, "applied", value.decode() if value else "", epoch=epoch)
+            return "applied"
+        if status == "lost":
+            stream_id = await self._record_orphan(record, value, marker)
+            self.journal.ack(record.seq, "orphaned", stream_id, epoch=epoch)
+            return "orphaned"
+        if status == "stale":
+            raise StoreLost(self.keys.job, _stale_why(epoch, value))
+        self.journal.ack(record.seq, "dup" if status == "dup" else "resumed", epoch=epoch)
+        return "skipped"
+
+    async def _enqueue_again(self, enqueued: list[Any]) -> None:
+        """Run a journalled `ENQUEUE` call again (arguments after its dedup ttl): a
+        fingerprint seen already writes nothing."""
+        dedup, ttl = self.log.dedup_args()
+        keys = [self.keys.seen, self.keys.events, *dedup, *self.keys.lanes, self.keys.seen_count]
+        for fingerprint in enqueued[1::6]:
+            keys.append(self.keys.seen_bucket(seen_slot(str(fingerprint))[0]))
+        with redis_errors("enqueueing a journalled page's links again"):
+            await self._enqueue(keys=keys, args=[ttl, *enqueued])
 
     async def _record_orphan(
         self, record: JournalSettle, owner: bytes | None, marker: str | None

@@ -53,6 +53,7 @@ from eventlog import (
     log_continues,
     publish_projector_position,
     read_identity,
+    record_restore,
     restart_log,
     restore_checkpoints,
     restore_delayed,
@@ -347,6 +348,7 @@ async def restore_job(
         await log.append_many(plan.reclaimed)
         queued = await restore_lanes(redis, keys, plan.lanes)
         await publish_projector_position(redis, keys, manifest.position)
+        await record_restore(redis, keys, epoch, manifest.position)
         identity = JobIdentity(job_id=job_id, epoch=epoch)
         await set_identity(redis, keys, identity)
         for path in left_by_workers:
