@@ -46,9 +46,9 @@ from eventlog._journal import Journal, JournalSettle, journal_directory
 from eventlog._keys import (
     IDENTITY_EPOCH,
     LANE_HIGH,
+    LANE_NORMAL,
     RESTORED_EPOCH,
     RESTORED_POSITION,
-    LANE_NORMAL,
     WORKERS_GROUP,
     JobKeys,
     awaiting_value,

@@ -130,7 +130,9 @@ async def record_restore(redis: aioredis.Redis, keys: JobKeys, epoch: int, posit
     """Note the restore's epoch and committed position beside its entry map: a journal
     flush gives back the writes of an older epoch acknowledged after that position."""
     with redis_errors("recording the restore"):
-        await redis.hset(keys.restored, mapping={RESTORED_EPOCH: epoch, RESTORED_POSITION: position})
+        await redis.hset(
+            keys.restored, mapping={RESTORED_EPOCH: epoch, RESTORED_POSITION: position}
+        )
         await redis.expire(keys.restored, RESTORED_TTL_S)
 
 
