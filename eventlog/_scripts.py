@@ -979,11 +979,14 @@ return {moved, out}
 
 PROJECTOR_LEASE_RENEW = """
 -- Renew the projector's lease, or take it back once it lapsed if nobody committed since.
--- KEYS: the lease, the published position.
--- ARGV: the holder's value, ttl ms, the position this holder last published ('' if none).
+-- KEYS: the lease, the published position, the job's identity.
+-- ARGV: the holder's value, ttl ms, the position this holder last published ('' if none),
+--       the job's epoch the holder started in ('0': not checked).
 -- A lease that lapsed (its holder stalled) and was taken by nobody is taken back only if
 -- the published position is still this holder's: another projector's commit (or trim)
--- in between means this one's state is stale, and it must stop.
+-- in between means this one's state is stale, and it must stop (0). A lease gone with the
+-- store's data is no takeover: -1 when the identity is gone or of another epoch.
+if ARGV[4] ~= '0' and redis.call('HGET', KEYS[3], 'epoch') ~= ARGV[4] then return -1 end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -999,9 +1002,13 @@ return 0
 PROJECTOR_PUBLISH = """
 -- Publish the projector's committed position and trim the log below it, only if the
 -- caller holds the projector's lease (fenced: a projector that lost it does neither).
--- KEYS: the lease, the published position, the events stream, the last committer.
--- ARGV: the holder's value, ttl ms, the position, the MINID to trim to ('' for none).
--- Returns {1, entries trimmed}, or {0, 0} if the lease is not the caller's.
+-- KEYS: the lease, the published position, the events stream, the last committer, the
+--       job's identity.
+-- ARGV: the holder's value, ttl ms, the position, the MINID to trim to ('' for none), the
+--       job's epoch the holder started in ('0': not checked).
+-- Returns {1, entries trimmed}, {0, 0} if the lease is another's, or {-1, 0} if the store
+-- lost the job (its identity gone or of another epoch): nothing done.
+if ARGV[5] ~= '0' and redis.call('HGET', KEYS[5], 'epoch') ~= ARGV[5] then return {-1, 0} end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[3])
