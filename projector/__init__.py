@@ -85,7 +85,7 @@ if TYPE_CHECKING:
     )
     from projector._report import build_report
     from projector._report_model import Report
-    from projector._restore import NOT_RESTORED, Restored, RestorePlan, plan_restore, restore_job
+    from projector._restore import Restored, RestorePlan, plan_restore, restore_job
     from projector._state import (
         ABORTED,
         DEDUP_WINDOW,
@@ -121,7 +121,6 @@ __all__ = [
     "FAILED",
     "LISTED",
     "MANIFEST",
-    "NOT_RESTORED",
     "PAUSED",
     "PENDING",
     "RUNNING",

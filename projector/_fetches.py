@@ -52,7 +52,7 @@ from eventlog import (
     TaskReclaimed,
     TaskReleased,
 )
-from projector._fold import HTTP_ERROR
+from projector._fold import HTTP_ERROR, STORE_RESTORED
 from projector._state import State
 
 LISTED: Final = 20
@@ -160,6 +160,10 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     have seen it twice."""
     retaken: tuple[str, ...] = ()
     """Tasks taken again after a lost lease and not fetched since (sorted)."""
+    restored: tuple[str, ...] = ()
+    """Tasks a restore reclaimed (``STORE_RESTORED``) and nobody claimed since (sorted): the
+    page after their checkpoint counts as taken again only once a worker claims them, as
+    what their old worker's journal gives back meanwhile was fetched once."""
     clock_offsets: dict[str, float] = {}
     """Actor -> the largest ``at`` minus its stream ID's time, in seconds, over its page
     fetches: how far ahead of the server's clock its own clock is (an event is written
@@ -188,6 +192,7 @@ class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True)
     unrecorded_refetches: int = 0
     retaken: list[str] = []
     clock_offsets: dict[str, float] = {}
+    restored: list[str] = []
 
 
 _TRACKED_ENCODER: Final = msgspec.msgpack.Encoder()
@@ -269,6 +274,8 @@ class FetchTracker:
         self.unrecorded_refetches = 0
         self.retaken: set[str] = set()
         """Tasks taken again after a lost lease, not fetched since (few: recoveries are rare)."""
+        self.restored: set[str] = set()
+        """Tasks reclaimed by a restore and not claimed since (`FetchFigures.restored`)."""
         self.clock_offsets: dict[str, float] = {}
 
     def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
@@ -285,13 +292,21 @@ class FetchTracker:
         page_fetched, task_released = PageFetched, TaskReleased
         task_claimed, retakes = TaskClaimed, (TaskReclaimed, TaskOrphaned)
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
+        restored = self.restored
         for entry in entries:
             event: Any = entry.event
             kind = type(event)
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
+                elif kind is TaskReclaimed and event.reason == STORE_RESTORED:
+                    restored.add(event.task_id)
+                elif kind is task_claimed and event.task_id in restored:
+                    # Taken again only now: what came between was its journal's.
+                    restored.discard(event.task_id)
+                    retaken.add(event.task_id)
                 elif kind in retakes or (kind is task_claimed and event.deliveries > 1):
+                    restored.discard(event.task_id)
                     # An orphaned write is a worker's work on the task that never reached
                     # the log (a lease taken over, or a store lost and restored without a
                     # reclaim of the task): the page it was at may have been requested.
@@ -407,6 +422,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=tuple(sorted(self.retaken)),
             clock_offsets=dict(sorted(self.clock_offsets.items())),
+            restored=tuple(sorted(self.restored)),
         )
 
     def load(self, figures: FetchFigures) -> None:
@@ -435,6 +451,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=sorted(self.retaken),
             clock_offsets=self.clock_offsets,
+            restored=sorted(self.restored),
         )
         return _TRACKED_ENCODER.encode(tracked)
 
@@ -462,6 +479,7 @@ class FetchTracker:
         self.extra_fetches = source.extra_fetches
         self.unrecorded_refetches = source.unrecorded_refetches
         self.retaken = set(source.retaken)
+        self.restored = set(source.restored)
         self.clock_offsets = dict(source.clock_offsets)
 
 
@@ -550,20 +568,41 @@ SELECT p.task_id, p.page, p.n, p.good FROM pages AS p SEMI JOIN dirty AS d ON p.
 """
 
 
-def retakes_sql(source: str, ms: str, seq: str) -> str:
-    """Each task's page fetches, reclaims, orphaned writes and claims with ``deliveries`` > 1
-    in log order (``kind``: 'page' or 'retake'), with the kind of the one before (``before``)
-    and whether it is the page's first fetch (``first``): of ``source``, whose stream ID's
-    parts are the columns ``ms`` and ``seq``."""
+def _marks_sql(source: str, ms: str, seq: str) -> str:
+    """Each task's page fetches, reclaims, orphaned writes and claims in log order, with
+    ``raw`` 'page', 'restored' (a restore's reclaim), 'claim' (a first delivery) or 'retake'
+    (any other reclaim, an orphaned write, a claim with ``deliveries`` > 1), and the last
+    of the others before it (``mark``)."""
+    restored = _sql_string(STORE_RESTORED)
     return f"""
-SELECT task_id, kind, {ms} AS ms, {seq} AS seq,
-       lag(kind) OVER (PARTITION BY task_id ORDER BY {ms}, {seq}) AS before,
-       kind = 'page' AND row_number() OVER (
-           PARTITION BY task_id, kind, page ORDER BY {ms}, {seq}) = 1 AS first
-FROM (SELECT *, CASE WHEN type = 'task.page' THEN 'page' ELSE 'retake' END AS kind
+SELECT *, last_value(CASE WHEN raw <> 'page' THEN raw END IGNORE NULLS) OVER (
+           PARTITION BY task_id ORDER BY ms, seq
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mark
+FROM (SELECT task_id, page, {ms} AS ms, {seq} AS seq,
+             CASE WHEN type = 'task.page' THEN 'page'
+                  WHEN type = 'task.reclaimed' AND reason = {restored} THEN 'restored'
+                  WHEN type = 'task.claimed' AND deliveries <= 1 THEN 'claim'
+                  ELSE 'retake' END AS raw
       FROM {source}
-      WHERE type IN ('task.page', 'task.reclaimed', 'task.orphaned')
-         OR (type = 'task.claimed' AND deliveries > 1))
+      WHERE type IN ('task.page', 'task.reclaimed', 'task.orphaned', 'task.claimed'))
+"""
+
+
+def retakes_sql(source: str, ms: str, seq: str) -> str:
+    """Each task's page fetches and retakes in log order (``kind``: 'page' or 'retake'),
+    with the kind of the one before (``before``) and whether it is the page's first fetch
+    (``first``): of ``source``, whose stream ID's parts are the columns ``ms`` and ``seq``.
+    A retake is a reclaim, an orphaned write, a claim with ``deliveries`` > 1, or the first
+    claim after a restore's reclaim (not the reclaim itself: what a journal gives back
+    before that claim was fetched once)."""
+    return f"""
+SELECT task_id, kind, ms, seq,
+       lag(kind) OVER (PARTITION BY task_id ORDER BY ms, seq) AS before,
+       kind = 'page' AND row_number() OVER (
+           PARTITION BY task_id, kind, page ORDER BY ms, seq) = 1 AS first
+FROM (SELECT task_id, page, ms, seq, CASE WHEN raw = 'page' THEN 'page' ELSE 'retake' END AS kind
+      FROM ({_marks_sql(source, ms, seq)})
+      WHERE raw IN ('page', 'retake') OR (raw = 'claim' AND mark = 'restored'))
 """
 
 
@@ -591,7 +630,8 @@ def _source(con: Any, paths: Sequence[Path]) -> None:
             "CREATE VIEW src AS SELECT NULL::VARCHAR AS task_id, NULL::INTEGER AS page, "
             "NULL::VARCHAR AS url, NULL::INTEGER AS status, NULL::VARCHAR AS error, "
             'NULL::DOUBLE AS elapsed_ms, NULL::DOUBLE AS "at", NULL::VARCHAR AS stream_id, '
-            "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries "
+            "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries, "
+            "NULL::VARCHAR AS reason "
             "WHERE false"
         )
 
@@ -656,6 +696,13 @@ def counts_from_archive(con: Any) -> FetchTracker:
         for (task_id,) in con.execute(
             f"SELECT task_id FROM ({retakes_sql('src', _STREAM_MS, _STREAM_SEQ)}) "
             "GROUP BY task_id HAVING arg_max(kind, [ms, seq]) = 'retake'"
+        ).fetchall()
+    }
+    tracker.restored = {
+        task_id
+        for (task_id,) in con.execute(
+            f"SELECT task_id FROM ({_marks_sql('src', _STREAM_MS, _STREAM_SEQ)}) "
+            "WHERE raw <> 'page' GROUP BY task_id HAVING arg_max(raw, [ms, seq]) = 'restored'"
         ).fetchall()
     }
     return tracker

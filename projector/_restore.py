@@ -17,7 +17,7 @@ state of the whole log; `plan_restore` turns it into what the store must hold (p
   process of before the loss stops at its next check (`eventlog.check_identity`), and a
   lease of before names an entry no lane holds, so its writes are refused.
 
-What the log does not hold cannot come back (`NOT_RESTORED`).
+What the log does not hold cannot come back (``crawlog restore`` says what, per site).
 """
 
 from __future__ import annotations
@@ -78,12 +78,6 @@ HOLDERS_MARGIN_S = 1.0
 """Beyond a worker name's lifetime: how long a restore waits for the names of workers that
 just died to lapse before it refuses."""
 RETRY_TYPE = "task.retry_scheduled"
-NOT_RESTORED = (
-    "cookie jars (never logged: a spider that logs in does it again)",
-    "redirect claims (a page reached through a redirect may be fetched once more as its own task)",
-    "operator retry markers and robots.txt copies (fetched again)",
-)
-"""What a restore cannot rebuild, as it tells the operator."""
 
 
 class RestorePlan(msgspec.Struct, kw_only=True):
@@ -121,6 +115,9 @@ class Restored(msgspec.Struct, kw_only=True):
     dropped_log: bool
     """The store's log did not go on from the archive: what it held was dropped."""
     seconds: float
+    sites: list[str] = msgspec.field(default_factory=list)
+    """The job's sites: what the store kept per site and the log does not (cookie jars,
+    robots.txt copies) is lost for each."""
 
 
 def task_of(task: TaskState) -> Task:
@@ -366,4 +363,5 @@ async def restore_job(
         tail_events=tail_events,
         dropped_log=not continues,
         seconds=time.monotonic() - started,
+        sites=sorted(state.sites),
     )
