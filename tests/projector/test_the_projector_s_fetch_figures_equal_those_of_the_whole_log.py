@@ -102,11 +102,8 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
             released += 1
         if isinstance(event, TaskReclaimed) and event.reason == RESTORE_RECLAIM:
             restored.add(event.task_id)
-        elif isinstance(event, TaskClaimed) and event.task_id in restored:
-            restored.discard(event.task_id)
-            taken_again.add(event.task_id)
         elif isinstance(event, TaskReclaimed | TaskOrphaned) or (
-            isinstance(event, TaskClaimed) and event.deliveries > 1
+            isinstance(event, TaskClaimed) and (event.deliveries > 1 or event.task_id in restored)
         ):
             restored.discard(event.task_id)
             taken_again.add(event.task_id)
