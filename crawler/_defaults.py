@@ -21,6 +21,10 @@ DEFAULT_MAX_PAGES = 10_000
 """``crawlog crawl``'s bound on the pages a job fetches (``--max-pages``; 0: none): a crawl
 caught in a calendar or pagination trap ends by itself, and says so at its start and in
 its report. Every task's first page and every next page counts; a retry of a page does not."""
+DEFAULT_MAX_ITEM_BYTES = 4 * 1024 * 1024
+"""An item's size at most, msgpack-encoded as its event carries it (``--max-item-bytes``;
+0: no cap). An item is a record: one past this is a page body or a file yielded by mistake,
+which would travel through Redis, the archive and every export; its task fails saying so."""
 PAST_MAX_PAGES: Literal["past --max-pages"] = "past --max-pages"
 """Why a URL is not crawled once the job fetched ``--max-pages`` pages (a ``dropped`` reason
 in a page's event, which the report sums)."""

@@ -14,7 +14,7 @@ from crawler._backoff import (
     RetryPolicy,
 )
 from crawler._circuit import DEFAULT_COOLDOWN_S, DEFAULT_FAILURES_TO_OPEN, CircuitBreaker
-from crawler._defaults import DEFAULT_MAX_TASK_PAGES
+from crawler._defaults import DEFAULT_MAX_ITEM_BYTES, DEFAULT_MAX_TASK_PAGES
 from crawler._fetch_spec import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_READ_TIMEOUT_S,
@@ -52,6 +52,8 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     """0: no limit. Otherwise no more than this many tasks are ever enqueued."""
     max_task_pages: int = DEFAULT_MAX_TASK_PAGES
     """Pages one task fetches at most (0: no cap): its next page past them is not fetched."""
+    max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
+    """An item's encoded size at most (0: no cap): a larger one fails its task."""
     spider: str | None = None
     """MODULE:CLASS, or None for the default site spider."""
     spider_args: tuple[tuple[str, str], ...] = ()
@@ -182,6 +184,7 @@ _OPTIONS: dict[str, str] = {
     "scope": "--scope",
     "max_depth": "--depth",
     "max_pages": "--max-pages",
+    "max_item_bytes": "--max-item-bytes",
     "spider": "--spider",
     "spider_args": "-a",
     "politeness.per_host": "--per-host",

@@ -105,6 +105,7 @@ class Scraper:
         self.spider, self.queue, self.scope = spider, queue, scope
         self.name = queue.consumer
         self._max_pages = config.max_pages
+        self._max_item_bytes = config.max_item_bytes
         self._rules = config.rules()
         self._accepted = accepted_types(spider)
         self._callbacks: set[str] = set()
@@ -197,7 +198,13 @@ class Scraper:
                 drop = yielded.reason
                 parsed.items_dropped[drop] = parsed.items_dropped.get(drop, 0) + 1
                 return
-        output = check_output(yielded, spider=self.spider.name, url=response.url, index=index)
+        output = check_output(
+            yielded,
+            spider=self.spider.name,
+            url=response.url,
+            index=index,
+            max_item_bytes=self._max_item_bytes,
+        )
         if isinstance(output, Item):
             parsed.items.append(output)
         elif isinstance(output, NextPage):

@@ -55,6 +55,7 @@ import msgspec
 from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
+from crawler._defaults import DEFAULT_MAX_ITEM_BYTES
 from crawler._links import LinkResolver, parse_page
 from crawler._rules import DENIED_BY_RULE, LinkRules
 from crawler._urls import clean_href, join_href
@@ -718,14 +719,22 @@ _MIN_INT, _MAX_INT = -(2**63), 2**64 - 1
 _json: Final = msgspec.json.Encoder()
 
 
-def check_output(output: object, *, spider: str, url: str, index: int) -> Output:
+def check_output(
+    output: object,
+    *,
+    spider: str,
+    url: str,
+    index: int,
+    max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES,
+) -> Output:
     """``output`` as the log can carry it, else SpiderOutputError saying what is wrong.
 
     ``Item``, ``Follow`` and ``NextPage`` are checked against their field types as an
     event decoder will read them (an item's data must be msgpack and JSON, the archive's
     form); a ``dict`` becomes ``Item(its "url" or "<page url>#<index>", the dict)``. A
     plain ``Follow`` (a GET for ``parse``) is returned as it is, the very object; any other
-    ``Follow`` as a new one in the form its task carries (`Follow.spec`).
+    ``Follow`` as a new one in the form its task carries (`Follow.spec`). An item larger
+    than ``max_item_bytes`` encoded (0: no cap) is refused.
     """
     if (
         isinstance(output, Follow)  # the common case (hundreds a page): checked in full here
@@ -767,13 +776,19 @@ def check_output(output: object, *, spider: str, url: str, index: int) -> Output
         return _checked_follow(output, where)
     try:
         kind = next(cls for cls in _decoders if isinstance(output, cls))
-        checked: Output = _decoders[kind].decode(_msgpack.encode(output))
+        encoded = _msgpack.encode(output)
+        checked: Output = _decoders[kind].decode(encoded)
         if isinstance(checked, Item):
             _json.encode(checked.data)
         else:  # the checkpoint's, archived as JSON too
             _json.encode([checked.data, checked.meta, checked.cb_kwargs])
     except Exception as exc:  # whatever msgspec says of user data (OverflowError too)
         raise SpiderOutputError(f"{where}, {_shown(output)}, cannot be logged: {exc}") from None
+    if isinstance(checked, Item) and 0 < max_item_bytes < len(encoded):
+        raise SpiderOutputError(
+            f"{where}, {_shown(output)}: the item is {len(encoded):,} bytes encoded, over the "
+            f"item size cap of {max_item_bytes:,} bytes (--max-item-bytes)"
+        )
     return checked
 
 

@@ -41,6 +41,8 @@ this tree and the classes in step::
     │                            logged as done (its worker died mid-way): the task is
     │                            paused for an operator to resolve
     ├── ArchiveCorrupt ......... [projector] an archive segment cannot be read back
+    ├── FeedDatabaseError ...... [projector] the PostgreSQL database an export feeds cannot
+    │                            be reached or refused its writes (nothing half-written)
     ├── ArchiveBehind .......... [projector] a data directory's archive ends before what
     │                            the job's log was trimmed to: it lacks events
     ├── NoProjectedData ........ [projector] a report, query or export of a job that has

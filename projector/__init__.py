@@ -69,6 +69,12 @@ if TYPE_CHECKING:
         in_flight_path,
     )
     from projector._integrity import files_warning, stream_gap
+    from projector._pg_feed import (
+        FeedDatabaseError,
+        PostgresFeed,
+        PostgresPosition,
+        postgres_target,
+    )
     from projector._projector import Projector, tune_gc
     from projector._query import QueryResult, query
     from projector._reindex import index_archive
@@ -132,12 +138,15 @@ __all__ = [
     "ExportFormat",
     "ExportWhat",
     "Feed",
+    "FeedDatabaseError",
     "FeedPosition",
     "FetchTracker",
     "JobState",
     "Manifest",
     "NoProjectedData",
     "PageChange",
+    "PostgresFeed",
+    "PostgresPosition",
     "Projector",
     "ProjectorBusy",
     "QueryResult",
@@ -179,6 +188,7 @@ __all__ = [
     "page_changes",
     "plan_restore",
     "position_path",
+    "postgres_target",
     "projected_jobs",
     "query",
     "read_committed",

@@ -176,26 +176,14 @@ class Feed:
 
     def job_ended(self) -> bool:
         """Every task of the job (as the projector last committed it) has ended."""
-
-        def ended(committed: Committed) -> bool:
-            assert committed.state is not None
-            tasks = committed.state.job.tasks
-            return sum(tasks.values()) > 0 and all(
-                status in TERMINAL for status, n in tasks.items() if n
-            )
-
-        try:
-            return run_on_committed(self.store, ended, read_state=True, doing="reading the job")
-        except NoProjectedData:
-            return False
+        return job_ended(self.store)
 
     # --- one batch ---------------------------------------------------------------------------
 
     def _select(self, *, whole: bool = False) -> str:
         """The next batch: the view's rows after the position, in log order (``whole``:
         with ``stream_ms`` and ``stream_seq``)."""
-        ms, _, seq = self.position.stream_id.partition("-")
-        after = f"stream_ms > {int(ms)} OR (stream_ms = {int(ms)} AND stream_seq > {int(seq or 0)})"
+        after = after_position(self.position.stream_id)
         view = ITEM_EVENTS if self.what == "items" else self.what
         return (
             f"SELECT {'*' if whole else '* EXCLUDE (stream_ms, stream_seq)'} FROM {view} "
@@ -313,6 +301,29 @@ class Feed:
                 ]
             )
         return text.getvalue().encode()
+
+
+def after_position(stream_id: str) -> str:
+    """The SQL condition on a view's ``stream_ms`` and ``stream_seq``: after ``stream_id``."""
+    ms, _, seq = stream_id.partition("-")
+    return f"stream_ms > {int(ms)} OR (stream_ms = {int(ms)} AND stream_seq > {int(seq or 0)})"
+
+
+def job_ended(store: Store) -> bool:
+    """Every task of ``store``'s job (as the projector last committed it) has ended: what a
+    feed run ``--until-done`` waits for."""
+
+    def ended(committed: Committed) -> bool:
+        assert committed.state is not None
+        tasks = committed.state.job.tasks
+        return sum(tasks.values()) > 0 and all(
+            status in TERMINAL for status, n in tasks.items() if n
+        )
+
+    try:
+        return run_on_committed(store, ended, read_state=True, doing="reading the job")
+    except NoProjectedData:
+        return False
 
 
 def _plain(value: Any) -> Any:

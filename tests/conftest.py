@@ -18,6 +18,7 @@ from redis.retry import Retry
 
 from eventlog import EventLog, JobKeys, ReplicaSetInfo, TaskQueue, connect, start_replica_set
 from eventlog._server import valkey_binary
+from tests.postgres_process import PostgresMissing, PostgresServer
 
 SERVER_START_TIMEOUT_S = 10.0
 PACKAGES = ("eventlog", "projector", "crawler")
@@ -104,6 +105,33 @@ def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield url
     process.terminate()
     process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A private PostgreSQL server (Debian's package) on a free loopback port, for the
+    session; the test is skipped, saying why, where it cannot be had."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("no psycopg: pip install 'crawlog[postgresql]' (the dev extra has it)")
+    try:
+        server = PostgresServer()
+    except PostgresMissing as missing:
+        pytest.skip(f"no PostgreSQL to feed: {missing}")
+    try:
+        server.start()
+    except PostgresMissing as missing:
+        server.stop()
+        pytest.skip(f"PostgreSQL could not be started: {missing}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a fresh database of the session's PostgreSQL server."""
+    return postgres_server.new_database()
 
 
 @pytest.fixture

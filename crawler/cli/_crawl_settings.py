@@ -43,6 +43,7 @@ class CrawlOptions:
     autothrottle_max_delay: float
     depth: int | None
     max_pages: int
+    max_item_bytes: int
     scope: ScopeMode
     spider: str | None
     spider_arg: tuple[str, ...]
@@ -112,6 +113,7 @@ def crawl_settings(options: CrawlOptions) -> CrawlSettings:
         scope=options.scope,
         max_depth=options.depth,
         max_pages=options.max_pages,
+        max_item_bytes=options.max_item_bytes,
         spider=spider,
         spider_args=arguments,
         politeness=Politeness(

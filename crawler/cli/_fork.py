@@ -143,6 +143,7 @@ def fork_command(
     args: Sequence[str],
     *,
     name: str,
+    title: str,
     preload: Sequence[str] = (),
     stderr: int,
     quiet: bool = False,
@@ -151,8 +152,9 @@ def fork_command(
 ) -> Forked:
     """Fork a child that waits to be started, then runs ``crawlog ARGS``.
 
-    ``name``: what ``ps -o comm``, ``top`` and ``pstree`` show (its command line is the
-    crawl's); ``preload``: what it imports meanwhile (modules, or ``module:name`` for a
+    ``name``: what ``ps -o comm``, ``top`` and ``pstree`` show (the kernel keeps 15
+    bytes); ``title``: its command line as ``ps`` shows it, in place of the crawl's it was
+    forked with; ``preload``: what it imports meanwhile (modules, or ``module:name`` for a
     package's lazily loaded name); ``stderr``: its stderr's fd; ``quiet``: its stdout to
     /dev/null; ``new_session``: in a session of its own; ``blocked``: signals blocked as it
     starts (its command unblocks what it listens for).
@@ -168,7 +170,7 @@ def fork_command(
         if pid == 0:
             status = 1
             try:
-                _name_process(name)
+                _name_process(name, title)
                 status = _child(crawl, args, preload, go_read, go_write, stderr, quiet, new_session)
             except BaseException:  # never back into the crawl's own code
                 traceback.print_exc()
@@ -232,7 +234,12 @@ def _child(
     return 0
 
 
-def _name_process(name: str) -> None:
+def _name_process(name: str, title: str) -> None:
+    import setproctitle
+
+    # Rewrites the argv the child shares with nothing now (/proc/PID/cmdline); it sets the
+    # short name from the title too, hence the short name after it.
+    setproctitle.setproctitle(title)
     with contextlib.suppress(OSError, AttributeError):
         # The kernel keeps 15 bytes of it.
         ctypes.CDLL(None).prctl(_PR_SET_NAME, name.encode()[:15], 0, 0, 0)

@@ -32,7 +32,7 @@ import click
 
 from crawler.cli._exit import EXIT_BROKEN_PIPE, EXIT_DISK_FULL, EXIT_ERROR, EXIT_STORE_LOST
 from crawler.cli._logs import LOG_FORMATS, LogFormat, configure_logging
-from crawler.cli._settings import bind, export_redis_url, load_file
+from crawler.cli._settings import ConfigFile, bind, config_path, export_redis_url, load_file
 from crawler.cli._unwritable import exit_status, said_by_the_crawl
 from crawler.cli.changes import changes_command
 from crawler.cli.config import (
@@ -62,6 +62,9 @@ from crawler.cli.status import status_command
 from crawler.cli.testsite import testsite_command
 from crawler.cli.workers import workers_command
 from eventlog import CrawlogError, ServerCannotPersist, StoreLost, group_lost
+
+HELP_OPTIONS = ("-h", "--help")
+"""What asks any command for its help."""
 
 # --- errors -----------------------------------------------------------------------------------
 
@@ -99,8 +102,13 @@ class _CrawlogGroup(click.Group):
             extra.setdefault("default_map", bind(self, file))
             from_file = export_redis_url(file)
         except CrawlogError as exc:
-            # Before any parsing, so there is no --debug yet: a config error is one line.
-            raise _ReportedError(str(exc), debug=False) from exc
+            if not _asks_for_help(args):
+                # Before any parsing, so there is no --debug yet: a config error is one line.
+                raise _ReportedError(str(exc), debug=False) from exc
+            # Help reads no setting: a broken file must not hide how to use crawlog.
+            file = ConfigFile(path=config_path(), values={}, exists=False)
+            extra.setdefault("default_map", bind(self, file))
+            from_file = False
         ctx = super().make_context(info_name, args, parent, **extra)
         ctx.meta[CONFIG_META] = file
         ctx.meta[REDIS_FROM_FILE_META] = from_file
@@ -144,6 +152,12 @@ class _CrawlogGroup(click.Group):
             if (lost := group_lost(exc, "the command ran")) is not None:
                 raise _reported(lost, debug=False) from exc
             raise _internal_error(exc) from exc
+
+
+def _asks_for_help(args: list[str]) -> bool:
+    """Whether this command line only shows help (none of its commands runs)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return not args or any(arg in HELP_OPTIONS for arg in options)
 
 
 def _reported(exc: BaseException, *, debug: bool) -> click.ClickException | click.exceptions.Exit:
@@ -205,7 +219,7 @@ def _version() -> str:
 @click.group(
     "crawlog",
     cls=_CrawlogGroup,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": list(HELP_OPTIONS)},
     epilog="Example:  crawlog server start",
 )
 @click.version_option(_version(), "--version", "-V", prog_name="crawlog")

@@ -12,16 +12,20 @@ from typing import Any
 import click
 import msgspec
 
-from crawler.ops import default_operator
+from crawler.ops import default_operator, require_reason
 
 SHOWN = 20
 """Tasks or leases listed by name unless ``--all``."""
 
 
 def reason_option(command: Any) -> Any:
-    """``--reason TEXT``: why, recorded in the event (required: it is the audit trail)."""
+    """``--reason TEXT``: why, recorded in the event (required, and not blank, as in the
+    console: it is the audit trail). Checked while parsing, before the job is opened."""
     return click.option(
-        "--reason", required=True, help="Why: recorded in the event, shown by `history`."
+        "--reason",
+        required=True,
+        callback=lambda _ctx, _param, value: require_reason(value),
+        help="Why: recorded in the event, shown by `history`.",
     )(command)
 
 

@@ -152,6 +152,7 @@ def fork_children(settings: CrawlSettings) -> Forks | None:
         projector = fork_command(
             _projector_args(settings),
             name="crawlog-project",
+            title=f"crawlog projector job {settings.job}",
             preload=PROJECTOR_PRELOAD,
             stderr=output.fd,
             quiet=True,
@@ -165,6 +166,7 @@ def fork_children(settings: CrawlSettings) -> Forks | None:
                 fork_command(
                     _worker_args(settings, n),
                     name=f"crawlog-w{n}",
+                    title=f"crawlog worker w{n} job {settings.job}",
                     preload=WORKER_PRELOAD,
                     stderr=output.fd,
                 )

@@ -60,6 +60,9 @@ def _row_dict(row: Row) -> dict[str, Any]:
         pages_rate=None if row.pages_rate is None else round(row.pages_rate, 3),
         eta_s=None if row.eta_s is None else round(row.eta_s, 3),
         window_s=round(row.window_s, 3),
+        # ``paused`` is the row's flag (nothing here can end until a pause is lifted), which
+        # takes the counts' key: the count of paused and parked tasks is ``parked``.
+        parked=counts.paused,
         paused=row.paused,
     )
     return data
@@ -132,8 +135,23 @@ def _slot_wait_ms(worker: WorkerInfo, lease_ms: int | None) -> int | None:
     return min(ends) if ends else None
 
 
+def no_worker_text(report: Progress) -> str:
+    """``no worker alive: ...`` with how to resume, when every worker the job had is gone
+    and tasks are left (a killed crawl); else nothing."""
+    workers = report.workers
+    if not workers or any(w.alive for w in workers) or not report.total.counts.remaining:
+        return ""
+    return (
+        f"no worker alive: run the same `crawlog crawl ... --job {report.job}` again to resume "
+        "(its workers take their tasks back)"
+    )
+
+
 def slot_wait_text(report: Progress) -> str:
-    """``waiting for a host slot (N s)`` while gone workers hold slots, else nothing."""
+    """``waiting for a host slot (N s)`` while gone workers hold slots that a live worker
+    waits for, else nothing (with no worker alive, nobody waits)."""
+    if not any(w.alive for w in report.workers):
+        return ""
     waits = [_slot_wait_ms(w, report.lease_ms) for w in report.workers]
     known = [ms for ms in waits if ms is not None]
     return f"waiting for a host slot ({format_duration(max(known) / 1000)})" if known else ""
@@ -146,7 +164,7 @@ def workers_summary(report: Progress) -> str:
     oldest = f", oldest lease {format_duration(max(ages) / 1000, tenths=True)}" if ages else ""
     gone = len(report.workers) - alive
     held = f", {gone} gone holding leases" if gone else ""
-    waiting = f", {text}" if (text := slot_wait_text(report)) else ""
+    waiting = f", {text}" if (text := no_worker_text(report) or slot_wait_text(report)) else ""
     return f"{alive} worker(s) alive{oldest}{held}{waiting}"
 
 
@@ -287,6 +305,8 @@ def progress_renderable(report: Progress) -> Group:
     if report.job_paused:
         parts.append(Text(job_paused_text(report), style="bold yellow"))
     parts += [sites, workers if report.workers else Text("no workers")]
+    if nobody := no_worker_text(report):
+        parts.append(Text(nobody, style="yellow"))
     if report.dead_letters:
         parts.append(Text(dead_letters_text(report), style="red"))
     if report.clock_skew:
@@ -301,7 +321,7 @@ def progress_renderable(report: Progress) -> Group:
 
 def _gone_state(worker: WorkerInfo, report: Progress) -> str:
     wait = _slot_wait_ms(worker, report.lease_ms)
-    if wait is None:
+    if wait is None or not any(w.alive for w in report.workers):
         return "gone"
     return f"gone, waiting for a host slot ({format_duration(wait / 1000)})"
 

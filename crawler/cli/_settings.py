@@ -129,6 +129,14 @@ SETTINGS: tuple[Setting, ...] = (
         "fetch at most this many pages, each task's first and next pages (0: no bound)",
     ),
     Setting(
+        "job.max_item_bytes",
+        "CRAWLOG_MAX_ITEM_BYTES",
+        "max_item_bytes",
+        ("crawl",),
+        int,
+        "an item's encoded size at most (0: no cap): a larger one fails its task",
+    ),
+    Setting(
         "job.lease",
         "CRAWLOG_LEASE",
         "lease",

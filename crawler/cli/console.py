@@ -24,13 +24,15 @@ from crawler.cli._argv import crawlog_command
 from crawler.cli._lifeline import PARENT_ENV, die_with_parent
 from crawler.cli._options import data_dir_option
 from crawler.ops import default_operator
-from eventlog import ConfigError
+from eventlog import ConfigError, CrawlogError
 
 DEFAULT_HOST = "127.0.0.1"
 """Only this machine, unless told (every request needs the token, from here as well)."""
 DEFAULT_PORT = 8777
 URL_PREFIX = "crawlog console: "
 """How the command's first line starts: the URL to open follows."""
+JOBS_NAMED = 10
+"""Jobs named by the error for a --job that is not there (``crawlog jobs`` lists them all)."""
 STOP_GRACE_S = 5.0
 """A crawl's console stopped with SIGTERM is SIGKILLed if still running after this."""
 
@@ -55,6 +57,12 @@ STOP_GRACE_S = 5.0
     help="Port to listen on (0: any free port).",
 )
 @click.option(
+    "--beside-crawl",
+    is_flag=True,
+    hidden=True,
+    help="Started by `crawl --console`: the job may not be stored yet, the crawl stores it.",
+)
+@click.option(
     "--user",
     default=default_operator,
     show_default="the OS user",
@@ -63,7 +71,7 @@ STOP_GRACE_S = 5.0
     "(add &as=NAME to the printed URL to log in as NAME).",
 )
 def console_command(
-    job: str | None, data_dir: Path | None, host: str, port: int, user: str
+    job: str | None, data_dir: Path | None, host: str, port: int, beside_crawl: bool, user: str
 ) -> None:
     """Serve a web page to watch a job and act on it: progress, sites with pause and
     resume, every task's story with retry, what needs a person, dead letters.
@@ -103,6 +111,8 @@ def console_command(
         user=user,
         job=job,
     )
+    if job is not None and not beside_crawl:
+        anyio.run(_check_job_is_there, settings.data_dir, settings.redis_url, job)
     sock = bind_socket(host, port)
     click.echo(f"{URL_PREFIX}{url_of(sock, settings.token)}")
     if not is_loopback_address(sock.getsockname()[0]):
@@ -112,6 +122,29 @@ def console_command(
         anyio.run(serve, settings, sock)
     finally:
         sock.close()
+
+
+async def _check_job_is_there(data_dir: Path, redis_url: str, job: str) -> None:
+    """``ConfigError`` naming the jobs there are, unless ``job`` is one of those the
+    console's home page would list (``crawlog jobs``'s: on the server or projected)."""
+    from crawler.ops import read_job_rows
+    from eventlog import did_you_mean
+
+    try:
+        known = [row.job for row in await read_job_rows(data_dir, redis_url)]
+    except CrawlogError:
+        return  # no server to ask: the console says so on its pages, as it did
+    if job in known:
+        return
+    there = (
+        f"the jobs here: {', '.join(known[:JOBS_NAMED])}{', …' if len(known) > JOBS_NAMED else ''}"
+        if known
+        else "no job here yet"
+    )
+    raise ConfigError(
+        f"no job {job!r} here{did_you_mean(job, known)} ({there}): `crawlog jobs` lists them, "
+        "`crawlog console` without --job opens them all"
+    )
 
 
 @contextmanager
@@ -124,7 +157,7 @@ def console_of_crawl(redis_url: str, data_dir: Path, job: str, *, port: int) -> 
     in the crawl's process group, it also gets the terminal's Ctrl-C and stops at once.
     """
     command = crawlog_command(
-        "console", "--job", job, "--data-dir", str(data_dir), "--port", str(port)
+        "console", "--job", job, "--data-dir", str(data_dir), "--port", str(port), "--beside-crawl"
     )
     env = {**os.environ, "REDIS_URL": redis_url, PARENT_ENV: str(os.getpid())}
     child = subprocess.Popen(

@@ -24,6 +24,7 @@ from crawler._autothrottle import (
 from crawler._defaults import (
     DEFAULT_FAIL_ON,
     DEFAULT_GRACE_S,
+    DEFAULT_MAX_ITEM_BYTES,
     DEFAULT_MAX_PAGES,
     DEFAULT_SPIDER_ERROR_SHARE,
     FAIL_ON_CHOICES,
@@ -134,6 +135,15 @@ log = logging.getLogger("crawlog.worker")
     metavar="N",
     help="Fetch at most N pages: each task's first page and every next page count (0: no "
     "bound). The crawl says so at its start, and its summary and report when it was reached.",
+)
+@click.option(
+    "--max-item-bytes",
+    type=click.IntRange(0),
+    default=DEFAULT_MAX_ITEM_BYTES,
+    show_default=True,
+    metavar="N",
+    help="An item's size at most, encoded (0: no cap): a larger one fails its task, saying "
+    "so, rather than travel through Redis, the archive and every export.",
 )
 @click.option(
     "--scope",

@@ -23,11 +23,19 @@ import msgspec
 
 from crawler.cli._options import data_dir_option, job_option, json_option
 from crawler.ops import table_lines
-from eventlog import DEFAULT_LEASE_MS, ConfigError, CrawlogError, did_you_mean, require_data_dir
+from eventlog import (
+    DEFAULT_LEASE_MS,
+    ConfigError,
+    CrawlogError,
+    did_you_mean,
+    require_data_dir,
+    resolve_data_dir,
+)
 from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
-    from projector import Feed, QueryResult, Store
+    from eventlog import ProjectorHolder
+    from projector import Feed, PostgresFeed, QueryResult, Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
 FOLLOW_EVERY_S = 1.0
@@ -40,6 +48,9 @@ SqlFormat = Literal["table", "csv", "json"]
 def _store(data_dir: Path | None, job: str) -> Store:
     from projector import Store, job_dir, projected_jobs
 
+    directory = resolve_data_dir(data_dir)
+    if not job_dir(directory, job).is_dir() and (elsewhere := _archive_elsewhere(job)):
+        raise ConfigError(elsewhere)
     directory = require_data_dir(data_dir, job=job)  # where the data is not, say so
     if not job_dir(directory, job).is_dir():
         # Not "is the projector running?": most often the name is mistyped.
@@ -51,6 +62,46 @@ def _store(data_dir: Path | None, job: str) -> Store:
             f"`crawlog project --job {job} --once` builds its data"
         )
     return Store(directory, job)
+
+
+def _archive_elsewhere(job: str) -> str | None:
+    """Where ``job``'s archive is, when ``REDIS_URL``'s server has the job and this machine
+    none of its data (a second machine that can ``status`` it): one line saying how to
+    report it. None without ``REDIS_URL``, or when its server cannot tell."""
+    import os
+
+    import anyio
+
+    from eventlog import REDIS_URL_ENV, JobKeys, connect, job_exists, last_committer
+
+    url = os.environ.get(REDIS_URL_ENV)
+    if not url:
+        return None
+
+    async def read() -> tuple[bool, ProjectorHolder | None]:
+        keys = JobKeys(job)
+        async with connect(url) as client:
+            if not await job_exists(client, keys):
+                return False, None
+            return True, await last_committer(client, keys)
+
+    try:
+        exists, committer = anyio.run(read)
+    except CrawlogError:
+        return None  # the usual message says where the data was looked for
+    if not exists:
+        return None
+    here = f"no data for job {job!r} on this machine: `crawlog status --job {job}` shows its "
+    if committer is None:
+        return (
+            here + "progress from the server; no projector has committed it yet, "
+            f"`crawlog project --job {job}` here would build its data for report, sql and export"
+        )
+    return (
+        here + "progress from the server; report, sql and export read the archive its "
+        f"projector writes ({committer.describe()}): run them on host {committer.host} with "
+        f"--data-dir {committer.data_dir}"
+    )
 
 
 def _stored_lease_s(job: str, data_dir: Path | None) -> float:
@@ -190,7 +241,9 @@ def _cell(value: Any) -> str:
 @click.command(
     "export",
     epilog="Example:  crawlog export --job books --what pages --format csv pages.csv\n\n"
-    "A feed:   crawlog export --job books --what items --format jsonl --follow items.jsonl",
+    "A feed:   crawlog export --job books --what items --format jsonl --follow items.jsonl\n\n"
+    "Into PostgreSQL:  crawlog export --job books --what items "
+    "--to postgresql://crawlog@db.example:5432/shop --table books --follow",
 )
 @job_option
 @data_dir_option
@@ -201,8 +254,22 @@ def _cell(value: Any) -> str:
     "--format",
     "fmt",
     type=click.Choice(EXPORT_FORMATS),
-    required=True,
-    help="JSON lines, Parquet or CSV with a header.",
+    default=None,
+    help="JSON lines, Parquet or CSV with a header (for OUT).",
+)
+@click.option(
+    "--to",
+    "to_url",
+    metavar="URL",
+    default=None,
+    help="Items into PostgreSQL instead of OUT: postgresql://USER@HOST:PORT/DB, with --table; "
+    "a row per item key, each written once, resuming after a kill (docs/reports.md).",
+)
+@click.option(
+    "--table",
+    metavar="T",
+    default=None,
+    help="With --to: the table, T or SCHEMA.T (made if missing, a column per item field).",
 )
 @click.option(
     "--with-meta",
@@ -229,17 +296,19 @@ def _cell(value: Any) -> str:
     metavar="S",
     help="With --follow: seconds between looks at what the projector committed.",
 )
-@click.argument("out", metavar="OUT")
+@click.argument("out", metavar="[OUT]", required=False)
 def export_command(
     job: str,
     data_dir: Path | None,
     what: ExportWhat,
-    fmt: ExportFormat,
+    fmt: ExportFormat | None,
+    to_url: str | None,
+    table: str | None,
     with_meta: bool,
     follow: bool,
     until_done: bool,
     interval: float,
-    out: str,
+    out: str | None,
 ) -> None:
     """Export every page fetch (duplicates included) or every item (one per key) to OUT.
 
@@ -247,7 +316,9 @@ def export_command(
     as the spider wrote them (CSV and Parquet: a column per item field), or with
     --with-meta in their envelope. With --follow, OUT is a feed (docs/reports.md): rows are
     appended as the projector commits them, and the command run again after a kill goes
-    on where it stopped (Parquet: OUT is a directory of part files).
+    on where it stopped (Parquet: OUT is a directory of part files). With --to and
+    --table, items go into a PostgreSQL table instead, one row per key, the feed's
+    position kept in the database with them.
     """
     from projector import Feed, export
 
@@ -255,6 +326,19 @@ def export_command(
         raise ConfigError("--until-done goes with --follow")
     if with_meta and what != "items":
         raise ConfigError("--with-meta goes with --what items (a page's row is all meta)")
+    if to_url is not None or table is not None:
+        _check_postgres_options(what, to_url, table, fmt, with_meta, out)
+        assert to_url is not None and table is not None
+        _export_to_postgres(
+            _store(data_dir, job), to_url, table, follow=follow, until_done=until_done,
+            every=interval,
+        )  # fmt: skip
+        return
+    if fmt is None or out is None:
+        raise ConfigError(
+            "give --format jsonl|parquet|csv and OUT (a file, or - for stdout), or --to "
+            "postgresql://USER@HOST:PORT/DB --table T"
+        )
     store = _store(data_dir, job)
     if follow:
         if out == STDOUT:
@@ -280,12 +364,63 @@ def export_command(
         sys.stdout.buffer.flush()
 
 
-def _follow(feed: Feed, *, until_done: bool, every: float) -> None:
+def _check_postgres_options(
+    what: ExportWhat,
+    to_url: str | None,
+    table: str | None,
+    fmt: ExportFormat | None,
+    with_meta: bool,
+    out: str | None,
+) -> None:
+    """Refuse what ``export --to URL --table T`` does not take."""
+    if to_url is None or table is None:
+        raise ConfigError("--to and --table go together: --to postgresql://... --table T")
+    for given, name in ((fmt, "--format"), (out, "OUT"), (with_meta or None, "--with-meta")):
+        if given is not None:
+            raise ConfigError(
+                f"{name} is for a file: --to writes a table, whose columns are the item's "
+                "key, data and meta and a column per field"
+            )
+    if what != "items":
+        raise ConfigError("--to feeds items, a row per key: give --what items")
+    from projector import postgres_target
+
+    postgres_target(to_url, table)  # a URL or a name that cannot be used, said first
+
+
+def _export_to_postgres(
+    store: Store, to_url: str, table: str, *, follow: bool, until_done: bool, every: float
+) -> None:
+    """The job's items into the table: everything committed now, or ``follow``ing."""
+    from projector import PostgresFeed
+
+    feed = PostgresFeed(store, url=to_url, table=table)
+    try:
+        if follow:
+            _follow(feed, until_done=until_done, every=every)
+            return
+        feed.open()
+        written = feed.poll(need_data=True)
+        click.echo(
+            f"exported {written:,} items to {feed.name} ({feed.position.rows:,} in all, "
+            f"log position {feed.position.stream_id})"
+        )
+    finally:
+        feed.close()
+
+
+def _follow(feed: Feed | PostgresFeed, *, until_done: bool, every: float) -> None:
     """Run ``feed`` until Ctrl-C or SIGTERM (or, ``until_done``, the job's end), a line on
     stderr per batch of rows written and one when it stops."""
-    from projector import position_path
+    from projector import Feed, position_path
 
-    out, what = feed.out, feed.what
+    if isinstance(feed, Feed):
+        out: Path | str = feed.out
+        kept = f"position in {position_path(feed.out)}"
+    else:
+        out = feed.name
+        kept = f"position in its table {feed.positions_table}"
+    what = feed.what
     position = feed.open()
     stop = threading.Event()
 
@@ -312,11 +447,7 @@ def _follow(feed: Feed, *, until_done: bool, every: float) -> None:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     why = "the job ended" if not stop.is_set() else "stopped"
-    click.echo(
-        f"feed {out}: {why}; {feed.position.rows:,} {what} written, position in "
-        f"{position_path(out)}",
-        err=True,
-    )
+    click.echo(f"feed {out}: {why}; {feed.position.rows:,} {what} written, {kept}", err=True)
 
 
 def register_report_commands(group: click.Group) -> None:

@@ -54,14 +54,6 @@ def actor_of(operator: str) -> str:
     return f"{operator}{ACTOR_SUFFIX}"
 
 
-def require_reason(reason: str | None) -> str:
-    """The reason given, or ``ConfigError``: no action without a reason."""
-    text = (reason or "").strip()
-    if not text:
-        raise ConfigError("a reason is required: it is recorded in the event, and nothing was done")
-    return text
-
-
 class FormLedger:
     """Forms submitted, by id, with their outcomes: a form acts once."""
 

@@ -36,7 +36,6 @@ from crawler.console._actions import (
     control_site,
     needing_a_person,
     replay_dead,
-    require_reason,
     resolve_task,
     retry_group,
     retry_task,
@@ -56,7 +55,7 @@ from crawler.console._guard import (
 from crawler.console._live import JobWatch
 from crawler.console._sse import log_messages, start_position
 from crawler.console._state import Console, console_of, session_of
-from crawler.ops import OpenJob, read_job_rows, task_id_of
+from crawler.ops import OpenJob, read_job_rows, require_reason, task_id_of
 from eventlog import ConfigError, CrawlogError, EventLog, connect
 from projector import TaskState
 

@@ -4,15 +4,20 @@ One :class:`JobWatch` per job: the CLI's ``LiveProgress`` (committed state + the
 tail, the same numbers ``crawlog status`` prints), refreshed at most every
 :data:`FRESH_S` however many pages and browsers ask, plus what the fold does not keep and
 the panel shows: response times, fetches and failures per minute, the peak retries of a
-task, who paused a site. Those are observed on the events this process folds, so they
-cover the stream's tail after the projector's last commit when the console started, and
-everything since.
+task, who paused a site. Response times and who paused are observed on the events this
+process folds: the stream's tail after the projector's last commit when the console
+started, and everything since. The per-minute charts count what came before too: pages
+from the projector's committed fetch figures (``FetchTracker.per_minute``, kept in step
+with the tail by ``LiveProgress``), failures from the committed state's failed and aborted
+tasks (the minute of their last event), then the tail's; each start from a commit (the
+first, and one after a trim) counts them again from that commit.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -32,7 +37,7 @@ from eventlog import (
     TaskFailed,
     stream_id_key,
 )
-from projector import ABORTED, State
+from projector import ABORTED, FAILED, State
 
 FRESH_S = 0.2
 """A refresh this recent is served as it is: many pages open cost one fold."""
@@ -48,10 +53,26 @@ class Observed:
 
     def __init__(self) -> None:
         self.response_ms: deque[float] = deque(maxlen=RESPONSE_TIMES_KEPT)
-        self.pages_per_minute: Counter[int] = Counter()
+        self.pages_per_minute: Mapping[int, int] = {}
+        """Fetches by the server's minute: the committed figures' and the tail's."""
         self.failures_per_minute: dict[int, Counter[str]] = {}
         self.site_paused_by: dict[str, str] = {}
         self.peak_retries = 0
+
+    def start_from(self, state: State) -> None:
+        """Count the failures of a committed ``state`` (its failed and aborted tasks, at
+        the minute of their last event) in place of what was counted before: the tail
+        after it is observed next. Pages come from the committed fetch figures instead
+        (:meth:`JobWatch.refresh`)."""
+        failures: dict[int, Counter[str]] = {}
+        for task in state.tasks.values():
+            if task.status == FAILED or task.status == ABORTED:
+                minute = int(task.updated_at * 1000) // MS_PER_MINUTE
+                failures.setdefault(minute, Counter())[task.last_reason] += 1
+        latest = max(failures, default=0)
+        self.failures_per_minute = {
+            m: reasons for m, reasons in failures.items() if m >= latest - MINUTES_KEPT
+        }
 
     def observe(self, entry: LogEntry, state: State) -> None:
         """Note what ``entry`` (already folded into ``state``) says for the panel."""
@@ -62,7 +83,6 @@ class Observed:
             case PageFetched():
                 if event.error is None:
                     self.response_ms.append(event.elapsed_ms)
-                self.pages_per_minute[minute] += 1
             case TaskFailed() | TaskAborted():
                 reasons = self.failures_per_minute.setdefault(minute, Counter())
                 reasons[event.reason] += 1
@@ -79,8 +99,6 @@ class Observed:
         self._forget_before(minute - MINUTES_KEPT)
 
     def _forget_before(self, minute: int) -> None:
-        for old in [m for m in self.pages_per_minute if m < minute]:
-            del self.pages_per_minute[old]
         for old in [m for m in self.failures_per_minute if m < minute]:
             del self.failures_per_minute[old]
 
@@ -97,6 +115,7 @@ class _ObservingTracker(Tracker):
     def __init__(self, state: State, observed: Observed) -> None:
         super().__init__(state)
         self.observed = observed
+        observed.start_from(self.state)
         if self.state.tasks:
             observed.peak_retries = max(
                 observed.peak_retries, max(t.retries for t in self.state.tasks.values())
@@ -166,6 +185,8 @@ class JobWatch:
             if not fresh and self._last is not None and now - self._last[0] < FRESH_S:
                 return self._last[1]
             report = await self._source.refresh(now=now)
+            # Replaced by each start from a commit: read again after every refresh.
+            self.observed.pages_per_minute = self._source.fetches.per_minute
             self._last = (now, report)
             self._loaded.set()
             return report
@@ -180,6 +201,8 @@ class JobWatch:
                 committed = manifest.summary
                 assert committed is not None  # summary_progress found it
                 retried = [n for n, tasks in committed.retries.items() if tasks]
+                if committed.fetches is not None and not self.observed.pages_per_minute:
+                    self.observed.pages_per_minute = committed.fetches.per_minute
                 return PanelView(
                     report=summary,
                     aborted=committed.job.tasks.get(ABORTED, 0),

@@ -222,11 +222,18 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
     minute = int(now // 60)
     charts = bars_per_minute(
         observed.pages_per_minute, minute, title="pages fetched per minute", unit="pages"
-    ) + bars_per_minute(
-        observed.failures_per_minute,
-        minute,
-        title="failures per minute, by reason",
-        unit="tasks",
+    ) + (
+        # The commit's summary counts failures by reason, not by minute: no chart to draw
+        # (an empty one would say there were none) until the state is read.
+        '<p id="failures-chart-pending">failures per minute, by reason: drawn once the '
+        "job&#39;s state is read</p>"
+        if view.committed_only
+        else bars_per_minute(
+            observed.failures_per_minute,
+            minute,
+            title="failures per minute, by reason",
+            unit="tasks",
+        )
     )
     reading = (
         '<p id="committed-only">As of the projector&#39;s last commit: the job&#39;s state '

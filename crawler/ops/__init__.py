@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         default_operator,
         open_job,
         open_log,
+        require_reason,
         resolve_site,
         task_id_of,
     )
@@ -73,6 +74,7 @@ __all__ = [
     "pause_or_resume",
     "read_job_rows",
     "request_summary",
+    "require_reason",
     "resolve",
     "resolve_site",
     "response_text",

@@ -45,6 +45,15 @@ def default_operator() -> str:
         return "operator"
 
 
+def require_reason(reason: str | None) -> str:
+    """The reason given, stripped, or ``ConfigError``: no action without a reason (it is
+    the audit trail: the event's ``reason``, what ``history`` shows)."""
+    text = (reason or "").strip()
+    if not text:
+        raise ConfigError("a reason is required: it is recorded in the event, and nothing was done")
+    return text
+
+
 class OpenJob:
     """A connected client and what every operator command needs of one job."""
 

@@ -146,3 +146,14 @@ async def test_a_parse_that_returns_no_outputs_at_all_is_refused() -> None:
         SpiderOutputError, match=re.escape(f"spider number on {PAGE}: parse returned int")
     ):
         [o async for o in spider_outputs(_ReturnsNumber(), _response())]
+
+
+def test_an_item_past_the_size_cap_is_refused_and_a_cap_of_0_takes_any() -> None:
+    item = Item("k", {"blob": "x" * 1000})
+    assert check_output(item, spider="shop", url=PAGE, index=0, max_item_bytes=2000) == item
+    assert check_output(item, spider="shop", url=PAGE, index=0, max_item_bytes=0) == item
+    with pytest.raises(SpiderOutputError, match=r"over the item size cap of 999 bytes"):
+        check_output(item, spider="shop", url=PAGE, index=0, max_item_bytes=999)
+    # Next pages and follows are not items: their size is the checkpoint's business.
+    big_page = NextPage("?p=2", "c" * 5000)
+    assert check_output(big_page, spider="shop", url=PAGE, index=0, max_item_bytes=10) == big_page

@@ -27,8 +27,11 @@ ANALYTICS = (
     "projector._report_model",
     "projector._committed",
     "projector._history",
+    "projector._pg_feed",
+    "psycopg",
 )
-"""What reads or writes the projector's archive: no worker needs it."""
+"""What reads or writes the projector's archive, or feeds it into PostgreSQL: no worker
+needs it."""
 OTHER_COMMANDS = (
     "prometheus_client",
     "crawler._metrics",

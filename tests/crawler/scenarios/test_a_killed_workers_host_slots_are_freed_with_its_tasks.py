@@ -110,9 +110,11 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
             # The site still answers the requests the kill left in flight (and logs them):
             # restarted once they are answered, so that none is taken for the restart's.
             await site.no_connections()
-            # Nothing moves until the slots are freed, and the progress says so.
+            # Nothing moves: no worker is alive to wait for the slots, and the progress says
+            # so, with how to resume (not that someone waits for a host slot).
             status = await crawlog(valkey_url, data_dir, "status", "--job", keys.job)
-            assert "waiting for a host slot (" in status.stdout, status.stdout + status.stderr
+            assert "no worker alive" in status.stdout, status.stdout + status.stderr
+            assert "waiting for a host slot" not in status.stdout, status.stdout
             # At once all the same: the dead process's name is taken over (it runs no more),
             # its tasks taken back and, with them, its slots freed.
             assert await held_slots(redis_client, keys, site.url.removeprefix("http://")) > 0

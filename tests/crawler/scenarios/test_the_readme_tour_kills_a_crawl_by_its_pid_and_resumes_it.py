@@ -44,7 +44,7 @@ def tour_step(number: int) -> list[str]:
 
 def children_of(pid: int) -> set[int]:
     """The live children of process ``pid`` (a crawl's: its workers and projector, forked
-    from it; ``ps`` shows each with the crawl's own command line)."""
+    from it; ``ps`` shows each by its role and job)."""
     try:
         listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except FileNotFoundError:
