@@ -228,6 +228,7 @@ from eventlog._restore import (
     restore_flags,
     restore_lanes,
     restore_parked,
+    restore_redirects,
     restore_seen,
 )
 from eventlog._robots import ROBOTS_LOCK_MS, RobotsFile, SharedRobots
@@ -460,6 +461,7 @@ __all__ = [
     "restore_flags",
     "restore_lanes",
     "restore_parked",
+    "restore_redirects",
     "restore_seen",
     "save_start_requests_done",
     "server_status",

@@ -161,6 +161,15 @@ async def restore_seen(redis: aioredis.Redis, keys: JobKeys, fingerprints: Itera
     return added
 
 
+async def restore_redirects(
+    redis: aioredis.Redis, keys: JobKeys, claims: Mapping[str, str]
+) -> None:
+    """Note each fingerprint -> the task that reached its URL through a redirect, as
+    ``CLAIM_URL`` did (its fingerprint is marked seen by `restore_seen`): no task is
+    enqueued for that URL, and the task may follow the same redirect again."""
+    await _set_fields(redis, keys.redirected, claims)
+
+
 async def restore_checkpoints(
     redis: aioredis.Redis, keys: JobKeys, checkpoints: Mapping[str, tuple[str, CheckpointSaved]]
 ) -> None:

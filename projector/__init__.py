@@ -91,7 +91,13 @@ if TYPE_CHECKING:
     )
     from projector._report import build_report
     from projector._report_model import Report
-    from projector._restore import Restored, RestorePlan, plan_restore, restore_job
+    from projector._restore import (
+        Restored,
+        RestorePlan,
+        plan_restore,
+        redirect_claims,
+        restore_job,
+    )
     from projector._state import (
         ABORTED,
         DEDUP_WINDOW,
@@ -196,6 +202,7 @@ __all__ = [
     "read_live",
     "rebuild_checkpoint_index",
     "rebuild_from_redis",
+    "redirect_claims",
     "repair",
     "replay",
     "replay_archive",

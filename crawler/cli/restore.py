@@ -9,6 +9,8 @@ import anyio
 import click
 
 from crawler._job import JobConfig, load_config
+from crawler._recrawl import run_fingerprint
+from crawler._urls import fingerprint
 from crawler.cli._options import data_dir_option, job_option
 from eventlog import (
     ConfigError,
@@ -58,21 +60,24 @@ def restore_command(job: str, data_dir: Path | None, yes: bool, from_server: str
     async def run() -> tuple[Restored, JobConfig | None]:
         async with connect(url) as client:
             if from_server is None:
-                done = await restore_job(client, directory, job)
+                done = await restore_job(client, directory, job, landing=_landing)
             else:
                 async with connect(from_server) as source:
-                    done = await restore_job(client, directory, job, tail_from=source)
+                    done = await restore_job(
+                        client, directory, job, tail_from=source, landing=_landing
+                    )
             try:
                 return done, await load_config(client, JobKeys(job))
             except ConfigError:
-                return done, None  # its settings were lost too: nothing to say per setting
+                return done, None  # its settings were lost with the store (a flush)
 
     done, config = anyio.run(run)
     click.echo(
         f"restored job {job} at {done.position} (epoch {done.epoch}) in {done.seconds:.1f} s: "
         f"{done.tasks} task(s) known, {done.queued} queued ({done.running} reclaimed from "
         f"their workers, in the recovery lane), {done.delayed} retries held until due, "
-        f"{done.parked} parked, {done.uncertain} with an uncertain action; "
+        f"{done.parked} parked, {done.uncertain} with an uncertain action, "
+        f"{done.redirects} redirect claim(s); "
         f"{done.tail_events} event(s) of the log's tail kept"
         + (
             "; the store's log did not go on from the archive and was started again"
@@ -83,6 +88,11 @@ def restore_command(job: str, data_dir: Path | None, yes: bool, from_server: str
     for line in not_restored(config, done.sites, journals_left(directory, job)):
         click.echo(line)
     click.echo("next: run the same `crawlog crawl` command to resume the job")
+
+
+def _landing(url: str, run: int) -> str:
+    """The fingerprint a task of ``run`` claims for a URL it was redirected to."""
+    return run_fingerprint(fingerprint(url), run)
 
 
 SITES_NAMED = 5
@@ -97,16 +107,19 @@ def not_restored(config: JobConfig | None, sites: list[str], journals: list[str]
     lines = []
     if config is None or config.cookies:
         lines.append(
-            f"not restored: the cookie jar of {named or 'each site'}: never logged (a spider "
-            "that logs in does it again)"
+            f"not restored: the cookie jar of {named or 'each site'}"
+            + (" (if the job keeps cookies)" if config is None else "")
+            + ": never logged (a spider that logs in does it again)"
         )
     if config is None or config.obey_robots:
         lines.append(
-            f"not restored: robots.txt of {named or 'each site'}: never logged (fetched again "
-            "before the site's next page)"
+            f"not restored: robots.txt of {named or 'each site'}"
+            + (" (if the job obeys it)" if config is None else "")
+            + ": never logged (fetched again before the site's next page)"
         )
     lines.append(
-        "not restored: redirect claims: never logged (a page reached through a redirect may "
+        "not restored: redirect claims past a first page, and the hops before the last of a "
+        "chain (only where a task's first page landed is logged: a page reached that way may "
         "be fetched once more as its own task); operator retry markers: never logged"
     )
     if journals:

@@ -18,7 +18,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from crawler.cli._argv import crawlog_command
-from crawler.testsite import check_crawl, serve_testsite
+from crawler.testsite import Faults, check_crawl, serve_testsite
 from projector import Store
 from tests.crawler.cli_run import clean_env
 from tests.valkey_process import running_valkey
@@ -46,7 +46,10 @@ async def test_the_journals_give_back_what_the_flushed_store_had(tmp_path: Path)
     with running_valkey(tmp_path / "valkey") as server:
         env = clean_env(REDIS_URL=server.url)
         async with serve_testsite(
-            pages=PAGES, seed=3, request_log=tmp_path / "requests.jsonl"
+            pages=PAGES,
+            seed=3,
+            request_log=tmp_path / "requests.jsonl",
+            faults=Faults(redirects=True),
         ) as site:
             crawl = subprocess.Popen(
                 crawl_args(site.url, data_dir), env=env, stdout=subprocess.PIPE,

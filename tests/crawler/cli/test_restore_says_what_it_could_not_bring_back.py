@@ -18,11 +18,15 @@ def test_each_setting_names_what_it_loses_per_site() -> None:
     said = "\n".join(lines)
     assert "cookie jar of http://a.test, http://b.test: never logged" in said
     assert "robots.txt" not in said
-    assert "redirect claims: never logged" in said
+    assert "redirect claims past a first page" in said
     assert "journals of w1" in said
     many = not_restored(JobConfig(seeds=()), [f"http://s{i}.test" for i in range(8)], [])
     assert "robots.txt of http://s0.test" in many[0] and "and 3 more" in many[0]
     assert not any("cookie" in line or "journals" in line for line in many)
+    # The settings lost with the store (a flush): each is said as a condition.
+    unknown = "\n".join(not_restored(None, ["http://a.test"], []))
+    assert "cookie jar of http://a.test (if the job keeps cookies)" in unknown
+    assert "robots.txt of http://a.test (if the job obeys it)" in unknown
 
 
 def test_only_journals_holding_segments_are_named(tmp_path: Path) -> None:
