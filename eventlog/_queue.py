@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -382,13 +382,27 @@ class TaskQueue:
                 args.append(encode(event))
             else:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), "", "")
-        with redis_errors("enqueueing tasks"):
-            reply = await self._enqueue(keys=keys, args=args)
         parent = tasks[0].parent_task_id
-        if self.journal is not None and parent is not None and self.record_events:
-            # Given back with the parent's next write after a restore, whose store may
-            # have lost these (`flush_journal`).
+        journalled = (
+            self.journal is not None
+            and self.record_events
+            and parent is not None
+            and all(task.parent_task_id == parent for task in tasks)
+        )
+        if journalled:
+            # Journalled with the parent's next write and sent again by any flush of it
+            # (a store lost since, or down now: `flush_journal`).
+            assert parent is not None
             self._enqueued.setdefault(parent, []).append(args[1:])
+        with redis_errors("enqueueing tasks"):
+            if not journalled:
+                reply = await self._enqueue(keys=keys, args=args)
+            elif (answered := await self._unless_down(lambda: self._enqueue(keys, args))) is None:
+                # The store does not answer: the links go with the page's write, which the
+                # flush sends once it is back. Whether they were new is not known here.
+                return [False] * len(tasks), 0
+            else:
+                reply = answered
         new = [flag == 1 for flag in reply]
         if self.observer is not None:
             self.observer.enqueued(tasks, new, time.perf_counter() - started)
@@ -958,9 +972,11 @@ class TaskQueue:
             if self._down.is_set():
                 return None  # the flush sends it once the store is back (`store_back`)
         with redis_errors("writing a task's progress"):
-            if journalled is None:
+            if journalled is None or mode not in OFFLINE_MODES:
                 reply = await self._send_settle(mode, keys, args)
-            elif (answered := await self._unless_down(mode, keys, args)) is None:
+            elif (
+                answered := await self._unless_down(lambda: self._send_settle(mode, keys, args))
+            ) is None:
                 return None  # the store went down meanwhile: left to the flush
             else:
                 reply = answered
@@ -987,19 +1003,18 @@ class TaskQueue:
             return await run_confirmed(self.redis, self._settle, keys, args)
         return await self._settle(keys=keys, args=args)
 
-    async def _unless_down(
-        self, mode: SettleMode, keys: list[str], args: list[str | bytes | int]
-    ) -> object | None:
-        """The settle script's reply, or None if the store was taken for down before it
-        came: the write stays unacknowledged in the journal, for the flush (which looks
-        for it in the log first: the server may run it once it answers again)."""
-        if mode not in OFFLINE_MODES:
-            return await self._send_settle(mode, keys, args)
+    async def _unless_down(self, call: Callable[[], Awaitable[Any]]) -> Any | None:
+        """The reply of a script call, or None if the store was taken for down before it
+        came (at once if it is down): the write stays in the journal, for the flush (which
+        looks for a settle in the log first: the server may run it once it answers
+        again; an enqueue is deduplicated by ``seen``)."""
+        if self._down.is_set():
+            return None
         replies: list[object] = []
         async with anyio.create_task_group() as racing:
 
             async def send() -> None:
-                replies.append(await self._send_settle(mode, keys, args))
+                replies.append(await call())
                 racing.cancel_scope.cancel()
 
             async def down() -> None:
@@ -1146,6 +1161,10 @@ class TaskQueue:
         counts = {"present": 0, "applied": 0, "orphaned": 0, "skipped": 0}
         for record in unsettled:
             marker = record.event_ids[-1] if record.event_ids else None
+            for enqueued in record.enqueued:
+                # Before its write, as the worker did: a store lost since, or down when
+                # the page was done, may not have them (a URL seen already writes nothing).
+                await self._enqueue_again(enqueued)
             if marker is not None and marker in found:
                 journal.ack(record.seq, "present", found[marker], epoch=epoch)
                 counts["present"] += 1
@@ -1224,8 +1243,6 @@ class TaskQueue:
         recorded once as orphaned. A task the restore put in no lane (it had ended, or
         waits parked or delayed) is skipped."""
         assert self.journal is not None
-        for enqueued in record.enqueued:
-            await self._enqueue_again(enqueued)
         with redis_errors("reading a restored task's entry"):
             mapping = await self.redis.hget(self.keys.restored, record.task_id)
         if not isinstance(mapping, bytes):
