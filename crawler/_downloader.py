@@ -31,10 +31,19 @@ from crawler._robots import (
     RobotsVerdict,
     parse_robots,
     robots_lifetime,
+    robots_note,
 )
 from crawler._scope import Scope
 from crawler._urls import fingerprint, site_of
-from eventlog import FIRST_RUN, CookieStore, RobotsFile, SharedRobots, Task, TaskQueue
+from eventlog import (
+    FIRST_RUN,
+    CookieStore,
+    RobotsFile,
+    RobotsNotWhole,
+    SharedRobots,
+    Task,
+    TaskQueue,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -73,6 +82,9 @@ class Downloader:
         self.robots = RobotsCache()
         self.shared_robots = SharedRobots(redis, keys, name)
         self._robots_locks: dict[str, anyio.Lock] = {}
+        self._robots_noted: dict[str, str] = {}
+        """Site -> what this worker last told the log of its robots.txt (`RobotsNotWhole`):
+        an unreachable one is asked again every few seconds, and said once."""
         self._fetcher: Fetcher | BrowserFetcher | None = None
         self.browser: BrowserFetcher | None = None
         """The fetcher again when it renders pages (a ``--browser`` job): their live pages."""
@@ -100,12 +112,20 @@ class Downloader:
             self._fetcher = await closing.enter_async_context(fetcher)
 
     async def fetch(
-        self, url: str, task: Task, *, first: bool, hold: Callable[[], Awaitable[None]]
+        self,
+        url: str,
+        task: Task,
+        *,
+        first: bool,
+        hold: Callable[[], Awaitable[None]],
+        started: Callable[[], Awaitable[object]] | None = None,
     ) -> FetchResult | Dropped | None:
         """The page at ``url`` of ``task`` (None if robots.txt disallows it, `Dropped` if
         the spider's request hooks do), fetched politely, once ``hold`` (awaited last thing
         before the request) finds the lease still the worker's: with the task's headers,
-        and for its ``first`` page its method and body, as the request hooks leave them."""
+        and for its ``first`` page its method and body, as the request hooks leave them.
+        ``started`` records the request's start where the store cannot (its slot taken
+        while the store is down: `OfflineRide.slot`)."""
         assert self._fetcher is not None
         site = site_of(url)
         if self.config.obey_robots:
@@ -141,7 +161,7 @@ class Downloader:
             # A lease not known fresh waits for the store here, not with the host's
             # offline slot held.
             await hold()
-        async with self.offline.slot(host):
+        async with self.offline.slot(host, task.task_id, started):
             # Checked last thing before the request, after any politeness wait: a worker
             # SIGSTOPped past its lease ran the tasks of a claim whose reply came in after
             # SIGCONT, refetching pages others had taken over (chaos.py, seed 2).
@@ -203,6 +223,13 @@ class Downloader:
         body = result.body if not result.error else b""
         rules = parse_robots(body, result.status, error=result.error)
         lifetime = robots_lifetime(rules, result.headers, unreachable_s=self.robots.unreachable_ttl)
+        note = robots_note(rules, truncated=result.truncated)
+        if note is not None and self._robots_noted.get(site) != note and self.queue.record_events:
+            self._robots_noted[site] = note
+            event = RobotsNotWhole(
+                actor=self.queue.consumer, site=site, reason=note, status=result.status
+            )
+            await self.queue.log.append(event)
         return RobotsFile(
             status=result.status, body=body, error=result.error, expires_at=time.time() + lifetime
         )

@@ -149,24 +149,31 @@ class OfflineRide:
             racing.start_soon(until_down)
 
     @asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[None]:
-        """A politeness slot on ``host``: the gate's while the store answers; this
-        process's own once it is down (within the page budget; past it, the gate's
-        again, which waits for the store)."""
+    async def slot(
+        self,
+        host: str,
+        task_id: str = "",
+        started: Callable[[], Awaitable[object]] | None = None,
+    ) -> AsyncIterator[None]:
+        """A politeness slot on ``host`` for a request of ``task_id``: the gate's while the
+        store answers (taking it records the request started); this process's own once it
+        is down (within the page budget; past it, the gate's again, which waits for the
+        store), ``started`` awaited last thing before the request (it journals the start:
+        `TaskQueue.mark_fetch_started`)."""
         if not self.enabled or (self._holders is None and not self.down):
-            async with self.gate.slot(host):
+            async with self.gate.slot(host, task_id):
                 yield
             return
         leave = anyio.Event()
         try:
-            if not self.down and await self._shared(host, leave):
+            if not self.down and await self._shared(host, leave, task_id):
                 yield
                 return
         finally:
             leave.set()
         if self._left <= 0:
             await self.queue.wait_up()
-            async with self.gate.slot(host):
+            async with self.gate.slot(host, task_id):
                 yield
             return
         local = self._hosts.setdefault(host, _LocalHost())
@@ -176,12 +183,14 @@ class OfflineRide:
                 await anyio.sleep(wait)  # the job's delay between two requests
             self._left -= 1
             self.fetched += 1
+            if started is not None:
+                await started()
             try:
                 yield
             finally:
                 local.next_at = anyio.current_time() + self.delay_s
 
-    async def _shared(self, host: str, leave: anyio.Event) -> bool:
+    async def _shared(self, host: str, leave: anyio.Event, task_id: str) -> bool:
         """Take the gate's slot on ``host`` in a holder task that keeps it until ``leave``;
         True once held, False if the store was taken for down first (the holder, left
         waiting for the store, frees whatever it gets at once)."""
@@ -191,7 +200,7 @@ class OfflineRide:
 
         async def hold() -> None:
             try:
-                async with self.gate.slot(host):
+                async with self.gate.slot(host, task_id):
                     held.set()
                     await leave.wait()
             except Exception as exc:  # told to the task waiting, if it still is

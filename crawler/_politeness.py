@@ -65,7 +65,10 @@ MAX_TTL_S = 7 * 86_400.0
 MIN_S = 0.001
 """Redis counts in milliseconds."""
 JITTER = 0.1
-"""Extra sleep, as a share of ``max_poll_s``, so workers polling one host drift apart."""
+"""Extra sleep, as a share of ``max_poll_s``, so workers polling a full host drift apart. Not
+after a wait for the host's delay: its end is a time the server gave, the slot free then,
+and every request to a delay-limited host would start that much later (on average half
+of it: 5 % of a 0.1 s delay)."""
 MAX_HOST_CHARS = 300
 """A DNS name (253) plus a port, with room for an IPv6 literal's brackets."""
 MS_PER_S = 1000
@@ -202,11 +205,14 @@ class PolitenessGate:
         self._queued = anyio.Event()
 
     @asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[HostSlot]:
+    async def slot(self, host: str, task_id: str = "") -> AsyncIterator[HostSlot]:
         """Wait for a free slot on ``host`` and its next start time, hold it while the block runs.
 
         ``ServerUnreachable`` if Redis is lost; the slot is freed on exit, and a slot whose
-        holder died is freed with its tasks, or by itself after ``slot_ttl_s``.
+        holder died is freed with its tasks, or by itself after ``slot_ttl_s``. A slot for
+        a task's request (``task_id``) records, as it is taken, that the request may go
+        (`eventlog.JobKeys.fetches_started`): a kill before its page is written leaves the
+        record for the task's retake to count.
         """
         check_host(host)
         token = secrets.token_hex(TOKEN_BYTES)
@@ -218,7 +224,7 @@ class PolitenessGate:
             self._queued.set()
             self._queued = anyio.Event()
             try:
-                at_ms = await self._acquire(host, token, waiters)
+                at_ms = await self._acquire(host, token, waiters, task_id)
             finally:
                 waiters.waiting -= 1
                 self.waiting -= 1
@@ -349,23 +355,25 @@ class PolitenessGate:
             finally:
                 self._releasing.discard(releasing)
 
-    async def _acquire(self, host: str, token: str, waiters: _Waiters) -> int:
+    async def _acquire(self, host: str, token: str, waiters: _Waiters, task_id: str) -> int:
         if not waiters.lock.locked():
-            wait_ms, at_ms = await self._try(host, token)
-            if not wait_ms:
-                return at_ms
+            answer = await self._try(host, token, task_id)
+            if not answer.wait_ms:
+                return answer.at_ms
         async with waiters.lock:
             while True:
                 # Taken before asking, so a release between the reply and the wait counts.
                 released = waiters.released
-                wait_ms, at_ms = await self._try(host, token)
-                if not wait_ms:
-                    return at_ms
-                jitter = self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
-                with anyio.move_on_after(wait_ms / MS_PER_S + jitter):
+                answer = await self._try(host, token, task_id)
+                if not answer.wait_ms:
+                    return answer.at_ms
+                wait = answer.wait_ms / MS_PER_S
+                if answer.full:
+                    wait += self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
+                with anyio.move_on_after(wait):
                     await released.wait()
 
-    async def _try(self, host: str, token: str) -> SlotAnswer:
+    async def _try(self, host: str, token: str, task_id: str) -> SlotAnswer:
         p = self.politeness
         freeing, self._to_free = self._to_free, {}
         try:
@@ -377,6 +385,7 @@ class PolitenessGate:
                 ttl_ms=_ms(p.slot_ttl_s),
                 max_wait_ms=_ms(p.max_poll_s),
                 freeing=freeing,
+                task_id=task_id,
             )
         except BaseException:
             self._still_to_free(freeing)

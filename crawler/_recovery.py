@@ -51,5 +51,6 @@ def recovery_of(lease: Lease, actor: str, recovery_limit: int) -> Recovery:
         attempt=task.attempt,
         previous_owner=previous,
         deliveries=lease.deliveries,
+        unrecorded_fetch=lease.unrecorded_fetch,
     )
     return lease, reclaimed, moved

@@ -140,6 +140,17 @@ def parse_robots(
     return RobotsRules(RobotsVerdict.UNREACHABLE, user_agent=user_agent, reason=reason)
 
 
+def robots_note(rules: RobotsRules, *, truncated: bool) -> str | None:
+    """What the report says of a robots.txt not taken whole (None: it was): one that could
+    not be read, or one cut at `MAX_ROBOTS_BYTES`."""
+    if rules.verdict is RobotsVerdict.UNREACHABLE:
+        return f"could not be read ({rules.reason}): nothing of the site fetched until it can be"
+    if truncated:
+        kib = MAX_ROBOTS_BYTES // 1024
+        return f"longer than {kib} KiB: only its first {kib} KiB read, as RFC 9309 allows"
+    return None
+
+
 def _refused(error: str | None) -> bool:
     """A redirect to an address the crawl may not reach: not a redirect left unfollowed
     (which allows all), or a site could open itself up by redirecting there."""

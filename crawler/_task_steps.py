@@ -250,6 +250,7 @@ class TaskSteps:
             task_id=task.task_id,
             attempt=task.attempt,
             deliveries=lease.deliveries,
+            unrecorded_fetch=lease.unrecorded_fetch,
         )
         last = await self._last_checkpoint(lease)
         if last is None:
@@ -284,7 +285,11 @@ class TaskSteps:
             return None
         # Only the task's own request has its method and body: a next page is a GET.
         result = await self.downloader.fetch(
-            step.url, task, first=step.page == 1, hold=lambda: self._host.hold_lease(lease)
+            step.url,
+            task,
+            first=step.page == 1,
+            hold=lambda: self._host.hold_lease(lease),
+            started=lambda: self.queue.mark_fetch_started(lease),
         )
         if result is None:  # robots.txt says no
             await self._end(lease, self._task_failed(task, "disallowed by robots.txt"), pending)

@@ -50,6 +50,12 @@ log = logging.getLogger(__name__)
 DEFAULT_SOCKET_TIMEOUT_S = 10.0
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_HEALTH_CHECK_S = 30
+MAX_CONNECTIONS = 2**31
+"""Connections a client's pool may open: as many as its commands in flight, as redis-py
+allowed before 7 (from 7 on, a pool opens 100 and raises "Too many connections" past
+them). A worker's tasks (up to four leases a place of its concurrency) each have a
+command in flight at once as they start, beside its loops: a restart resuming 100,000
+tasks failed there. The server's ``maxclients`` is the bound."""
 BLOCK_MARGIN = 0.5
 """Blocking reads block for at most this fraction of the socket timeout."""
 
@@ -113,6 +119,7 @@ def client_for(
         "health_check_interval": health_check_s,
         # The raw stream replies are parsed here in their RESP2 shape (lists, not maps).
         "protocol": 2,
+        "max_connections": MAX_CONNECTIONS,
     }
     try:
         if scheme == SENTINEL_SCHEME:

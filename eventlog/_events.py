@@ -222,6 +222,11 @@ class TaskClaimed(TaskEvent, frozen=True, kw_only=True, tag="task.claimed"):
 
     attempt: int
     deliveries: int = 1
+    unrecorded_fetch: bool = True
+    """With ``deliveries`` > 1 (a take-back): whether the worker before took a politeness
+    slot for the task after the task's last write, so that a request of it may have reached
+    the site with nothing in the log; False: it had not (`Lease.unrecorded_fetch`). Logs
+    written before this was known say True."""
 
 
 class TaskReclaimed(TaskEvent, frozen=True, kw_only=True, tag="task.reclaimed"):
@@ -231,6 +236,9 @@ class TaskReclaimed(TaskEvent, frozen=True, kw_only=True, tag="task.reclaimed"):
     previous_owner: str
     deliveries: int
     reason: str = "lease expired"
+    unrecorded_fetch: bool = True
+    """Whether ``previous_owner`` may have had a request of the task on its way that the
+    log never heard of (as `TaskClaimed.unrecorded_fetch`)."""
 
 
 class CheckpointSaved(TaskEvent, frozen=True, kw_only=True, tag="task.checkpoint"):
@@ -395,6 +403,17 @@ class CircuitClosed(SiteEvent, frozen=True, kw_only=True, tag="site.circuit_clos
     reason: str
 
 
+class RobotsNotWhole(SiteEvent, frozen=True, kw_only=True, tag="site.robots"):
+    """A worker fetched the site's robots.txt (for the whole job) and could not take it
+    whole: it could not be read (5xx, 429, no response, a body that broke off, an address
+    refused: nothing of the site is fetched until it can be), or it was longer than RFC
+    9309's 500 KiB (its rules past the cut are not read). ``reason``: what ``report`` says
+    of it; ``status``: its HTTP status (0: no response)."""
+
+    reason: str
+    status: int = 0
+
+
 # --- job events --------------------------------------------------------------------------
 
 
@@ -481,6 +500,7 @@ AnyEvent: TypeAlias = (
     | ActionResolved
     | TaskReleased
     | TaskOrphaned
+    | RobotsNotWhole
 )
 
 EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__

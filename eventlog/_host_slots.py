@@ -27,6 +27,9 @@ class SlotAnswer(NamedTuple):
     """0 when the slot is held; else how long to wait before asking again."""
     at_ms: int
     """The slot's start when held, else the server's time now."""
+    full: bool = False
+    """Not held because every slot of the host is (the wait is a poll for a release); else
+    the wait is the host's delay, and the slot is free once it is over."""
 
 
 class HostSlots:
@@ -49,18 +52,21 @@ class HostSlots:
         ttl_ms: int,
         max_wait_ms: int,
         freeing: Mapping[str, str] = _NONE,
+        task_id: str = "",
     ) -> SlotAnswer:
         """Take slot ``token`` on ``host`` if one is free and its next start time has come
         (asking again with the same token finds the slot taken); first free the slots
-        ``freeing`` (token -> host) of the same holder, in the same step."""
+        ``freeing`` (token -> host) of the same holder, in the same step. A slot taken for
+        a task (``task_id``) records, in the same step, that the task's request may go
+        (`JobKeys.fetches_started`)."""
         keys = self.keys.host_slot_keys(host, self.holder)
-        args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host]
+        args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host, task_id]
         for freed, freed_host in freeing.items():
             keys.append(self.keys.host_slots(freed_host))
             args.append(freed)
         with redis_errors("taking a host slot"):
-            wait_ms, at_ms = await self._acquire(keys=keys, args=args)
-        return SlotAnswer(int(wait_ms), int(at_ms))
+            reply = await self._acquire(keys=keys, args=args)
+        return SlotAnswer(int(reply[0]), int(reply[1]), len(reply) > 2 and reply[2] == 1)
 
     async def release(self, host: str, token: str) -> None:
         """Free slot ``token`` on ``host`` and its entry in the holder's index, atomically."""

@@ -383,6 +383,14 @@ class JobKeys:
         holds: what its take-back or the recovery of its tasks frees."""
         return self._key("held", holder)
 
+    def fetches_started(self, holder: str) -> str:
+        """Hash task id -> '' of the tasks ``holder`` (a worker name) took a politeness slot
+        for since their last write: set by `POLITENESS_ACQUIRE` with the slot, before the
+        request goes, and cleared by the `SETTLE` that records the page (any mode but
+        'note'). A task taken again after a lost lease (a take-back, a reclaim) with an
+        entry here may have had a request on its way that the log never heard of."""
+        return self._key("started", holder)
+
     def host_slot_keys(self, host: str, holder: str) -> list[str]:
         """The keys of a slot on ``host`` taken by ``holder``, as `POLITENESS_ACQUIRE`
         takes them (a release frees the slot in the first and the fourth)."""
@@ -392,6 +400,7 @@ class JobKeys:
             self.host_delay(host),
             self.slots_held(holder),
             self.host_adapted_delay(host),
+            self.fetches_started(holder),
         ]
 
     def robots(self, site: str) -> str:

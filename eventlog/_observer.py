@@ -18,9 +18,10 @@ if TYPE_CHECKING:
     from eventlog._events import Event, TaskAborted, TaskReclaimed
     from eventlog._tasks import Lease, Task
 
-SettleMode = Literal["ckpt", "note", "finish", "requeue", "delay", "park"]
+SettleMode = Literal["ckpt", "note", "finish", "requeue", "delay", "park", "started"]
 """The fenced steps of a leased task (the ``SETTLE`` script's modes): a checkpoint, a note
-(events and an action marker), the end of the task, a requeue, a delay, a park."""
+(events and an action marker), the end of the task, a requeue, a delay, a park, and a
+request started while the store was down (`TaskQueue.mark_fetch_started`)."""
 ACKING_MODES: frozenset[SettleMode] = frozenset({"finish", "requeue", "delay", "park"})
 """The fenced steps that ack the task's entry: it leaves the consumer's pending list."""
 

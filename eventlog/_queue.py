@@ -619,7 +619,40 @@ class TaskQueue:
                 )
             )
         next_s = None if reply.soonest_ms < 0 else reply.soonest_ms / 1000
-        return await self._leases(reply.entries, reclaimed=True), next_s
+        return await self._with_fetches_started(
+            await self._leases(reply.entries, reclaimed=True)
+        ), next_s
+
+    async def _with_fetches_started(self, leases: list[Lease]) -> list[Lease]:
+        """Expired ``leases``, each saying whether its owner took a politeness slot for its
+        task after the task's last write (`JobKeys.fetches_started`), in one round trip.
+
+        Read before the move, not in it: an owner that wakes up in between and takes a slot
+        renews its lease before its request (`Worker.hold_lease`), and a renewed lease is
+        not moved; one moved first is lost to it before the request goes."""
+        by_owner: dict[str, list[Lease]] = defaultdict(list)
+        for lease in leases:
+            if lease.previous_owner:
+                by_owner[lease.previous_owner].append(lease)
+        if not by_owner:
+            return leases
+        with redis_errors("reading the fetches an expired lease started"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for owner, held in by_owner.items():
+                    pipe.hmget(self.keys.fetches_started(owner), [x.task.task_id for x in held])
+                replies: list[list[bytes | None]] = await pipe.execute()
+        none = {
+            lease.entry_id
+            for held, marks in zip(by_owner.values(), replies, strict=True)
+            for lease, mark in zip(held, marks, strict=True)
+            if mark is None
+        }
+        return [
+            msgspec.structs.replace(lease, unrecorded_fetch=False)
+            if lease.entry_id in none
+            else lease
+            for lease in leases
+        ]
 
     async def recover(
         self,
@@ -1039,6 +1072,7 @@ class TaskQueue:
             self.keys.parked,
             self.keys.actions,
             self.keys.control,
+            self.keys.fetches_started(self.consumer),
             self.keys.identity,
             self.keys.restored,
         ]
@@ -1095,6 +1129,22 @@ class TaskQueue:
         if not self._down.is_set():
             self._down.set()
             self._up = anyio.Event()
+
+    async def mark_fetch_started(self, lease: Lease) -> None:
+        """Journal, before its request goes on a slot of the worker's own while the store is
+        down (`crawler._offline`), that the lease's task may have a request on its way: the
+        flush (`store_back`, or a restart's) puts it in the worker's fetches started
+        (`JobKeys.fetches_started`, as a slot taken in the store does) ahead of the page's
+        write, which clears it; or, the lease taken over meanwhile, records it as
+        `TaskOrphaned`, counted as a retake that may have sent its request."""
+        if self.journal is None:
+            return
+        args: list[str | bytes | int] = [
+            WORKERS_GROUP, self.consumer, lease.entry_id, "started", lease.task.task_id, b"",
+            0, "", "",
+        ]  # fmt: skip
+        self.journal.settle(lease.lane, lease.lane, args, epoch=self.epoch)
+        await self.journal.sync()
 
     async def wait_down(self) -> None:
         """Until the store is taken for down (`store_down`)."""
@@ -1176,8 +1226,8 @@ class TaskQueue:
             if 0 < record.epoch < epoch:
                 counts[await self._adopt(record, epoch, marker)] += 1
                 continue
-            if trimmed > stream_id_key(record.after):
-                unsure += 1
+            if record.event_ids and trimmed > stream_id_key(record.after):
+                unsure += 1  # (a write of no events, a request's start, appends nothing)
             counts[await self._resend(record, epoch, marker, end)] += 1
         journal.advance(await self._log_end())
         await self.drop_committed_journal()
@@ -1245,7 +1295,8 @@ class TaskQueue:
         assert self.journal is not None
         with redis_errors("reading a restored task's entry"):
             mapping = await self.redis.hget(self.keys.restored, record.task_id)
-        if not isinstance(mapping, bytes):
+        # A request's start of before the loss: the restore's reclaim counts that page.
+        if not isinstance(mapping, bytes) or record.mode == "started":
             self.journal.ack(record.seq, "lost", epoch=epoch)
             return "skipped"
         lane, _, entry = mapping.decode().partition("|")

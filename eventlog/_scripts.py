@@ -136,7 +136,10 @@ SETTLE = (
 -- Record a leased task's progress, fenced on the store's epoch and the caller owning the
 -- entry.
 -- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane, delayed, parked,
---       actions, control, identity, restored
+--       actions, control, the consumer's fetches started (hash task id -> '': see
+--       POLITENESS_ACQUIRE; the task cleared from it by every mode but 'note': the page's
+--       write, or the lease's end; a note, an action's marker, is written while the
+--       page's request may still be unrecorded), identity, restored
 -- ARGV: [1] dedup ttl (s), [2] the job's epoch the caller holds its lease in ('0': not
 --       checked), [3] '' for a lease, or, for an entry a restore added that a journal
 --       flush adopts, its mapping in ``restored`` ('<lane>|<entry id>'), [4] group,
@@ -152,12 +155,15 @@ SETTLE = (
 --       'park'    append, ack and delete the entry, park the task until resumed; but
 --                 only if a pause flag is still set: a worker that saw the pause a moment
 --                 ago must not park a task that was just resumed (nobody would unpark it)
+--       'started' no events: put the task in the consumer's fetches started (KEYS[11]),
+--                 as POLITENESS_ACQUIRE does: a request sent on a worker's own slot while
+--                 the store was down, journalled before it went, sent by the flush
 -- A caller of another epoch than the store's (a lease of before a restore, or a store that
 -- lost the job: no identity) is refused with {'stale', the store's epoch or ''}: nothing
 -- written. An adopted entry must still be the restore's, in its lane and claimed by nobody
 -- since; else {'lost', its owner if any}.
 if ARGV[2] ~= '0' then
-  local epoch = redis.call('HGET', KEYS[11], 'epoch')
+  local epoch = redis.call('HGET', KEYS[12], 'epoch')
   if epoch ~= ARGV[2] then return {'stale', epoch or ''} end
 end
 local group, consumer, entry, mode, task_id = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -174,17 +180,22 @@ end
 local owner = owner_of(KEYS[1], group, entry)
 if adopted then
   if owner then return {'lost', owner} end
-  if redis.call('HGET', KEYS[12], task_id) ~= ARGV[3]
+  if redis.call('HGET', KEYS[13], task_id) ~= ARGV[3]
       or #redis.call('XRANGE', KEYS[1], entry, entry) == 0 then
     return {'lost'}
   end
 elseif owner ~= consumer then
   return {'lost', owner}
 end
+if mode == 'started' then
+  redis.call('HSET', KEYS[11], task_id, '')
+  return {'ok', false}
+end
 local last = false
 for i = 13, #ARGV, 2 do
   last = append(KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
 end
+if mode ~= 'note' then redis.call('HDEL', KEYS[11], task_id) end
 if mode == 'ckpt' or mode == 'note' then
   if mode == 'ckpt' then
     -- The pointer carries the checkpoint itself: a restart reads 100,000 of them with
@@ -199,7 +210,7 @@ if mode == 'ckpt' or mode == 'note' then
 else
   redis.call('XACK', KEYS[1], group, entry)
   redis.call('XDEL', KEYS[1], entry)
-  if adopted then redis.call('HDEL', KEYS[12], task_id) end
+  if adopted then redis.call('HDEL', KEYS[13], task_id) end
   if mode == 'requeue' then
     redis.call('XADD', KEYS[6], '*', 't', ARGV[9])
   elseif mode == 'delay' then
@@ -709,14 +720,17 @@ POLITENESS_ACQUIRE = """
 -- Take a slot on a host if it has a free one and its next start time has come.
 -- KEYS: slots (zset token -> expiry ms), next (ms), delay override (ms), and optionally
 --       the holder's slot index (hash token -> host: see RELEASE_HELD) and, after it,
---       the adapted delay (ms: see POLITENESS_OBSERVE)
+--       the adapted delay (ms: see POLITENESS_OBSERVE) and the holder's fetches started
+--       (hash task id -> '': see SETTLE)
 -- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
---       with the index, the host
+--       with the index, the host and the task the slot is for ('': none)
 -- With the index, it also frees slots the same holder is done with, first (a release
--- that rides on the holder's next acquire instead of a round trip of its own): KEYS[6..]
--- the slots key of each one's host, ARGV[7..] their tokens, in the same order.
--- Returns {0, start ms} when the slot is held, else {ms to wait, now}; all server time.
-for i = 7, #ARGV do
+-- that rides on the holder's next acquire instead of a round trip of its own): KEYS[7..]
+-- the slots key of each one's host, ARGV[8..] their tokens, in the same order.
+-- Returns {0, start ms} when the slot is held, else {ms to wait, now, 1 if every slot
+-- of the host is held (the wait is a poll for a release) else 0 (the wait is the delay:
+-- the slot is free at its end)}; all server time.
+for i = 8, #ARGV do
   redis.call('ZREM', KEYS[i - 1], ARGV[i])
   redis.call('HDEL', KEYS[4], ARGV[i])
 end
@@ -728,12 +742,14 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if expiry then return {0, tonumber(expiry) - ttl} end
 local wait = tonumber(redis.call('GET', KEYS[2]) or now) - now
+local full = 0
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
   -- A holder may release at any moment: ask again soon, or when the first slot expires.
   local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   wait = math.max(wait, math.min(tonumber(first[2]) - now, tonumber(ARGV[5])))
+  full = 1
 end
-if wait > 0 then return {wait, now} end
+if wait > 0 then return {wait, now, full} end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 -- The key lives as long as its latest slot (a worker may run with a longer slot ttl).
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
@@ -742,6 +758,10 @@ if KEYS[4] then
   -- are only freed again (a no-op), never counted.
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
   redis.call('PEXPIRE', KEYS[4], ttl)
+  -- Before the request goes (the reply comes first): a kill after it finds the task here,
+  -- and its retake counts the request the log may never have heard of. Kept until the
+  -- write of the page clears it, however long the lease outlives the slot.
+  if ARGV[7] and ARGV[7] ~= '' then redis.call('HSET', KEYS[6], ARGV[7], '') end
 end
 -- The site's own Crawl-delay, ours and the one adapted to the host's latency (with
 -- --autothrottle: POLITENESS_OBSERVE) are all minimums: the longest one applies.

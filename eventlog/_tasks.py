@@ -62,6 +62,11 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """For a taken-back or claimed lease: its task's ``ckpt`` value, read with it and decoded
     only when the task starts (``b""``: no checkpoint); None: not read (see
     `TaskQueue.resume_point`)."""
+    unrecorded_fetch: bool = True
+    """For a lease taken again (a take-back, an expired lease read for recovery): whether
+    its worker then took a politeness slot for the task after the task's last write, so a
+    request of it may have reached the site with nothing in the log
+    (`JobKeys.fetches_started`). False only where that was read and found not so."""
 
     @property
     def recoveries(self) -> int:

@@ -9,18 +9,23 @@ renamed, so a reader sees a whole segment or none.
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pa_json
+    import pyarrow.parquet as pq
+else:
+    from projector._arrow import pa, pa_json, pc, pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, decode, stream_id_key
 from projector._segment_index import (
@@ -49,45 +54,67 @@ DICTIONARY_COLUMNS: Final = (
 """Columns of few distinct values. Dictionary-encoding the others (ids, URLs, payloads)
 only costs: without it a segment is written faster and comes out smaller."""
 
-SCHEMA = pa.schema(
-    [
-        ("stream_id", pa.string()),
-        ("type", pa.string()),
-        ("event_id", pa.string()),
-        ("actor", pa.string()),
-        ("at", pa.float64()),
-        ("task_id", pa.string()),
-        ("site", pa.string()),
-        ("url", pa.string()),
-        ("status", pa.int32()),
-        ("bytes", pa.int64()),
-        ("elapsed_ms", pa.float64()),
-        ("page", pa.int32()),
-        ("attempt", pa.int32()),
-        ("deliveries", pa.int32()),
-        ("reason", pa.string()),
-        ("error", pa.string()),
-        ("key", pa.string()),
-        ("action_id", pa.string()),
-        ("data", pa.string()),
-        ("payload", pa.binary()),
-    ]
-)
-"""Columns of every segment. ``page`` is also a checkpoint's cursor page, ``key`` also a
-checkpoint's last item key, ``error`` also an aborted task's last error; ``data`` is an
-item's data as JSON."""
 
-# The event fields as Arrow reads them from JSON: those of SCHEMA, plus the nested and
-# differently named fields that fill SCHEMA's shared columns.
-_FROM_JSON = pa.schema(
-    [f for f in SCHEMA if f.name not in ("stream_id", "data", "payload")]
-    + [
-        ("last_error", pa.string()),
-        ("cursor", pa.struct([("page", pa.int32()), ("last_item_key", pa.string())])),
-    ]
-)
-_PARSE = pa_json.ParseOptions(explicit_schema=_FROM_JSON, unexpected_field_behavior="ignore")
-_READ = pa_json.ReadOptions(block_size=1 << 20)
+@functools.cache
+def schema() -> pa.Schema:
+    """The columns of every segment (``SCHEMA``; a function, so that Arrow is imported at
+    its first use, see ``_arrow``)."""
+    return pa.schema(
+        [
+            ("stream_id", pa.string()),
+            ("type", pa.string()),
+            ("event_id", pa.string()),
+            ("actor", pa.string()),
+            ("at", pa.float64()),
+            ("task_id", pa.string()),
+            ("site", pa.string()),
+            ("url", pa.string()),
+            ("status", pa.int32()),
+            ("bytes", pa.int64()),
+            ("elapsed_ms", pa.float64()),
+            ("page", pa.int32()),
+            ("attempt", pa.int32()),
+            ("deliveries", pa.int32()),
+            ("reason", pa.string()),
+            ("error", pa.string()),
+            ("key", pa.string()),
+            ("action_id", pa.string()),
+            ("data", pa.string()),
+            ("payload", pa.binary()),
+        ]
+    )
+
+
+if TYPE_CHECKING:
+    SCHEMA: pa.Schema
+    """Columns of every segment. ``page`` is also a checkpoint's cursor page, ``key`` also a
+    checkpoint's last item key, ``error`` also an aborted task's last error; ``data`` is an
+    item's data as JSON."""
+
+
+def __getattr__(name: str) -> object:
+    """``SCHEMA``, made at its first use."""
+    if name == "SCHEMA":
+        return schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _json_options() -> tuple[pa_json.ReadOptions, pa_json.ParseOptions]:
+    """How segments' lines are read as JSON. The event fields as Arrow reads them: those
+    of ``SCHEMA``, plus the nested and differently named fields that fill its shared
+    columns."""
+    from_json = pa.schema(
+        [f for f in schema() if f.name not in ("stream_id", "data", "payload")]
+        + [
+            ("last_error", pa.string()),
+            ("cursor", pa.struct([("page", pa.int32()), ("last_item_key", pa.string())])),
+        ]
+    )
+    parse = pa_json.ParseOptions(explicit_schema=from_json, unexpected_field_behavior="ignore")
+    return pa_json.ReadOptions(block_size=1 << 20), parse
+
+
 _json = msgspec.json.Encoder()
 
 
@@ -147,14 +174,17 @@ def segment_on_disk(path: Path) -> SegmentInfo:
 
 def _read_lines(lines: bytes) -> pa.Table:
     try:
-        return pa_json.read_json(io.BytesIO(lines), read_options=_READ, parse_options=_PARSE)
+        read, parse = _json_options()
+        return pa_json.read_json(io.BytesIO(lines), read_options=read, parse_options=parse)
     except pa.ArrowInvalid as exc:
         # Arrow's reader cannot split a line across blocks: an event bigger than a block
         # (a big item) is read with one block that holds every line, on one thread.
         if "straddl" not in str(exc):
             raise
     whole = pa_json.ReadOptions(block_size=len(lines) + 1)
-    return pa_json.read_json(io.BytesIO(lines), read_options=whole, parse_options=_PARSE)
+    return pa_json.read_json(
+        io.BytesIO(lines), read_options=whole, parse_options=_json_options()[1]
+    )
 
 
 def to_table(entries: Sequence[LogEntry]) -> pa.Table:
@@ -180,8 +210,8 @@ def to_table(entries: Sequence[LogEntry]) -> pa.Table:
         "payload": pa.array([e.payload for e in entries], pa.binary()),
     }
     return pa.table(
-        [columns.get(f.name) or shared.get(f.name) or parsed.column(f.name) for f in SCHEMA],
-        schema=SCHEMA,
+        [columns.get(f.name) or shared.get(f.name) or parsed.column(f.name) for f in schema()],
+        schema=schema(),
     )
 
 
@@ -266,7 +296,7 @@ def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
         return pq.read_table(
             path,
             columns=list(columns) if columns else None,
-            schema=SCHEMA,
+            schema=schema(),
             page_checksum_verification=True,
         )
     except (OSError, pa.ArrowException) as exc:

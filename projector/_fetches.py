@@ -47,6 +47,7 @@ import msgspec
 from eventlog import (
     LogEntry,
     PageFetched,
+    RobotsNotWhole,
     TaskClaimed,
     TaskOrphaned,
     TaskReclaimed,
@@ -154,10 +155,12 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     a projector starting from these figures reads the archive to get them back."""
     unrecorded_refetches: int = 0
     """First fetches of a page (no ``task.page`` of it before) by a task taken again after a
-    lost lease (``task.reclaimed``, ``task.orphaned``, or ``task.claimed`` with
-    ``deliveries`` > 1) and not fetched since: the lost lease's worker may have requested
-    that page and died (or lost the lease) before its fetch was written, so the site may
-    have seen it twice."""
+    lost lease that may have sent a request it never recorded (``task.orphaned``, or
+    ``task.reclaimed`` or ``task.claimed`` with ``deliveries`` > 1 whose
+    ``unrecorded_fetch`` is true: its worker had taken a politeness slot for the task since
+    the task's last write) and not fetched since: that worker may have requested the page
+    and died (or lost the lease) before its fetch was written, so the site may have seen it
+    twice. A lease lost while its task waited for a slot sent nothing and counts nothing."""
     retaken: tuple[str, ...] = ()
     """Tasks taken again after a lost lease and not fetched since (sorted)."""
     restored: tuple[str, ...] = ()
@@ -168,6 +171,9 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     """Actor -> the largest ``at`` minus its stream ID's time, in seconds, over its page
     fetches: how far ahead of the server's clock its own clock is (an event is written
     after it is made, so the largest offset is the one written soonest after)."""
+    robots: dict[str, str] = {}
+    """Site -> why its robots.txt was last not taken whole (``site.robots``'s reason):
+    it could not be read, or was cut at 500 KiB."""
 
 
 class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -192,6 +198,7 @@ class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True)
     unrecorded_refetches: int = 0
     retaken: list[str] = []
     clock_offsets: dict[str, float] = {}
+    robots: dict[str, str] = {}
     restored: list[str] = []
 
 
@@ -277,6 +284,15 @@ class FetchTracker:
         self.restored: set[str] = set()
         """Tasks reclaimed by a restore and not claimed since (`FetchFigures.restored`)."""
         self.clock_offsets: dict[str, float] = {}
+        self.robots: dict[str, str] = {}
+
+    def response_times(self) -> tuple[float | None, float | None]:
+        """(average, p95) in ms of every fetch counted, the p95 within ``RELATIVE_ERROR``
+        (as ``crawlog report`` gives them); None before the first fetch."""
+        if not self.fetches:
+            return None, None
+        found = quantiles(self.elapsed_buckets, (0.95,))
+        return self.elapsed_sum_ms / self.fetches, found[0] if found else None
 
     def observe(self, state: State, entries: Iterable[LogEntry]) -> None:
         """Count a batch's fetches and releases; ``state`` is the fold's before the batch
@@ -290,7 +306,7 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        task_claimed, retakes = TaskClaimed, (TaskReclaimed, TaskOrphaned)
+        task_claimed, task_reclaimed, task_orphaned = TaskClaimed, TaskReclaimed, TaskOrphaned
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         restored = self.restored
         for entry in entries:
@@ -299,18 +315,25 @@ class FetchTracker:
             if kind is not page_fetched:
                 if kind is task_released:
                     released += 1
-                elif kind is TaskReclaimed and event.reason == STORE_RESTORED:
+                elif kind is RobotsNotWhole:
+                    self.robots[event.site] = event.reason
+                elif kind is task_reclaimed and event.reason == STORE_RESTORED:
                     restored.add(event.task_id)
                 elif kind is task_claimed and event.task_id in restored:
                     # Taken again only now: what came between was its journal's.
                     restored.discard(event.task_id)
                     retaken.add(event.task_id)
-                elif kind in retakes or (kind is task_claimed and event.deliveries > 1):
+                elif kind is task_orphaned or (
+                    kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1)
+                ):
+                    # Any of these ends a restore's wait for the next claim (as in the SQL).
                     restored.discard(event.task_id)
                     # An orphaned write is a worker's work on the task that never reached
                     # the log (a lease taken over, or a store lost and restored without a
-                    # reclaim of the task): the page it was at may have been requested.
-                    retaken.add(event.task_id)
+                    # reclaim of the task): the page it was at may have been requested. A
+                    # lease lost before its worker took a slot for the task sent nothing.
+                    if kind is task_orphaned or event.unrecorded_fetch:
+                        retaken.add(event.task_id)
                 continue
             fetches += 1
             stream_id = entry.stream_id
@@ -422,6 +445,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=tuple(sorted(self.retaken)),
             clock_offsets=dict(sorted(self.clock_offsets.items())),
+            robots=dict(sorted(self.robots.items())),
             restored=tuple(sorted(self.restored)),
         )
 
@@ -451,6 +475,7 @@ class FetchTracker:
             unrecorded_refetches=self.unrecorded_refetches,
             retaken=sorted(self.retaken),
             clock_offsets=self.clock_offsets,
+            robots=self.robots,
             restored=sorted(self.restored),
         )
         return _TRACKED_ENCODER.encode(tracked)
@@ -481,6 +506,7 @@ class FetchTracker:
         self.retaken = set(source.retaken)
         self.restored = set(source.restored)
         self.clock_offsets = dict(source.clock_offsets)
+        self.robots = dict(source.robots)
 
 
 def needs_archive(figures: FetchFigures | None) -> bool:
@@ -594,7 +620,12 @@ def retakes_sql(source: str, ms: str, seq: str) -> str:
     (``first``): of ``source``, whose stream ID's parts are the columns ``ms`` and ``seq``.
     A retake is a reclaim, an orphaned write, a claim with ``deliveries`` > 1, or the first
     claim after a restore's reclaim (not the reclaim itself: what a journal gives back
-    before that claim was fetched once)."""
+    before that claim was fetched once).
+
+    The archive has no column for a retake's ``unrecorded_fetch``: every retake is one here,
+    as in the logs written before it was recorded. Over a log that has some false, the SQL
+    counts more than the projector does, never fewer; it runs only for a job whose
+    committed state predates the projector's own figures (`rebuild`, the SQL report)."""
     return f"""
 SELECT task_id, kind, ms, seq,
        lag(kind) OVER (PARTITION BY task_id ORDER BY ms, seq) AS before,
@@ -611,6 +642,14 @@ def unrecorded_refetches_sql(source: str, ms: str, seq: str) -> str:
     return (
         f"SELECT count(*) FROM ({retakes_sql(source, ms, seq)}) "
         "WHERE kind = 'page' AND first AND before = 'retake'"
+    )
+
+
+def robots_sql(source: str, ms: str, seq: str) -> str:
+    """``FetchFigures.robots`` of ``source`` (site, reason rows; see :func:`retakes_sql`)."""
+    return (
+        f"SELECT site, arg_max(reason, [{ms}, {seq}]) FROM {source} "
+        "WHERE type = 'site.robots' GROUP BY site ORDER BY site"
     )
 
 
@@ -631,7 +670,7 @@ def _source(con: Any, paths: Sequence[Path]) -> None:
             "NULL::VARCHAR AS url, NULL::INTEGER AS status, NULL::VARCHAR AS error, "
             'NULL::DOUBLE AS elapsed_ms, NULL::DOUBLE AS "at", NULL::VARCHAR AS stream_id, '
             "NULL::VARCHAR AS type, NULL::VARCHAR AS actor, NULL::INTEGER AS deliveries, "
-            "NULL::VARCHAR AS reason "
+            "NULL::VARCHAR AS site, NULL::VARCHAR AS reason "
             "WHERE false"
         )
 
@@ -691,6 +730,7 @@ def counts_from_archive(con: Any) -> FetchTracker:
     (tracker.unrecorded_refetches,) = con.execute(
         unrecorded_refetches_sql("src", _STREAM_MS, _STREAM_SEQ)
     ).fetchone()
+    tracker.robots = dict(con.execute(robots_sql("src", _STREAM_MS, _STREAM_SEQ)).fetchall())
     tracker.retaken = {
         task_id
         for (task_id,) in con.execute(

@@ -41,6 +41,7 @@ from eventlog import (
     LogEntry,
     PageFetched,
     RetryScheduled,
+    RobotsNotWhole,
     SitePaused,
     SiteResumed,
     TaskAborted,
@@ -526,6 +527,12 @@ def _circuit_closed(state: State, event: CircuitClosed) -> None:
     site.circuit, site.circuit_reason = CIRCUIT_CLOSED, event.reason
 
 
+def _robots_not_whole(state: State, event: RobotsNotWhole) -> None:
+    # Nothing to fold: the site's tasks say what it did to them (a retry, a failure); the
+    # report's line about it is the fetch figures' (``projector._fetches``).
+    return
+
+
 def _orphaned(state: State, event: TaskOrphaned) -> None:
     # Counted where refused events are: the report and status show anomalies by reason.
     raise Refused(ORPHANED_REASON, state.tasks.get(event.task_id))
@@ -566,6 +573,7 @@ _HANDLERS: dict[type[msgspec.Struct], Handler] = {
     SiteResumed: _site_resumed,
     CircuitOpened: _circuit_opened,
     CircuitClosed: _circuit_closed,
+    RobotsNotWhole: _robots_not_whole,
     JobPaused: _job_paused,
     JobResumed: _job_resumed,
 }

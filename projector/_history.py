@@ -25,13 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 import anyio.to_thread
 import msgspec
-import pyarrow as pa
-import pyarrow.parquet as pq
 import redis.asyncio as aioredis
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    from projector._arrow import pa, pq
 
 from eventlog import (
     START,

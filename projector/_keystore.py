@@ -17,15 +17,20 @@ that match, so a hash collision costs a read, never a wrong count) and puts thos
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
-import pyarrow as pa
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    from projector._arrow import pa, pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, stream_id_key
 from projector._hashset import HashSet64
@@ -36,7 +41,12 @@ KEY_SEGMENT_SUFFIX: Final = ".parquet"
 KEY_ROW_GROUP: Final = 4_096
 """Rows a row group: a segment is sorted, so a lookup reads the one row group (per sorted
 part) whose key range holds the key, found from the row groups' statistics."""
-KEY_SCHEMA: Final = pa.schema([("key", pa.string())])
+
+
+@functools.cache
+def _key_schema() -> pa.Schema:
+    """The column of a key segment (a function: Arrow is imported at its first use)."""
+    return pa.schema([("key", pa.string())])
 
 
 class KeySegmentInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,7 +67,9 @@ def write_key_segment(directory: Path, keys: Iterable[str], position: str) -> Ke
     """Write ``keys`` (each once, none stored yet) sorted as a new key segment (not
     committed)."""
     # Sorted by Arrow: cheaper than Python's sort of as many strings.
-    table = pa.table({"key": pa.array(list(keys), pa.string())}, schema=KEY_SCHEMA).sort_by("key")
+    table = pa.table({"key": pa.array(list(keys), pa.string())}, schema=_key_schema()).sort_by(
+        "key"
+    )
     name = _name(position)
     write_store_file(directory, name, table, row_group_size=KEY_ROW_GROUP)
     return KeySegmentInfo(name=name, keys=table.num_rows, position=position)
@@ -85,7 +97,7 @@ def merge_key_segments(directory: Path, segments: Sequence[KeySegmentInfo]) -> K
     keys = 0
     with open(tmp, "wb") as sink:
         with pq.ParquetWriter(
-            sink, KEY_SCHEMA, compression=COMPRESSION, write_page_checksum=True
+            sink, _key_schema(), compression=COMPRESSION, write_page_checksum=True
         ) as writer:
             for info in segments:
                 path = directory / info.name

@@ -15,6 +15,7 @@ tasks as relations of (task id, MD5 of the task's bytes) joined in DuckDB.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -22,12 +23,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import msgspec
-import pyarrow as pa
-import pyarrow.parquet as pq
 import redis.asyncio as aioredis
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+else:
+    from projector._arrow import pa, pq
 
 from eventlog import (
     SCHEMA_VERSION,
@@ -74,7 +79,12 @@ POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
 _task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
-_RUN_SCHEMA: Final = pa.schema([("task_id", pa.string()), ("state", pa.binary())])
+
+
+@functools.cache
+def _run_schema() -> pa.Schema:
+    """The columns of a spilled run of task states (Arrow imported at first use)."""
+    return pa.schema([("task_id", pa.string()), ("state", pa.binary())])
 
 
 class _Envelope(msgspec.Struct, array_like=True, frozen=True, gc=False):
@@ -139,7 +149,7 @@ class TaskSpill(AbstractContextManager["TaskSpill"]):
         # slice at a time: the memory of one slice's bytes is reused by the next, where a
         # run's bytes all at once are fresh pages for the kernel to hand over.
         with pq.ParquetWriter(
-            self.directory / name, _RUN_SCHEMA, compression="zstd", compression_level=1
+            self.directory / name, _run_schema(), compression="zstd", compression_level=1
         ) as writer:
             for at in range(0, len(leaving), self.evict_slice):
                 ids = leaving[at : at + self.evict_slice]
@@ -147,7 +157,7 @@ class TaskSpill(AbstractContextManager["TaskSpill"]):
                 writer.write_table(
                     pa.table(
                         [pa.array(ids, pa.string()), pa.array(states, pa.binary())],
-                        schema=_RUN_SCHEMA,
+                        schema=_run_schema(),
                     )
                 )
         self.stored.hashes.update(map(hash, leaving))

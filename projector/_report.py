@@ -60,6 +60,7 @@ def _report(
         lease_s=lease_s,
         now=now,
         clock_offsets=figures.clock_offsets,
+        robots=figures.robots,
     )
 
 

@@ -198,6 +198,13 @@ class Anomalies(msgspec.Struct, frozen=True, kw_only=True):
     (``JobState.orphaned``): the journal's fencing at work, not a fault."""
 
 
+class RobotsNote(msgspec.Struct, frozen=True, kw_only=True):
+    """A site whose robots.txt was not taken whole, and why (its latest ``site.robots``)."""
+
+    site: str
+    reason: str
+
+
 class Report(msgspec.Struct, frozen=True, kw_only=True):
     """A job's progress report, as of one committed manifest."""
 
@@ -218,6 +225,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     anomalies: Anomalies
     clock_skew: list[ClockSkew] = []
     """Workers whose clock is off the server's by more than ``CLOCK_SKEW_WARNING_S``."""
+    robots: list[RobotsNote] = []
+    """Sites whose robots.txt could not be read, or was cut at 500 KiB, by site."""
 
 
 def assemble(
@@ -233,6 +242,7 @@ def assemble(
     lease_s: float,
     now: float,
     clock_offsets: dict[str, float] | None = None,
+    robots: dict[str, str] | None = None,
 ) -> Report:
     """The report of ``manifest``: the sections from the log as given, the others from
     ``summary``."""
@@ -255,6 +265,7 @@ def assemble(
         stuck=_stuck(summary.running, lease_s=lease_s, now=now),
         anomalies=_anomalies(summary),
         clock_skew=clock_skew(clock_offsets or {}),
+        robots=[RobotsNote(site=site, reason=why) for site, why in sorted((robots or {}).items())],
     )
 
 

@@ -10,7 +10,12 @@ from typing import Any
 import duckdb
 
 from projector._committed import committed_state
-from projector._fetches import MS_PER_MINUTE, RefetchedPage, unrecorded_refetches_sql
+from projector._fetches import (
+    MS_PER_MINUTE,
+    RefetchedPage,
+    robots_sql,
+    unrecorded_refetches_sql,
+)
 from projector._fold import HTTP_ERROR
 from projector._report_model import (
     TOP_REASONS,
@@ -64,6 +69,7 @@ def _report(committed: Committed, *, lease_s: float, now: float) -> Report:
     offsets = con.execute(
         f"SELECT actor, max(epoch_s - stream_ms / 1000) {_PAGE_EVENTS} GROUP BY actor"
     ).fetchall()
+    robots = con.execute(robots_sql("events", "stream_ms", "stream_seq")).fetchall()
     return assemble(
         manifest,
         summary,
@@ -78,6 +84,7 @@ def _report(committed: Committed, *, lease_s: float, now: float) -> Report:
         lease_s=lease_s,
         now=now,
         clock_offsets=dict(offsets),
+        robots=dict(robots),
     )
 
 

@@ -38,11 +38,14 @@ import zlib
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    from projector._arrow import pa, pc, pq
 
 from eventlog import CrawlogError
 

@@ -20,16 +20,21 @@ the fold's.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from operator import attrgetter
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+else:
+    from projector._arrow import pa, pc, pq
 
 from eventlog import CrawlogError, stream_id_key
 from projector._hashset import HashSet64
@@ -48,18 +53,24 @@ TASK_ROW_GROUP: Final = 65_536
 """Rows a row group of a task segment, and rows a merge holds at a time: a merge's memory
 is bounded by it, not by the size of the job."""
 
-TASK_SCHEMA: Final = pa.schema(
-    [
-        ("task_id", pa.string()),
-        ("url", pa.string()),
-        ("site", pa.string()),
-        ("status", pa.string()),
-        ("last_reason", pa.string()),
-        ("retries", pa.int64()),
-        ("recoveries", pa.int64()),
-        ("state", pa.binary()),
-    ]
-)
+
+@functools.cache
+def task_schema() -> pa.Schema:
+    """The columns of a task segment (a function: Arrow is imported at its first use)."""
+    return pa.schema(
+        [
+            ("task_id", pa.string()),
+            ("url", pa.string()),
+            ("site", pa.string()),
+            ("status", pa.string()),
+            ("last_reason", pa.string()),
+            ("retries", pa.int64()),
+            ("recoveries", pa.int64()),
+            ("state", pa.binary()),
+        ]
+    )
+
+
 SUMMARY_COLUMNS: Final = ("task_id", "url", "status", "last_reason", "retries", "recoveries")
 
 _encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
@@ -140,8 +151,8 @@ def write_task_segment(
     """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed);
     ``replacing``: how many may replace an older segment's row, if known."""
     # Sorted by Arrow, not by a Python key function over the rows.
-    columns = {field: list(map(attrgetter(field), rows)) for field in TASK_SCHEMA.names}
-    table = pa.table(columns, schema=TASK_SCHEMA).sort_by("task_id")
+    columns = {field: list(map(attrgetter(field), rows)) for field in task_schema().names}
+    table = pa.table(columns, schema=task_schema()).sort_by("task_id")
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
     write_store_file(directory, name, table, row_group_size=TASK_ROW_GROUP)
@@ -158,7 +169,7 @@ def _read(path: Path, columns: Sequence[str] | None = None, filters: object = No
 def latest_rows(tables: Sequence[pa.Table]) -> pa.Table:
     """One row per task id out of tables in commit order: the latest table's row wins."""
     if not tables:
-        return TASK_SCHEMA.empty_table()
+        return task_schema().empty_table()
     tagged = [
         t.append_column("_seq", pa.array([n] * t.num_rows, pa.int32()))
         for n, t in enumerate(tables)
@@ -192,7 +203,7 @@ def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) ->
     rows = 0
     with open(tmp, "wb") as sink:
         with pq.ParquetWriter(
-            sink, TASK_SCHEMA, compression=COMPRESSION, write_page_checksum=True
+            sink, task_schema(), compression=COMPRESSION, write_page_checksum=True
         ) as writer:
             for n, info in enumerate(segments):
                 newer = [chunk for later in ids[n + 1 :] if later for chunk in later.chunks]
@@ -204,7 +215,7 @@ def merge_task_segments(directory: Path, segments: Sequence[TaskSegmentInfo]) ->
                     del own, replaced
                 offset = 0
                 for batch in _batches(directory / info.name):
-                    table = pa.Table.from_batches([batch], schema=TASK_SCHEMA)
+                    table = pa.Table.from_batches([batch], schema=task_schema())
                     if keep is not None:
                         table = table.filter(keep.slice(offset, batch.num_rows))
                     offset += batch.num_rows

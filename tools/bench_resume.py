@@ -96,6 +96,7 @@ async def measure(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
         print(f"set up {tasks:,} leased, checkpointed tasks in {time.monotonic() - started:.1f} s")
         env = {**os.environ, "REDIS_URL": url}
         command = crawlog_command(
+            *os.environ.get("BENCH_CRAWLOG_ARGS", "").split(),
             "worker", "--job", job, "--name", "w1",
             "--data-dir", str(data_dir), "--log-level", "info",
         )  # fmt: skip
@@ -120,6 +121,8 @@ async def measure(url: str, data_dir: Path, tasks: int) -> dict[str, float]:
                 tg.start_soon(read_log)
                 with anyio.fail_after(120):
                     while site.request_count == 0:
+                        if process.returncode is not None:
+                            raise SystemExit(f"the worker exited:\n{stderr.decode()[-2000:]}")
                         await anyio.sleep(0.001)
                     first_fetch = time.monotonic() - began
                     # The rest of the pending list loads while the first tasks run.

@@ -106,8 +106,17 @@ WAITING_SHOWN = 10
 
 WORKER_PRELOAD = ("crawler._worker", "crawler._fetch")
 """What a forked worker imports while the crawl starts the server: its HTTP stack."""
-PROJECTOR_PRELOAD = ("crawler.cli.projector", "projector:Projector")
-"""What a forked projector imports meanwhile: its archive (Arrow)."""
+PROJECTOR_PRELOAD = (
+    "crawler.cli.projector",
+    "projector:Projector",
+    "pyarrow",
+    "pyarrow.compute",
+    "pyarrow.json",
+    "pyarrow.parquet",
+)
+"""What a forked projector imports meanwhile: its archive (Arrow, which the projector's
+modules import only at its first use: the crawl's own process, reading its summary,
+needs none)."""
 
 Child = Process | Forked
 """A worker or projector: forked before the event loop, or started as a new interpreter."""

@@ -142,7 +142,16 @@ def _text_sites(report: Report) -> list[str]:
         *table_lines(rows, [False, True, True, True, True, True, False], "  "),
         *_more(LISTED, len(report.sites), "sites"),
         *_circuit_openings(report),
+        *_robots_lines(report),
     ]
+
+
+def _robots_lines(report: Report) -> list[str]:
+    """A line for each site whose robots.txt could not be read or was cut, and why."""
+    notes = report.robots
+    return [f"  robots.txt of {n.site}: {n.reason}" for n in notes[:LISTED]] + _more(
+        LISTED, len(notes), "robots.txt files not taken whole"
+    )
 
 
 def _times(n: int) -> str:

@@ -346,6 +346,9 @@ def _exit_now(status: int) -> NoReturn:
     server is a daemon, and what is buffered is flushed here (a closed pipe raises as it
     did at the group's own flush, and is handled there).
     """
+    from crawler.cli._bytecode import compile_in_background
+
+    compile_in_background()  # once, where Python writes none: see ``_bytecode``
     sys.stdout.flush()
     sys.stderr.flush()
     logging.shutdown()

@@ -55,6 +55,7 @@ from crawler.console._guard import (
 from crawler.console._live import JobWatch
 from crawler.console._sse import log_messages, start_position
 from crawler.console._state import Console, console_of, session_of
+from crawler.console._task_index import STATUS_ORDER, TaskQuery
 from crawler.ops import OpenJob, read_job_rows, require_reason, task_id_of
 from eventlog import ConfigError, CrawlogError, EventLog, connect
 from projector import TaskState
@@ -187,9 +188,31 @@ async def sites(request: Request, job: str, opened: OpenJob, watch: JobWatch) ->
 async def tasks(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> Response:
     report = await watch.refresh()
     query = request.query_params.get("q", "").strip()
-    found = _search(watch, query) if query else []
-    return _html(
-        request, f"Tasks of {job}", pages.search_page(job, query, found), job, report.position
+    if query:
+        body = pages.search_page(job, query, _search(watch, query))
+    else:
+        listed = _task_query(request)
+        index = watch.observed.tasks
+        body = (
+            pages.search_page(job, "", [])
+            + pages.task_filters(job, listed, index.counts())
+            + pages.task_list(job, listed, index.page(listed))
+        )
+    return _html(request, f"Tasks of {job}", body, job, report.position)
+
+
+def _task_query(request: Request) -> TaskQuery:
+    """The list's filters and offset as the page's query string gives them."""
+    params = request.query_params
+    status = params.get("status", "")
+    if status and status not in STATUS_ORDER:
+        raise ConfigError(f"no task status {status!r} (the statuses: {', '.join(STATUS_ORDER)})")
+    offset = params.get("offset", "0")
+    return TaskQuery(
+        status=status,
+        site=params.get("site", ""),
+        reason=params.get("reason", ""),
+        offset=int(offset) if offset.isdigit() else 0,
     )
 
 

@@ -10,7 +10,10 @@ started, and everything since. The per-minute charts count what came before too:
 from the projector's committed fetch figures (``FetchTracker.per_minute``, kept in step
 with the tail by ``LiveProgress``), failures from the committed state's failed and aborted
 tasks (the minute of their last event), then the tail's; each start from a commit (the
-first, and one after a trim) counts them again from that commit.
+first, and one after a trim) counts them again from that commit. The queue and the ETA
+are sampled by each refresh (the queue's past read once from the committed archive), and
+the tasks are kept listed by status, site and failure reason (``TaskIndex``) for the
+Tasks page.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ import msgspec
 import redis.asyncio as aioredis
 from anyio.abc import TaskGroup
 
-from crawler.ops import LiveProgress, Progress, Tracker
+from crawler.console._task_index import TaskIndex
+from crawler.ops import LiveProgress, Progress, Row, Tracker
 from eventlog import (
+    CrawlogError,
+    JobResumed,
     LogEntry,
     PageFetched,
     RetryScheduled,
@@ -46,6 +52,21 @@ RESPONSE_TIMES_KEPT = 10_000
 MINUTES_KEPT = 60
 MS_PER_MINUTE = 60_000
 """Minutes of fetches and failures the charts can draw."""
+SAMPLE_EVERY_S = 10
+"""The queue and the ETA are charted one sample per this many seconds (the slot's last)."""
+SAMPLES_KEPT = MINUTES_KEPT * 60 // SAMPLE_EVERY_S
+QUEUE_SQL = f"""
+SELECT slot, CAST(sum(delta) OVER (ORDER BY slot) AS BIGINT) AS queue FROM (
+    SELECT stream_ms // {SAMPLE_EVERY_S * 1000} AS slot,
+           sum(CASE WHEN type IN ('task.enqueued', 'task.retried') THEN 1 ELSE -1 END) AS delta
+    FROM events
+    WHERE type IN ('task.enqueued', 'task.retried', 'task.done', 'task.failed', 'task.aborted')
+    GROUP BY slot
+) ORDER BY slot
+"""
+"""The tasks remaining at the end of each ``SAMPLE_EVERY_S`` slot of the committed archive
+(by the server's clock): each task enqueued or retried is one more, each that ended one
+less."""
 
 
 class Observed:
@@ -58,12 +79,22 @@ class Observed:
         self.failures_per_minute: dict[int, Counter[str]] = {}
         self.site_paused_by: dict[str, str] = {}
         self.peak_retries = 0
+        self.tasks = TaskIndex({})
+        """The state's tasks by status, site and failure reason: the Tasks page's list."""
+        self.samples: deque[tuple[float, int, float | None]] = deque(maxlen=SAMPLES_KEPT)
+        """(epoch seconds, tasks remaining, ETA in seconds or None) as refreshes saw them:
+        the queue and ETA charts, since the console started."""
+        self.queue_history: dict[int, int] = {}
+        """Tasks remaining at the end of each ``SAMPLE_EVERY_S`` slot (since the epoch)
+        before the console started, from the committed archive (``QUEUE_SQL``); read once,
+        in the background."""
 
     def start_from(self, state: State) -> None:
         """Count the failures of a committed ``state`` (its failed and aborted tasks, at
         the minute of their last event) in place of what was counted before: the tail
         after it is observed next. Pages come from the committed fetch figures instead
         (:meth:`JobWatch.refresh`)."""
+        self.tasks = TaskIndex(state.tasks)
         failures: dict[int, Counter[str]] = {}
         for task in state.tasks.values():
             if task.status == FAILED or task.status == ABORTED:
@@ -74,11 +105,36 @@ class Observed:
             m: reasons for m, reasons in failures.items() if m >= latest - MINUTES_KEPT
         }
 
+    def sample(self, at: float, total: Row) -> None:
+        """Note the queue and the ETA of ``total`` at ``at`` (epoch seconds), in place of
+        a sample of the same ``SAMPLE_EVERY_S`` slot."""
+        point = (at, total.counts.remaining, total.eta_s)
+        if self.samples and self.samples[-1][0] // SAMPLE_EVERY_S == at // SAMPLE_EVERY_S:
+            self.samples[-1] = point
+        else:
+            self.samples.append(point)
+
+    def queue_points(self) -> list[tuple[float, int]]:
+        """The queue over time: the archive's slots before the first sample (each at the
+        slot's end), then the samples."""
+        first = self.samples[0][0] if self.samples else float("inf")
+        before = [
+            (min((slot + 1) * float(SAMPLE_EVERY_S), first), queue)
+            for slot, queue in sorted(self.queue_history.items())
+            if slot * SAMPLE_EVERY_S < first
+        ]
+        return before + [(at, remaining) for at, remaining, _ in self.samples]
+
     def observe(self, entry: LogEntry, state: State) -> None:
         """Note what ``entry`` (already folded into ``state``) says for the panel."""
         event = entry.event
         # The server's minute (the stream ID's), whatever the clock of the event's worker.
         minute = stream_id_key(entry.stream_id)[0] // MS_PER_MINUTE
+        task_id = getattr(event, "task_id", None)
+        if task_id is not None:
+            self.tasks.update(task_id)
+        elif isinstance(event, SiteResumed | JobResumed):
+            self.tasks.update_all()  # its fold unparks tasks it does not name
         match event:
             case PageFetched():
                 if event.error is None:
@@ -134,6 +190,9 @@ class PanelView(msgspec.Struct, frozen=True, kw_only=True):
     peak_retries: int
     committed_only: bool = False
     """Numbers as of the projector's last commit (the job's state is still being read)."""
+    response_ms: tuple[float | None, float | None] = (None, None)
+    """(average, p95): of the fetches this console saw, else of every fetch the job's
+    figures count (a console opened after the crawl)."""
 
 
 class JobWatch:
@@ -161,6 +220,7 @@ class JobWatch:
         self._last: tuple[float, Progress] | None = None
         self._loaded = anyio.Event()
         self._loading = False
+        self._history_read = False
 
     @property
     def state(self) -> State:
@@ -178,6 +238,22 @@ class JobWatch:
         self._loading = True
         tg.start_soon(self.refresh)
 
+    def start_queue_history(self, tg: TaskGroup) -> None:
+        """Read the queue's history from the committed archive in ``tg`` (once)."""
+        if self._history_read:
+            return
+        self._history_read = True
+        tg.start_soon(self._read_queue_history)
+
+    async def _read_queue_history(self) -> None:
+        from projector import query
+
+        try:
+            found = await anyio.to_thread.run_sync(query, self._source.store, QUEUE_SQL)
+        except CrawlogError:
+            return  # nothing committed yet (or no archive here): the samples alone
+        self.observed.queue_history = {int(slot): int(q) for slot, q in found.rows}
+
     async def refresh(self, *, fresh: bool = False) -> Progress:
         """The progress now (at most ``FRESH_S`` old unless ``fresh``)."""
         async with self._lock:
@@ -185,6 +261,7 @@ class JobWatch:
             if not fresh and self._last is not None and now - self._last[0] < FRESH_S:
                 return self._last[1]
             report = await self._source.refresh(now=now)
+            self.observed.sample(time.time(), report.total)
             # Replaced by each start from a commit: read again after every refresh.
             self.observed.pages_per_minute = self._source.fetches.per_minute
             self._last = (now, report)
@@ -193,6 +270,7 @@ class JobWatch:
 
     async def panel(self, tg: TaskGroup) -> PanelView:
         """The panel's numbers: live once the state is read, the last commit's till then."""
+        self.start_queue_history(tg)
         if not self._loaded.is_set():
             self.start_loading(tg)
             summary = await self._source.summary_progress()
@@ -203,6 +281,7 @@ class JobWatch:
                 retried = [n for n, tasks in committed.retries.items() if tasks]
                 if committed.fetches is not None and not self.observed.pages_per_minute:
                     self.observed.pages_per_minute = committed.fetches.per_minute
+                self.observed.sample(time.time(), summary.total)
                 return PanelView(
                     report=summary,
                     aborted=committed.job.tasks.get(ABORTED, 0),
@@ -210,8 +289,10 @@ class JobWatch:
                     committed_only=True,
                 )
         report = await self.refresh()
+        recent = self.observed.response_times()
         return PanelView(
             report=report,
             aborted=self.state.job.tasks.get(ABORTED, 0),
             peak_retries=self.observed.peak_retries,
+            response_ms=recent if recent[0] is not None else self._source.fetches.response_times(),
         )

@@ -12,15 +12,17 @@ from __future__ import annotations
 import datetime as dt
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from urllib.parse import quote, urlencode
 
 import msgspec
 
 from crawler.console._actions import Outcome
-from crawler.console._chart import bars_per_minute
+from crawler.console._chart import bars_per_minute, line_over_time
 from crawler.console._live import Observed, PanelView
+from crawler.console._task_index import PAGE_SIZE, STATUS_ORDER, Group, TaskPage, TaskQuery
 from crawler.ops import (
     JobRow,
     Progress,
@@ -66,6 +68,7 @@ th{background:#f4f4f4}.num{text-align:right;font-variant-numeric:tabular-nums}
 .panel{display:flex;flex-wrap:wrap;gap:1em}.figure{border:1px solid #ddd;padding:.5em 1em}
 .figure b{display:block;font-size:1.6em}.paused{color:#b35a00;font-weight:bold}
 .swatch{display:inline-block;width:.8em;height:.8em;margin:0 .2em}
+#charts{display:flex;flex-wrap:wrap;gap:1em}.chart-box{margin:0}
 form.inline{display:inline}input[type=text]{width:14em}
 """.strip()
 SCRIPT_PATH = "/static/console.js"
@@ -188,7 +191,7 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
     total: Row = report.total
     counts = total.counts
     aborted = view.aborted
-    average, p95 = observed.response_times()
+    average, p95 = view.response_ms
     behind = (
         f"{report.tail_events:,} events, {format_duration(report.behind_s)}"
         if report.tail_events
@@ -219,10 +222,28 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
             ),
         ]
     )
+    charts = _charts(view, observed, now)
+    reading = (
+        '<p id="committed-only">As of the projector&#39;s last commit: the job&#39;s state '
+        "is being read, live numbers follow.</p>"
+        if view.committed_only
+        else ""
+    )
+    return (
+        f'<div id="panel" data-live>{reading}{paused}<div class="panel">{figures}</div>'
+        f'<div id="charts">{charts}</div>'
+        f"<h2>Workers</h2>{workers_table(report.workers, report.lease_ms)}"
+        f'<p>as of stream ID <code id="position">{escape(report.position)}</code></p></div>'
+    )
+
+
+def _charts(view: PanelView, observed: Observed, now: float) -> str:
+    """Pages and failures per minute; the queue and the ETA as sampled: each an SVG."""
     minute = int(now // 60)
-    charts = bars_per_minute(
+    pages = bars_per_minute(
         observed.pages_per_minute, minute, title="pages fetched per minute", unit="pages"
-    ) + (
+    )
+    failures = (
         # The commit's summary counts failures by reason, not by minute: no chart to draw
         # (an empty one would say there were none) until the state is read.
         '<p id="failures-chart-pending">failures per minute, by reason: drawn once the '
@@ -235,17 +256,29 @@ def panel_page(view: PanelView, observed: Observed, now: float) -> str:
             unit="tasks",
         )
     )
-    reading = (
-        '<p id="committed-only">As of the projector&#39;s last commit: the job&#39;s state '
-        "is being read, live numbers follow.</p>"
-        if view.committed_only
-        else ""
+    queue = line_over_time(
+        [(at, float(queue)) for at, queue in observed.queue_points()],
+        now,
+        title="tasks remaining (the queue)",
+        axis="tasks",
+        none_said="not sampled yet",
     )
-    return (
-        f'<div id="panel" data-live>{reading}{paused}<div class="panel">{figures}</div>'
-        f'<div id="charts">{charts}</div>'
-        f"<h2>Workers</h2>{workers_table(report.workers, report.lease_ms)}"
-        f'<p>as of stream ID <code id="position">{escape(report.position)}</code></p></div>'
+    eta = line_over_time(
+        [(at, eta) for at, _, eta in observed.samples],
+        now,
+        title="ETA",
+        axis="time left",
+        label=format_duration,
+        none_said="unknown: not moving, or paused",
+    )
+    return "".join(
+        f'<figure class="chart-box" id="{ident}">{svg}</figure>'
+        for ident, svg in (
+            ("chart-pages", pages),
+            ("chart-failures", failures),
+            ("chart-queue", queue),
+            ("chart-eta", eta),
+        )
     )
 
 
@@ -328,7 +361,7 @@ def task_link(job: str, task: TaskState) -> str:
     )
 
 
-def tasks_table(job: str, tasks: Sequence[TaskState]) -> str:
+def tasks_table(job: str, tasks: Sequence[TaskState], *, id_: str = "") -> str:
     rows = [
         [
             task_link(job, t),
@@ -341,7 +374,8 @@ def tasks_table(job: str, tasks: Sequence[TaskState]) -> str:
         for t in tasks[:SHOWN_TASKS]
     ]
     more = f"<p>… and {len(tasks) - SHOWN_TASKS:,} more.</p>" if len(tasks) > SHOWN_TASKS else ""
-    return table(("task", "url", "status", "attempt", "retries", "last reason"), rows) + more
+    head = ("task", "url", "status", "attempt", "retries", "last reason")
+    return table(head, rows, id_=id_) + more
 
 
 def search_page(job: str, query: str, found: Sequence[TaskState]) -> str:
@@ -356,6 +390,59 @@ def search_page(job: str, query: str, found: Sequence[TaskState]) -> str:
     if not found:
         return form + f"<p>No task matches {escape(query)!s}.</p>"
     return form + tasks_table(job, found)
+
+
+def _options(name: str, label: str, chosen: str, counts: Mapping[str, int]) -> str:
+    options = [f'<option value="">every {escape(label)}</option>'] + [
+        f'<option value="{escape(value)}"{" selected" if value == chosen else ""}>'
+        f"{escape(value)} ({n:,})</option>"
+        for value, n in counts.items()
+    ]
+    return (
+        f'<label>{escape(label)} <select name="{name}" aria-label="{escape(label)}">'
+        f"{''.join(options)}</select></label> "
+    )
+
+
+def task_filters(job: str, query: TaskQuery, groups: Mapping[Group, int]) -> str:
+    """The list's filters: status, site and failure reason, each with its count of tasks."""
+    by: list[Counter[str]] = [Counter(), Counter(), Counter()]
+    for group, n in groups.items():
+        for counter, value in zip(by, group, strict=True):
+            if value:
+                counter[value] += n
+    statuses = {s: by[0][s] for s in STATUS_ORDER if by[0][s]}
+    sites = dict(sorted(by[1].items()))
+    reasons = dict(by[2].most_common())
+    return (
+        f'<form method="get" id="task-filters" action="/jobs/{quote(job, safe="")}/tasks">'
+        + _options("status", "status", query.status, statuses)
+        + _options("site", "site", query.site, sites)
+        + _options("reason", "failure reason", query.reason, reasons)
+        + '<button type="submit">List</button></form>'
+    )
+
+
+def task_list(job: str, query: TaskQuery, page: TaskPage) -> str:
+    """One page of the filtered list, with the pages before and after it."""
+    if not page.total:
+        return '<div id="task-list" data-live><p id="page-range">No task matches.</p></div>'
+    first, last = page.offset + 1, page.offset + len(page.tasks)
+    base = f"/jobs/{quote(job, safe='')}/tasks?"
+    fields = {"status": query.status, "site": query.site, "reason": query.reason}
+    kept = {k: v for k, v in fields.items() if v}
+
+    def link(offset: int, text: str, rel: str) -> str:
+        href = base + urlencode({**kept, "offset": offset})
+        return f'<a href="{escape(href)}" rel="{rel}" class="{rel}">{text}</a>'
+
+    pager = [
+        link(max(page.offset - PAGE_SIZE, 0), "&laquo; newer", "prev") if page.offset else "",
+        f'<span id="page-range">tasks {first:,}&ndash;{last:,} of {page.total:,}</span>',
+        link(page.offset + PAGE_SIZE, "older &raquo;", "next") if last < page.total else "",
+    ]
+    nav = f'<p id="pager" role="navigation">{" ".join(p for p in pager if p)}</p>'
+    return f'<div id="task-list" data-live>{tasks_table(job, page.tasks, id_="tasks")}{nav}</div>'
 
 
 def task_page(
@@ -392,7 +479,10 @@ def task_page(
         for e in entries
     ]
     story = table(("time (UTC)", "stream id", "who", "what", "why / detail"), rows, id_="story")
-    return f'<div id="task" data-live>{facts}{story}</div>{retry}'
+    # The page's script redraws this part on the events of this task (and of no task: its
+    # site's, the job's), not on every event of the job.
+    follow = f'data-task-events="{escape(task.task_id)}"'
+    return f'<div id="task" data-live {follow}>{facts}{story}</div>{retry}'
 
 
 # --- needs a person ----------------------------------------------------------------------------

@@ -45,6 +45,10 @@ def request_summary(spec: RequestSpec) -> str:
     return ", ".join(parts)
 
 
+_NONE_ON_ITS_WAY = "; no request of it was on its way"
+"""A retake whose lost lease had taken no politeness slot since the task's last write."""
+
+
 def detail_of(event: AnyEvent) -> str:
     """What ``crawlog history`` says of an event beside its type: why, or what it carried."""
     match event:
@@ -56,10 +60,12 @@ def detail_of(event: AnyEvent) -> str:
             )
         case TaskClaimed():
             again = f", delivery {event.deliveries}" if event.deliveries > 1 else ""
-            return f"attempt {event.attempt}{again}"
+            quiet = _NONE_ON_ITS_WAY if event.deliveries > 1 and not event.unrecorded_fetch else ""
+            return f"attempt {event.attempt}{again}{quiet}"
         case TaskReclaimed():
             owner, deliveries = event.previous_owner, event.deliveries
-            return f"{event.reason}: taken from {owner} (delivery {deliveries})"
+            quiet = "" if event.unrecorded_fetch else _NONE_ON_ITS_WAY
+            return f"{event.reason}: taken from {owner} (delivery {deliveries}){quiet}"
         case PageFetched():
             outcome = event.error or f"HTTP {event.status}"
             dropped = "".join(f", {n} {why}" for why, n in sorted(event.dropped.items()))

@@ -43,6 +43,7 @@ from fractions import Fraction
 
 import anyio
 import anyio.abc
+import msgspec
 import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, save_config
@@ -560,7 +561,10 @@ class Bridge:
             await anyio.sleep(max(wait, 0.05))
 
     def _recovery(self, lease: Lease) -> Recovery:
-        return recovery_of(lease, self.name, self.settings.recovery_limit)
+        # The plug-in's slots are taken for no task (`eventlog.JobKeys.fetches_started`
+        # knows none of its requests): every lease it loses may have sent one.
+        sent = msgspec.structs.replace(lease, unrecorded_fetch=True)
+        return recovery_of(sent, self.name, self.settings.recovery_limit)
 
     async def _control_loop(self, client: aioredis.Redis, keys: JobKeys, queue: TaskQueue) -> None:
         while True:

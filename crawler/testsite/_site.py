@@ -213,6 +213,12 @@ class RunningSite:
         the request log records a request only once it is answered."""
         return any(c.delayed_path == path for c in self._connections)
 
+    def in_flight(self) -> int:
+        """Requests arrived whose (late) answer is not sent yet: what a client killed now
+        had on its way, as the site sees it (a request answered at once is never in flight
+        between two of the site's callbacks)."""
+        return sum(c.delayed_path is not None for c in self._connections)
+
     def flush_log(self) -> None:
         """Write the requests served so far to the request-log file now."""
         if self._log is not None:

@@ -39,10 +39,25 @@
   var source = new EventSource(url);
   source.addEventListener("open", function () { if (state) state.textContent = "live"; });
   source.addEventListener("error", function () { if (state) state.textContent = "reconnecting"; });
-  source.addEventListener("log", function () {
+  // A task's page follows the events of that task (and those of no task: its site's, the
+  // job's); any other page, every event.
+  var follows = document.querySelector("[data-task-events]");
+  var task = follows ? follows.getAttribute("data-task-events") : null;
+
+  function concerns(data) {
+    if (task === null) return true;
+    try {
+      var event = JSON.parse(data);
+      return !("task_id" in event) || event.task_id === task;
+    } catch (e) {
+      return true;
+    }
+  }
+
+  source.addEventListener("log", function (message) {
     seen += 1;
     if (state) state.textContent = "live · " + seen + " events";
-    schedule();
+    if (concerns(message.data)) schedule();
   });
   source.addEventListener("reset", function () { source.close(); window.location.reload(); });
   // A form sent: this page is about to be replaced, so its redraws would only compete
