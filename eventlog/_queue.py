@@ -1287,11 +1287,10 @@ class TaskQueue:
     async def _adopt(
         self, record: JournalSettle, epoch: int, marker: str | None
     ) -> Literal["applied", "orphaned", "skipped"]:
-        """Give back a write of before a restore: the links its pages found are enqueued
-        again (deduplicated), then the write is applied to the entry the restore added for
-        its task, if nobody claimed that entry since (``SETTLE``, fenced on that); else
-        recorded once as orphaned. A task the restore put in no lane (it had ended, or
-        waits parked or delayed) is skipped."""
+        """Give back a write of before a restore (the flush has enqueued its links again):
+        applied to the entry the restore added for its task, if nobody claimed that entry
+        since (``SETTLE``, fenced on that); else recorded once as orphaned. A task the
+        restore put in no lane (it had ended, or waits parked or delayed) is skipped."""
         assert self.journal is not None
         with redis_errors("reading a restored task's entry"):
             mapping = await self.redis.hget(self.keys.restored, record.task_id)
