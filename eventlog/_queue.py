@@ -989,21 +989,9 @@ class TaskQueue:
         run = lease.task.run
         for e in written:
             args += (e.event_id, encode(of_run(e, run)))
-        journalled = None
-        if self.journal is not None and self.record_events:
-            if self._down.is_set() and mode not in OFFLINE_MODES:
-                await self._up.wait()  # sent after the flush, in the journal's order
-            # Before it is sent: a write the worker dies with, or the store loses, is in it.
-            journalled = self.journal.settle(
-                lease.lane,
-                lane,
-                args[_JOURNALLED_ARGS:],
-                epoch=self.epoch,
-                enqueued=self._enqueued.pop(task_id, None),
-            )
-            await self.journal.sync()
-            if self._down.is_set():
-                return None  # the flush sends it once the store is back (`store_back`)
+        journalled = await self._journalled(lease, mode, lane, args)
+        if journalled is not None and self._down.is_set():
+            return None  # the flush sends it once the store is back (`store_back`)
         with redis_errors("writing a task's progress"):
             if journalled is None or mode not in OFFLINE_MODES:
                 reply = await self._send_settle(mode, keys, args)
@@ -1028,6 +1016,26 @@ class TaskQueue:
         if status == "dup" or not value:
             return None
         return value.decode()
+
+    async def _journalled(
+        self, lease: Lease, mode: SettleMode, lane: int, args: list[str | bytes | int]
+    ) -> JournalSettle | None:
+        """Journal a settle call before it is sent (a write the worker dies with, or the
+        store loses, is in it), with the links its task's pages found since its last write;
+        None without a journal."""
+        if self.journal is None or not self.record_events:
+            return None
+        if self._down.is_set() and mode not in OFFLINE_MODES:
+            await self._up.wait()  # sent after the flush, in the journal's order
+        record = self.journal.settle(
+            lease.lane,
+            lane,
+            args[_JOURNALLED_ARGS:],
+            epoch=self.epoch,
+            enqueued=self._enqueued.pop(lease.task.task_id, None),
+        )
+        await self.journal.sync()
+        return record
 
     async def _send_settle(
         self, mode: SettleMode, keys: list[str], args: list[str | bytes | int]

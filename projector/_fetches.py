@@ -306,9 +306,8 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        task_claimed, task_reclaimed, task_orphaned = TaskClaimed, TaskReclaimed, TaskOrphaned
+        retakes = _RETAKE_KINDS
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
-        restored = self.restored
         for entry in entries:
             event: Any = entry.event
             kind = type(event)
@@ -317,23 +316,8 @@ class FetchTracker:
                     released += 1
                 elif kind is RobotsNotWhole:
                     self.robots[event.site] = event.reason
-                elif kind is task_reclaimed and event.reason == STORE_RESTORED:
-                    restored.add(event.task_id)
-                elif kind is task_claimed and event.task_id in restored:
-                    # Taken again only now: what came between was its journal's.
-                    restored.discard(event.task_id)
-                    retaken.add(event.task_id)
-                elif kind is task_orphaned or (
-                    kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1)
-                ):
-                    # Any of these ends a restore's wait for the next claim (as in the SQL).
-                    restored.discard(event.task_id)
-                    # An orphaned write is a worker's work on the task that never reached
-                    # the log (a lease taken over, or a store lost and restored without a
-                    # reclaim of the task): the page it was at may have been requested. A
-                    # lease lost before its worker took a slot for the task sent nothing.
-                    if kind is task_orphaned or event.unrecorded_fetch:
-                        retaken.add(event.task_id)
+                elif kind in retakes:
+                    _note_retake(event, self.restored, retaken)
                 continue
             fetches += 1
             stream_id = entry.stream_id
@@ -507,6 +491,32 @@ class FetchTracker:
         self.restored = set(source.restored)
         self.clock_offsets = dict(source.clock_offsets)
         self.robots = dict(source.robots)
+
+
+_RETAKE_KINDS: Final = frozenset({TaskClaimed, TaskReclaimed, TaskOrphaned})
+
+
+def _note_retake(
+    event: TaskClaimed | TaskReclaimed | TaskOrphaned, restored: set[str], retaken: set[str]
+) -> None:
+    """Note in ``retaken`` a task taken again whose lost lease may have sent a request the
+    log never heard of; a restore's reclaim waits in ``restored`` for the next claim."""
+    task_id = event.task_id
+    if isinstance(event, TaskReclaimed) and event.reason == STORE_RESTORED:
+        restored.add(task_id)
+    elif isinstance(event, TaskClaimed) and task_id in restored:
+        # Taken again only now: what came between was its journal's.
+        restored.discard(task_id)
+        retaken.add(task_id)
+    elif isinstance(event, TaskOrphaned | TaskReclaimed) or event.deliveries > 1:
+        # Any of these ends a restore's wait for the next claim (as in the SQL). An
+        # orphaned write is a worker's work on the task that never reached the log (a lease
+        # taken over, or a store lost and restored without a reclaim of the task): the page
+        # it was at may have been requested. A lease lost before its worker took a slot for
+        # the task sent nothing.
+        restored.discard(task_id)
+        if isinstance(event, TaskOrphaned) or event.unrecorded_fetch:
+            retaken.add(task_id)
 
 
 def needs_archive(figures: FetchFigures | None) -> bool:

@@ -338,6 +338,52 @@ async def _fold_tail(
     return tail_events
 
 
+async def _redirects(
+    store: Store, manifest: Manifest, tail_pages: list[PageFetched], landing: Landing | None
+) -> dict[str, str]:
+    """The redirect claims the archive and the store's tail show (none without ``landing``)."""
+    if landing is None:
+        return {}
+    archived = await anyio.to_thread.run_sync(archived_landings, store.segment_paths(manifest))
+    return redirect_claims([*archived, *tail_pages], landing)
+
+
+async def _write(
+    redis: aioredis.Redis,
+    keys: JobKeys,
+    store: Store,
+    manifest: Manifest,
+    plan: RestorePlan,
+    claims: dict[str, str],
+    *,
+    continues: bool,
+    identity: JobIdentity,
+) -> tuple[int, int]:
+    """Write the job's keys as ``plan`` says, the identity last (a restore cut short leaves
+    none, and is run again); the fingerprints made seen and the tasks queued."""
+    keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
+    await clear_job_keys(redis, keys, keep=keep)
+    if not continues:
+        await restart_log(redis, keys, manifest.position)
+    ended = await anyio.to_thread.run_sync(
+        lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
+    )
+    known = await restore_seen(redis, keys, itertools.chain(plan.seen, ended, claims))
+    await restore_redirects(redis, keys, claims)
+    await restore_checkpoints(redis, keys, plan.checkpoints)
+    await restore_flags(redis, keys, plan.flags)
+    await restore_parked(redis, keys, plan.parked)
+    await restore_delayed(redis, keys, plan.delayed)
+    # The reclaims before the lanes: a worker that claims a task first must find it
+    # pending in the log.
+    await EventLog(redis, keys).append_many(plan.reclaimed)
+    queued = await restore_lanes(redis, keys, plan.lanes)
+    await publish_projector_position(redis, keys, manifest.position)
+    await record_restore(redis, keys, identity.epoch, manifest.position)
+    await set_identity(redis, keys, identity)
+    return known, queued
+
+
 async def restore_job(
     redis: aioredis.Redis,
     data_dir: Path,
@@ -366,10 +412,10 @@ async def restore_job(
         # store are only seen again, their ids read as a column, not as a million states.
         state = (await anyio.to_thread.run_sync(live_state, store, manifest))[0]
         log = EventLog(redis, keys)
-        tail_events = 0
         tail_retries: dict[str, RetryScheduled] = {}
         tail_pages: list[PageFetched] = []
         continues = await _log_goes_on(redis, keys, manifest.position, tail_from)
+        tail_events = 0
         if continues:
             tail_events = await _fold_tail(log, store, manifest, state, tail_retries, tail_pages)
         stored = await read_identity(redis, keys)
@@ -382,32 +428,11 @@ async def restore_job(
         plan = await anyio.to_thread.run_sync(
             lambda: plan_restore(state, now=time.time(), in_flight=in_flight, retries=retries)
         )
-        keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
-        await clear_job_keys(redis, keys, keep=keep)
-        if not continues:
-            await restart_log(redis, keys, manifest.position)
-        ended = await anyio.to_thread.run_sync(
-            lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
-        )
-        claims: dict[str, str] = {}
-        if landing is not None:
-            paths = store.segment_paths(manifest)
-            archived = await anyio.to_thread.run_sync(archived_landings, paths)
-            claims = redirect_claims([*archived, *tail_pages], landing)
-        known = await restore_seen(redis, keys, itertools.chain(plan.seen, ended, claims))
-        await restore_redirects(redis, keys, claims)
-        await restore_checkpoints(redis, keys, plan.checkpoints)
-        await restore_flags(redis, keys, plan.flags)
-        await restore_parked(redis, keys, plan.parked)
-        await restore_delayed(redis, keys, plan.delayed)
-        # The reclaims before the lanes: a worker that claims a task first must find it
-        # pending in the log.
-        await log.append_many(plan.reclaimed)
-        queued = await restore_lanes(redis, keys, plan.lanes)
-        await publish_projector_position(redis, keys, manifest.position)
-        await record_restore(redis, keys, epoch, manifest.position)
+        claims = await _redirects(store, manifest, tail_pages, landing)
         identity = JobIdentity(job_id=job_id, epoch=epoch)
-        await set_identity(redis, keys, identity)
+        known, queued = await _write(
+            redis, keys, store, manifest, plan, claims, continues=continues, identity=identity
+        )
         for path in left_by_workers:
             path.unlink(missing_ok=True)  # counted: a second restore must not count them again
     return Restored(
