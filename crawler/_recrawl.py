@@ -9,15 +9,20 @@ and never across runs, and the fold sees each run's visit of a page as its own t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Final
+
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from crawler._urls import FINGERPRINT_BYTES, request_fingerprint
 from eventlog import (
     FIRST_RUN,
     AnyEvent,
     Change,
+    ConfigError,
     PageFetched,
     Task,
     TaskEnqueued,
@@ -36,6 +41,56 @@ UNCHANGED: Final = "unchanged"
 def body_hash(body: bytes) -> str:
     """The hash of a page's body a fetch records (`PageFetched.body_hash`)."""
     return blake2b(body, digest_size=BODY_HASH_BYTES).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRule:
+    """What of a page a recrawl compares, as its spider says (``Spider.change_region``,
+    ``Spider.change_ignore``): the HTML of the elements a CSS selector matches (the whole
+    body where none match), without what the regular expressions match."""
+
+    region: str | None = None
+    ignore: tuple[re.Pattern[bytes], ...] = ()
+
+    def content(self, body: bytes) -> bytes:
+        """The part of ``body`` that is compared (and hashed)."""
+        if self.region is not None:
+            nodes = LexborHTMLParser(body).css(self.region)
+            if nodes:
+                body = "\n".join(node.html or "" for node in nodes).encode()
+        for pattern in self.ignore:
+            body = pattern.sub(b"", body)
+        return body
+
+
+def spider_change_rule(spider: object) -> ChangeRule | None:
+    """The rule of ``spider``'s ``change_region`` and ``change_ignore`` (a spider class
+    that is no `Spider` subclass may have neither)."""
+    return change_rule(getattr(spider, "change_region", None), getattr(spider, "change_ignore", ()))
+
+
+def change_rule(region: str | None, ignore: Sequence[str]) -> ChangeRule | None:
+    """The rule a spider's ``change_region`` and ``change_ignore`` make (None: the whole
+    body); ConfigError, saying which, for a selector or expression that does not compile."""
+    if region is None and not ignore:
+        return None
+    if not (region is None or isinstance(region, str)) or isinstance(ignore, str):
+        raise ConfigError(
+            "the spider's change_region is a CSS selector (a str) and its change_ignore a "
+            "sequence of regular expressions (not one str)"
+        )
+    patterns = []
+    for expression in ignore:
+        try:
+            patterns.append(re.compile(expression.encode()))
+        except re.error as exc:
+            raise ConfigError(f"the spider's change_ignore {expression!r}: {exc}") from None
+    if region is not None:
+        try:
+            LexborHTMLParser("<p></p>").css(region)
+        except (SelectolaxError, ValueError) as exc:
+            raise ConfigError(f"the spider's change_region {region!r}: {exc}") from None
+    return ChangeRule(region=region, ignore=tuple(patterns))
 
 
 def run_fingerprint(fingerprint: str, run: int) -> str:
@@ -77,9 +132,15 @@ def change_of(task: Task, status: int, new_hash: str | None) -> Change | None:
     return None
 
 
-def fetched_validators(task: Task, status: int, headers: dict[str, str], body: bytes) -> Validators:
+def fetched_validators(
+    task: Task,
+    status: int,
+    headers: dict[str, str],
+    body: bytes,
+    rule: ChangeRule | None = None,
+) -> Validators:
     """What a fetch records of its page: a 304 keeps the earlier body's hash (and any
-    validator the 304 does not repeat)."""
+    validator the 304 does not repeat); ``rule``: what of the body is hashed."""
     etag, modified = headers.get("etag"), headers.get("last-modified")
     if status == NOT_MODIFIED and task.revisit is not None:
         before = task.revisit
@@ -88,7 +149,8 @@ def fetched_validators(task: Task, status: int, headers: dict[str, str], body: b
             last_modified=modified or before.last_modified,
             body_hash=before.body_hash,
         )
-    return Validators(etag=etag, last_modified=modified, body_hash=body_hash(body))
+    compared = body if rule is None else rule.content(body)
+    return Validators(etag=etag, last_modified=modified, body_hash=body_hash(compared))
 
 
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:

@@ -1,9 +1,10 @@
 """Sitemaps as seeds: the URLs that sitemaps (``--sitemap``) and the sitemaps robots.txt
 names (``--sitemaps-from-robots``) list, enqueued as the crawl's seeds.
 
-A sitemap is a ``<urlset>`` of ``<url><loc>`` (with an optional ``<lastmod>``, kept on the
-task) or a ``<sitemapindex>`` of further sitemaps, read in turn. A body that starts with
-gzip's magic number is decompressed (``.xml.gz`` files; a ``Content-Encoding: gzip`` the
+A sitemap is a ``<urlset>`` of ``<url><loc>`` (with an optional ``<lastmod>`` and
+``<changefreq>``, kept on the task: they seed its revisit interval) or a
+``<sitemapindex>`` of further sitemaps, read in turn. A body that starts with gzip's magic
+number is decompressed (``.xml.gz`` files; a ``Content-Encoding: gzip`` the
 HTTP client already decoded needs nothing). Parsing is defusedxml's: no entity expansion,
 no external entities or DTDs fetched, and the decompressed size is capped
 (:data:`MAX_SITEMAP_BYTES`, the protocol's own limit), so a hostile sitemap can neither
@@ -74,6 +75,7 @@ class SitemapEntry:
 
     loc: str
     lastmod: str | None = None
+    changefreq: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,9 @@ def parse_sitemap(body: bytes) -> Sitemap:
         urls = []
         for node in root:
             if _local(node) == "url" and (loc := _child_text(node, "loc")):
-                urls.append(SitemapEntry(loc, _child_text(node, "lastmod")))
+                urls.append(
+                    SitemapEntry(loc, _child_text(node, "lastmod"), _child_text(node, "changefreq"))
+                )
         return Sitemap(urls=urls)
     if kind == "sitemapindex":
         return Sitemap(
@@ -263,6 +267,7 @@ def _entry_tasks(
             site=site_of(canonical),
             priority=SEED_PRIORITY,
             lastmod=entry.lastmod,
+            changefreq=entry.changefreq,
         )
 
 

@@ -581,6 +581,13 @@ class Spider:
     deny: ClassVar[Sequence[str]] = ()
     browser: ClassVar[bool] = False
     """Render every page in Chromium (as ``crawl --browser``; ``--no-browser`` beats it)."""
+    change_region: ClassVar[str | None] = None
+    """What of a page ``crawlog recrawl`` compares: a CSS selector of its content or its key
+    fields (``"main"``, ``".price, .stock"``); a page whose matched elements are as before
+    is unchanged, whatever else moved. None (or no match on a page): its whole body."""
+    change_ignore: ClassVar[Sequence[str]] = ()
+    """Regular expressions whose matches a recrawl leaves out of what it compares (a
+    timestamp, a visitor count)."""
 
     async def wait_for_page(self, page: Any) -> None:
         """With ``--browser``: awaited with each page (Playwright's) once its DOM is loaded,
@@ -972,9 +979,11 @@ def load_spider(path: str | None, arguments: SpiderArguments = ()) -> Spider:
     accepted_types(spider)  # a bad content_types is refused here too, like a bad class
     from crawler._middlewares import middlewares_of  # they import this module
     from crawler._pipelines import pipeline_of
+    from crawler._recrawl import spider_change_rule
 
     pipeline_of(spider)  # and so is a bad pipeline
     middlewares_of(spider)  # or middleware
+    spider_change_rule(spider)  # or what a recrawl compares
     return spider  # type: ignore[no-any-return]
 
 

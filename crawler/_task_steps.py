@@ -40,7 +40,7 @@ from crawler._job import JobConfig
 from crawler._middlewares import Dropped as DroppedByHook
 from crawler._middlewares import DropRequest
 from crawler._recovery import aborted_for_recoveries, past_recovery_limit
-from crawler._recrawl import UNCHANGED, change_of, fetched_validators
+from crawler._recrawl import UNCHANGED, change_of, fetched_validators, spider_change_rule
 from crawler._scraper import Parsed, Scraper, UncertainAction
 from crawler._spider import NextPage
 from crawler._urls import fingerprint
@@ -222,6 +222,7 @@ class TaskSteps:
         self.data_dir = data_dir
         self.policy = config.retry_policy()
         self.circuits = SiteCircuits(config.breaker())
+        self.change_rule = spider_change_rule(scraper.spider)
         self._rng = random.Random()
         self.unsettled: dict[str, str] = {}
         """Task id -> this worker, for the tasks that sent a request whose step is not
@@ -327,7 +328,9 @@ class TaskSteps:
         return result
 
     def _page_fetched(self, task: Task, step: _Step, result: FetchResult) -> PageFetched:
-        seen = fetched_validators(task, result.status, result.headers, result.body)
+        seen = fetched_validators(
+            task, result.status, result.headers, result.body, self.change_rule
+        )
         return PageFetched(
             actor=self.name,
             task_id=task.task_id,

@@ -213,6 +213,8 @@ class TaskEnqueued(TaskEvent, frozen=True, kw_only=True, tag="task.enqueued"):
     """The request the task carries (`Task.request`), so the log alone can rebuild it."""
     lastmod: str | None = None
     """The ``<lastmod>`` the sitemap that listed the URL gave it, if any."""
+    changefreq: str | None = None
+    """The ``<changefreq>`` the sitemap that listed the URL gave it, if any."""
     revisit: Validators | None = None
     """For a page an earlier run fetched: its validators then (None: a page new to the run)."""
 
@@ -278,7 +280,8 @@ class PageFetched(TaskEvent, frozen=True, kw_only=True, tag="task.page"):
     last_modified: str | None = None
     """The response's ``Last-Modified`` header, if any."""
     body_hash: str | None = None
-    """A hash of the body (`crawler.body_hash`); for a 304, the earlier fetch's."""
+    """A hash of the body, or of what the spider compares (`crawler.body_hash`); for a 304,
+    the earlier fetch's."""
     change: Change | None = None
     """What a run past the first found (None in the first run: every page is new there)."""
 

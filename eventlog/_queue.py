@@ -374,6 +374,7 @@ class TaskQueue:
                 spec=task.spec,
                 request=task.request,
                 lastmod=task.lastmod,
+                changefreq=task.changefreq,
                 run=task.run,
                 revisit=task.revisit,
             )

@@ -27,6 +27,9 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     run: int = FIRST_RUN
     state: RunState = FINISHED
     """A job without a record is its first crawl's: ``finished`` once its tasks are."""
+    intervals: tuple[float, float, float] | None = None
+    """The job's revisit intervals as ``crawlog recrawl`` was last given them: first,
+    least, most, in seconds (None: the defaults, ``projector.RevisitPolicy``)."""
 
 
 async def read_run(redis: aioredis.Redis, keys: JobKeys) -> RunRecord:
@@ -37,14 +40,27 @@ async def read_run(redis: aioredis.Redis, keys: JobKeys) -> RunRecord:
         return RunRecord()
     fields = {_text(k): _text(v) for k, v in raw.items()}
     state: RunState = RUNNING if fields.get("state") == RUNNING else FINISHED
-    return RunRecord(run=int(fields.get("run", FIRST_RUN)), state=state)
+    given = fields.get("intervals")
+    intervals = None
+    if given:
+        first, least, most = (float(part) for part in given.split(",", 2))
+        intervals = (first, least, most)
+    return RunRecord(run=int(fields.get("run", FIRST_RUN)), state=state, intervals=intervals)
 
 
 async def write_run(redis: aioredis.Redis, keys: JobKeys, record: RunRecord) -> None:
-    """Record ``record`` as the job's latest run (one HSET: both fields at once)."""
+    """Record ``record`` as the job's latest run (one HSET: its fields at once; intervals
+    not given keep those recorded)."""
+    fields = ["run", str(record.run), "state", record.state]
+    if record.intervals is not None:
+        fields += ["intervals", _joined(record.intervals)]
     with redis_errors("recording the job's run"):
-        await redis.hset(keys.run, mapping={"run": str(record.run), "state": record.state})
+        await redis.hset(keys.run, items=fields)
 
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _joined(intervals: tuple[float, float, float]) -> str:
+    return ",".join(repr(float(seconds)) for seconds in intervals)

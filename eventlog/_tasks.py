@@ -41,6 +41,8 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     msgpack); None for a task that is only its URL."""
     lastmod: str | None = None
     """The ``<lastmod>`` a sitemap gave the task's URL (W3C datetime, as written), if any."""
+    changefreq: str | None = None
+    """The ``<changefreq>`` a sitemap gave the task's URL, if any."""
     run: int = FIRST_RUN
     """The job's run the task belongs to: its links are tasks of the same run."""
     revisit: Validators | None = None

@@ -30,6 +30,7 @@ from eventlog import (
     TaskEnqueued,
 )
 from projector._history import _tail, _tail_was_whole
+from projector._item_changes import ITEM_CHANGES, register_item_changes
 from projector._replay import archived_entries
 from projector._state_tables import MICROS
 from projector._store import Manifest, Store
@@ -158,8 +159,9 @@ def _archived(store: Store, manifest: Manifest) -> list[LogEntry]:
     return list(archived_entries(store, manifest))
 
 
-RUN_VIEWS: Final = frozenset({"runs", "changes"})
-"""The views `register_run_views` adds: every page's verdict per run, and each run's counts."""
+RUN_VIEWS: Final = frozenset({"runs", "changes", ITEM_CHANGES})
+"""The views `register_run_views` adds: every page's verdict per run, each run's counts,
+and every item's change per run (`projector._item_changes`)."""
 
 _CHANGE_COLUMNS: Final = pa.schema(
     [
@@ -193,7 +195,9 @@ def register_run_views(
     """Add ``views`` (of `RUN_VIEWS`) to ``con``: the verdicts of the archive ``manifest``
     commits, as in-memory tables (read before the connection's file access is cut)."""
     wanted = RUN_VIEWS & set(views)
-    if not wanted:
+    if ITEM_CHANGES in wanted:
+        register_item_changes(con, store, manifest)
+    if not wanted - {ITEM_CHANGES}:
         return
     found = page_changes(archived_entries(store, manifest))
     rows = [msgspec.structs.asdict(c) for c in found]

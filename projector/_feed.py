@@ -11,9 +11,11 @@ recorded length) before it writes them again. So after any kill, restarted with 
 command, the output holds every row exactly once.
 
 The ``item_events`` view keeps the first item of each key, so an item's key appears once
-in the feed however often pages are redone. Items are written as the spider wrote them, or
-in their envelope ``with_meta`` (kept in the position: a feed goes on in the form it
-started in). Formats:
+in the feed however often pages are redone. A feed of ``changes`` (``--changes``) feeds the
+``item_changes`` view instead (`projector._item_changes`): each item added, changed or
+removed by a run, once, in the envelope of its change. Items are written as the spider
+wrote them, or in their envelope ``with_meta`` (kept in the position: a feed goes on in the
+form it started in). Formats:
 
 * ``jsonl``: one JSON object per line, as ``crawlog export`` writes them.
 * ``csv``: a header, then a row per item or page. An item's fields are flat, as in the
@@ -33,13 +35,14 @@ import io
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
 from eventlog import ConfigError, CrawlogError, fsync_dir, write_atomic
-from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
+from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat
 from projector._export import ITEM_LEADING, ITEM_TRAILING, flat_header
+from projector._item_changes import ITEM_CHANGES, register_item_changes
 from projector._item_fields import column_names, field_columns
 from projector._state import TERMINAL
 from projector._store import Store
@@ -52,6 +55,9 @@ FEED_BATCH: Final = 10_000
 EXTRA_FIELDS: Final = "extra_fields"
 """The CSV column of an item's fields that the header (the first batch's) has no column for."""
 PART_FORMAT: Final = "part-{:06d}.parquet"
+CHANGES_FED: Final = "changes"
+"""What a feed of item changes (``export --follow --changes``) feeds."""
+FeedWhat = Literal["pages", "items", "changes"]
 _json: Final = msgspec.json.Encoder()
 
 
@@ -90,16 +96,17 @@ class Feed:
         self,
         store: Store,
         *,
-        what: ExportWhat,
+        what: FeedWhat,
         fmt: ExportFormat,
         out: Path,
         with_meta: bool = False,
     ) -> None:
-        if what not in EXPORT_WHAT or fmt not in EXPORT_FORMATS:
+        if what not in (*EXPORT_WHAT, CHANGES_FED) or fmt not in EXPORT_FORMATS:
             raise CrawlogError(f"cannot feed {what!r} as {fmt!r}")
         self.store, self.what, self.fmt, self.out = store, what, fmt, out
-        self.with_meta = with_meta or what == "pages"
-        """Rows in their envelope: the item_events view's (a page is its envelope)."""
+        self.with_meta = with_meta or what != "items"
+        """Rows in their envelope: the item_events view's (a page, a change is its
+        envelope)."""
         self.position_file = position_path(out)
         self.position = FeedPosition(job=store.job, what=what, format=fmt, meta=with_meta)
 
@@ -184,7 +191,7 @@ class Feed:
         """The next batch: the view's rows after the position, in log order (``whole``:
         with ``stream_ms`` and ``stream_seq``)."""
         after = after_position(self.position.stream_id)
-        view = ITEM_EVENTS if self.what == "items" else self.what
+        view = {"items": ITEM_EVENTS, CHANGES_FED: ITEM_CHANGES}.get(self.what, self.what)
         return (
             f"SELECT {'*' if whole else '* EXCLUDE (stream_ms, stream_seq)'} FROM {view} "
             f"WHERE {after} "
@@ -192,6 +199,8 @@ class Feed:
         )
 
     def _batch(self, committed: Committed) -> int:
+        if self.what == CHANGES_FED:
+            register_item_changes(committed.con, self.store, committed.manifest)
         if self.fmt == "parquet":
             return self._parquet_batch(committed)
         cursor = committed.con.execute(self._select())
@@ -260,8 +269,9 @@ class Feed:
             return "".join(f"{record['data']}\n" for record in records).encode()
         lines = []
         for record in records:
-            if "data" in record and isinstance(record["data"], str):
-                record["data"] = msgspec.json.decode(record["data"])
+            for name in ("data", "previous"):  # JSON text in the view, an object in a line
+                if isinstance(record.get(name), str):
+                    record[name] = msgspec.json.decode(record[name])
             lines.append(_json.encode({k: _plain(v) for k, v in record.items()}))
         return b"\n".join(lines) + b"\n"
 

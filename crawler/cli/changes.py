@@ -7,7 +7,7 @@ import io
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
 import anyio
 import click
@@ -17,9 +17,13 @@ from crawler._job import load_config
 from crawler.cli._options import data_dir_option, job_option
 from eventlog import JobKeys, connect, read_run, resolve_data_dir, resolve_url
 
+if TYPE_CHECKING:
+    from projector import ItemChange
+
 ChangesFormat = Literal["table", "jsonl", "csv"]
 CHANGES_FORMATS: Final[tuple[str, ...]] = get_args(ChangesFormat)
 COLUMNS: Final = ("url", "change", "run", "time", "previous_hash", "new_hash")
+ITEM_COLUMNS: Final = ("key", "change", "run", "url", "time", "data", "previous")
 
 
 @click.command("changes", epilog="Example:  crawlog changes --job site --format jsonl")
@@ -39,6 +43,12 @@ COLUMNS: Final = ("url", "change", "run", "time", "previous_hash", "new_hash")
     help="List the unchanged pages too.",
 )
 @click.option(
+    "--items",
+    "of_items",
+    is_flag=True,
+    help="List the run's items added, changed and removed (with their data), not its pages.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(CHANGES_FORMATS),
@@ -47,11 +57,17 @@ COLUMNS: Final = ("url", "change", "run", "time", "previous_hash", "new_hash")
     help="table for people, jsonl or csv for programs (one page a line).",
 )
 def changes_command(
-    job: str, data_dir: Path | None, run: int | None, every_page: bool, fmt: ChangesFormat
+    job: str,
+    data_dir: Path | None,
+    run: int | None,
+    every_page: bool,
+    of_items: bool,
+    fmt: ChangesFormat,
 ) -> None:
     """List each page a run found new, changed or gone (with --all, unchanged too): its
-    URL, what it found, the run, when, and the body's hash before and after."""
-    from projector import Store, listed, log_entries, page_changes
+    URL, what it found, the run, when, and the body's hash before and after. With --items,
+    each item the run added, changed or removed: its key, page, data and data before."""
+    from projector import Store, item_changes, listed, log_entries, page_changes
 
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
 
@@ -61,6 +77,8 @@ def changes_command(
             await load_config(client, keys)  # a job nobody started: say so, exit 2
             chosen = run if run is not None else (await read_run(client, keys)).run
             entries = await log_entries(client, Store(directory, job))
+        if of_items:
+            return chosen, [_item_row(c) for c in item_changes(entries, run=chosen)]
         found = listed(page_changes(entries, run=chosen), "all" if every_page else "changed")
         return chosen, [_row(msgspec.structs.asdict(c)) for c in found]
 
@@ -70,12 +88,13 @@ def changes_command(
             click.echo(msgspec.json.encode(row).decode())
     elif fmt == "csv":
         out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+        columns = ITEM_COLUMNS if of_items else COLUMNS
+        writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(_flat(row) for row in rows)
         sys.stdout.write(out.getvalue())
     else:
-        _table(job, chosen, rows)
+        _table(job, chosen, rows, "key" if of_items else "url")
 
 
 def _row(change: dict[str, object]) -> dict[str, object]:
@@ -91,11 +110,30 @@ def _row(change: dict[str, object]) -> dict[str, object]:
     }
 
 
-def _table(job: str, run: int, rows: list[dict[str, object]]) -> None:
+def _item_row(change: ItemChange) -> dict[str, object]:
+    return {
+        "key": change.key,
+        "change": change.change,
+        "run": change.run,
+        "url": change.url,
+        "time": datetime.fromtimestamp(change.time, UTC).isoformat(timespec="seconds"),
+        "data": change.data,
+        "previous": change.previous,
+    }
+
+
+def _flat(row: dict[str, object]) -> dict[str, object]:
+    """A row as a CSV cell each: an item's data as JSON."""
+    return {
+        k: msgspec.json.encode(v).decode() if isinstance(v, dict) else v for k, v in row.items()
+    }
+
+
+def _table(job: str, run: int, rows: list[dict[str, object]], name: str = "url") -> None:
     counts: dict[str, int] = {}
     for row in rows:
         counts[str(row["change"])] = counts.get(str(row["change"]), 0) + 1
     said = ", ".join(f"{n} {change}" for change, n in sorted(counts.items())) or "no changes"
     click.echo(f"job {job}, run {run}: {said}")
     for row in rows:
-        click.echo(f"{row['change']:<10} {row['time']}  {row['url']}")
+        click.echo(f"{row['change']:<10} {row['time']}  {row[name]}")

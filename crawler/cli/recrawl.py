@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
@@ -14,6 +15,7 @@ from crawler._job import JobConfig, load_config
 from crawler._recrawl import revisit_tasks
 from crawler.cli._crawl_settings import CrawlSettings
 from crawler.cli._options import concurrency_option, data_dir_option, job_option
+from crawler.cli._revisit_text import revisit_policy
 from crawler.cli._terminal import echo_line
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
@@ -25,6 +27,7 @@ from eventlog import (
     ConfigError,
     JobKeys,
     RunRecord,
+    Task,
     TaskEnqueued,
     TaskQueue,
     connect,
@@ -35,6 +38,12 @@ from eventlog import (
     resolve_url,
     write_run,
 )
+from projector import (
+    DEFAULT_INTERVAL_S,
+    DEFAULT_MAX_INTERVAL_S,
+    DEFAULT_MIN_INTERVAL_S,
+    RevisitPolicy,
+)
 
 if TYPE_CHECKING:
     from crawler.cli._processes import Seeder
@@ -43,6 +52,9 @@ RECRAWL_BATCH: Final = 1000
 """Pages enqueued by one script call: a run of a large job is enqueued in these steps, each
 idempotent (a page enqueued already is not again), so a killed recrawl's rerun goes on."""
 RECRAWL_ACTOR: Final = "recrawl"
+NOT_DUE: Final = "not due"
+"""Who holds, in the run's seen set, a page a ``--due`` run does not revisit."""
+_SECONDS: Final = click.FloatRange(min=0, min_open=True)
 
 
 @click.command(
@@ -59,49 +71,108 @@ RECRAWL_ACTOR: Final = "recrawl"
 )
 @concurrency_option
 @click.option(
-    "--all",
-    "every_page",
-    is_flag=True,
-    default=True,
-    help="Revisit every page the job reached (the only choice so far).",
+    "--due/--all",
+    "due_only",
+    default=False,
+    show_default=True,
+    help="Revisit only the pages whose revisit interval has passed, or every page the job reached.",
+)
+@click.option(
+    "--interval",
+    "first_s",
+    type=_SECONDS,
+    default=None,
+    metavar="S",
+    help=f"Seconds: a page's first interval when no sitemap says [default: "
+    f"{DEFAULT_INTERVAL_S:.0f}].",
+)
+@click.option(
+    "--min-interval",
+    "least_s",
+    type=_SECONDS,
+    default=None,
+    metavar="S",
+    help=f"Seconds a changed page's interval halves down to [default: {DEFAULT_MIN_INTERVAL_S:g}].",
+)
+@click.option(
+    "--max-interval",
+    "most_s",
+    type=_SECONDS,
+    default=None,
+    metavar="S",
+    help=f"Seconds an unchanged page's interval doubles up to [default: "
+    f"{DEFAULT_MAX_INTERVAL_S:.0f}].",
 )
 def recrawl_command(
-    job: str, data_dir: Path | None, workers: int, concurrency: int, every_page: bool
+    job: str,
+    data_dir: Path | None,
+    workers: int,
+    concurrency: int,
+    due_only: bool,
+    first_s: float | None,
+    least_s: float | None,
+    most_s: float | None,
 ) -> None:
     """Run a finished (or stopped) job again as a new run: every page it reached is asked
     for again with If-None-Match/If-Modified-Since from its last fetch; a 304 or the same
     body is unchanged (not parsed), another body changed (parsed, its new links crawled),
     a 404/410 gone. Run it again after a crash or a kill to finish the same run.
 
+    With --due, only the pages whose interval has passed since their last verdict: an
+    unchanged page's interval doubles (up to --max-interval), a changed page's halves (down
+    to --min-interval), a sitemap's changefreq or lastmod gives a page its first. The
+    intervals given are kept for the job's next runs and its status.
+
     The job's stored options apply (scope, spider, politeness, identity). `crawlog changes
     --job J` lists what the run found.
     """
-    from crawler.cli._processes import run_crawl
+    from crawler.cli._processes import fork_children, run_crawl
 
     directory = resolve_data_dir(data_dir)
-    elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
-    server = None if elsewhere else ensure_server(directory)
-    url = server.url if server is not None else resolve_url(data_dir)
-
-    async def stored() -> JobConfig:
-        async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client:
-            return await load_config(client, JobKeys(job))
-
-    config = anyio.run(stored)
-    settings = CrawlSettings(
-        job=job, data_dir=directory, config=config, workers=workers, concurrency=concurrency
-    )
-    runs: list[int] = []
-    summary = anyio.run(
-        lambda: run_crawl(
-            settings,
-            url,
-            echo=echo_line,
-            server=server,
-            seed=_run_seeder(directory, runs.append),
-            finished=lambda queue: _finish(queue, runs[-1]),
+    # First, before the server and the event loop, as a crawl does (``_fork``): the
+    # workers and the projector import their stacks while the run is seeded. The job's
+    # stored options are read after; forking needs none of them (a child not needed is
+    # dismissed by the crawl).
+    forks = fork_children(
+        CrawlSettings(
+            job=job,
+            data_dir=directory,
+            config=JobConfig(seeds=()),
+            workers=workers,
+            concurrency=concurrency,
         )
     )
+    runs: list[int] = []
+    try:
+        elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
+        server = None if elsewhere else ensure_server(directory)
+        url = server.url if server is not None else resolve_url(data_dir)
+
+        async def stored() -> JobConfig:
+            async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client:
+                return await load_config(client, JobKeys(job))
+
+        config = anyio.run(stored)
+        settings = CrawlSettings(
+            job=job, data_dir=directory, config=config, workers=workers, concurrency=concurrency
+        )
+        seeder = _run_seeder(
+            directory, runs.append, due_only=due_only, given=(first_s, least_s, most_s)
+        )
+        summary = anyio.run(
+            lambda: run_crawl(
+                settings,
+                url,
+                echo=echo_line,
+                server=server,
+                forks=forks,
+                seed=seeder,
+                finished=lambda queue: _finish(queue, runs[-1]),
+            )
+        )
+    finally:
+        if forks is not None:
+            forks.dismiss()
     ended = "finished" if summary.complete else "stopped"
     click.echo(
         f"{ended} run {runs[-1] if runs else '?'} of {job} in {summary.seconds:.1f} s; "
@@ -110,9 +181,16 @@ def recrawl_command(
     raise SystemExit(0 if summary.complete else 1)
 
 
-def _run_seeder(data_dir: Path, chosen: Callable[[int], None]) -> Seeder:
+def _run_seeder(
+    data_dir: Path,
+    chosen: Callable[[int], None],
+    *,
+    due_only: bool,
+    given: tuple[float | None, float | None, float | None],
+) -> Seeder:
     """The recrawl's seeding, under the job's crawl lock: its run chosen (told to
-    ``chosen``) and its pages enqueued."""
+    ``chosen``), the intervals ``given`` recorded, and its pages (the due ones with
+    ``due_only``) enqueued."""
 
     async def seed(
         queue: TaskQueue, config: JobConfig, echo: Callable[[str], None]
@@ -123,11 +201,34 @@ def _run_seeder(data_dir: Path, chosen: Callable[[int], None]) -> Seeder:
         events = [entry.event for entry in entries]
         run = await start_run(queue, logged=latest_run(events))
         chosen(run)
-        new, pages = await enqueue_run(queue, events, run)
-        echo(f"run {run}: {pages} page(s) to revisit, {new} enqueued now")
+        policy = await record_policy(queue, run, given)
+        due_at = time.time() if due_only else None
+        new, pages, later = await enqueue_run(queue, events, run, due_at=due_at, policy=policy)
+        not_due = f", {later} not due" if due_only else ""
+        echo(f"run {run}: {pages} page(s) to revisit{not_due}, {new} enqueued now")
         return config, new
 
     return seed
+
+
+async def record_policy(
+    queue: TaskQueue, run: int, given: tuple[float | None, float | None, float | None]
+) -> RevisitPolicy:
+    """The job's revisit policy: the recorded one with what ``given`` says over it (given
+    values recorded with the run, for its next runs and ``status``)."""
+    record = await read_run(queue.redis, queue.keys)
+    policy = revisit_policy(record)
+    first, least, most = given
+    if first is None and least is None and most is None:
+        return policy
+    policy = RevisitPolicy(
+        interval_s=policy.interval_s if first is None else first,
+        min_s=policy.min_s if least is None else least,
+        max_s=policy.max_s if most is None else most,
+    )
+    intervals = (policy.interval_s, policy.min_s, policy.max_s)
+    await write_run(queue.redis, queue.keys, RunRecord(run=run, state=RUNNING, intervals=intervals))
+    return policy
 
 
 def latest_run(events: Iterable[AnyEvent]) -> int:
@@ -159,15 +260,37 @@ async def start_run(queue: TaskQueue, *, logged: int = FIRST_RUN) -> int:
     return run
 
 
-async def enqueue_run(queue: TaskQueue, events: Iterable[AnyEvent], run: int) -> tuple[int, int]:
-    """Enqueue ``run``'s pages (from the job's log, ``events``), `RECRAWL_BATCH` at a time:
-    (how many were new, how many the run has)."""
+async def enqueue_run(
+    queue: TaskQueue,
+    events: Iterable[AnyEvent],
+    run: int,
+    *,
+    due_at: float | None = None,
+    policy: RevisitPolicy | None = None,
+) -> tuple[int, int, int]:
+    """Enqueue ``run``'s pages (from the job's log, ``events``), `RECRAWL_BATCH` at a time,
+    only those due at ``due_at`` if given: (how many were new, how many the run has, how
+    many were not due).
+
+    A page not due is marked seen for the run (as a redirect's target is,
+    `TaskQueue.claim_url`): a changed page's link to it does not fetch it in full as new."""
+    from projector import is_due, request_key, schedules
+
+    events = list(events)
     tasks = revisit_tasks(events, run)
+    later: list[Task] = []
+    if due_at is not None:
+        known = schedules(events, policy or RevisitPolicy(), before_run=run)
+        due = [t for t in tasks if is_due(known.get(request_key(t.url, t.spec)), due_at)]
+        later = [t for t in tasks if not is_due(known.get(request_key(t.url, t.spec)), due_at)]
+        tasks = due
     new = 0
     for start in range(0, len(tasks), RECRAWL_BATCH):
         batch = tasks[start : start + RECRAWL_BATCH]
         new += sum(await queue.enqueue(batch, actor=RECRAWL_ACTOR))
-    return new, len(tasks)
+    for task in later:
+        await queue.claim_url(task.task_id, NOT_DUE)
+    return new, len(tasks), len(later)
 
 
 async def _finish(queue: TaskQueue, run: int) -> None:

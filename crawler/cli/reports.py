@@ -171,6 +171,20 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
     else:
         click.echo(format_report(report), nl=False)
+        click.echo(_revisits(store, resolve_data_dir(data_dir)))
+
+
+def _revisits(store: Store, directory: Path) -> str:
+    """The report's line on revisits: the pages the committed archive has, due now."""
+    import anyio
+
+    from crawler.cli._revisit_text import due_line, due_of, stored_policy
+    from projector import archived_entries
+
+    now = time.time()
+    policy = anyio.run(stored_policy, store.job, directory)
+    events = (entry.event for entry in archived_entries(store, store.read_manifest()))
+    return due_line(due_of(events, policy, now), now)
 
 
 @click.command(
@@ -284,6 +298,13 @@ def _cell(value: Any) -> str:
     "kill from OUT.position (Ctrl-C or SIGTERM stops it).",
 )
 @click.option(
+    "--changes",
+    "item_changes",
+    is_flag=True,
+    help="With --follow --what items: feed each item a run added, changed or removed "
+    "(crawlog recrawl), once, rather than each item (docs/recrawls.md).",
+)
+@click.option(
     "--until-done",
     is_flag=True,
     help="With --follow: stop once every task of the job has ended and all is written.",
@@ -306,6 +327,7 @@ def export_command(
     table: str | None,
     with_meta: bool,
     follow: bool,
+    item_changes: bool,
     until_done: bool,
     interval: float,
     out: str | None,
@@ -320,10 +342,15 @@ def export_command(
     --table, items go into a PostgreSQL table instead, one row per key, the feed's
     position kept in the database with them.
     """
-    from projector import Feed, export
+    from projector import CHANGES_FED, Feed, export
 
     if until_done and not follow:
         raise ConfigError("--until-done goes with --follow")
+    if item_changes and (not follow or what != "items" or with_meta or to_url is not None):
+        raise ConfigError(
+            "--changes is a feed into a file: give --follow --what items and OUT (a change "
+            "is written in its envelope: no --with-meta)"
+        )
     if with_meta and what != "items":
         raise ConfigError("--with-meta goes with --what items (a page's row is all meta)")
     if to_url is not None or table is not None:
@@ -344,7 +371,13 @@ def export_command(
         if out == STDOUT:
             raise ConfigError("--follow writes a file and its position beside it: give OUT, not -")
         _follow(
-            Feed(store, what=what, fmt=fmt, out=Path(out), with_meta=with_meta),
+            Feed(
+                store,
+                what=CHANGES_FED if item_changes else what,
+                fmt=fmt,
+                out=Path(out),
+                with_meta=with_meta,
+            ),
             until_done=until_done,
             every=interval,
         )

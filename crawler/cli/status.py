@@ -9,6 +9,7 @@ projector keeps up.
 from __future__ import annotations
 
 import json
+import time
 from contextlib import ExitStack, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -94,16 +95,24 @@ def status_command(
                 delay_floor_ms=floor_ms,
                 every_task=False,  # counts per site: the ended tasks stay in the task store
             )
-            await _show(source, watch=watch, as_json=as_json, interval=interval)
+            ended = await _show(source, watch=watch, as_json=as_json, interval=interval)
+            if ended and not watch and not as_json:
+                # Of an ended job only: it reads the whole log, which a running crawl's
+                # status has no use for (its pages are being visited).
+                from crawler.cli._revisit_text import due_line, job_due
+
+                now = time.time()
+                click.echo(due_line(await job_due(client, directory, job, now), now))
 
     # Ctrl-C is how a watch ends: not an error.
     with suppress(KeyboardInterrupt):
         anyio.run(run)
 
 
-async def _show(source: LiveProgress, *, watch: bool, as_json: bool, interval: float) -> None:
+async def _show(source: LiveProgress, *, watch: bool, as_json: bool, interval: float) -> bool:
     """One refresh, or with ``watch`` one every ``interval`` until the job ends: as a
-    table on a terminal, plain lines elsewhere, or a JSON object a line."""
+    table on a terminal, plain lines elsewhere, or a JSON object a line. Whether the job
+    had ended at the last."""
     from crawler.cli._progress_view import PlainDisplay, as_dict, display_for
 
     def emit_json(report: Progress) -> None:
@@ -115,7 +124,7 @@ async def _show(source: LiveProgress, *, watch: bool, as_json: bool, interval: f
             emit_json(report)
         else:
             PlainDisplay(click.echo, detail=True).update(report)
-        return
+        return report.complete
     display = None if as_json else display_for(click.echo, detail=True)
     with ExitStack() as stack:
         if display is not None:
@@ -129,7 +138,7 @@ async def _show(source: LiveProgress, *, watch: bool, as_json: bool, interval: f
             if report.complete:
                 # The job ended: what the help promises, and no reason to go on
                 # redrawing the same numbers.
-                return
+                return True
             await anyio.sleep(interval)
 
 

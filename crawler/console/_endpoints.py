@@ -41,6 +41,7 @@ from crawler.console._actions import (
     retry_task,
     uncertain,
 )
+from crawler.console._changes_page import changes
 from crawler.console._guard import (
     CSRF_FIELD,
     FORM_REFUSED,
@@ -469,6 +470,7 @@ ROUTES = [
     Route("/jobs/{job}/attention/retry", retry_bulk, methods=["POST"]),
     Route("/jobs/{job}/attention/resolve", decide, methods=["POST"]),
     Route("/jobs/{job}/dead", dead),
+    Route("/jobs/{job}/changes", changes),
     Route("/jobs/{job}/dead/replay", replay, methods=["POST"]),
     Route("/jobs/{job}/events", events),
 ]

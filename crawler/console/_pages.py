@@ -99,6 +99,7 @@ def layout(
             f'<a href="{base}/tasks">Tasks</a>',
             f'<a href="{base}/attention">Needs a person</a>',
             f'<a href="{base}/dead">Dead letters</a>',
+            f'<a href="{base}/changes">Changes</a>',
         ]
     stream = ""
     if job is not None and events_after is not None:

@@ -34,6 +34,7 @@ from crawler.testsite._site import (
     read_request_log,
     run_testsite,
     serve_testsite,
+    sitemap_changefreq,
     sitemap_children,
     sitemap_lastmod,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "read_request_log",
     "run_testsite",
     "serve_testsite",
+    "sitemap_changefreq",
     "sitemap_children",
     "sitemap_lastmod",
     "tasks_held",

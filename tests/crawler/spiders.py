@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -253,3 +254,26 @@ class MissingFieldSpider(Spider):
         yield Item(response.url)
         for link in LexborHTMLParser(response.body).css("a"):
             yield Follow(str(link.attributes.get("href")))
+
+
+class TimestampBlindSpider(Spider):
+    """The default spider's items, with a recrawl that does not see the test site's
+    revision comments (an edit that adds only that is no change)."""
+
+    name = "timestamp-blind"
+    change_ignore: ClassVar[Sequence[str]] = (r"\n<!-- revision \d+ -->\n",)
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        tree = LexborHTMLParser(response.body)
+        title = tree.css_first("title")
+        yield Item(response.url, {"title": title.text() if title is not None else ""})
+        for link in tree.css("a[href]"):
+            yield Follow(str(link.attributes.get("href")))
+
+
+class TitleOnlySpider(TimestampBlindSpider):
+    """A recrawl that compares each page's title only."""
+
+    name = "title-only"
+    change_ignore: ClassVar[Sequence[str]] = ()
+    change_region = "title"

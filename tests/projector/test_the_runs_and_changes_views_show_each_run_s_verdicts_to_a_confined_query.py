@@ -1,6 +1,6 @@
-"""``crawlog sql``'s views ``changes`` and ``runs``: each page's verdict per run as the
-archive commits it, and each run's counts; a confined query reads them beside the other
-views."""
+"""``crawlog sql``'s views ``changes``, ``runs`` and ``item_changes``: each page's verdict
+per run as the archive commits it, each run's counts, and each item's change per run; a
+confined query reads them beside the other views."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from eventlog import AnyEvent, Change, EventLog, PageFetched, TaskEnqueued, Validators, connect
+from eventlog import (
+    AnyEvent,
+    Change,
+    EventLog,
+    ItemScraped,
+    PageFetched,
+    TaskEnqueued,
+    Validators,
+    connect,
+)
 from projector import Projector, Store, query
 
 pytestmark = pytest.mark.anyio
@@ -37,8 +46,10 @@ async def test_changes_and_runs_are_views_of_the_committed_archive(
     events: list[AnyEvent] = [
         TaskEnqueued(actor="seed", task_id="a", url=A, site=SITE),
         _page("a", A, 200, 1, body_hash="a1"),
+        ItemScraped(actor="w", task_id="a", key="ka", data={"v": 1}),
         TaskEnqueued(actor="seed", task_id="b", url=B, site=SITE),
         _page("b", B, 200, 1, body_hash="b1"),
+        ItemScraped(actor="w", task_id="b", key="kb", data={"v": 1}),
         TaskEnqueued(actor="seed", task_id="c", url=C, site=SITE),
         _page("c", C, 200, 1, body_hash="c1"),
         TaskEnqueued(
@@ -50,6 +61,7 @@ async def test_changes_and_runs_are_views_of_the_committed_archive(
             revisit=Validators(body_hash="a1"),
         ),
         _page("a2", A, 200, 2, body_hash="a2", change="changed"),
+        ItemScraped(actor="w", task_id="a2", key="ka", data={"v": 2}, run=2),
         _page("b2", B, 404, 2, change="gone"),
         _page("c2", C, 304, 2, body_hash="c1", change="unchanged"),
     ]
@@ -74,3 +86,14 @@ async def test_changes_and_runs_are_views_of_the_committed_archive(
     # Beside the other views, in one query.
     joined = query(store, "SELECT count(*) FROM changes JOIN pages USING (task_id)")
     assert joined.rows == [(6,)]
+    items = query(
+        store, "SELECT key, change, run, url, data, previous FROM item_changes ORDER BY run, key"
+    )
+    assert items.rows == [
+        ("ka", "added", 1, A, '{"v":1}', None),
+        ("kb", "added", 1, B, '{"v":1}', None),
+        ("ka", "changed", 2, A, '{"v":2}', '{"v":1}'),
+        ("kb", "removed", 2, B, None, '{"v":1}'),
+    ]
+    fields = query(store, "SELECT data->>'v' FROM item_changes WHERE change = 'changed'")
+    assert fields.rows == [("2",)]

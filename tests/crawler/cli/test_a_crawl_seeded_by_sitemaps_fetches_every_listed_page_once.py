@@ -1,7 +1,7 @@
 """``crawlog crawl --sitemap URL`` (an index of gzipped sitemaps) and
 ``--sitemaps-from-robots`` (or ``seeds.*`` in crawlog.toml): every page the sitemaps list
-is enqueued once, with its ``lastmod`` on the task, and fetched once; a sitemap that cannot
-be read is said, and the crawl goes on."""
+is enqueued once, with its ``lastmod`` and ``changefreq`` on the task, and fetched once; a
+sitemap that cannot be read is said, and the crawl goes on."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from crawler.testsite import (
     SITEMAP_PATH,
     RunningSite,
     serve_testsite,
+    sitemap_changefreq,
     sitemap_children,
     sitemap_lastmod,
 )
@@ -60,6 +61,7 @@ async def test_a_sitemap_index_seeds_the_crawl_with_every_page_it_lists(
     enqueued = [e for e in events if isinstance(e, TaskEnqueued)]
     assert sorted(e.url for e in enqueued) == sorted(site.url + p for p in pages)
     assert all(e.lastmod == sitemap_lastmod(e.url.removeprefix(site.url)) for e in enqueued)
+    assert all(e.changefreq == sitemap_changefreq(e.url.removeprefix(site.url)) for e in enqueued)
     assert len({e.task_id for e in events if isinstance(e, TaskDone)}) == len(pages)
 
 

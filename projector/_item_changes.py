@@ -1,0 +1,212 @@
+"""What each run did to a job's items: each item ``added``, ``changed`` or ``removed``
+(``crawlog changes --items``, the feed ``crawlog export --follow --changes``).
+
+An item is its key (the spider's). In log order: the first time a run scrapes a key it is
+``added`` if no run had it (or its page had lost it), ``changed`` if its data differs from
+what it was, and nothing if the same; a key scraped again in the same run (a redelivered
+task, another page) is not looked at again. A page a run found ``gone`` removes every item
+it held; a page a run found ``changed`` removes, when its task is done, the items it held
+and did not scrape again. An unchanged page is not parsed: its items stay as they are.
+The first run's items are all ``added``.
+
+Each change is placed in the log by the entry that made it: its stream ID, and its place
+among that entry's changes (`SUB_SEQ`), so a feed of them resumes after the last written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final, Literal
+
+import duckdb
+import msgspec
+import pyarrow as pa
+
+from eventlog import (
+    Change,
+    ItemScraped,
+    LogEntry,
+    PageFetched,
+    TaskDone,
+    TaskEnqueued,
+)
+from projector._archive import ArchiveCorrupt
+from projector._replay import archived_entries
+from projector._state_tables import MICROS
+from projector._store import Manifest, Store
+
+ItemChangeKind = Literal["added", "changed", "removed"]
+ITEM_CHANGES: Final = "item_changes"
+"""The DuckDB view of the item changes (`register_item_changes`)."""
+SUB_SEQ: Final = 1_000_000
+"""A change's place in the feed: its entry's stream sequence times this, plus its place
+among the entry's changes (a gone page's items are one entry's changes)."""
+_json = msgspec.json.Encoder()
+
+
+class ItemChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One item's change in one run."""
+
+    key: str
+    change: ItemChangeKind
+    run: int
+    url: str
+    """The page that scraped it (for ``removed``: the page that lost it)."""
+    task_id: str
+    time: float
+    data: dict[str, Any] | None = None
+    """The item now (None: removed)."""
+    previous: dict[str, Any] | None = None
+    """The item before (None: added)."""
+    stream_id: str = "0-0"
+    """Where in the feed: the entry's stream ID, its sequence part times `SUB_SEQ` plus the
+    change's place among the entry's."""
+
+
+class _Items:
+    """The fold's memory: every live item, the page holding it, and what each task did."""
+
+    def __init__(self) -> None:
+        self.live: dict[str, tuple[dict[str, Any], str]] = {}  # key -> (data, page url)
+        self.looked: set[tuple[int, str]] = set()  # (run, key) already looked at
+        self.tasks: dict[str, tuple[int, str]] = {}  # task id -> (run, url)
+        self.verdicts: dict[str, Change] = {}  # task id -> its first page's verdict
+        self.scraped: dict[str, set[str]] = {}  # task id -> keys it scraped
+
+
+def item_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list[ItemChange]:
+    """Every item change of every run (of ``run`` only, if given), in log order; pure."""
+    memory = _Items()
+    found: list[ItemChange] = []
+    for entry in entries:
+        made = _fold(memory, entry)
+        for place, change in enumerate(made):
+            ms, _, seq = entry.stream_id.partition("-")
+            where = f"{ms}-{int(seq or 0) * SUB_SEQ + place}"
+            if run is None or change.run == run:
+                found.append(msgspec.structs.replace(change, stream_id=where))
+    return found
+
+
+def _fold(memory: _Items, entry: LogEntry) -> list[ItemChange]:
+    event = entry.event
+    if isinstance(event, TaskEnqueued):
+        memory.tasks[event.task_id] = (event.run, event.url)
+    elif isinstance(event, ItemScraped):
+        return _scraped(memory, event)
+    elif isinstance(event, PageFetched) and event.page <= 1 and event.change is not None:
+        memory.verdicts[event.task_id] = event.change
+        if event.change == "gone":
+            memory.tasks.setdefault(event.task_id, (event.run, event.url))
+            return _removed(memory, event.task_id, event.at, kept=set())
+    elif isinstance(event, TaskDone) and memory.verdicts.get(event.task_id) == "changed":
+        return _removed(memory, event.task_id, event.at, kept=memory.scraped.get(event.task_id))
+    return []
+
+
+def _scraped(memory: _Items, event: ItemScraped) -> list[ItemChange]:
+    run, url = memory.tasks.get(event.task_id, (event.run, ""))
+    memory.scraped.setdefault(event.task_id, set()).add(event.key)
+    if (run, event.key) in memory.looked:
+        return []
+    memory.looked.add((run, event.key))
+    before = memory.live.get(event.key)
+    memory.live[event.key] = (event.data, url)
+    if before is not None and before[0] == event.data:
+        return []
+    return [
+        ItemChange(
+            key=event.key,
+            change="added" if before is None else "changed",
+            run=run,
+            url=url,
+            task_id=event.task_id,
+            time=event.at,
+            data=event.data,
+            previous=None if before is None else before[0],
+        )
+    ]
+
+
+def _removed(memory: _Items, task_id: str, at: float, *, kept: set[str] | None) -> list[ItemChange]:
+    """The items the page of ``task_id`` held and did not scrape again (``kept``)."""
+    run, url = memory.tasks.get(task_id, (0, ""))
+    lost = [
+        key
+        for key, (_, page) in memory.live.items()
+        if page == url and key not in (kept or set()) and (run, key) not in memory.looked
+    ]
+    changes = []
+    for key in lost:
+        data, _ = memory.live.pop(key)
+        memory.looked.add((run, key))
+        changes.append(
+            ItemChange(
+                key=key,
+                change="removed",
+                run=run,
+                url=url,
+                task_id=task_id,
+                time=at,
+                previous=data,
+            )
+        )
+    return changes
+
+
+_COLUMNS: Final = pa.schema(
+    [
+        ("key", pa.string()),
+        ("change", pa.string()),
+        ("run", pa.int32()),
+        ("url", pa.string()),
+        ("task_id", pa.string()),
+        ("epoch_s", pa.float64()),
+        ("data", pa.string()),
+        ("previous", pa.string()),
+        ("stream_id", pa.string()),
+        ("stream_ms", pa.int64()),
+        ("stream_seq", pa.int64()),
+    ]
+)
+
+
+def register_item_changes(con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest) -> None:
+    """Add the view `ITEM_CHANGES` to ``con``: the changes of the archive ``manifest``
+    commits, in log order, each with its place in it (``stream_id``, ``stream_ms``,
+    ``stream_seq``) and its data and previous data as JSON.
+
+    A segment the projector merged away meanwhile is said as DuckDB says a file gone
+    (`duckdb.IOException`), which `run_on_committed` reads the new manifest again for."""
+    try:
+        changes = item_changes(archived_entries(store, manifest))
+    except ArchiveCorrupt as exc:
+        if store.read_manifest() == manifest:
+            raise
+        raise duckdb.IOException(str(exc)) from None
+    rows = []
+    for change in changes:
+        ms, _, seq = change.stream_id.partition("-")
+        rows.append(
+            {
+                "key": change.key,
+                "change": change.change,
+                "run": change.run,
+                "url": change.url,
+                "task_id": change.task_id,
+                "epoch_s": change.time,
+                "data": None if change.data is None else _json.encode(change.data).decode(),
+                "previous": (
+                    None if change.previous is None else _json.encode(change.previous).decode()
+                ),
+                "stream_id": change.stream_id,
+                "stream_ms": int(ms),
+                "stream_seq": int(seq),
+            }
+        )
+    con.register("_item_changes", pa.Table.from_pylist(rows, schema=_COLUMNS))
+    con.execute(
+        f"CREATE OR REPLACE VIEW {ITEM_CHANGES} AS SELECT key, change, run, url, task_id, "
+        f"epoch_s, make_timestamp(CAST(round(epoch_s * {MICROS}) AS BIGINT)) AS time, data, "
+        "previous, stream_id, stream_ms, stream_seq FROM _item_changes"
+    )
