@@ -9,10 +9,11 @@ answers again, the journal is flushed in order, fenced per lease (`TaskQueue.sto
 before anything else is written.
 
 What still waits for the store: robots.txt not in the worker's cache, a lease not known
-fresh (`Worker.hold_lease`), the links a page found, a claim. The lease check is the guard
-against a page fetched twice: a lease is fetched with offline only while the worker's own
-clock says it was reset less than half a lease ago (the server's idle time of a lease
-counts the stall too: a SIGSTOPped server's clock jumps when it goes on).
+fresh (`Worker.hold_lease`), a claim (the links a page found go with its journalled
+write). The lease check is the guard against a page fetched twice: a lease is fetched with
+offline only while the worker's own clock says it was reset less than half a lease ago
+(the server's idle time of a lease counts the stall too: a SIGSTOPped server's clock jumps
+when it goes on).
 """
 
 from __future__ import annotations

@@ -140,6 +140,9 @@ def parked_member(site: str, task_id: str, lane: int, task: bytes) -> bytes:
 IDENTITY_ID = "id"
 IDENTITY_EPOCH = "epoch"
 """The fields of `JobKeys.identity`."""
+RESTORED_EPOCH = ":epoch"
+RESTORED_POSITION = ":position"
+"""The fields of `JobKeys.restored` that are no task id (a task id has no colon)."""
 
 
 BROWSER_SESSION_VERSION = "version"
@@ -329,6 +332,14 @@ class JobKeys:
         projector manifest too), ``epoch`` -> its fencing epoch (raised by each
         ``crawlog restore``): a store without it, or with another, is not the job's store."""
         return self._key("identity")
+
+    @cached_property
+    def restored(self) -> str:
+        """Hash task id -> ``<lane>|<entry id>`` of each task the last ``crawlog restore``
+        put back in a lane, and `RESTORED_EPOCH` / `RESTORED_POSITION` -> that restore's
+        epoch and committed position: a journal flush adopts there the writes a worker made
+        before the loss (``SETTLE``), for a task nobody claimed since."""
+        return self._key("restored")
 
     @cached_property
     def projector(self) -> str:

@@ -306,6 +306,13 @@ def _claimed(state: State, event: TaskClaimed) -> None:
             task = _task(state, event, _ACTIVE, "claimed")
         # A parked task is in a lane again once its pause was lifted: claimed like any.
         task.parked = False
+    if task.last_reason == STORE_RESTORED:
+        # Its worker was fetching the page after its checkpoint when the store lost it:
+        # fetched again now, that page is a refetch the loss caused. Not before this claim:
+        # what its worker's journal gave back meanwhile (`TaskQueue.flush_journal`) moved
+        # the checkpoint on, and those pages were fetched once.
+        next_page = task.checkpoint.page + 1 if task.checkpoint is not None else 1
+        task.furthest_page = max(task.furthest_page, next_page)
     task.owner, task.attempt, task.deliveries = event.actor, event.attempt, event.deliveries
     _move(state, task, RUNNING, event, "claimed")
 
@@ -314,11 +321,6 @@ def _reclaimed(state: State, event: TaskReclaimed) -> None:
     # The lease expired and the task went back to the queue (the recovery lane): pending
     # until a worker claims it again.
     task = _task(state, event, _ACTIVE, "reclaimed")
-    if event.reason == STORE_RESTORED:
-        # Its worker was fetching the page after its checkpoint when the store lost it:
-        # fetched again after the restore, that page is a refetch the loss caused.
-        next_page = task.checkpoint.page + 1 if task.checkpoint is not None else 1
-        task.furthest_page = max(task.furthest_page, next_page)
     task.owner, task.deliveries = None, event.deliveries
     task.recoveries += 1
     _move(state, task, PENDING, event, event.reason)
