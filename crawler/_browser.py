@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from crawler._addresses import AddressRefused
+from crawler._browser_session import ERROR_LOGIN, fetched, session_for
 from crawler._fetch_spec import (
     ERROR_CONNECT,
     ERROR_CONNECT_REFUSED,
@@ -58,11 +59,12 @@ from crawler._fetch_spec import (
     too_large,
 )
 from crawler._urls import HTTP_SCHEMES
-from eventlog import ConfigError
+from eventlog import BrowserSessionStore, ConfigError, SessionIdentity
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, CDPSession, Page, Playwright
 
+    from crawler._browser_session import BrowserSession
     from crawler._fetch import Fetcher
     from crawler._resolver import GuardedResolver
 
@@ -378,6 +380,8 @@ class _Tab:
         """The extra headers set on the page (a task's own), reset for the next task."""
         self.scripts_off = False
         """Its scripts stopped while it waits for its next page (`_done_with`)."""
+        self.session_version = 0
+        """The version of the login state its documents were given (`BrowserSession`)."""
 
 
 class BrowserFetcher:
@@ -387,7 +391,9 @@ class BrowserFetcher:
     go through it); ``config``: the job's fetch settings (user agent, headers, timeouts,
     address policy); ``root``: where browsers' profiles are made (``DATA_DIR/browsers``);
     ``wait``: awaited with each page after ``domcontentloaded``, before its DOM is read (the
-    spider's `crawler.Spider.wait_for_page`).
+    spider's `crawler.Spider.wait_for_page`); ``session``: the login kept outside the
+    browser, checked on every page and saved at every step that changed it
+    (`crawler._browser_session`), for a spider that logs in.
     """
 
     def __init__(
@@ -398,6 +404,7 @@ class BrowserFetcher:
         root: Path,
         executable: str,
         wait: Callable[[Any], Awaitable[None]] | None = None,
+        session: BrowserSession | None = None,
         pages: int = DEFAULT_BROWSER_PAGES,
         pages_per_context: int = DEFAULT_PAGES_PER_CONTEXT,
         pages_per_browser: int = DEFAULT_PAGES_PER_BROWSER,
@@ -405,7 +412,7 @@ class BrowserFetcher:
         memory_check_pages: int = MEMORY_CHECK_PAGES,
     ) -> None:
         self.http, self.config, self.root, self.executable = http, config, root, executable
-        self.wait = wait
+        self.wait, self.session = wait, session
         self.pages_per_context = pages_per_context
         self.pages_per_browser = pages_per_browser
         self.browser_max_mb = browser_max_mb
@@ -436,6 +443,8 @@ class BrowserFetcher:
 
                 proxies = (urlsplit(p).hostname or "" for p in self.config.proxies)
                 self._guard = GuardedResolver(self.config.addresses, trusted_hosts=proxies)
+            if self.session is not None:
+                await self.session.load()
             self._pw = await async_playwright().start()
             self._browser = await self._launch()
         except BaseException:
@@ -483,6 +492,13 @@ class BrowserFetcher:
         """Be done with the page of ``result`` (if it has one), even when cancelled."""
         held = self._held.pop(id(result), None)
         if held is not None:
+            if self.session is not None:  # what the spider's clicks changed
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(BROWSER_CLOSE_TIMEOUT_S),
+                    contextlib.suppress(Exception),  # saved again at the next step
+                ):
+                    await self.session.keep(held[0].page)
             await self._done_with(held[0])
 
     async def release_task(self) -> None:
@@ -532,10 +548,12 @@ class BrowserFetcher:
             tab.nav = _Navigation(url)
             tab.redirect_allowed, tab.claim_target = redirect_allowed, claim_target
             result = await self._render(tab, url, dict(headers or {}))
+            if self.session is not None and fetched(result):
+                result = await self._logged_in(tab, url, dict(headers or {}), result)
         except BaseException:
             await self._done_with(tab, context, broken=True)
             raise
-        if result.error is None and 200 <= result.status < 400 and not result.handed_over:
+        if fetched(result):
             self._held[id(result)] = (tab, anyio.get_current_task().id)
         else:
             await self._done_with(tab)
@@ -592,6 +610,32 @@ class BrowserFetcher:
             parseable=error is None and media in self.config.parse_content_types,
         )
 
+    async def _logged_in(
+        self, tab: _Tab, url: str, headers: dict[str, str], result: FetchResult
+    ) -> FetchResult:
+        """``result``, rendered again logged in if the spider's check found it was not;
+        the session saved if the page changed it."""
+        session = self.session
+        assert session is not None
+
+        async def again() -> FetchResult:
+            tab.nav = _Navigation(url)
+            return await self._render(tab, url, headers)
+
+        from playwright.async_api import Error as PlaywrightError
+
+        try:
+            result, tab.session_version = await session.ensure(
+                tab.page, result, tab.session_version, again
+            )
+        except PlaywrightError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            error = f"{ERROR_LOGIN}: {first[:200]}"
+            return FetchResult(url=url, final_url=tab.page.url, error=error)
+        if fetched(result):
+            await session.keep(tab.page)
+        return result
+
     def _failed(self, nav: _Navigation, url: str, exc: Exception, started: float) -> FetchResult:
         elapsed = (time.perf_counter() - started) * 1000
         final = nav.redirects[-1] if nav.redirects else url
@@ -618,6 +662,8 @@ class BrowserFetcher:
         page = await context.context.new_page()
         cdp = await context.context.new_cdp_session(page)
         tab = _Tab(page, cdp, context)
+        if self.session is not None:
+            tab.session_version = await self.session.prepare_page(page)
         await cdp.send("Network.enable")
         await cdp.send("Network.setBlockedURLs", {"urls": list(BLOCKED_URLS)})
         pattern: dict[str, str] = {"urlPattern": "*", "requestStage": "Request"}
@@ -730,6 +776,8 @@ class BrowserFetcher:
             extra_http_headers=dict(config.headers),
             service_workers="block",
         )
+        if self.session is not None:
+            await self.session.prepare_context(context)
         return _Context(context, browser)
 
     async def _retire_context(self, context: _Context) -> None:
@@ -835,13 +883,28 @@ __all__ = [
 
 
 def browser_fetcher(
-    http: Fetcher, config: FetchConfig, data_dir: Path, spider: object
+    http: Fetcher,
+    config: FetchConfig,
+    data_dir: Path,
+    spider: object,
+    sessions: BrowserSessionStore | None = None,
 ) -> BrowserFetcher:
     """The fetcher of a worker of a ``--browser`` job: ``http`` under it, its browsers'
-    profiles under ``data_dir``, ``spider``'s `wait_for_page` awaited on every page."""
+    profiles under ``data_dir``, ``spider``'s `wait_for_page` awaited on every page, and
+    its login kept in ``sessions`` if it declares one (`session_for`)."""
     wait = getattr(spider, "wait_for_page", None)
+    session = None
+    if sessions is not None:
+        # Chromium is started without a proxy: the identity is its user agent alone.
+        identity = SessionIdentity(user_agent=config.user_agent)
+        session = session_for(spider, sessions, identity)
     return BrowserFetcher(
-        http, config, root=data_dir / BROWSERS_DIR, executable=find_chromium(), wait=wait
+        http,
+        config,
+        root=data_dir / BROWSERS_DIR,
+        executable=find_chromium(),
+        wait=wait,
+        session=session,
     )
 
 

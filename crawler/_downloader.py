@@ -37,6 +37,7 @@ from crawler._scope import Scope
 from crawler._urls import fingerprint, site_of
 from eventlog import (
     FIRST_RUN,
+    BrowserSessionStore,
     CookieStore,
     RobotsFile,
     RobotsNotWhole,
@@ -106,7 +107,8 @@ class Downloader:
         if self.config.browser:
             from crawler._browser import browser_fetcher
 
-            browser = browser_fetcher(fetcher, self.fetch_config, data_dir, spider)
+            sessions = BrowserSessionStore(self.redis, self.queue.keys)
+            browser = browser_fetcher(fetcher, self.fetch_config, data_dir, spider, sessions)
             self._fetcher = self.browser = await closing.enter_async_context(browser)
         else:
             self._fetcher = await closing.enter_async_context(fetcher)
@@ -174,10 +176,11 @@ class Downloader:
                 body=body,
                 headers=headers,
             )
-        # After the slot is done with: the next request to the host need not wait for this.
-        await self.offline.unless_down(
-            lambda: self.gate.observe(host, result.elapsed_ms, result.status)
-        )
+        if self.gate.politeness.autothrottle:
+            # After the slot is done with: the next request to the host need not wait for this.
+            await self.offline.unless_down(
+                lambda: self.gate.observe(host, result.elapsed_ms, result.status)
+            )
         return result
 
     def _in_scope(self, url: str) -> bool:

@@ -132,7 +132,9 @@ class CookieHook(Protocol):
 
 
 class Fetcher:
-    """Fetches pages over one keep-alive ``httpx.AsyncClient``; use ``async with``.
+    """Fetches pages over one keep-alive aiohttp-backed transport, httpx requests sent to
+    it directly (the ``httpx.AsyncClient`` holds the defaults and closes it); use
+    ``async with``.
 
     ::
 
@@ -153,6 +155,7 @@ class Fetcher:
         self.config = config or FetchConfig()
         self.cookies = cookies
         self._client: httpx.AsyncClient | None = None
+        self._transport: AiohttpTransport | None = None
         self._headers = httpx.Headers()
         self._extensions: dict[str, Any] = {}
         self._too_large = too_large(self.config.max_response_bytes)
@@ -183,10 +186,11 @@ class Fetcher:
         )
         # Waiting for a free connection (pool) is bounded by the total timeout alone.
         timeout = httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s, pool=None)
+        self._transport = AiohttpTransport(
+            session, proxies=config.proxies, rotation=config.proxy_rotation, guard=guard
+        )
         self._client = httpx.AsyncClient(
-            transport=AiohttpTransport(
-                session, proxies=config.proxies, rotation=config.proxy_rotation, guard=guard
-            ),
+            transport=self._transport,
             # The defaults replace httpx's own of the same name (Accept, ...), by name.
             headers=[("user-agent", config.user_agent), *config.headers],
             timeout=timeout,
@@ -210,6 +214,7 @@ class Fetcher:
     async def aclose(self) -> None:
         """Close every connection; the fetcher cannot fetch afterwards."""
         client, self._client = self._client, None
+        self._transport = None
         if client is not None:
             await client.aclose()
 
@@ -240,8 +245,8 @@ class Fetcher:
         this fetch may have that URL; if not (another task fetches it), the redirect is the
         result, ``handed_over``.
         """
-        client = self._client
-        if client is None:
+        transport = self._transport
+        if transport is None:
             raise RuntimeError("Fetcher.fetch called outside `async with Fetcher(...)`")
         started = time.perf_counter()
         sent = self._headers
@@ -262,12 +267,12 @@ class Fetcher:
         if keep_bytes is not None:
             chain.keep_bytes = keep_bytes
         with anyio.move_on_after(self.config.total_timeout_s):
-            return await self._follow(client, chain, request, redirect_allowed, claim_target)
+            return await self._follow(transport, chain, request, redirect_allowed, claim_target)
         return self._result(chain, NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
 
     async def _follow(
         self,
-        client: httpx.AsyncClient,
+        transport: AiohttpTransport,
         chain: _Chain,
         request: httpx.Request,
         redirect_allowed: Callable[[str], bool] | None,
@@ -281,7 +286,9 @@ class Fetcher:
             try:
                 if cookies is not None:
                     await cookies.add_to(request)
-                response = await client.send(request, stream=True)
+                # Straight to the transport: the client's layers (auth flow, redirects, its
+                # cookie jar, timers, a log line) do nothing a fetch here needs.
+                response = await transport.handle_async_request(request)
                 try:
                     if cookies is not None:
                         await cookies.keep_from(response)

@@ -9,10 +9,11 @@ answers again, the journal is flushed in order, fenced per lease (`TaskQueue.sto
 before anything else is written.
 
 What still waits for the store: robots.txt not in the worker's cache, a lease not known
-fresh (`Worker.hold_lease`), the links a page found, a claim. The lease check is the guard
-against a page fetched twice: a lease is fetched with offline only while the worker's own
-clock says it was reset less than half a lease ago (the server's idle time of a lease
-counts the stall too: a SIGSTOPped server's clock jumps when it goes on).
+fresh (`Worker.hold_lease`), a claim (the links a page found go with its journalled
+write). The lease check is the guard against a page fetched twice: a lease is fetched with
+offline only while the worker's own clock says it was reset less than half a lease ago
+(the server's idle time of a lease counts the stall too: a SIGSTOPped server's clock jumps
+when it goes on).
 """
 
 from __future__ import annotations
@@ -132,20 +133,10 @@ class OfflineRide:
         if not self.enabled:
             await call()
             return
-        async with anyio.create_task_group() as racing:
-
-            async def run() -> None:
-                await call()
-                racing.cancel_scope.cancel()
-
-            async def until_down() -> None:
-                await self.queue.wait_down()
-                racing.cancel_scope.cancel()
-
-            if self.down:
-                return
-            racing.start_soon(run)
-            racing.start_soon(until_down)
+        if self.down:
+            return
+        with self.queue.cancelled_if_down():
+            await call()
 
     @asynccontextmanager
     async def slot(
@@ -207,18 +198,8 @@ class OfflineRide:
                 held.set()
 
         self._holders.start_soon(hold)
-        async with anyio.create_task_group() as racing:
-
-            async def until_held() -> None:
-                await held.wait()
-                racing.cancel_scope.cancel()
-
-            async def until_down() -> None:
-                await self.queue.wait_down()
-                racing.cancel_scope.cancel()
-
-            racing.start_soon(until_held)
-            racing.start_soon(until_down)
+        with self.queue.cancelled_if_down():
+            await held.wait()
         if failed:
             raise failed[0]
         return held.is_set()

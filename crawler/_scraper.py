@@ -33,6 +33,7 @@ from crawler._pipelines import is_item, pipeline_of
 from crawler._recrawl import run_fingerprint
 from crawler._scope import Scope
 from crawler._spider import (
+    ActionMark,
     Item,
     NextPage,
     Response,
@@ -51,7 +52,11 @@ from eventlog import (
     ActionDone,
     ActionIntended,
     CheckpointSaved,
+    Counts,
     CrawlogError,
+    Cursor,
+    Evidence,
+    ItemScraped,
     Lease,
     RequestSpec,
     Task,
@@ -74,6 +79,11 @@ Once = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
 class UncertainAction(CrawlogError):
     """An action's intent is in the log but not its completion: it may have run."""
+
+
+class ActionAborted(CrawlogError):
+    """A person decided about an uncertain action (or a flow's step) to stop its task
+    (``crawlog resolve --abort``): the task fails."""
 
 
 class Parsed(msgspec.Struct, kw_only=True):
@@ -186,6 +196,7 @@ class Scraper:
             task_url=task.url,
             meta=last.meta if last is not None else None,
             cb_kwargs=last.cb_kwargs if last is not None else None,
+            progress=_Progress(self, lease, result.url, page, last),
         )
 
     async def _take(self, index: int, yielded: Any, response: Response, parsed: Parsed) -> None:
@@ -312,6 +323,8 @@ class Scraper:
             state = await self.queue.action_state(task_id, action_id)
             if state == "done":
                 return None
+            if state == "aborted":
+                raise ActionAborted(f"action {action_id!r}: a person decided to stop the task")
             if state == "intended":
                 await self._pause_uncertain(lease, action_id)
                 raise UncertainAction(f"action {action_id!r} of task {task_id} may have run")
@@ -324,12 +337,20 @@ class Scraper:
 
         return once
 
-    async def _pause_uncertain(self, lease: Lease, action_id: str) -> None:
+    async def _pause_uncertain(
+        self,
+        lease: Lease,
+        action_id: str,
+        reason: str | None = None,
+        evidence: Evidence | None = None,
+    ) -> None:
         task = lease.task
         paused = TaskPaused(
             actor=self.name,
             task_id=task.task_id,
-            reason=f"uncertain action {action_id}: its intent is logged, its completion not",
+            reason=reason
+            or f"uncertain action {action_id}: its intent is logged, its completion not",
+            evidence=evidence,
         )
         if not await self.queue.pause_for_a_person(lease, action_id, paused):
             # Resolved between the pause and the park: the task runs again, by the decision.
@@ -346,6 +367,54 @@ class Scraper:
             reason=spider_error_reason(exc, where_raised(exc)),
             traceback="".join(traceback.format_exception(exc)),
         )
+
+
+class _Progress:
+    """`TaskProgress` for the task of ``lease`` on its page ``page`` (fetched from ``url``),
+    resumed from ``last``: a checkpoint saved here resumes at this page again."""
+
+    def __init__(
+        self, scraper: Scraper, lease: Lease, url: str, page: int, last: CheckpointSaved | None
+    ) -> None:
+        self._scraper, self._lease, self._url, self._page = scraper, lease, url, page
+        self._counts = last.counts if last is not None else Counts()
+        self._recent = last.recent_pages if last is not None else ()
+
+    async def save(self, state: str, items: Sequence[Item]) -> None:
+        scraper, task = self._scraper, self._lease.task
+        written = [
+            ItemScraped(actor=scraper.name, task_id=task.task_id, key=i.key, data=i.data)
+            for i in items
+        ]
+        c = self._counts
+        self._counts = Counts(pages=c.pages, items=c.items + len(items), bytes=c.bytes)
+        saved = CheckpointSaved(
+            actor=scraper.name,
+            task_id=task.task_id,
+            attempt=task.attempt,
+            # The page before this one: a resume fetches this page again, then recovers.
+            cursor=Cursor(page=self._page - 1, url=self._url, state=state),
+            counts=self._counts,
+            recent_pages=self._recent,
+        )
+        await scraper.queue.checkpoint(self._lease, saved, before=written)
+
+    async def mark(self, action_id: str) -> ActionMark | None:
+        return await self._scraper.queue.action_state(self._lease.task.task_id, action_id)
+
+    async def intend(self, action_id: str) -> None:
+        scraper, task_id = self._scraper, self._lease.task.task_id
+        intent = ActionIntended(actor=scraper.name, task_id=task_id, action_id=action_id)
+        await scraper.queue.note(self._lease, [intent], action=(action_id, "intended"))
+
+    async def done(self, action_id: str, result: str | None = None) -> None:
+        scraper, task_id = self._scraper, self._lease.task.task_id
+        done = ActionDone(actor=scraper.name, task_id=task_id, action_id=action_id, result=result)
+        await scraper.queue.note(self._lease, [done], action=(action_id, "done"))
+
+    async def ask(self, action_id: str, reason: str, evidence: Evidence | None = None) -> None:
+        await self._scraper._pause_uncertain(self._lease, action_id, reason, evidence)
+        raise UncertainAction(f"{reason} (task {self._lease.task.task_id})")
 
 
 class SpiderFailure(msgspec.Struct, frozen=True, kw_only=True):

@@ -48,7 +48,17 @@ from collections.abc import (
 )
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, get_args
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    get_args,
+)
 from urllib.parse import urlencode, urljoin
 
 import msgspec
@@ -59,7 +69,7 @@ from crawler._defaults import DEFAULT_MAX_ITEM_BYTES
 from crawler._links import LinkResolver, parse_page
 from crawler._rules import DENIED_BY_RULE, LinkRules
 from crawler._urls import clean_href, join_href
-from eventlog import ConfigError, CrawlogError, Cursor, RequestSpec
+from eventlog import ConfigError, CrawlogError, Cursor, Evidence, RequestSpec
 
 if TYPE_CHECKING:
     from parsel import Selector, SelectorList
@@ -168,6 +178,33 @@ class NextPage(msgspec.Struct, frozen=True):
 
 Output = Item | Follow | NextPage
 Once = Callable[[str, Callable[[], Awaitable[T]]], Awaitable[T | None]]
+ActionMark = Literal["intended", "done", "aborted"]
+"""An action's two-phase marker (``response.once``): its intent logged, or its completion;
+or a person's decision to stop the task there (``crawlog resolve --abort``)."""
+
+
+class TaskProgress(Protocol):
+    """What a task's long interaction (`crawler.Flow`) writes while its page is parsed:
+    checkpoints in the middle of the page and the two-phase markers of its actions, each
+    fenced by the task's lease as the worker's own steps are."""
+
+    async def save(self, state: str, items: Sequence[Item]) -> None:
+        """Write ``items`` and a checkpoint whose ``Cursor.state`` is ``state``, in one
+        step: a task resumed from it fetches this page again, ``response.resume`` said."""
+
+    async def mark(self, action_id: str) -> ActionMark | None:
+        """The action's marker: None (never started), "intended" or "done"."""
+
+    async def intend(self, action_id: str) -> None:
+        """Log the action's intent (before it runs)."""
+
+    async def done(self, action_id: str, result: str | None = None) -> None:
+        """Log the action's completion (after it ran, or once a check found it had)."""
+
+    async def ask(self, action_id: str, reason: str, evidence: Evidence | None = None) -> None:
+        """Pause the task for a person to decide about ``action_id`` (intended: ``crawlog
+        resolve``), ``evidence`` the report they see; raises, ending the page's parse: the
+        task waits, parked."""
 
 
 class Response:
@@ -194,6 +231,7 @@ class Response:
         "link_rules",
         "meta",
         "page",
+        "progress",
         "resume",
         "status",
         "task_id",
@@ -220,8 +258,12 @@ class Response:
         task_url: str | None = None,
         meta: dict[str, Any] | None = None,
         cb_kwargs: dict[str, Any] | None = None,
+        progress: TaskProgress | None = None,
     ) -> None:
         self.url, self.status, self.headers, self.body = url, status, headers, body
+        self.progress = progress
+        """The task's checkpoints and action markers mid-page, for a `crawler.Flow` (None
+        where no worker runs the task: a response made in a test)."""
         self.browser_page = browser_page
         """With ``--browser``: the live Playwright page the body was rendered in, to click,
         fill, scroll and wait in while ``parse`` runs (closed once it returns); else None.
@@ -588,6 +630,10 @@ class Spider:
     change_ignore: ClassVar[Sequence[str]] = ()
     """Regular expressions whose matches a recrawl leaves out of what it compares (a
     timestamp, a visitor count)."""
+
+    # A browser spider that logs in also defines two async methods on Playwright's page
+    # (docs/crawler.md, "Logged-in browser crawls"): ``is_logged_in(page) -> bool`` and
+    # ``log_in(page)``; the login is then kept in the store across kills.
 
     async def wait_for_page(self, page: Any) -> None:
         """With ``--browser``: awaited with each page (Playwright's) once its DOM is loaded,

@@ -298,6 +298,8 @@ class Worker:
             # Before the groups are made: made again in a store that lost the job, they
             # would hide the loss, and the job would be taken for a new one.
             self.identity = await store_identity(self.redis, self.data_dir, self.job)
+            # Its writes carry the epoch: the store's scripts refuse them once it changes.
+            self.queue.epoch = self.identity.epoch if self.identity is not None else 0
             await self.queue.ensure_groups()
             # Before any claim: what this name wrote and was never acknowledged goes first.
             flushed = await self.queue.flush_journal()

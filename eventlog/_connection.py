@@ -372,6 +372,14 @@ def redis_errors(what: str) -> Iterator[None]:
         if (lost := group_lost(exc, what)) is not None:
             raise lost from exc
         raise ServerError(f"Redis refused {what}: {exc}") from exc
+    except ExceptionGroup as group:
+        # A call raced in a task group (a write against the store going down): its one
+        # error is translated here too, not left for the command line to find.
+        leaves = group.exceptions
+        if len(leaves) != 1 or not isinstance(leaves[0], redis.exceptions.RedisError):
+            raise
+        with redis_errors(what):
+            raise leaves[0] from group
 
 
 _NOGROUP = "NOGROUP"

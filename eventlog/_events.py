@@ -128,6 +128,8 @@ EVIDENCE_TRACEBACK_CHARS: Final = 4 * 1024
 """Characters of a spider's traceback an evidence keeps: its end, where the spider's own
 frames and the error are."""
 """zlib's level for the body: a failure is rare, so its ratio matters more than its cost."""
+EVIDENCE_SCREENSHOT_BYTES: Final = 256 * 1024
+"""Bytes of a screenshot an evidence keeps: a page's first screen, as a JPEG."""
 
 
 class Evidence(msgspec.Struct, frozen=True, kw_only=True, gc=False):
@@ -153,11 +155,20 @@ class Evidence(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     traceback: str | None = None
     """The spider's traceback when its exception failed the task (the last
     `EVIDENCE_TRACEBACK_CHARS` of it); None otherwise."""
+    screenshot: bytes = b""
+    """A browser page's screenshot (JPEG) when a flow handed its task to a person; at
+    most `EVIDENCE_SCREENSHOT_BYTES` (else none is kept)."""
 
     @property
     def body(self) -> bytes:
         """The kept start of the body, decompressed."""
         return zlib.decompress(self.body_z) if self.body_z else b""
+
+    def with_screenshot(self, image: bytes) -> Evidence:
+        """This evidence with a screenshot, unless it is past its bound."""
+        if len(image) > EVIDENCE_SCREENSHOT_BYTES:
+            return self
+        return msgspec.structs.replace(self, screenshot=image)
 
     def with_traceback(self, text: str) -> Evidence:
         """This evidence with the end of the traceback ``text``, cut to its bound."""
@@ -353,6 +364,8 @@ class TaskPaused(TaskEvent, frozen=True, kw_only=True, tag="task.paused"):
     """An operator (or an uncertain action) paused the task."""
 
     reason: str
+    evidence: Evidence | None = None
+    """What a flow that handed its task to a person saw last (its page, a screenshot)."""
 
 
 class TaskParked(TaskEvent, frozen=True, kw_only=True, tag="task.parked"):
@@ -448,13 +461,15 @@ class ActionDone(TaskEvent, frozen=True, kw_only=True, tag="action.done"):
     result: str | None = None
 
 
-Decision = Literal["done", "redo"]
-"""A person's answer about an action that may have run: it did (skip it), or run it again."""
+Decision = Literal["done", "redo", "abort"]
+"""A person's answer about an action that may have run: it did (skip it), run it again, or
+neither: stop the task (its next run fails it)."""
 
 
 class ActionResolved(TaskEvent, frozen=True, kw_only=True, tag="action.resolved"):
     """A person decided about an uncertain action (its intent logged, its completion not):
-    ``done`` skips it when the task resumes, ``redo`` lets it run again."""
+    ``done`` skips it when the task resumes, ``redo`` lets it run again, ``abort`` fails
+    the task when it resumes (its marker says "aborted")."""
 
     action_id: str
     decision: Decision

@@ -40,6 +40,12 @@ this tree and the classes in step::
     ├── UncertainAction ........ [crawler] a task's once-only action was intended but not
     │                            logged as done (its worker died mid-way): the task is
     │                            paused for an operator to resolve
+    ├── ActionAborted .......... [crawler] a person decided to stop a task at its uncertain
+    │                            action (crawlog resolve --abort): the task fails
+    ├── FlowChanged ............ [crawler] a flow's steps are not those its checkpoint was
+    │                            taken with: its task fails rather than resume
+    ├── FlowAborted ............ [crawler] a flow's uncertain action has the policy abort
+    │                            (or it ran outside a worker's task): its task fails
     ├── ArchiveCorrupt ......... [projector] an archive segment cannot be read back
     ├── FeedDatabaseError ...... [projector] the PostgreSQL database an export feeds cannot
     │                            be reached or refused its writes (nothing half-written)

@@ -59,6 +59,10 @@ log already when a flush looked, ``dup`` refused as a repeat of one that went th
 holder's (the worker was told, `LeaseLost`)."""
 
 
+_WENT_THROUGH: Final = frozenset({"applied", "present", "dup"})
+"""Outcomes of a write the store had."""
+
+
 class JournalSettle(msgspec.Struct, frozen=True, kw_only=True, tag="settle", gc=False):
     """One fenced write (`TaskQueue` settle call), as its script is called.
 
@@ -74,6 +78,13 @@ class JournalSettle(msgspec.Struct, frozen=True, kw_only=True, tag="settle", gc=
     args: list[Any]
     """``str | bytes | int`` each (msgpack keeps them apart; msgspec's union cannot)."""
     after: str = "0-0"
+    epoch: int = 0
+    """The job's epoch the lease was held in (0: not checked, a job begun before
+    identities): a write of an older epoch than the store's is one of before a restore."""
+    enqueued: list[list[Any]] = msgspec.field(default_factory=list)
+    """The `ENQUEUE` calls of the links the task's pages found since its last write, each
+    its arguments after the dedup ttl: enqueued again (deduplicated by ``seen``) when the
+    write is given back after a restore, whose store may have lost them with it."""
 
     @property
     def consumer(self) -> str:
@@ -107,6 +118,8 @@ class JournalAck(msgspec.Struct, frozen=True, kw_only=True, tag="ack", gc=False)
     seq: int
     outcome: Outcome
     stream_id: str = ""
+    epoch: int = 0
+    """The job's epoch of the store that answered (0: not known)."""
 
 
 JournalRecord: TypeAlias = JournalSettle | JournalAck
@@ -270,6 +283,29 @@ class Journal:
         """Writes journalled that no reply acknowledged, in the order they were written."""
         return [self._open[seq] for seq in sorted(self._open)]
 
+    def lost_with_store(self, position: str, epoch: int) -> list[JournalSettle]:
+        """The writes a store of an epoch before ``epoch`` acknowledged after ``position``
+        (the committed position a restore went on from), in order: that store is gone, so
+        they are in no log, unless the restore kept its tail. Read from disk (only after a
+        restore: the journal keeps no acknowledged write in memory)."""
+        writes: dict[int, JournalSettle] = {}
+        acks: dict[int, JournalAck] = {}
+        for record in self.records():
+            if isinstance(record, JournalSettle):
+                writes[record.seq] = record
+            else:
+                acks[record.seq] = record
+        limit = stream_id_key(position)
+        return [
+            writes[seq]
+            for seq, ack in sorted(acks.items())
+            if seq in writes
+            and 0 < writes[seq].epoch < epoch
+            and ack.epoch < epoch
+            and ack.outcome in _WENT_THROUGH
+            and (not ack.stream_id or stream_id_key(ack.stream_id) > limit)
+        ]
+
     def records(self) -> Iterator[JournalRecord]:
         """Every whole record on disk, in order (for tests and ``crawlog`` to look at)."""
         for segment in self._segments:
@@ -281,10 +317,24 @@ class Journal:
 
     # -- writing -------------------------------------------------------------------------
 
-    def settle(self, lane: int, target_lane: int, args: list[str | bytes | int]) -> JournalSettle:
+    def settle(
+        self,
+        lane: int,
+        target_lane: int,
+        args: list[str | bytes | int],
+        *,
+        epoch: int = 0,
+        enqueued: list[list[Any]] | None = None,
+    ) -> JournalSettle:
         """Journal a write about to be sent (``args`` as `JournalSettle` says)."""
         record = JournalSettle(
-            seq=self._next_seq, lane=lane, target_lane=target_lane, args=args, after=self._acked
+            seq=self._next_seq,
+            lane=lane,
+            target_lane=target_lane,
+            args=args,
+            after=self._acked,
+            epoch=epoch,
+            enqueued=enqueued or [],
         )
         self._next_seq += 1
         segment = self._write(encode_record(record))
@@ -292,9 +342,10 @@ class Journal:
         self._open[record.seq] = record
         return record
 
-    def ack(self, seq: int, outcome: Outcome, stream_id: str = "") -> None:
-        """Record what became of write ``seq``."""
-        self._write(encode_record(JournalAck(seq=seq, outcome=outcome, stream_id=stream_id)))
+    def ack(self, seq: int, outcome: Outcome, stream_id: str = "", *, epoch: int = 0) -> None:
+        """Record what became of write ``seq`` (``epoch``: the store's that answered)."""
+        ack = JournalAck(seq=seq, outcome=outcome, stream_id=stream_id, epoch=epoch)
+        self._write(encode_record(ack))
         self._open.pop(seq, None)
         self._bounds[seq] = stream_id
         self._acked = later(self._acked, stream_id)

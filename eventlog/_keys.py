@@ -140,6 +140,14 @@ def parked_member(site: str, task_id: str, lane: int, task: bytes) -> bytes:
 IDENTITY_ID = "id"
 IDENTITY_EPOCH = "epoch"
 """The fields of `JobKeys.identity`."""
+RESTORED_EPOCH = ":epoch"
+RESTORED_POSITION = ":position"
+"""The fields of `JobKeys.restored` that are no task id (a task id has no colon)."""
+
+
+BROWSER_SESSION_VERSION = "version"
+BROWSER_SESSION_STATE = "state"
+"""The fields of `JobKeys.browser_session`: written together by one script, never apart."""
 
 
 def cookie_field(domain: str, path: str, name: str) -> str:
@@ -289,6 +297,18 @@ class JobKeys:
         return self._key("cookies", site, "version")
 
     @cached_property
+    def browser_sessions(self) -> str:
+        """Set of the identities (`eventlog.SessionIdentity.key`) that have a browser
+        session: what `browser_session` is kept for."""
+        return self._key("browser-sessions")
+
+    def browser_session(self, identity: str) -> str:
+        """Hash of one identity's browser login state: `BROWSER_SESSION_VERSION` (a
+        counter) and `BROWSER_SESSION_STATE` (a msgpack ``SessionState``), replaced together
+        by ``BROWSER_SESSION_SAVE``."""
+        return self._key("browser-sessions", identity)
+
+    @cached_property
     def config(self) -> str:
         """The job's configuration, written by ``crawlog crawl``."""
         return self._key("config")
@@ -312,6 +332,14 @@ class JobKeys:
         projector manifest too), ``epoch`` -> its fencing epoch (raised by each
         ``crawlog restore``): a store without it, or with another, is not the job's store."""
         return self._key("identity")
+
+    @cached_property
+    def restored(self) -> str:
+        """Hash task id -> ``<lane>|<entry id>`` of each task the last ``crawlog restore``
+        put back in a lane, and `RESTORED_EPOCH` / `RESTORED_POSITION` -> that restore's
+        epoch and committed position: a journal flush adopts there the writes a worker made
+        before the loss (``SETTLE``), for a task nobody claimed since."""
+        return self._key("restored")
 
     @cached_property
     def projector(self) -> str:

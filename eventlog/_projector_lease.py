@@ -33,7 +33,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from eventlog._connection import redis_errors, script_pipeline
-from eventlog._exceptions import ProjectorHeld, ProjectorLeaseLost
+from eventlog._exceptions import ProjectorHeld, ProjectorLeaseLost, StoreLost
 from eventlog._keys import JobKeys
 from eventlog._lock import RENEWALS_PER_TTL, is_gone, this_process
 from eventlog._scripts import (
@@ -93,11 +93,18 @@ class ProjectorLease:
         """The published position when the lease was taken, then the last this holder
         published: the lease lapsed and nobody moved it, it may be taken back."""
         self.lost = False
+        self.epoch = 0
+        """The job's epoch the holder started in (`JobIdentity.epoch`; 0: not checked):
+        the lease's scripts tell a store that lost the job (`StoreLost`) from a takeover."""
+        self.store_lost: StoreLost | None = None
         self._renew = redis.register_script(PROJECTOR_LEASE_RENEW)
         self._publish = redis.register_script(PROJECTOR_PUBLISH)
 
     def check(self) -> None:
-        """``ProjectorLeaseLost`` if the lease was found lost."""
+        """``ProjectorLeaseLost`` if the lease was found lost, `StoreLost` if it went with
+        the store's data."""
+        if self.store_lost is not None:
+            raise self.store_lost
         if self.lost:
             raise self._lost()
 
@@ -105,9 +112,12 @@ class ProjectorLease:
         """Renew the lease (or take it back, see the module); ``ProjectorLeaseLost`` if it
         is another's now."""
         self.check()
-        keys = [self.keys.projector_lease, self.keys.projector]
+        keys = [self.keys.projector_lease, self.keys.projector, self.keys.identity]
+        args: list[str | bytes | int] = [self.value, self.ttl_ms, self.published, self.epoch]
         with redis_errors("renewing the projector's lease"):
-            held = await self._renew(keys=keys, args=[self.value, self.ttl_ms, self.published])
+            held = int(await self._renew(keys=keys, args=args))
+        if held < 0:
+            raise self._gone()
         if not held:
             self.lost = True
             raise self._lost()
@@ -118,7 +128,7 @@ class ProjectorLease:
             await anyio.sleep(self.ttl_ms / 1000 / RENEWALS_PER_TTL)
             try:
                 await self.renew()
-            except ProjectorLeaseLost:
+            except (ProjectorLeaseLost, StoreLost):
                 return
 
     async def publish_and_trim(self, position: str, minid: str | None) -> int:
@@ -131,16 +141,29 @@ class ProjectorLease:
             self.keys.projector,
             self.keys.events,
             self.keys.projector_committer,
+            self.keys.identity,
         ]
-        args: list[str | bytes | int] = [self.value, self.ttl_ms, position, minid or ""]
+        args: list[str | bytes | int] = [
+            self.value, self.ttl_ms, position, minid or "", self.epoch,
+        ]  # fmt: skip
         with redis_errors("publishing the projector position"):
             (reply,) = await script_pipeline(self.redis, [(self._publish, keys, args)])
         held, trimmed = int(reply[0]), int(reply[1])
+        if held < 0:
+            raise self._gone()
         if not held:
             self.lost = True
             raise self._lost()
         self.published = position
         return trimmed
+
+    def _gone(self) -> StoreLost:
+        self.store_lost = StoreLost(
+            self.keys.job,
+            f"the projector's lease went with its data (identity gone, or not of epoch "
+            f"{self.epoch} any more)",
+        )
+        return self.store_lost
 
     def _lost(self) -> ProjectorLeaseLost:
         return ProjectorLeaseLost(self.keys.job, self.holder.data_dir)

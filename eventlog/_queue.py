@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import anyio
 import msgspec
@@ -41,11 +42,14 @@ from eventlog._events import (
     TaskRetried,
     of_run,
 )
-from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError
+from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError, StoreLost
 from eventlog._journal import Journal, JournalSettle, journal_directory
 from eventlog._keys import (
+    IDENTITY_EPOCH,
     LANE_HIGH,
     LANE_NORMAL,
+    RESTORED_EPOCH,
+    RESTORED_POSITION,
     WORKERS_GROUP,
     JobKeys,
     awaiting_value,
@@ -102,8 +106,9 @@ enough to reach other sites' tasks behind a run of one site's, few enough that o
 keeps the server only briefly from other workers' commands."""
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
-ActionState = Literal["intended", "done"]
-"""A ``ctx.once`` marker: the action's intent is logged, or its completion too."""
+ActionState = Literal["intended", "done", "aborted"]
+"""A ``ctx.once`` marker: the action's intent is logged, or its completion too; or a person
+decided to stop the task there (``crawlog resolve --abort``)."""
 
 
 _evidence_encoder = msgspec.msgpack.Encoder()
@@ -210,6 +215,20 @@ def _joined(task_ids: Sequence[str]) -> str:
     return joined
 
 
+_JOURNALLED_ARGS = 3
+"""``SETTLE``'s arguments a journal record leaves out: the dedup ttl, the epoch and the
+restored entry (`JournalSettle.args` start at the group)."""
+
+
+def _stale_why(epoch: int, now: bytes | None) -> str:
+    if not now:
+        return "its identity key is gone: the store lost its data"
+    return (
+        f"it was restored meanwhile (epoch {epoch} -> {now.decode()}): what this process "
+        "holds is void"
+    )
+
+
 def lane_for(task: Task) -> int:
     """The lane a fresh task goes to: positive priority jumps the queue."""
     return LANE_HIGH if task.priority > 0 else LANE_NORMAL
@@ -259,11 +278,20 @@ class TaskQueue:
         self.journal = journal
         """Every fenced write is appended here before it is sent (`eventlog._journal`);
         None: not journalled."""
+        self.epoch = 0
+        """The job's epoch this queue's leases are held in (`JobIdentity.epoch`, set by
+        its worker once it has read it): ``SETTLE`` refuses a write of another epoch than
+        the store's, atomically (`StoreLost`). 0: not checked."""
+        self._enqueued: dict[str, list[list[str | bytes | int]]] = {}
+        """Per task: the `ENQUEUE` calls of its links since its last journalled write,
+        journalled with that write (`JournalSettle.enqueued`)."""
         self._journal_checked = 0.0
         self._down = anyio.Event()
         """Set while the store is taken for down (`store_down`): writes are journalled only."""
         self._up = anyio.Event()
         self._up.set()
+        self._on_down: set[anyio.CancelScope] = set()
+        """The scopes of `cancelled_if_down`, cancelled by `store_down`."""
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
         self._enqueue = redis.register_script(ENQUEUE)
@@ -359,8 +387,27 @@ class TaskQueue:
                 args.append(encode(event))
             else:
                 args += (fp, field, lane_for(task), task_encoder.encode(task), "", "")
+        parent = tasks[0].parent_task_id
+        journalled = (
+            self.journal is not None
+            and self.record_events
+            and parent is not None
+            and all(task.parent_task_id == parent for task in tasks)
+        )
+        if journalled:
+            # Journalled with the parent's next write and sent again by any flush of it
+            # (a store lost since, or down now: `flush_journal`).
+            assert parent is not None
+            self._enqueued.setdefault(parent, []).append(args[1:])
         with redis_errors("enqueueing tasks"):
-            reply = await self._enqueue(keys=keys, args=args)
+            if not journalled:
+                reply = await self._enqueue(keys=keys, args=args)
+            elif (answered := await self._unless_down(lambda: self._enqueue(keys, args))) is None:
+                # The store does not answer: the links go with the page's write, which the
+                # flush sends once it is back. Whether they were new is not known here.
+                return [False] * len(tasks), 0
+            else:
+                reply = answered
         new = [flag == 1 for flag in reply]
         if self.observer is not None:
             self.observer.enqueued(tasks, new, time.perf_counter() - started)
@@ -941,29 +988,28 @@ class TaskQueue:
         else:
             action_field, action_value = "", ""
         args: list[str | bytes | int] = [
-            ttl, WORKERS_GROUP, self.consumer, lease.entry_id, script_mode, task_id, payload,
-            delay_ms, action_field, action_value,
+            ttl, self.epoch, "", WORKERS_GROUP, self.consumer, lease.entry_id, script_mode,
+            task_id, payload, delay_ms, action_field, action_value,
         ]  # fmt: skip
         run = lease.task.run
         for e in written:
             args += (e.event_id, encode(of_run(e, run)))
-        journalled = None
-        if self.journal is not None and self.record_events:
-            if self._down.is_set() and mode not in OFFLINE_MODES:
-                await self._up.wait()  # sent after the flush, in the journal's order
-            # Before it is sent: a write the worker dies with, or the store loses, is in it.
-            journalled = self.journal.settle(lease.lane, lane, args[1:])
-            await self.journal.sync()
-            if self._down.is_set():
-                return None  # the flush sends it once the store is back (`store_back`)
+        journalled = await self._journalled(lease, mode, lane, args)
+        if journalled is not None and self._down.is_set():
+            return None  # the flush sends it once the store is back (`store_back`)
         with redis_errors("writing a task's progress"):
-            if journalled is None:
+            if journalled is None or mode not in OFFLINE_MODES:
                 reply = await self._send_settle(mode, keys, args)
-            elif (answered := await self._unless_down(mode, keys, args)) is None:
+            elif (
+                answered := await self._unless_down(lambda: self._send_settle(mode, keys, args))
+            ) is None:
                 return None  # the store went down meanwhile: left to the flush
             else:
                 reply = answered
             status, value = settle_reply(reply)
+        if status == "stale":
+            # Left unacknowledged: the flush after the restore gives it back, or not.
+            raise StoreLost(self.keys.job, _stale_why(self.epoch, value))
         if journalled is not None:
             await self._journal_ack(journalled, status, value)
         if status == "lost":
@@ -976,6 +1022,26 @@ class TaskQueue:
             return None
         return value.decode()
 
+    async def _journalled(
+        self, lease: Lease, mode: SettleMode, lane: int, args: list[str | bytes | int]
+    ) -> JournalSettle | None:
+        """Journal a settle call before it is sent (a write the worker dies with, or the
+        store loses, is in it), with the links its task's pages found since its last write;
+        None without a journal."""
+        if self.journal is None or not self.record_events:
+            return None
+        if self._down.is_set() and mode not in OFFLINE_MODES:
+            await self._up.wait()  # sent after the flush, in the journal's order
+        record = self.journal.settle(
+            lease.lane,
+            lane,
+            args[_JOURNALLED_ARGS:],
+            epoch=self.epoch,
+            enqueued=self._enqueued.pop(lease.task.task_id, None),
+        )
+        await self.journal.sync()
+        return record
+
     async def _send_settle(
         self, mode: SettleMode, keys: list[str], args: list[str | bytes | int]
     ) -> object:
@@ -983,27 +1049,16 @@ class TaskQueue:
             return await run_confirmed(self.redis, self._settle, keys, args)
         return await self._settle(keys=keys, args=args)
 
-    async def _unless_down(
-        self, mode: SettleMode, keys: list[str], args: list[str | bytes | int]
-    ) -> object | None:
-        """The settle script's reply, or None if the store was taken for down before it
-        came: the write stays unacknowledged in the journal, for the flush (which looks
-        for it in the log first: the server may run it once it answers again)."""
-        if mode not in OFFLINE_MODES:
-            return await self._send_settle(mode, keys, args)
+    async def _unless_down(self, call: Callable[[], Awaitable[Any]]) -> Any | None:
+        """The reply of a script call, or None if the store was taken for down before it
+        came (at once if it is down): the write stays in the journal, for the flush (which
+        looks for a settle in the log first: the server may run it once it answers
+        again; an enqueue is deduplicated by ``seen``)."""
+        if self._down.is_set():
+            return None
         replies: list[object] = []
-        async with anyio.create_task_group() as racing:
-
-            async def send() -> None:
-                replies.append(await self._send_settle(mode, keys, args))
-                racing.cancel_scope.cancel()
-
-            async def down() -> None:
-                await self._down.wait()
-                racing.cancel_scope.cancel()
-
-            racing.start_soon(send)
-            racing.start_soon(down)
+        with self.cancelled_if_down():
+            replies.append(await call())
         return replies[0] if replies else None
 
     def _settle_keys(self, lease_lane: int, lane: int) -> tuple[int, list[str]]:
@@ -1021,20 +1076,23 @@ class TaskQueue:
             self.keys.actions,
             self.keys.control,
             self.keys.fetches_started(self.consumer),
+            self.keys.identity,
+            self.keys.restored,
         ]
 
     # --- the journal -------------------------------------------------------------------
 
     async def _journal_ack(self, record: JournalSettle, status: str, value: bytes | None) -> None:
         assert self.journal is not None
+        epoch = self.epoch
         if status == "ok":
-            self.journal.ack(record.seq, "applied", value.decode() if value else "")
+            self.journal.ack(record.seq, "applied", value.decode() if value else "", epoch=epoch)
         elif status == "dup":
             # Written by an earlier try, at an ID the reply does not say: the log's end now
             # is after it.
-            self.journal.ack(record.seq, "dup", await self._log_end())
+            self.journal.ack(record.seq, "dup", await self._log_end(), epoch=epoch)
         else:
-            self.journal.ack(record.seq, "lost" if status == "lost" else "resumed")
+            self.journal.ack(record.seq, "lost" if status == "lost" else "resumed", epoch=epoch)
         if time.monotonic() - self._journal_checked >= JOURNAL_DROP_EVERY_S:
             try:
                 await self.drop_committed_journal()
@@ -1074,6 +1132,23 @@ class TaskQueue:
         if not self._down.is_set():
             self._down.set()
             self._up = anyio.Event()
+            for scope in list(self._on_down):
+                scope.cancel()
+
+    @contextmanager
+    def cancelled_if_down(self) -> Iterator[anyio.CancelScope]:
+        """A cancel scope that `store_down` cancels (at once if the store is down already):
+        a store call in it is given up then. Per call, where a task group racing the call
+        against `wait_down` cost two tasks and a cancellation on every page."""
+        scope = anyio.CancelScope()
+        if self._down.is_set():
+            scope.cancel()
+        self._on_down.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self._on_down.discard(scope)
 
     async def mark_fetch_started(self, lease: Lease) -> None:
         """Journal, before its request goes on a slot of the worker's own while the store is
@@ -1088,7 +1163,7 @@ class TaskQueue:
             WORKERS_GROUP, self.consumer, lease.entry_id, "started", lease.task.task_id, b"",
             0, "", "",
         ]  # fmt: skip
-        self.journal.settle(lease.lane, lease.lane, args)
+        self.journal.settle(lease.lane, lease.lane, args, epoch=self.epoch)
         await self.journal.sync()
 
     async def wait_down(self) -> None:
@@ -1126,11 +1201,21 @@ class TaskQueue:
         this consumer's, recorded once as `TaskOrphaned` (never applied) if another
         worker took the task over meanwhile. Then the segments the projector has
         committed are deleted (`drop_committed_journal`).
+
+        After a ``crawlog restore``, the writes of the epoch before it that its store
+        acknowledged after the restored position are given back too (`lost_with_store`):
+        each is adopted by the entry the restore added for its task (`_adopt`), if nobody
+        claimed that entry since; otherwise it is orphaned as above.
         """
         journal = self.journal
         if journal is None:
             return JournalFlush()
-        unsettled = journal.unsettled()
+        epoch, restored_at = await self._restore_facts()
+        writes = {record.seq: record for record in journal.unsettled()}
+        if restored_at is not None:
+            for record in journal.lost_with_store(restored_at, epoch):
+                writes.setdefault(record.seq, record)
+        unsettled = [writes[seq] for seq in sorted(writes)]
         end = await self._log_end()
         if not unsettled:
             journal.advance(end)
@@ -1141,52 +1226,126 @@ class TaskQueue:
         orphans = {orphan_event_id(marker) for marker in markers}
         start = min((record.after for record in unsettled), key=stream_id_key)
         found = await self._find_in_log(markers | orphans, start)
-        info = await self.log.stream_info()
-        # Entries were removed (trimmed) before the first one the log holds: a write
-        # journalled before that one may have been among them.
-        trimmed = (0, 0)
-        if info is not None and info.entries_added > info.length:
-            trimmed = stream_id_key(info.first_id or info.last_id)
+        trimmed = await self._trimmed_before()
         unsure = 0
         counts = {"present": 0, "applied": 0, "orphaned": 0, "skipped": 0}
         for record in unsettled:
             marker = record.event_ids[-1] if record.event_ids else None
+            for enqueued in record.enqueued:
+                # Before its write, as the worker did: a store lost since, or down when
+                # the page was done, may not have them (a URL seen already writes nothing).
+                await self._enqueue_again(enqueued)
             if marker is not None and marker in found:
-                journal.ack(record.seq, "present", found[marker])
+                journal.ack(record.seq, "present", found[marker], epoch=epoch)
                 counts["present"] += 1
                 continue
             if marker is not None and orphan_event_id(marker) in found:
-                journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)])
+                journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)], epoch=epoch)
                 counts["orphaned"] += 1
+                continue
+            if 0 < record.epoch < epoch:
+                counts[await self._adopt(record, epoch, marker)] += 1
                 continue
             if record.event_ids and trimmed > stream_id_key(record.after):
                 unsure += 1  # (a write of no events, a request's start, appends nothing)
-            ttl, keys = self._settle_keys(record.lane, record.target_lane)
-            with redis_errors("flushing the worker's journal"):
-                reply = await self._settle(keys=keys, args=[ttl, *record.args])
-            status, value = settle_reply(reply)
-            if status == "ok":
-                journal.ack(record.seq, "applied", value.decode() if value else "")
-                counts["applied"] += 1
-            elif (
-                status == "lost"
-                and marker is not None
-                and (late := await self._find_in_log({marker}, record.after))
-            ):
-                # Sent before, its reply lost (a store taken for down meanwhile), and run
-                # by the server after the look above: it went through, once.
-                journal.ack(record.seq, "present", late[marker])
-                counts["present"] += 1
-            elif status == "lost":
-                stream_id = await self._record_orphan(record, value, marker)
-                journal.ack(record.seq, "orphaned", stream_id)
-                counts["orphaned"] += 1
-            else:
-                journal.ack(record.seq, "dup" if status == "dup" else "resumed", end)
-                counts["skipped"] += 1
+            counts[await self._resend(record, epoch, marker, end)] += 1
         journal.advance(await self._log_end())
         await self.drop_committed_journal()
         return JournalFlush(**counts, unsure=unsure)
+
+    async def _restore_facts(self) -> tuple[int, str | None]:
+        """The job's epoch in the store now (0: none), and the committed position the last
+        restore went on from, if the store is of that restore's epoch."""
+        with redis_errors("reading the job's epoch"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.hget(self.keys.identity, IDENTITY_EPOCH)
+                pipe.hmget(self.keys.restored, [RESTORED_EPOCH, RESTORED_POSITION])
+                epoch, (restored_epoch, position) = await pipe.execute()
+        now = int(epoch) if epoch else 0
+        if now and restored_epoch and int(restored_epoch) == now and position:
+            return now, bytes(position).decode()
+        return now, None
+
+    async def _trimmed_before(self) -> tuple[int, int]:
+        """Entries were removed (trimmed) before the first one the log holds: a write
+        journalled before that one may have been among them."""
+        info = await self.log.stream_info()
+        if info is not None and info.entries_added > info.length:
+            return stream_id_key(info.first_id or info.last_id)
+        return (0, 0)
+
+    async def _resend(
+        self, record: JournalSettle, epoch: int, marker: str | None, end: str
+    ) -> Literal["applied", "present", "orphaned", "skipped"]:
+        """Send a journalled write of this epoch again, fenced by its own lease."""
+        assert self.journal is not None
+        ttl, keys = self._settle_keys(record.lane, record.target_lane)
+        with redis_errors("flushing the worker's journal"):
+            reply = await self._settle(keys=keys, args=[ttl, record.epoch, "", *record.args])
+        status, value = settle_reply(reply)
+        if status == "stale":
+            raise StoreLost(self.keys.job, _stale_why(record.epoch, value))
+        if status == "ok":
+            self.journal.ack(record.seq, "applied", value.decode() if value else "", epoch=epoch)
+            return "applied"
+        if (
+            status == "lost"
+            and marker is not None
+            and (late := await self._find_in_log({marker}, record.after))
+        ):
+            # Sent before, its reply lost (a store taken for down meanwhile), and run
+            # by the server after the look above: it went through, once.
+            self.journal.ack(record.seq, "present", late[marker], epoch=epoch)
+            return "present"
+        if status == "lost":
+            stream_id = await self._record_orphan(record, value, marker)
+            self.journal.ack(record.seq, "orphaned", stream_id, epoch=epoch)
+            return "orphaned"
+        self.journal.ack(record.seq, "dup" if status == "dup" else "resumed", end, epoch=epoch)
+        return "skipped"
+
+    async def _adopt(
+        self, record: JournalSettle, epoch: int, marker: str | None
+    ) -> Literal["applied", "orphaned", "skipped"]:
+        """Give back a write of before a restore (the flush has enqueued its links again):
+        applied to the entry the restore added for its task, if nobody claimed that entry
+        since (``SETTLE``, fenced on that); else recorded once as orphaned. A task the
+        restore put in no lane (it had ended, or waits parked or delayed) is skipped."""
+        assert self.journal is not None
+        with redis_errors("reading a restored task's entry"):
+            mapping = await self.redis.hget(self.keys.restored, record.task_id)
+        # A request's start of before the loss: the restore's reclaim counts that page.
+        if not isinstance(mapping, bytes) or record.mode == "started":
+            self.journal.ack(record.seq, "lost", epoch=epoch)
+            return "skipped"
+        lane, _, entry = mapping.decode().partition("|")
+        ttl, keys = self._settle_keys(int(lane), record.target_lane)
+        args = list(record.args)
+        args[2] = entry
+        with redis_errors("giving back a journalled write"):
+            reply = await self._settle(keys=keys, args=[ttl, epoch, mapping, *args])
+        status, value = settle_reply(reply)
+        if status == "ok":
+            self.journal.ack(record.seq, "applied", value.decode() if value else "", epoch=epoch)
+            return "applied"
+        if status == "lost":
+            stream_id = await self._record_orphan(record, value, marker)
+            self.journal.ack(record.seq, "orphaned", stream_id, epoch=epoch)
+            return "orphaned"
+        if status == "stale":
+            raise StoreLost(self.keys.job, _stale_why(epoch, value))
+        self.journal.ack(record.seq, "dup" if status == "dup" else "resumed", epoch=epoch)
+        return "skipped"
+
+    async def _enqueue_again(self, enqueued: list[Any]) -> None:
+        """Run a journalled `ENQUEUE` call again (arguments after its dedup ttl): a
+        fingerprint seen already writes nothing."""
+        dedup, ttl = self.log.dedup_args()
+        keys = [self.keys.seen, self.keys.events, *dedup, *self.keys.lanes, self.keys.seen_count]
+        for fingerprint in enqueued[1::6]:
+            keys.append(self.keys.seen_bucket(seen_slot(str(fingerprint))[0]))
+        with redis_errors("enqueueing a journalled page's links again"):
+            await self._enqueue(keys=keys, args=[ttl, *enqueued])
 
     async def _record_orphan(
         self, record: JournalSettle, owner: bytes | None, marker: str | None
@@ -1227,6 +1386,8 @@ class TaskQueue:
             value = await self.redis.hget(self.keys.actions, action_field_of(task_id, action_id))
         if value == b"intended":
             return "intended"
+        if value == b"aborted":
+            return "aborted"
         return "done" if value == b"done" else None
 
     async def _leases(self, reply: list[PendingEntry], *, reclaimed: bool) -> list[Lease]:

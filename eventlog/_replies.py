@@ -36,10 +36,10 @@ class ExpiredReply(NamedTuple):
 
 
 class SettleReply(NamedTuple):
-    """SETTLE's reply: what happened, and the stream ID of the last event appended (``ok``)
-    or the entry's owner (``lost``), if any."""
+    """SETTLE's reply: what happened, and the stream ID of the last event appended (``ok``),
+    the entry's owner (``lost``) or the store's epoch (``stale``), if any."""
 
-    status: Literal["ok", "lost", "resumed", "dup"]
+    status: Literal["ok", "lost", "resumed", "dup", "stale"]
     value: bytes | None = None
 
 

@@ -23,6 +23,8 @@ from eventlog._events import CheckpointSaved
 from eventlog._keys import (
     JOB_PAUSED,
     LANES,
+    RESTORED_EPOCH,
+    RESTORED_POSITION,
     SEEN_FIELD_BYTES,
     WORKERS_GROUP,
     JobKeys,
@@ -97,10 +99,11 @@ async def restore_lanes(
     redis: aioredis.Redis, keys: JobKeys, tasks: Iterable[tuple[int, Task]]
 ) -> int:
     """Create every lane with its group and add each (lane, task) to its lane, each as a
-    new entry: a lease of before the loss names an entry no lane holds, and is refused."""
-    by_lane: dict[int, list[bytes]] = defaultdict(list)
+    new entry: a lease of before the loss names an entry no lane holds, and is refused.
+    Each task's new entry is noted in `JobKeys.restored`, where a journal flush finds it."""
+    by_lane: dict[int, list[str | bytes]] = defaultdict(list)
     for lane, task in tasks:
-        by_lane[lane].append(task_encoder.encode(task))
+        by_lane[lane] += (task.task_id, task_encoder.encode(task))
     script = redis.register_script(RESTORE_LANE)
     added = 0
     with redis_errors("restoring the task lanes"):
@@ -112,10 +115,25 @@ async def restore_lanes(
                 if "BUSYGROUP" not in str(exc):
                     raise
             payloads = by_lane.get(lane, [])
-            for start in range(0, len(payloads), RESTORE_BATCH):
-                batch = payloads[start : start + RESTORE_BATCH]
-                added += int(await script(keys=[key], args=batch))
+            for start in range(0, len(payloads), 2 * RESTORE_BATCH):
+                batch = payloads[start : start + 2 * RESTORE_BATCH]
+                added += int(await script(keys=[key, keys.restored], args=[lane, *batch]))
     return added
+
+
+RESTORED_TTL_S = 7 * 24 * 3600
+"""How long a restore's entry map (`JobKeys.restored`) is kept: a worker's journal flushed
+later than that has its writes of before the loss skipped, not given back."""
+
+
+async def record_restore(redis: aioredis.Redis, keys: JobKeys, epoch: int, position: str) -> None:
+    """Note the restore's epoch and committed position beside its entry map: a journal
+    flush gives back the writes of an older epoch acknowledged after that position."""
+    with redis_errors("recording the restore"):
+        await redis.hset(
+            keys.restored, mapping={RESTORED_EPOCH: epoch, RESTORED_POSITION: position}
+        )
+        await redis.expire(keys.restored, RESTORED_TTL_S)
 
 
 RESTORE_SEEN_BUCKETS = 256
@@ -141,6 +159,15 @@ async def restore_seen(redis: aioredis.Redis, keys: JobKeys, fingerprints: Itera
             args.append(SEEN_FIELD_BYTES)
             added += int(await script(keys=keys_, args=args))
     return added
+
+
+async def restore_redirects(
+    redis: aioredis.Redis, keys: JobKeys, claims: Mapping[str, str]
+) -> None:
+    """Note each fingerprint -> the task that reached its URL through a redirect, as
+    ``CLAIM_URL`` did (its fingerprint is marked seen by `restore_seen`): no task is
+    enqueued for that URL, and the task may follow the same redirect again."""
+    await _set_fields(redis, keys.redirected, claims)
 
 
 async def restore_checkpoints(

@@ -133,16 +133,20 @@ return new
 SETTLE = (
     _PRELUDE
     + """
--- Record a leased task's progress, fenced on the caller owning the entry.
+-- Record a leased task's progress, fenced on the store's epoch and the caller owning the
+-- entry.
 -- KEYS: lane, events, eids current, eids previous, ckpt, requeue lane, delayed, parked,
---       actions, control, and optionally the consumer's fetches started (hash task id ->
---       '': see POLITENESS_ACQUIRE), the task cleared from it by every mode but 'note'
---       (the page's write, or the lease's end: a note, an action's marker, is written
---       while the page's request may still be unrecorded)
--- ARGV: [1] dedup ttl (s), [2] group, [3] consumer, [4] entry id, [5] mode, [6] task id,
---       [7] task payload (requeue, delay, park), [8] delay ms, [9] action field or, to
---       park, the site's pause flag, [10] action value or the task's pause flag, then
---       event_id, payload pairs from [11]; the last pair is the step's marker event.
+--       actions, control, the consumer's fetches started (hash task id -> '': see
+--       POLITENESS_ACQUIRE; the task cleared from it by every mode but 'note': the page's
+--       write, or the lease's end; a note, an action's marker, is written while the
+--       page's request may still be unrecorded), identity, restored
+-- ARGV: [1] dedup ttl (s), [2] the job's epoch the caller holds its lease in ('0': not
+--       checked), [3] '' for a lease, or, for an entry a restore added that a journal
+--       flush adopts, its mapping in ``restored`` ('<lane>|<entry id>'), [4] group,
+--       [5] consumer, [6] entry id, [7] mode, [8] task id, [9] task payload (requeue,
+--       delay, park), [10] delay ms, [11] action field or, to park, the site's pause flag,
+--       [12] action value or the task's pause flag, then event_id, payload pairs from
+--       [13]; the last pair is the step's marker event.
 -- mode: 'ckpt'    append, point ckpt at the last event ('id|payload'), renew the lease
 --       'note'    append (and set an action marker), renew the lease
 --       'finish'  append, ack and delete the entry, drop the ckpt pointer
@@ -154,49 +158,67 @@ SETTLE = (
 --       'started' no events: put the task in the consumer's fetches started (KEYS[11]),
 --                 as POLITENESS_ACQUIRE does: a request sent on a worker's own slot while
 --                 the store was down, journalled before it went, sent by the flush
-local group, consumer, entry, mode, task_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if mode == 'park' and redis.call('HEXISTS', KEYS[10], ARGV[9]) == 0
-    and redis.call('HEXISTS', KEYS[10], ARGV[10]) == 0 then
+-- A caller of another epoch than the store's (a lease of before a restore, or a store that
+-- lost the job: no identity) is refused with {'stale', the store's epoch or ''}: nothing
+-- written. An adopted entry must still be the restore's, in its lane and claimed by nobody
+-- since; else {'lost', its owner if any}.
+if ARGV[2] ~= '0' then
+  local epoch = redis.call('HGET', KEYS[12], 'epoch')
+  if epoch ~= ARGV[2] then return {'stale', epoch or ''} end
+end
+local group, consumer, entry, mode, task_id = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local adopted = ARGV[3] ~= ''
+if mode == 'park' and redis.call('HEXISTS', KEYS[10], ARGV[11]) == 0
+    and redis.call('HEXISTS', KEYS[10], ARGV[12]) == 0 then
   return {'resumed'}
 end
 -- The marker event's id is checked before ownership: a retry of a call that went through
 -- finds the entry already acked, and must be told "done", not "lease lost".
-if #ARGV >= 12 and seen(KEYS[3], KEYS[4], ARGV[#ARGV - 1]) then
+if #ARGV >= 14 and seen(KEYS[3], KEYS[4], ARGV[#ARGV - 1]) then
   return {'dup'}
 end
 local owner = owner_of(KEYS[1], group, entry)
-if owner ~= consumer then
+if adopted then
+  if owner then return {'lost', owner} end
+  if redis.call('HGET', KEYS[13], task_id) ~= ARGV[3]
+      or #redis.call('XRANGE', KEYS[1], entry, entry) == 0 then
+    return {'lost'}
+  end
+elseif owner ~= consumer then
   return {'lost', owner}
 end
 if mode == 'started' then
-  if KEYS[11] then redis.call('HSET', KEYS[11], task_id, '') end
+  redis.call('HSET', KEYS[11], task_id, '')
   return {'ok', false}
 end
 local last = false
-for i = 11, #ARGV, 2 do
+for i = 13, #ARGV, 2 do
   last = append(KEYS[2], KEYS[3], KEYS[4], ARGV[i], ARGV[i + 1])
 end
-if KEYS[11] and mode ~= 'note' then redis.call('HDEL', KEYS[11], task_id) end
+if mode ~= 'note' then redis.call('HDEL', KEYS[11], task_id) end
 if mode == 'ckpt' or mode == 'note' then
   if mode == 'ckpt' then
     -- The pointer carries the checkpoint itself: a restart reads 100,000 of them with
     -- one HMGET a chunk, instead of an XRANGE each.
     redis.call('HSET', KEYS[5], task_id, last .. '|' .. ARGV[#ARGV])
-  elseif ARGV[9] ~= '' then
-    redis.call('HSET', KEYS[9], ARGV[9], ARGV[10])
+  elseif ARGV[11] ~= '' then
+    redis.call('HSET', KEYS[9], ARGV[11], ARGV[12])
   end
-  redis.call('XCLAIM', KEYS[1], group, consumer, 0, entry, 'JUSTID')
+  if not adopted then
+    redis.call('XCLAIM', KEYS[1], group, consumer, 0, entry, 'JUSTID')
+  end
 else
   redis.call('XACK', KEYS[1], group, entry)
   redis.call('XDEL', KEYS[1], entry)
+  if adopted then redis.call('HDEL', KEYS[13], task_id) end
   if mode == 'requeue' then
-    redis.call('XADD', KEYS[6], '*', 't', ARGV[7])
+    redis.call('XADD', KEYS[6], '*', 't', ARGV[9])
   elseif mode == 'delay' then
     local now = redis.call('TIME')
-    local due = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ARGV[8])
-    redis.call('ZADD', KEYS[7], due, ARGV[7])
+    local due = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + tonumber(ARGV[10])
+    redis.call('ZADD', KEYS[7], due, ARGV[9])
   elseif mode == 'park' then
-    redis.call('ZADD', KEYS[8], 0, ARGV[7])
+    redis.call('ZADD', KEYS[8], 0, ARGV[9])
   else
     redis.call('HDEL', KEYS[5], task_id)
   end
@@ -247,12 +269,14 @@ RESOLVE = (
     _PRELUDE
     + """
 -- A person's decision about an uncertain action of a paused task: the ActionResolved event,
--- its marker ('done', or none to run it again) and the task resumed (its TaskResumed event,
--- its pause flag cleared, the task back in its lane), in one step.
+-- its marker ('done', 'aborted' to fail the task, or none to run it again) and the task
+-- resumed (its TaskResumed event, its pause flag cleared, the task back in its lane), in
+-- one step.
 -- KEYS: events, eids current, eids previous, actions, awaiting, control, parked,
 --       lane 0 .. lane n
--- ARGV: dedup ttl (s), task id, action field ('<task id>|<action id>'), decision ('done' or
---       'redo'), the task's pause flag, prefix of its parked member ('<site>|<task id>|'),
+-- ARGV: dedup ttl (s), task id, action field ('<task id>|<action id>'), decision ('done',
+--       'redo' or 'abort'), the task's pause flag, prefix of its parked member
+--       ('<site>|<task id>|'),
 --       then the event_id, event pairs of ActionResolved and TaskResumed.
 -- Refused ({'refused'}, nothing written) unless the action's marker still says 'intended'
 -- and the task is still paused: a decision made twice, or about an action running now,
@@ -263,6 +287,8 @@ if redis.call('HGET', KEYS[4], ARGV[3]) ~= 'intended'
 end
 if ARGV[4] == 'done' then
   redis.call('HSET', KEYS[4], ARGV[3], 'done')
+elseif ARGV[4] == 'abort' then
+  redis.call('HSET', KEYS[4], ARGV[3], 'aborted')
 else
   redis.call('HDEL', KEYS[4], ARGV[3])
 end
@@ -832,6 +858,19 @@ redis.call('INCR', KEYS[3])
 return dropped
 """
 
+BROWSER_SESSION_SAVE = """
+-- Replace an identity's browser session by its next version, if the caller's copy is the
+-- current one: the state and its version in one step, so a save never leaves half a state.
+-- KEYS: the identities with a session (set), the session (hash version, state).
+-- ARGV: the identity, the version of the caller's copy, the encoded state.
+-- Returns {version after the call, 1 if saved else 0}.
+local current = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
+if current ~= tonumber(ARGV[2]) then return {current, 0} end
+redis.call('HSET', KEYS[2], 'version', current + 1, 'state', ARGV[3])
+redis.call('SADD', KEYS[1], ARGV[1])
+return {current + 1, 1}
+"""
+
 ROBOTS_STORE = """
 -- Keep a site's robots.txt for its lifetime and wake the workers waiting for it.
 -- KEYS: robots (the stored response), fetch lock, ready list.
@@ -847,14 +886,17 @@ return 1
 """
 
 RESTORE_LANE = """
--- Put restored tasks back in one lane, each as a new entry (``crawlog restore``).
--- KEYS: the lane.
--- ARGV: the encoded tasks.
+-- Put restored tasks back in one lane, each as a new entry (``crawlog restore``), and
+-- note each one's entry in ``restored`` (task id -> '<lane>|<entry id>'): a journal flush
+-- finds there the entry of a task its worker held before the loss.
+-- KEYS: the lane, restored.
+-- ARGV: the lane's number, then task id, encoded task pairs.
 -- Returns how many were added.
-for i = 1, #ARGV do
-  redis.call('XADD', KEYS[1], '*', 't', ARGV[i])
+for i = 2, #ARGV, 2 do
+  local id = redis.call('XADD', KEYS[1], '*', 't', ARGV[i + 1])
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[1] .. '|' .. id)
 end
-return #ARGV
+return (#ARGV - 1) / 2
 """
 
 RESTORE_SEEN = """
@@ -974,11 +1016,14 @@ return {moved, out}
 
 PROJECTOR_LEASE_RENEW = """
 -- Renew the projector's lease, or take it back once it lapsed if nobody committed since.
--- KEYS: the lease, the published position.
--- ARGV: the holder's value, ttl ms, the position this holder last published ('' if none).
+-- KEYS: the lease, the published position, the job's identity.
+-- ARGV: the holder's value, ttl ms, the position this holder last published ('' if none),
+--       the job's epoch the holder started in ('0': not checked).
 -- A lease that lapsed (its holder stalled) and was taken by nobody is taken back only if
 -- the published position is still this holder's: another projector's commit (or trim)
--- in between means this one's state is stale, and it must stop.
+-- in between means this one's state is stale, and it must stop (0). A lease gone with the
+-- store's data is no takeover: -1 when the identity is gone or of another epoch.
+if ARGV[4] ~= '0' and redis.call('HGET', KEYS[3], 'epoch') ~= ARGV[4] then return -1 end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -994,9 +1039,13 @@ return 0
 PROJECTOR_PUBLISH = """
 -- Publish the projector's committed position and trim the log below it, only if the
 -- caller holds the projector's lease (fenced: a projector that lost it does neither).
--- KEYS: the lease, the published position, the events stream, the last committer.
--- ARGV: the holder's value, ttl ms, the position, the MINID to trim to ('' for none).
--- Returns {1, entries trimmed}, or {0, 0} if the lease is not the caller's.
+-- KEYS: the lease, the published position, the events stream, the last committer, the
+--       job's identity.
+-- ARGV: the holder's value, ttl ms, the position, the MINID to trim to ('' for none), the
+--       job's epoch the holder started in ('0': not checked).
+-- Returns {1, entries trimmed}, {0, 0} if the lease is another's, or {-1, 0} if the store
+-- lost the job (its identity gone or of another epoch): nothing done.
+if ARGV[5] ~= '0' and redis.call('HGET', KEYS[5], 'epoch') ~= ARGV[5] then return {-1, 0} end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 0} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[3])

@@ -93,7 +93,13 @@ if TYPE_CHECKING:
     )
     from projector._report import build_report
     from projector._report_model import Report
-    from projector._restore import NOT_RESTORED, Restored, RestorePlan, plan_restore, restore_job
+    from projector._restore import (
+        Restored,
+        RestorePlan,
+        plan_restore,
+        redirect_claims,
+        restore_job,
+    )
     from projector._revisits import (
         DEFAULT_INTERVAL_S,
         DEFAULT_MAX_INTERVAL_S,
@@ -148,7 +154,6 @@ __all__ = [
     "ITEM_CHANGES",
     "LISTED",
     "MANIFEST",
-    "NOT_RESTORED",
     "PAUSED",
     "PENDING",
     "RUNNING",
@@ -230,6 +235,7 @@ __all__ = [
     "read_live",
     "rebuild_checkpoint_index",
     "rebuild_from_redis",
+    "redirect_claims",
     "repair",
     "replay",
     "replay_archive",

@@ -53,7 +53,7 @@ from eventlog import (
     TaskReclaimed,
     TaskReleased,
 )
-from projector._fold import HTTP_ERROR
+from projector._fold import HTTP_ERROR, STORE_RESTORED
 from projector._state import State
 
 LISTED: Final = 20
@@ -163,6 +163,10 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     twice. A lease lost while its task waited for a slot sent nothing and counts nothing."""
     retaken: tuple[str, ...] = ()
     """Tasks taken again after a lost lease and not fetched since (sorted)."""
+    restored: tuple[str, ...] = ()
+    """Tasks a restore reclaimed (``STORE_RESTORED``) and nobody claimed since (sorted): the
+    page after their checkpoint counts as taken again only once a worker claims them, as
+    what their old worker's journal gives back meanwhile was fetched once."""
     clock_offsets: dict[str, float] = {}
     """Actor -> the largest ``at`` minus its stream ID's time, in seconds, over its page
     fetches: how far ahead of the server's clock its own clock is (an event is written
@@ -195,6 +199,7 @@ class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True)
     retaken: list[str] = []
     clock_offsets: dict[str, float] = {}
     robots: dict[str, str] = {}
+    restored: list[str] = []
 
 
 _TRACKED_ENCODER: Final = msgspec.msgpack.Encoder()
@@ -276,6 +281,8 @@ class FetchTracker:
         self.unrecorded_refetches = 0
         self.retaken: set[str] = set()
         """Tasks taken again after a lost lease, not fetched since (few: recoveries are rare)."""
+        self.restored: set[str] = set()
+        """Tasks reclaimed by a restore and not claimed since (`FetchFigures.restored`)."""
         self.clock_offsets: dict[str, float] = {}
         self.robots: dict[str, str] = {}
 
@@ -299,7 +306,7 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        task_claimed, task_reclaimed, task_orphaned = TaskClaimed, TaskReclaimed, TaskOrphaned
+        retakes = _RETAKE_KINDS
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         for entry in entries:
             event: Any = entry.event
@@ -309,15 +316,8 @@ class FetchTracker:
                     released += 1
                 elif kind is RobotsNotWhole:
                     self.robots[event.site] = event.reason
-                elif kind is task_orphaned or (
-                    (kind is task_reclaimed or (kind is task_claimed and event.deliveries > 1))
-                    and event.unrecorded_fetch
-                ):
-                    # An orphaned write is a worker's work on the task that never reached
-                    # the log (a lease taken over, or a store lost and restored without a
-                    # reclaim of the task): the page it was at may have been requested. A
-                    # lease lost before its worker took a slot for the task sent nothing.
-                    retaken.add(event.task_id)
+                elif kind in retakes:
+                    _note_retake(event, self.restored, retaken)
                 continue
             fetches += 1
             stream_id = entry.stream_id
@@ -430,6 +430,7 @@ class FetchTracker:
             retaken=tuple(sorted(self.retaken)),
             clock_offsets=dict(sorted(self.clock_offsets.items())),
             robots=dict(sorted(self.robots.items())),
+            restored=tuple(sorted(self.restored)),
         )
 
     def load(self, figures: FetchFigures) -> None:
@@ -459,6 +460,7 @@ class FetchTracker:
             retaken=sorted(self.retaken),
             clock_offsets=self.clock_offsets,
             robots=self.robots,
+            restored=sorted(self.restored),
         )
         return _TRACKED_ENCODER.encode(tracked)
 
@@ -486,8 +488,35 @@ class FetchTracker:
         self.extra_fetches = source.extra_fetches
         self.unrecorded_refetches = source.unrecorded_refetches
         self.retaken = set(source.retaken)
+        self.restored = set(source.restored)
         self.clock_offsets = dict(source.clock_offsets)
         self.robots = dict(source.robots)
+
+
+_RETAKE_KINDS: Final = frozenset({TaskClaimed, TaskReclaimed, TaskOrphaned})
+
+
+def _note_retake(
+    event: TaskClaimed | TaskReclaimed | TaskOrphaned, restored: set[str], retaken: set[str]
+) -> None:
+    """Note in ``retaken`` a task taken again whose lost lease may have sent a request the
+    log never heard of; a restore's reclaim waits in ``restored`` for the next claim."""
+    task_id = event.task_id
+    if isinstance(event, TaskReclaimed) and event.reason == STORE_RESTORED:
+        restored.add(task_id)
+    elif isinstance(event, TaskClaimed) and task_id in restored:
+        # Taken again only now: what came between was its journal's.
+        restored.discard(task_id)
+        retaken.add(task_id)
+    elif isinstance(event, TaskOrphaned | TaskReclaimed) or event.deliveries > 1:
+        # Any of these ends a restore's wait for the next claim (as in the SQL). An
+        # orphaned write is a worker's work on the task that never reached the log (a lease
+        # taken over, or a store lost and restored without a reclaim of the task): the page
+        # it was at may have been requested. A lease lost before its worker took a slot for
+        # the task sent nothing.
+        restored.discard(task_id)
+        if isinstance(event, TaskOrphaned) or event.unrecorded_fetch:
+            retaken.add(task_id)
 
 
 def needs_archive(figures: FetchFigures | None) -> bool:
@@ -575,25 +604,46 @@ SELECT p.task_id, p.page, p.n, p.good FROM pages AS p SEMI JOIN dirty AS d ON p.
 """
 
 
+def _marks_sql(source: str, ms: str, seq: str) -> str:
+    """Each task's page fetches, reclaims, orphaned writes and claims in log order, with
+    ``raw`` 'page', 'restored' (a restore's reclaim), 'claim' (a first delivery) or 'retake'
+    (any other reclaim, an orphaned write, a claim with ``deliveries`` > 1), and the last
+    of the others before it (``mark``)."""
+    restored = _sql_string(STORE_RESTORED)
+    return f"""
+SELECT *, last_value(CASE WHEN raw <> 'page' THEN raw END IGNORE NULLS) OVER (
+           PARTITION BY task_id ORDER BY ms, seq
+           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS mark
+FROM (SELECT task_id, page, {ms} AS ms, {seq} AS seq,
+             CASE WHEN type = 'task.page' THEN 'page'
+                  WHEN type = 'task.reclaimed' AND reason = {restored} THEN 'restored'
+                  WHEN type = 'task.claimed' AND deliveries <= 1 THEN 'claim'
+                  ELSE 'retake' END AS raw
+      FROM {source}
+      WHERE type IN ('task.page', 'task.reclaimed', 'task.orphaned', 'task.claimed'))
+"""
+
+
 def retakes_sql(source: str, ms: str, seq: str) -> str:
-    """Each task's page fetches, reclaims, orphaned writes and claims with ``deliveries`` > 1
-    in log order (``kind``: 'page' or 'retake'), with the kind of the one before (``before``)
-    and whether it is the page's first fetch (``first``): of ``source``, whose stream ID's
-    parts are the columns ``ms`` and ``seq``.
+    """Each task's page fetches and retakes in log order (``kind``: 'page' or 'retake'),
+    with the kind of the one before (``before``) and whether it is the page's first fetch
+    (``first``): of ``source``, whose stream ID's parts are the columns ``ms`` and ``seq``.
+    A retake is a reclaim, an orphaned write, a claim with ``deliveries`` > 1, or the first
+    claim after a restore's reclaim (not the reclaim itself: what a journal gives back
+    before that claim was fetched once).
 
     The archive has no column for a retake's ``unrecorded_fetch``: every retake is one here,
     as in the logs written before it was recorded. Over a log that has some false, the SQL
     counts more than the projector does, never fewer; it runs only for a job whose
     committed state predates the projector's own figures (`rebuild`, the SQL report)."""
     return f"""
-SELECT task_id, kind, {ms} AS ms, {seq} AS seq,
-       lag(kind) OVER (PARTITION BY task_id ORDER BY {ms}, {seq}) AS before,
+SELECT task_id, kind, ms, seq,
+       lag(kind) OVER (PARTITION BY task_id ORDER BY ms, seq) AS before,
        kind = 'page' AND row_number() OVER (
-           PARTITION BY task_id, kind, page ORDER BY {ms}, {seq}) = 1 AS first
-FROM (SELECT *, CASE WHEN type = 'task.page' THEN 'page' ELSE 'retake' END AS kind
-      FROM {source}
-      WHERE type IN ('task.page', 'task.reclaimed', 'task.orphaned')
-         OR (type = 'task.claimed' AND deliveries > 1))
+           PARTITION BY task_id, kind, page ORDER BY ms, seq) = 1 AS first
+FROM (SELECT task_id, page, ms, seq, CASE WHEN raw = 'page' THEN 'page' ELSE 'retake' END AS kind
+      FROM ({_marks_sql(source, ms, seq)})
+      WHERE raw IN ('page', 'retake') OR (raw = 'claim' AND mark = 'restored'))
 """
 
 
@@ -696,6 +746,13 @@ def counts_from_archive(con: Any) -> FetchTracker:
         for (task_id,) in con.execute(
             f"SELECT task_id FROM ({retakes_sql('src', _STREAM_MS, _STREAM_SEQ)}) "
             "GROUP BY task_id HAVING arg_max(kind, [ms, seq]) = 'retake'"
+        ).fetchall()
+    }
+    tracker.restored = {
+        task_id
+        for (task_id,) in con.execute(
+            f"SELECT task_id FROM ({_marks_sql('src', _STREAM_MS, _STREAM_SEQ)}) "
+            "WHERE raw <> 'page' GROUP BY task_id HAVING arg_max(raw, [ms, seq]) = 'restored'"
         ).fetchall()
     }
     return tracker

@@ -312,6 +312,13 @@ def _claimed(state: State, event: TaskClaimed) -> None:
             task = _task(state, event, _ACTIVE, "claimed")
         # A parked task is in a lane again once its pause was lifted: claimed like any.
         task.parked = False
+    if task.last_reason == STORE_RESTORED:
+        # Its worker was fetching the page after its checkpoint when the store lost it:
+        # fetched again now, that page is a refetch the loss caused. Not before this claim:
+        # what its worker's journal gave back meanwhile (`TaskQueue.flush_journal`) moved
+        # the checkpoint on, and those pages were fetched once.
+        next_page = task.checkpoint.page + 1 if task.checkpoint is not None else 1
+        task.furthest_page = max(task.furthest_page, next_page)
     task.owner, task.attempt, task.deliveries = event.actor, event.attempt, event.deliveries
     _move(state, task, RUNNING, event, "claimed")
 
@@ -320,11 +327,6 @@ def _reclaimed(state: State, event: TaskReclaimed) -> None:
     # The lease expired and the task went back to the queue (the recovery lane): pending
     # until a worker claims it again.
     task = _task(state, event, _ACTIVE, "reclaimed")
-    if event.reason == STORE_RESTORED:
-        # Its worker was fetching the page after its checkpoint when the store lost it:
-        # fetched again after the restore, that page is a refetch the loss caused.
-        next_page = task.checkpoint.page + 1 if task.checkpoint is not None else 1
-        task.furthest_page = max(task.furthest_page, next_page)
     task.owner, task.deliveries = None, event.deliveries
     task.recoveries += 1
     _move(state, task, PENDING, event, event.reason)
@@ -498,6 +500,8 @@ def _action_resolved(state: State, event: ActionResolved) -> None:
         raise Refused("action resolved without an uncertain intent", task)
     if event.decision == "done":
         task.actions[event.action_id] = "done"
+    elif event.decision == "abort":
+        task.actions[event.action_id] = "aborted"
     else:
         # Run again: its new intent must not count as a second one.
         del task.actions[event.action_id]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -27,14 +27,12 @@ from anyio.abc import TaskGroup
 
 from eventlog import (
     DEFAULT_PROJECTOR_LEASE_MS,
-    CrawlogError,
     EventLog,
     InFlight,
     JobIdentity,
     LogEntry,
     PoisonEntry,
     ProjectorLease,
-    ProjectorLeaseLost,
     StoreLost,
     check_identity,
     hold_projector_lease,
@@ -186,6 +184,7 @@ class Projector:
             self.identity = await check_store(
                 self.log.redis, self.store.root.parent.parent, self.log.keys.job, create=True
             )
+            self.lease.epoch = self.identity.epoch if self.identity is not None else 0
             await self._require_whole_archive()
             self._committer = Committer(self.store, self.manifest)
             # Left after the task group, which waits for the commit in flight.
@@ -257,11 +256,8 @@ class Projector:
         ``ProjectorLeaseLost`` once the lease is found lost: what was read is not committed.
         """
         assert self.lease is not None, "enter the projector first"
-        try:
-            self.lease.check()
-        except ProjectorLeaseLost as lost:
-            # A lease gone with the store's data is no takeover: the store lost the job.
-            raise await self._store_lost_instead(lost) from None
+        # A lease gone with the store's data is no takeover: the lease says so (`StoreLost`).
+        self.lease.check()
         if time.monotonic() - self._dead_read_at >= DEAD_LETTER_POLL_S:
             await self._count_dead_letters()
         ahead, self._ahead = self._ahead, None
@@ -370,17 +366,6 @@ class Projector:
         except StoreLost:
             self._lost = True
 
-    async def _store_lost_instead(self, exc: Exception) -> Exception:
-        """``exc``, or `StoreLost` for a lease lost because the store lost the job's keys
-        (no other projector took it over: the lease went with the data)."""
-        if isinstance(exc, ProjectorLeaseLost):
-            with suppress(CrawlogError):
-                await self._notice_a_lost_store()
-            if self._lost:
-                why = "its identity key is gone: it lost its data"
-                return StoreLost(self.log.keys.job, why)
-        return exc
-
     async def _check_store(self) -> None:
         """`StoreLost` if the store lost the job; what was read before it did (the
         identity was still there after that read) is committed first: it is the job's,
@@ -477,16 +462,17 @@ class Projector:
             # What was folded is the job's (each read was checked, `_check_store`), and is
             # committed even once the store lost the job: without the lease, which went with
             # the store, and without a position published or a trim in the lost store.
-            await self._notice_a_lost_store()
+            if self.identity is None:
+                await self._notice_a_lost_store()
             if not self._lost:
                 # Still the job's projector? One that lost its lease commits nothing (its
                 # state is stale: another projector may have committed and trimmed since).
+                # One whose lease went with the store's data (the lease's script tells it
+                # from a takeover by the job's epoch) commits without it.
                 try:
                     await self.lease.renew()
-                except ProjectorLeaseLost:
-                    await self._notice_a_lost_store()
-                    if not self._lost:
-                        raise
+                except StoreLost:
+                    self._lost = True
             self.manifest = await anyio.to_thread.run_sync(self._committer.commit, work)
             if work.task_rows:
                 self.stored.landed()
@@ -499,7 +485,7 @@ class Projector:
             # Raised where the projector waits for its commits, not in the task group: a
             # failure there cancelled the group while the projector's own exit, shielded,
             # started the next commit in it, which then waited forever for its cancellation.
-            self._commit_error = await self._store_lost_instead(exc)
+            self._commit_error = exc
         finally:
             done.set()
 

@@ -17,7 +17,7 @@ state of the whole log; `plan_restore` turns it into what the store must hold (p
   process of before the loss stops at its next check (`eventlog.check_identity`), and a
   lease of before names an entry no lane holds, so its writes are refused.
 
-What the log does not hold cannot come back (`NOT_RESTORED`).
+What the log does not hold cannot come back (``crawlog restore`` says what, per site).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from pathlib import Path
 
 import anyio
@@ -42,6 +42,7 @@ from eventlog import (
     JobIdentity,
     JobKeys,
     OperatorRefused,
+    PageFetched,
     RetryScheduled,
     Task,
     TaskReclaimed,
@@ -53,12 +54,14 @@ from eventlog import (
     log_continues,
     publish_projector_position,
     read_identity,
+    record_restore,
     restart_log,
     restore_checkpoints,
     restore_delayed,
     restore_flags,
     restore_lanes,
     restore_parked,
+    restore_redirects,
     restore_seen,
     set_identity,
 )
@@ -77,12 +80,6 @@ HOLDERS_MARGIN_S = 1.0
 """Beyond a worker name's lifetime: how long a restore waits for the names of workers that
 just died to lapse before it refuses."""
 RETRY_TYPE = "task.retry_scheduled"
-NOT_RESTORED = (
-    "cookie jars (never logged: a spider that logs in does it again)",
-    "redirect claims (a page reached through a redirect may be fetched once more as its own task)",
-    "operator retry markers and robots.txt copies (fetched again)",
-)
-"""What a restore cannot rebuild, as it tells the operator."""
 
 
 class RestorePlan(msgspec.Struct, kw_only=True):
@@ -120,6 +117,11 @@ class Restored(msgspec.Struct, kw_only=True):
     dropped_log: bool
     """The store's log did not go on from the archive: what it held was dropped."""
     seconds: float
+    redirects: int = 0
+    """Redirect claims noted again (their URLs seen): the first pages that landed elsewhere."""
+    sites: list[str] = msgspec.field(default_factory=list)
+    """The job's sites: what the store kept per site and the log does not (cookie jars,
+    robots.txt copies) is lost for each."""
 
 
 def task_of(task: TaskState) -> Task:
@@ -228,6 +230,45 @@ def _retry_due(task: TaskState, retry: RetryScheduled | None, now: float) -> flo
     return due if due > now else None
 
 
+Landing = Callable[[str, int], str]
+"""The fingerprint a task of run ``run`` claims for a URL it reached through a redirect
+(the crawler's ``run_fingerprint(fingerprint(url), run)``)."""
+
+_LANDINGS_SQL = """
+SELECT p.task_id, p.payload
+FROM read_parquet({files}) AS p
+JOIN (SELECT task_id, any_value(url) AS url FROM read_parquet({files})
+      WHERE type = 'task.enqueued' GROUP BY task_id) AS e ON p.task_id = e.task_id
+WHERE p.type = 'task.page' AND p.page = 1 AND p.url <> e.url
+"""
+
+
+def archived_landings(paths: list[Path]) -> list[PageFetched]:
+    """The archived first-page fetches that landed on another URL than their task's (a
+    redirect, or another spelling of the same URL)."""
+    if not paths:
+        return []
+    import duckdb  # a restore only: the worker never loads it
+
+    files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+    con = duckdb.connect(":memory:")
+    try:
+        rows = con.execute(_LANDINGS_SQL.format(files=files)).fetchall()
+    finally:
+        con.close()
+    return [event for _, payload in rows if isinstance(event := decode(payload), PageFetched)]
+
+
+def redirect_claims(fetches: Iterable[PageFetched], landing: Landing) -> dict[str, str]:
+    """Fingerprint -> task of each URL a task's first page landed on through a redirect
+    (what ``CLAIM_URL`` noted): the fetches whose URL is another than the task's own."""
+    claims: dict[str, str] = {}
+    for fetch in fetches:
+        if fetch.page == 1 and (fp := landing(fetch.url, fetch.run)) != fetch.task_id:
+            claims.setdefault(fp, fetch.task_id)
+    return claims
+
+
 def last_retries(store: Store, manifest: Manifest, task_ids: Set[str]) -> dict[str, RetryScheduled]:
     """The last archived ``RetryScheduled`` of each of ``task_ids`` that has one."""
     found: dict[str, RetryScheduled] = {}
@@ -277,6 +318,7 @@ async def _fold_tail(
     manifest: Manifest,
     state: State,
     tail_retries: dict[str, RetryScheduled],
+    tail_pages: list[PageFetched],
 ) -> int:
     """Fold the log's tail after the commit into ``state``; its last retry of each task
     into ``tail_retries``; how many events it had."""
@@ -289,17 +331,72 @@ async def _fold_tail(
         for entry in entries:
             if isinstance(entry.event, RetryScheduled):
                 tail_retries[entry.event.task_id] = entry.event
+            elif isinstance(entry.event, PageFetched) and entry.event.page == 1:
+                tail_pages.append(entry.event)
         tail_events += len(entries)
         position = entries[-1].stream_id
     return tail_events
 
 
+async def _redirects(
+    store: Store, manifest: Manifest, tail_pages: list[PageFetched], landing: Landing | None
+) -> dict[str, str]:
+    """The redirect claims the archive and the store's tail show (none without ``landing``)."""
+    if landing is None:
+        return {}
+    archived = await anyio.to_thread.run_sync(archived_landings, store.segment_paths(manifest))
+    return redirect_claims([*archived, *tail_pages], landing)
+
+
+async def _write(
+    redis: aioredis.Redis,
+    keys: JobKeys,
+    store: Store,
+    manifest: Manifest,
+    plan: RestorePlan,
+    claims: dict[str, str],
+    *,
+    continues: bool,
+    identity: JobIdentity,
+) -> tuple[int, int]:
+    """Write the job's keys as ``plan`` says, the identity last (a restore cut short leaves
+    none, and is run again); the fingerprints made seen and the tasks queued."""
+    keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
+    await clear_job_keys(redis, keys, keep=keep)
+    if not continues:
+        await restart_log(redis, keys, manifest.position)
+    ended = await anyio.to_thread.run_sync(
+        lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
+    )
+    known = await restore_seen(redis, keys, itertools.chain(plan.seen, ended, claims))
+    await restore_redirects(redis, keys, claims)
+    await restore_checkpoints(redis, keys, plan.checkpoints)
+    await restore_flags(redis, keys, plan.flags)
+    await restore_parked(redis, keys, plan.parked)
+    await restore_delayed(redis, keys, plan.delayed)
+    # The reclaims before the lanes: a worker that claims a task first must find it
+    # pending in the log.
+    await EventLog(redis, keys).append_many(plan.reclaimed)
+    queued = await restore_lanes(redis, keys, plan.lanes)
+    await publish_projector_position(redis, keys, manifest.position)
+    await record_restore(redis, keys, identity.epoch, manifest.position)
+    await set_identity(redis, keys, identity)
+    return known, queued
+
+
 async def restore_job(
-    redis: aioredis.Redis, data_dir: Path, job: str, *, tail_from: aioredis.Redis | None = None
+    redis: aioredis.Redis,
+    data_dir: Path,
+    job: str,
+    *,
+    tail_from: aioredis.Redis | None = None,
+    landing: Landing | None = None,
 ) -> Restored:
     """Rebuild every key of ``job`` from its archive and the store's tail; refused
     (`OperatorRefused`) while a worker of the job may still write. ``tail_from``: another
-    server (the old one) whose log's tail after the archive is copied in first."""
+    server (the old one) whose log's tail after the archive is copied in first.
+    ``landing``: how the crawler fingerprints a URL, to note again the redirects its
+    tasks' first pages followed (`redirect_claims`); None: they are not restored."""
     started = time.monotonic()
     keys = JobKeys(job)
     await _refuse_live_workers(redis, keys, job)
@@ -315,11 +412,12 @@ async def restore_job(
         # store are only seen again, their ids read as a column, not as a million states.
         state = (await anyio.to_thread.run_sync(live_state, store, manifest))[0]
         log = EventLog(redis, keys)
-        tail_events = 0
         tail_retries: dict[str, RetryScheduled] = {}
+        tail_pages: list[PageFetched] = []
         continues = await _log_goes_on(redis, keys, manifest.position, tail_from)
+        tail_events = 0
         if continues:
-            tail_events = await _fold_tail(log, store, manifest, state, tail_retries)
+            tail_events = await _fold_tail(log, store, manifest, state, tail_retries, tail_pages)
         stored = await read_identity(redis, keys)
         epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
         job_id = archive.job_id or (stored.job_id if stored is not None else uuid.uuid4().hex)
@@ -330,25 +428,11 @@ async def restore_job(
         plan = await anyio.to_thread.run_sync(
             lambda: plan_restore(state, now=time.time(), in_flight=in_flight, retries=retries)
         )
-        keep = [keys.config, keys.dead, *([keys.events] if continues else [])]
-        await clear_job_keys(redis, keys, keep=keep)
-        if not continues:
-            await restart_log(redis, keys, manifest.position)
-        ended = await anyio.to_thread.run_sync(
-            lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
-        )
-        known = await restore_seen(redis, keys, itertools.chain(plan.seen, ended))
-        await restore_checkpoints(redis, keys, plan.checkpoints)
-        await restore_flags(redis, keys, plan.flags)
-        await restore_parked(redis, keys, plan.parked)
-        await restore_delayed(redis, keys, plan.delayed)
-        # The reclaims before the lanes: a worker that claims a task first must find it
-        # pending in the log.
-        await log.append_many(plan.reclaimed)
-        queued = await restore_lanes(redis, keys, plan.lanes)
-        await publish_projector_position(redis, keys, manifest.position)
+        claims = await _redirects(store, manifest, tail_pages, landing)
         identity = JobIdentity(job_id=job_id, epoch=epoch)
-        await set_identity(redis, keys, identity)
+        known, queued = await _write(
+            redis, keys, store, manifest, plan, claims, continues=continues, identity=identity
+        )
         for path in left_by_workers:
             path.unlink(missing_ok=True)  # counted: a second restore must not count them again
     return Restored(
@@ -364,4 +448,6 @@ async def restore_job(
         tail_events=tail_events,
         dropped_log=not continues,
         seconds=time.monotonic() - started,
+        sites=sorted(state.sites),
+        redirects=len(claims),
     )

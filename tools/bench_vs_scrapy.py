@@ -225,15 +225,22 @@ def reap_orphans(keep: set[int]) -> None:
     """Wait for the children of this process that are not in ``keep`` (orphans of a crawl)
     to exit, and reap them."""
     deadline = time.monotonic() + ORPHANS_WAIT_S
-    while [p for p in _children(os.getpid()) if p not in keep] and time.monotonic() < deadline:
+    # Reaped as they exit: a zombie stays listed among the children until it is.
+    while _reap_exited() and [p for p in _children(os.getpid()) if p not in keep]:
+        if time.monotonic() >= deadline:
+            return
         time.sleep(0.01)
+
+
+def _reap_exited() -> bool:
+    """Reap every child that has exited; False once there are no children at all."""
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return False
         if pid == 0:
-            return
+            return True
 
 
 def _name_of(pid: int) -> tuple[str, float] | None:

@@ -65,6 +65,7 @@ from eventlog import (
     MEMORY_CHECK_S,
     JobIdentity,
     JobKeys,
+    JournalFlush,
     ServerError,
     ServerEvicts,
     ServerInfo,
@@ -327,7 +328,9 @@ async def run_crawl(
         queue = TaskQueue(client, job, "crawl")
         # Before any worker claims: what the job's workers journalled and no store answered
         # (the workers of the last crawl, however many this one starts).
-        await flush_journals(client, job, data_dir)
+        flushed = sum((await flush_journals(client, job, data_dir)).values(), JournalFlush())
+        if flushed.total:
+            echo(journals_line(job, flushed))
         config, new = await (seed or _store_and_seed)(queue, settings.config, echo)
         most = _most_tasks(config)
         workers = settings.workers if most is None else min(settings.workers, most)
@@ -417,6 +420,15 @@ def _raise_why_stopped(children: _Children, job: str, evicting: list[ServerEvict
 
 Seeder = Callable[[TaskQueue, JobConfig, Callable[[str], None]], Awaitable[tuple[JobConfig, int]]]
 """What enqueues a crawl's first tasks: the job's configuration stored and how many are new."""
+
+
+def journals_line(job: str, flushed: JournalFlush) -> str:
+    """What the journals the job's workers left gave back, as a crawl says it."""
+    return (
+        f"job {job}: the workers' journals gave back {flushed.applied} write(s) the store "
+        f"had not (or had lost), {flushed.present} it had, {flushed.orphaned} orphaned "
+        f"(their tasks were taken over), {flushed.skipped} skipped"
+    )
 
 
 async def _store_checked(client: aioredis.Redis, data_dir: Path, job: str) -> JobIdentity | None:

@@ -20,7 +20,12 @@ from eventlog import (
     read_run,
     server_status,
 )
-from projector import DueSummary, RevisitPolicy, due_summary, schedules
+from projector import DueSummary, RevisitPolicy, Store, due_summary, schedules
+
+REVISIT_SCAN_MAX_EVENTS = 2_000_000
+"""A log longer than this is not read whole for the revisit line of `status` and `report`
+(its fold is Python, event by event): the line says so instead, and a ``recrawl --due``
+still decides each page's due time from the whole log."""
 
 
 def revisit_policy(record: RunRecord) -> RevisitPolicy:
@@ -36,13 +41,21 @@ def due_of(events: Iterable[AnyEvent], policy: RevisitPolicy, now: float) -> Due
     return due_summary(schedules(events, policy).values(), now)
 
 
-async def job_due(client: aioredis.Redis, data_dir: Path, job: str, now: float) -> DueSummary:
-    """``job``'s revisits as its whole log has them (archive, then the stream)."""
-    from projector import Store, log_entries
+async def job_due_line(client: aioredis.Redis, data_dir: Path, job: str, now: float) -> str:
+    """The line on ``job``'s revisits as its whole log has them (archive, then the
+    stream); empty where a committed file cannot be read (a warning says so already)."""
+    from projector import log_entries
 
+    store = Store(data_dir, job)
+    skipped = too_long_to_scan(store)
+    if skipped is not None:
+        return skipped
     policy = revisit_policy(await read_run(client, JobKeys(job)))
-    entries = await log_entries(client, Store(data_dir, job))
-    return due_of((entry.event for entry in entries), policy, now)
+    try:
+        entries = await log_entries(client, store)
+        return due_line(due_of((entry.event for entry in entries), policy, now), now)
+    except CrawlogError:
+        return ""
 
 
 async def stored_policy(job: str, data_dir: Path) -> RevisitPolicy:
@@ -59,6 +72,17 @@ async def stored_policy(job: str, data_dir: Path) -> RevisitPolicy:
             return revisit_policy(await read_run(client, JobKeys(job)))
     except CrawlogError:
         return RevisitPolicy()
+
+
+def too_long_to_scan(store: Store) -> str | None:
+    """The revisit line for a log too long to read for it, or None to read it."""
+    events = store.read_manifest().events
+    if events <= REVISIT_SCAN_MAX_EVENTS:
+        return None
+    return (
+        f"revisits: not counted here for a log of {events:,} events "
+        "(`crawlog recrawl --job J --due` decides each page's due time itself)"
+    )
 
 
 def due_line(summary: DueSummary, now: float) -> str:

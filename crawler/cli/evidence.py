@@ -15,15 +15,16 @@ import msgspec
 from crawler.cli._options import data_dir_option, job_option
 from crawler.ops import (
     BODY_STEM,
+    SCREENSHOT_FILE,
     Failure,
     body_extension,
     evidence_summary,
-    last_failure,
+    last_report,
     open_job,
     response_text,
     task_id_of,
 )
-from eventlog import ConfigError, LogEntry, TaskAborted, TaskEnqueued, TaskFailed
+from eventlog import ConfigError, LogEntry, TaskAborted, TaskEnqueued, TaskFailed, TaskPaused
 
 
 @click.command(
@@ -44,7 +45,9 @@ from eventlog import ConfigError, LogEntry, TaskAborted, TaskEnqueued, TaskFaile
 def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) -> None:
     """Write the last response a failed or aborted task got: DIR/response.txt (status
     line and headers), DIR/body.EXT (the start of the body, as served), DIR/meta.json
-    (task, URL, attempt, error, when, worker).
+    (task, URL, attempt, error, when, worker). For a flow that handed its task to a
+    person, its report: the live page's HTML as body.html, DIR/screenshot.jpg, and the
+    step and cursor in meta.json's error.
 
     A task that failed before any response (a timeout, a refused connection) has none;
     exits 2 then, and for a task the job does not have.
@@ -61,13 +64,16 @@ def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) ->
     what = f"{url} (task {task_id})" if url else f"task {task_id}"
     if not entries or not any(getattr(e.event, "task_id", None) == task_id for e in entries):
         raise ConfigError(f"job {job} has no {what} (crawlog history shows why)")
-    found = last_failure(task_id, entries)
+    found = last_report(task_id, entries)
     if found is None:
-        raise ConfigError(f"{what} has not failed nor been aborted: it has no evidence")
+        raise ConfigError(
+            f"{what} has not failed nor been aborted (nor handed to a person): it has no evidence"
+        )
     entry, failure = found
     evidence = failure.evidence
     if evidence is None:
         error = failure.last_error if isinstance(failure, TaskAborted) else None
+        assert not isinstance(failure, TaskPaused), "found for its evidence"
         raise ConfigError(
             f"{what} ended with no response to keep ({error or failure.reason}): no evidence"
         )
@@ -76,18 +82,25 @@ def evidence_command(job: str, data_dir: Path | None, target: str, out: Path) ->
         body_path = out / (BODY_STEM + body_extension(evidence))
         (out / "response.txt").write_text(response_text(evidence), encoding="utf-8")
         body_path.write_bytes(evidence.body)
+        written = [out / "response.txt", body_path]
+        if evidence.screenshot:
+            (out / SCREENSHOT_FILE).write_bytes(evidence.screenshot)
+            written.append(out / SCREENSHOT_FILE)
         meta = _meta(job, task_id, entries, entry, failure, body_path.name)
         (out / "meta.json").write_bytes(msgspec.json.format(msgspec.json.encode(meta)) + b"\n")
     except OSError as exc:
         raise ConfigError(f"cannot write the evidence to {out}: {exc.strerror or exc}") from None
-    click.echo(
-        f"{what}: {evidence_summary(evidence)}; wrote {out / 'response.txt'}, {body_path}, "
-        f"{out / 'meta.json'}"
-    )
+    files = ", ".join(str(path) for path in [*written, out / "meta.json"])
+    click.echo(f"{what}: {evidence_summary(evidence)}; wrote {files}")
 
 
 def _meta(
-    job: str, task_id: str, entries: list[LogEntry], entry: LogEntry, failure: Failure, body: str
+    job: str,
+    task_id: str,
+    entries: list[LogEntry],
+    entry: LogEntry,
+    failure: Failure | TaskPaused,
+    body: str,
 ) -> dict[str, object]:
     """What meta.json says of the evidence: the task, its failure, the files written."""
     evidence = failure.evidence
@@ -101,8 +114,8 @@ def _meta(
         "url": enqueued[0].url if enqueued else evidence.url,
         "response_url": evidence.url,
         "status": evidence.status,
-        "attempt": failure.attempt,
-        "outcome": "failed" if isinstance(failure, TaskFailed) else "aborted",
+        "attempt": None if isinstance(failure, TaskPaused) else failure.attempt,
+        "outcome": _outcome(failure),
         "error": failure.reason,
         "when": dt.datetime.fromtimestamp(failure.at, dt.UTC).isoformat(),
         "worker": failure.actor,
@@ -112,4 +125,11 @@ def _meta(
         "body_kept_bytes": len(evidence.body),
         "truncated": evidence.truncated,
         "body_file": body,
+        "screenshot_file": SCREENSHOT_FILE if evidence.screenshot else None,
     }
+
+
+def _outcome(event: Failure | TaskPaused) -> str:
+    if isinstance(event, TaskPaused):
+        return "needs a person"
+    return "failed" if isinstance(event, TaskFailed) else "aborted"

@@ -171,20 +171,29 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
         click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
     else:
         click.echo(format_report(report), nl=False)
-        click.echo(_revisits(store, resolve_data_dir(data_dir)))
+        revisits = _revisits(store, resolve_data_dir(data_dir))
+        if revisits:
+            click.echo(revisits)
 
 
 def _revisits(store: Store, directory: Path) -> str:
-    """The report's line on revisits: the pages the committed archive has, due now."""
+    """The report's line on revisits: the pages the committed archive has, due now
+    (nothing where a committed file cannot be read: the warning above said so)."""
     import anyio
 
-    from crawler.cli._revisit_text import due_line, due_of, stored_policy
+    from crawler.cli._revisit_text import due_line, due_of, stored_policy, too_long_to_scan
     from projector import archived_entries
 
+    skipped = too_long_to_scan(store)
+    if skipped is not None:
+        return skipped
     now = time.time()
     policy = anyio.run(stored_policy, store.job, directory)
     events = (entry.event for entry in archived_entries(store, store.read_manifest()))
-    return due_line(due_of(events, policy, now), now)
+    try:
+        return due_line(due_of(events, policy, now), now)
+    except CrawlogError:
+        return ""
 
 
 @click.command(

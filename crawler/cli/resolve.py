@@ -23,6 +23,7 @@ from eventlog import Decision, read_workers
 @click.option("--task", "task", metavar="ID|URL", required=True, help="The task (id or URL).")
 @click.option("--done", "decision", flag_value="done", help="The action ran: skip it.")
 @click.option("--redo", "decision", flag_value="redo", help="The action did not run: run it.")
+@click.option("--abort", "decision", flag_value="abort", help="Neither: stop the task (it fails).")
 @reason_option
 @by_option
 def resolve_command(
@@ -33,12 +34,16 @@ def resolve_command(
     A worker that died during a `response.once` action leaves its intent in the log and
     not its completion: the next worker pauses the task for a person, who finds out
     whether the action happened. --done: it did, and the task resumes without running it
-    again; --redo: it did not, and the task resumes and runs it once more. Refused for a
+    again; --redo: it did not, and the task resumes and runs it once more; --abort: the
+    task resumes only to fail, running nothing more. A flow's step handed to a person
+    is decided the same way: --done skips the item, --redo retries the step. Refused for a
     task with no action waiting for a decision.
     """
-    if decision not in ("done", "redo"):
-        raise click.UsageError("give --done (the action ran) or --redo (run it again)")
-    chosen: Decision = "done" if decision == "done" else "redo"
+    if decision not in ("done", "redo", "abort"):
+        raise click.UsageError(
+            "give --done (the action ran), --redo (run it again) or --abort (stop the task)"
+        )
+    chosen: Decision = "done" if decision == "done" else "redo" if decision == "redo" else "abort"
     click.echo(anyio.run(_resolve, data_dir, job, task, chosen, reason, by))
 
 

@@ -96,13 +96,20 @@ def status_command(
                 every_task=False,  # counts per site: the ended tasks stay in the task store
             )
             ended = await _show(source, watch=watch, as_json=as_json, interval=interval)
+            if not watch and not as_json:
+                from crawler.ops import needs_a_person, needs_a_person_lines
+
+                waiting = await needs_a_person(client, JobKeys(job))
+                for line in needs_a_person_lines(job, waiting):
+                    click.echo(line)
             if ended and not watch and not as_json:
                 # Of an ended job only: it reads the whole log, which a running crawl's
                 # status has no use for (its pages are being visited).
-                from crawler.cli._revisit_text import due_line, job_due
+                from crawler.cli._revisit_text import job_due_line
 
-                now = time.time()
-                click.echo(due_line(await job_due(client, directory, job, now), now))
+                revisits = await job_due_line(client, directory, job, time.time())
+                if revisits:
+                    click.echo(revisits)
 
     # Ctrl-C is how a watch ends: not an error.
     with suppress(KeyboardInterrupt):

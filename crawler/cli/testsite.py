@@ -111,7 +111,9 @@ def build_faults(
     show_default=True,
     help="default: item pages and listings; link-dense: a documentation site (pages of "
     "~100 KB with hundreds of links, mostly the same navigation, indexes with thousands); "
-    "scripted: a shop whose links scripts write (crawl it with --browser).",
+    "scripted: a shop whose links scripts write (crawl it with --browser); docs: an "
+    "ordinary documentation site (pages of 10-20 KB with 40-80 links, the same navigation, "
+    "a few figures and PDFs).",
 )
 @click.option(
     "--request-log",

@@ -207,10 +207,11 @@ def uncertain(tasks: Iterable[TaskState]) -> list[tuple[TaskState, str]]:
 
 async def resolve_task(job: OpenJob, task_id: str, decision: str, reason: str, by: str) -> Outcome:
     """A person's decision about a task's uncertain action, as ``crawlog resolve`` records
-    it: ``done`` (it ran: skip it) or ``redo`` (run it again); the task resumes."""
-    if decision not in ("done", "redo"):
-        raise ConfigError(f"decide 'done' or 'redo', not {decision!r}")
-    chosen: Decision = "done" if decision == "done" else "redo"
+    it: ``done`` (it ran: skip it), ``redo`` (run it again) or ``abort`` (the task fails
+    when it resumes); the task resumes."""
+    if decision not in ("done", "redo", "abort"):
+        raise ConfigError(f"decide 'done', 'redo' or 'abort', not {decision!r}")
+    chosen: Decision = "done" if decision == "done" else "redo" if decision == "redo" else "abort"
     return Outcome(ok=True, message=await ops.resolve(job, task_id, chosen, reason, by))
 
 

@@ -571,7 +571,8 @@ def _uncertain_section(
             + '<input type="text" name="reason" required placeholder="what you found" '
             f'aria-label="reason to decide about {escape(task.task_id)}">'
             '<button type="submit" name="decision" value="done">Mark done</button>'
-            '<button type="submit" name="decision" value="redo">Run again</button></form>'
+            '<button type="submit" name="decision" value="redo">Run again</button>'
+            '<button type="submit" name="decision" value="abort">Abort the task</button></form>'
         )
         rows.append([task_link(job, task), escape(task.url), escape(action_id), form])
     head = ("task", "url", "action (intended, not known done)", "")

@@ -24,11 +24,13 @@ if TYPE_CHECKING:
     from crawler.ops._control import control_site, pause_or_resume
     from crawler.ops._evidence import (
         BODY_STEM,
+        SCREENSHOT_FILE,
         Failure,
         body_extension,
         evidence_summary,
         export_command_line,
         last_failure,
+        last_report,
         response_text,
     )
     from crawler.ops._format import format_duration, table_lines, twice_phrase
@@ -45,13 +47,14 @@ if TYPE_CHECKING:
     from crawler.ops._jobs import JobRow, read_job_rows
     from crawler.ops._progress import TOTAL, Progress, Row, Tracker, format_eta
     from crawler.ops._progress_source import LiveProgress
-    from crawler.ops._resolve import resolve
+    from crawler.ops._resolve import needs_a_person, needs_a_person_lines, resolve
     from crawler.ops._retry import RETRY_BATCH, retry_tasks
 
 
 __all__ = [
     "BODY_STEM",
     "RETRY_BATCH",
+    "SCREENSHOT_FILE",
     "TOTAL",
     "Failure",
     "JobRow",
@@ -69,6 +72,9 @@ __all__ = [
     "format_duration",
     "format_eta",
     "last_failure",
+    "last_report",
+    "needs_a_person",
+    "needs_a_person_lines",
     "open_job",
     "open_log",
     "pause_or_resume",

@@ -3,7 +3,9 @@
 The worker keeps that response with the task's terminal event (`eventlog.Evidence`): its
 status, headers and the start of its body, compressed. It is read back from the
 projector's archive and the stream's tail (`projector.task_history`), so it is there
-after the stream is trimmed. ``crawlog evidence`` writes it to files, ``crawlog history``
+after the stream is trimmed. A flow that hands its task to a person (`crawler.Flow`)
+pauses it with a report of the same kind, a screenshot beside the page (`last_report`).
+``crawlog evidence`` writes either to files, ``crawlog history``
 and the console's "Needs a person" page show it (`last_failure`, `evidence_summary`).
 """
 
@@ -11,11 +13,12 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-from eventlog import Evidence, LogEntry, TaskAborted, TaskFailed
+from eventlog import Evidence, LogEntry, TaskAborted, TaskFailed, TaskPaused
 
 Failure: TypeAlias = TaskFailed | TaskAborted
 """A task's end that may carry evidence."""
 BODY_STEM = "body"
+SCREENSHOT_FILE = "screenshot.jpg"
 UNKNOWN_EXTENSION = ".bin"
 """The body file's extension when its content type names none."""
 
@@ -25,6 +28,22 @@ def last_failure(task_id: str, entries: list[LogEntry]) -> tuple[LogEntry, Failu
     for entry in reversed(entries):
         event = entry.event
         if isinstance(event, TaskFailed | TaskAborted) and event.task_id == task_id:
+            return entry, event
+    return None
+
+
+def last_report(
+    task_id: str, entries: list[LogEntry]
+) -> tuple[LogEntry, Failure | TaskPaused] | None:
+    """The task's last end with evidence or hand-over to a person with a report (a flow's
+    `TaskPaused` carrying evidence: its page, a screenshot), whichever came last."""
+    for entry in reversed(entries):
+        event = entry.event
+        if getattr(event, "task_id", None) != task_id:
+            continue
+        if isinstance(event, TaskFailed | TaskAborted):
+            return entry, event
+        if isinstance(event, TaskPaused) and event.evidence is not None:
             return entry, event
     return None
 

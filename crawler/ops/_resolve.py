@@ -8,13 +8,51 @@ once more. ``crawlog resolve`` and the console's Done / Redo buttons both decide
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from crawler.ops._job import OpenJob
-from eventlog import Decision, resolve_action
+from eventlog import Decision, JobKeys, TaskQueue, resolve_action, uncertain_action
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+
+STATUS_CONSUMER = "status"
+"""The queue's consumer name for reading what is left (it claims nothing)."""
 
 
 async def resolve(job: OpenJob, task_id: str, decision: Decision, reason: str, by: str) -> str:
     """Record the decision (``OperatorRefused`` if the task has no action waiting for one);
     what was done, in a line."""
     done = await resolve_action(job.client, job.keys, task_id, decision, actor=by, reason=reason)
-    what = "done: it will be skipped" if decision == "done" else "to redo: it will run again"
+    what = {
+        "done": "done: it will be skipped",
+        "redo": "to redo: it will run again",
+        "abort": "to abort: the task will fail when it resumes",
+    }[decision]
     return f"resolved action {done.action_id} of task {task_id} as {what} (by {by}: {reason})"
+
+
+async def needs_a_person(client: aioredis.Redis, keys: JobKeys) -> list[tuple[str, str]]:
+    """The tasks paused for a person to decide about, each with what they decide about (an
+    uncertain action, or a flow's step ``step:NAME:ITEM``), by task id."""
+    _, waiting = await TaskQueue(client, keys, STATUS_CONSUMER).left()
+    found = []
+    for task_id in waiting:
+        uncertain = await uncertain_action(client, keys, task_id)
+        if uncertain is not None:
+            found.append((task_id, uncertain[1]))
+    return found
+
+
+def needs_a_person_lines(job: str, waiting: list[tuple[str, str]]) -> list[str]:
+    """What ``crawlog status`` says of the tasks waiting for a person: none, or a line a
+    task and the commands that show its report and decide."""
+    if not waiting:
+        return []
+    lines = [f"Needs a person: {len(waiting)} task(s) wait for a decision"]
+    lines += [f"  {task_id}: {what}" for task_id, what in waiting]
+    lines.append(
+        f"  see: crawlog evidence --job {job} TASK --out DIR; decide: crawlog resolve --job "
+        f"{job} --task TASK --done|--redo|--abort --reason ..."
+    )
+    return lines

@@ -11,6 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from crawler.testsite._app import (
+    APP_LOGIN_PATH,
+    APP_PAGES,
+    APP_PASSWORD,
+    APP_PREFIX,
+    APP_TOKEN,
+    APP_USER,
+)
 from crawler.testsite._interactive import (
     ECHO_PREFIX,
     LOGIN_PASSWORD,
@@ -64,6 +72,12 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "APP_LOGIN_PATH",
+    "APP_PAGES",
+    "APP_PASSWORD",
+    "APP_PREFIX",
+    "APP_TOKEN",
+    "APP_USER",
     "DEFAULT_HUGE_PAGE_BYTES",
     "DEFAULT_PAGES",
     "ECHO_PREFIX",

@@ -11,6 +11,8 @@ Linked from no generated page (a crawl of the site is unchanged); a spider asks 
 * ``/login``: a form (GET) and its handler (POST ``user`` and ``password``). The right pair
   (`LOGIN_USER`, `LOGIN_PASSWORD`) is answered with a 303 to `MEMBERS_PREFIX` and a
   ``Set-Cookie`` session; a wrong one with 403 and the form again.
+* ``/app/``: a script-run app whose login is kept in the browser's storage
+  (`crawler.testsite._app`).
 * ``/members/`` and ``/members/N``: pages only a session sees (else 403): the index links
   every member page, each member page the next one. For tests of cookies shared by workers.
 
@@ -26,6 +28,7 @@ from urllib.parse import parse_qsl
 
 import msgspec
 
+from crawler.testsite._app import APP_TOKEN_PATH, app_answer
 from crawler.testsite._sitegen import HTML, Page
 
 ECHO_PREFIX: Final = "/echo"
@@ -64,13 +67,13 @@ def answer(request: IncomingRequest) -> Page | None:
         return _login(request)
     if path == MEMBERS_PREFIX.rstrip("/") or path.startswith(MEMBERS_PREFIX):
         return _members(request, path)
-    return None
+    return app_answer(request.method, request.path, request.headers, request.body)
 
 
 def accepts_body(path: str) -> bool:
     """Whether a request of ``path`` may carry a body (a POST): only these pages read one."""
     path = path.partition("?")[0]
-    return path in (LOGIN_PATH, ECHO_PREFIX) or path.startswith(ECHO_PREFIX + "/")
+    return path in (LOGIN_PATH, ECHO_PREFIX, APP_TOKEN_PATH) or path.startswith(ECHO_PREFIX + "/")
 
 
 def session_of(request: IncomingRequest) -> str | None:

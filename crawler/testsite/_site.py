@@ -13,7 +13,8 @@ which prints ``serving http://127.0.0.1:PORT (5000 pages)`` once it listens and 
 SIGINT or SIGTERM. What the pages are is :mod:`crawler.testsite._sitegen`; this module serves them.
 
 The server is a small HTTP/1.1 server on :class:`asyncio.Protocol` (GET and HEAD, POST to the
-pages of :mod:`crawler.testsite._interactive`, keep-alive,
+pages of :mod:`crawler.testsite._interactive` and the order console's confirm button
+(:mod:`crawler.testsite._orders`), keep-alive,
 pipelining, ``Connection: close``), not aiohttp: it must outrun the crawler it measures, and
 on one core it answers several times as many requests as aiohttp.web (measured with wrk on
 loopback, see docs/history.md). It listens on 127.0.0.1 only, and runs on asyncio (anyio's
@@ -43,7 +44,9 @@ from pathlib import Path
 
 import msgspec
 
+from crawler.testsite._app import APP_TOKEN_PATH
 from crawler.testsite._interactive import IncomingRequest, accepts_body, answer
+from crawler.testsite._orders import CONFIRM_PATH, OrderConsole
 from crawler.testsite._revisions import MUTATE_PATH, Mutation, Revisions
 from crawler.testsite._sitegen import (
     DEFAULT_HUGE_PAGE_BYTES,
@@ -185,6 +188,8 @@ class RunningSite:
         self._date = ""
         self.revisions = Revisions(sitemap.pages_ok)
         """Its edits and deletions between runs (`mutate`), and its validators."""
+        self.orders = OrderConsole()
+        """Its order console (``/orders``): the confirmations it received, its delays."""
 
     def mutate(self, changed: int, deleted: int, seed: int = 0, added: int = 0) -> Mutation:
         """Edit ``changed`` item pages and delete ``deleted`` others, the first ``added``
@@ -207,6 +212,14 @@ class RunningSite:
         for request in self.requests:
             counts[request.path] = counts.get(request.path, 0) + 1
         return counts
+
+    def logins(self) -> int:
+        """How many times the app (`crawler.testsite._app`) let someone log in: its token
+        POSTs answered 200 (from :attr:`requests`)."""
+        return sum(
+            r.method == "POST" and r.path == APP_TOKEN_PATH and r.status == 200
+            for r in self.requests
+        )
 
     def answering(self, path: str) -> bool:
         """Whether a request of ``path`` has arrived and its (late) answer is not sent yet:
@@ -235,6 +248,10 @@ class RunningSite:
         """The page for a request of ``path`` and how long to wait before sending it."""
         if (page := answer(request)) is not None:
             return page, 0.0
+        if (
+            late := self.orders.answer(request.method, path, request.headers, request.body)
+        ) is not None:
+            return late
         if path.startswith(MUTATE_PATH):
             return self.revisions.admin(path), 0.0
         plan = self.sitemap.fault_plan(path)
@@ -481,7 +498,7 @@ class _Connection(asyncio.Protocol):
         if path is None:
             self._refuse(HTTPStatus.BAD_REQUEST, "bad request target", method, target)
             return
-        takes_body = accepts_body(path)
+        takes_body = accepts_body(path) or path.partition("?")[0] == CONFIRM_PATH
         if method not in ("GET", "HEAD") and not (method == "POST" and takes_body):
             allowed = "GET, HEAD, POST" if takes_body else "GET, HEAD"
             refusal = _simple_page(

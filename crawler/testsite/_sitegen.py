@@ -33,15 +33,17 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from crawler.testsite._docs import DocsSite
 from crawler.testsite._linkdense import LinkDenseSite
 from crawler.testsite._scripted import ScriptedSite
 from eventlog import ConfigError
 
 HTML = "text/html; charset=utf-8"
-Layout = Literal["default", "link-dense", "scripted"]
+Layout = Literal["default", "link-dense", "scripted", "docs"]
 """What the site is shaped like: item pages and listings, a documentation site whose
-pages repeat hundreds of navigation links (:mod:`crawler.testsite._linkdense`), or a shop
-whose links only scripts write (:mod:`crawler.testsite._scripted`)."""
+pages repeat hundreds of navigation links (:mod:`crawler.testsite._linkdense`), a shop
+whose links only scripts write (:mod:`crawler.testsite._scripted`), or an ordinary
+documentation site of small pages (:mod:`crawler.testsite._docs`)."""
 LAYOUTS: Final[tuple[Layout, ...]] = get_args(Layout)
 TEXT = "text/plain; charset=utf-8"
 
@@ -319,6 +321,11 @@ class SiteMap:
             else None
         )
         self._scripted = ScriptedSite(pages, title=self._title) if layout == "scripted" else None
+        self._docs = (
+            DocsSite(pages, title=self._title, text=self._pool, rng=self._rng)
+            if layout == "docs"
+            else None
+        )
         self.render = functools.lru_cache(maxsize=PAGE_CACHE_SIZE)(self._render)
         """The page at ``path`` (a request target: path and query), or None if there is none."""
 
@@ -378,9 +385,12 @@ class SiteMap:
     @functools.cached_property
     def pages_ok(self) -> frozenset[str]:
         """The site's HTML pages that answer 200: home, listings and every item (in the
-        link-dense layout: home, indexes and every documentation page)."""
+        link-dense layout: home, indexes and every documentation page; in the docs layout
+        its PDFs too)."""
         if self._dense is not None:
             return self._dense.pages_ok()
+        if self._docs is not None:
+            return self._docs.pages_ok()
         if self._scripted is not None:
             return self._scripted.pages_ok()
         paths = {HOME_PATH}
@@ -435,6 +445,9 @@ class SiteMap:
         if self._dense is not None and path != ROBOTS_PATH:
             document = self._dense.render(path)
             return None if document is None else _html(document)
+        if self._docs is not None and path != ROBOTS_PATH:
+            found = self._docs.render(path)
+            return None if found is None else Page(200, found[0], found[1])
         if self._scripted is not None and path != ROBOTS_PATH:
             scripted = self._scripted.render(path)
             return None if scripted is None else Page(200, scripted[0].encode(), scripted[1])

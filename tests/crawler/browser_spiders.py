@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from crawler._spider import Item, Output, Response, Spider
+from crawler.testsite import APP_LOGIN_PATH, APP_PASSWORD, APP_USER
 
 MORE_BUTTON = "#more"
 
@@ -30,3 +31,32 @@ class LoadMoreSpider(Spider):
             "#items a", "links => links.map(a => a.getAttribute('href'))"
         ):
             yield Item(href, {"from": response.url})
+
+
+class AppSpider(Spider):
+    """The test site's app behind its login (``/app/``): tells it is logged in by the user's
+    heading the app's script writes, logs in through the app's form (the token kept in
+    ``localStorage`` and ``sessionStorage``), and yields an item per app page."""
+
+    name = "app"
+    browser = True
+
+    async def wait_for_page(self, page: Any) -> None:
+        if "/app/" in page.url:
+            await page.wait_for_selector("#user, #anon")
+
+    async def is_logged_in(self, page: Any) -> bool:
+        return bool(await page.locator("#user").count())
+
+    async def log_in(self, page: Any) -> None:
+        origin = page.url.split("/app/")[0]
+        await page.goto(origin + APP_LOGIN_PATH)
+        await page.fill("#user", APP_USER)
+        await page.fill("#password", APP_PASSWORD)
+        await page.click("#log-in")
+        await page.wait_for_selector("#user")
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        yield Item(response.url.removeprefix(response.urljoin("/")[:-1]), {})
+        for href in response.css("#links a::attr(href)").getall():
+            yield response.follow(href)

@@ -45,6 +45,10 @@ attempts = st.integers(1, 4)
 clock = st.floats(1.7e9, 1.7e9 + 3600)
 
 
+RESTORE_RECLAIM = "store lost: restored from the archive"
+"""``projector._fold.STORE_RESTORED``, as a restore's ``TaskReclaimed`` says it."""
+
+
 @st.composite
 def task_event(draw: st.DrawFn) -> AnyEvent:
     task_id = draw(task_ids)
@@ -57,7 +61,12 @@ def task_event(draw: st.DrawFn) -> AnyEvent:
         return TaskClaimed(**common, attempt=draw(attempts), deliveries=draw(st.integers(1, 3)))
     if kind == 2:
         return TaskReclaimed(
-            **common, attempt=draw(attempts), previous_owner="w9", deliveries=draw(attempts)
+            **common,
+            attempt=draw(attempts),
+            previous_owner="w9",
+            deliveries=draw(attempts),
+            # A restore's reclaim counts its retake only at the next claim.
+            reason=draw(st.sampled_from(["lease expired", RESTORE_RECLAIM])),
         )
     if kind == 3:
         page = draw(st.integers(0, 5))

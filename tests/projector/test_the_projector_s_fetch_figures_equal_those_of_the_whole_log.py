@@ -36,7 +36,14 @@ from projector._fetches import (
 )
 from projector._fold import HTTP_ERROR, fold
 from projector._state import State
-from tests.projector.strategies import TASKS, as_entries, enqueue_all, other_event, task_event
+from tests.projector.strategies import (
+    RESTORE_RECLAIM,
+    TASKS,
+    as_entries,
+    enqueue_all,
+    other_event,
+    task_event,
+)
 
 
 @st.composite
@@ -115,19 +122,23 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
     errors: Counter[str] = Counter()
     offsets: dict[str, float] = {}
     taken_again: set[str] = set()  # taken again after a lost lease, not fetched since
+    restored: set[str] = set()  # reclaimed by a restore, taken again at their next claim
     unrecorded = 0
     for entry in log:
         event = entry.event
         if isinstance(event, TaskReleased):
             released += 1
-        if isinstance(event, TaskOrphaned) or (
-            (
-                isinstance(event, TaskReclaimed)
-                or (isinstance(event, TaskClaimed) and event.deliveries > 1)
-            )
-            and event.unrecorded_fetch
-        ):
+        if isinstance(event, TaskReclaimed) and event.reason == RESTORE_RECLAIM:
+            restored.add(event.task_id)
+        elif isinstance(event, TaskClaimed) and event.task_id in restored:
+            restored.discard(event.task_id)
             taken_again.add(event.task_id)
+        elif isinstance(event, TaskReclaimed | TaskOrphaned) or (
+            isinstance(event, TaskClaimed) and event.deliveries > 1
+        ):
+            restored.discard(event.task_id)
+            if isinstance(event, TaskOrphaned) or event.unrecorded_fetch:
+                taken_again.add(event.task_id)
         if not isinstance(event, PageFetched):
             continue
         server_ms = int(entry.stream_id.split("-")[0])
@@ -166,6 +177,7 @@ def whole_log(log: list[LogEntry]) -> dict[str, object]:
         unrecorded_refetches=unrecorded,
         retaken=tuple(sorted(taken_again)),
         clock_offsets=dict(sorted(offsets.items())),
+        restored=tuple(sorted(restored)),
     )
     return figures
 

@@ -37,7 +37,7 @@ def _body(sitemap: SiteMap, path: str) -> bytes:
 
 
 def test_the_link_dense_layout_is_one_of_the_layouts() -> None:
-    assert LAYOUTS == ("default", "link-dense", "scripted")
+    assert LAYOUTS == ("default", "link-dense", "scripted", "docs")
 
 
 def test_the_same_seed_gives_the_same_bytes_and_another_seed_other_bytes() -> None:
