@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 Check = Callable[[Any], Awaitable[bool]]
 LogIn = Callable[[Any], Awaitable[None]]
-RESTORED_MARK: Final = "crawlog:session-restored"
+RESTORED_MARK: Final = "crawlog-session-restored"
 """The ``sessionStorage`` key by which a tab knows its origin's storage was restored (once
 per tab and origin: what the site changes afterwards is the site's); never saved."""
 ERROR_NOT_LOGGED_IN: Final = "not logged in after log_in"

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis.asyncio as aioredis
 
@@ -20,7 +21,10 @@ from eventlog import (
     read_run,
     server_status,
 )
-from projector import DueSummary, RevisitPolicy, Store, due_summary, schedules
+from projector import DueSummary, RevisitPolicy, due_summary, schedules
+
+if TYPE_CHECKING:
+    from projector import Store
 
 REVISIT_SCAN_MAX_EVENTS = 2_000_000
 """A log longer than this is not read whole for the revisit line of `status` and `report`
@@ -44,7 +48,7 @@ def due_of(events: Iterable[AnyEvent], policy: RevisitPolicy, now: float) -> Due
 async def job_due_line(client: aioredis.Redis, data_dir: Path, job: str, now: float) -> str:
     """The line on ``job``'s revisits as its whole log has them (archive, then the
     stream); empty where a committed file cannot be read (a warning says so already)."""
-    from projector import log_entries
+    from projector import Store, log_entries
 
     store = Store(data_dir, job)
     skipped = too_long_to_scan(store)

@@ -1,4 +1,4 @@
-"""Sitemaps and sitemap indexes parse with their ``lastmod``, gzipped or not, with or
+"""Sitemaps and sitemap indexes parse with their ``lastmod`` (and ``changefreq``), gzipped or not, with or
 without the protocol's namespace; entity expansion (a billion laughs) is refused, and
 neither a huge decompressed body nor garbage raises: each is a reason."""
 
@@ -24,7 +24,7 @@ URLSET = b"""<?xml version="1.0" encoding="UTF-8"?>
 def test_a_urlset_gives_its_locations_and_their_lastmod() -> None:
     expected = [
         SitemapEntry("http://shop.test/item/1", "2026-11-30"),
-        SitemapEntry("http://shop.test/item/2", None),
+        SitemapEntry("http://shop.test/item/2", None, "daily"),
     ]
     assert parse_sitemap(URLSET).urls == expected
     assert parse_sitemap(gzip.compress(URLSET)).urls == expected
