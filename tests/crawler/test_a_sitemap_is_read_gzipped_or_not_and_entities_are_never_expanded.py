@@ -1,6 +1,6 @@
-"""Sitemaps and sitemap indexes parse with their ``lastmod`` (and ``changefreq``), gzipped or not, with or
-without the protocol's namespace; entity expansion (a billion laughs) is refused, and
-neither a huge decompressed body nor garbage raises: each is a reason."""
+"""Sitemaps and sitemap indexes parse with their ``lastmod`` and ``changefreq``, gzipped
+or not, with or without the protocol's namespace; entity expansion (a billion laughs) is
+refused, and neither a huge decompressed body nor garbage raises: each is a reason."""
 
 from __future__ import annotations
 
