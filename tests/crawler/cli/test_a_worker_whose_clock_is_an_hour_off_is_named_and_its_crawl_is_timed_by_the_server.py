@@ -31,6 +31,10 @@ HOUR_BEHIND = {
     "FAKETIME_NO_CACHE": "1",
 }
 PAGES_BEHIND_ALONE = 10
+AN_HOUR = r"3,(59[5-9]|60[0-5])"
+"""An hour as the warnings print it: an offset is measured as an event's time minus the
+time the server wrote it, so the time it took to be written (up to a second or more on a
+loaded machine, for a task whose events were all written in one batch) is in it."""
 
 
 @pytest.mark.skipif(not LIBFAKETIME.exists(), reason="needs Debian's faketime package")
@@ -69,14 +73,18 @@ async def test_a_worker_an_hour_behind_is_named_and_the_crawl_is_timed_by_the_se
     assert skew["offset_s"] == pytest.approx(-3600, abs=CLOCK_SKEW_WARNING_S)
     # Both workers' pages in the same minute or two of the server's clock, not 61 minutes.
     assert report["throughput"]["minutes"] <= 2, report["throughput"]
-    assert re.search(r"Warning: worker behind's clock is 3,600 s behind the server's", text.stdout)
+    assert re.search(
+        rf"Warning: worker behind's clock is {AN_HOUR} s behind the server's", text.stdout
+    )
     assert "right's clock" not in text.stdout
     assert status.returncode == 0, status.stderr
-    assert re.search(r"behind 3,600 s behind", status.stdout), status.stdout
+    assert re.search(rf"behind {AN_HOUR} s behind", status.stdout), status.stdout
     assert [s["worker"] for s in status_json.json()["clock_skew"]] == ["behind"]
     # A task the worker an hour behind fetched: its events at the server's times, and why.
     assert history.returncode == 0, history.stderr
-    assert "warning: behind's clock is 3,600 s behind the server's" in history.stdout
+    assert re.search(
+        rf"warning: behind's clock is {AN_HOUR} s behind the server's", history.stdout
+    ), history.stdout
     moments = [
         dt.datetime.fromisoformat(" ".join(line.split()[:2]))
         for line in history.stdout.splitlines()
