@@ -300,6 +300,10 @@ class Worker:
             self.identity = await store_identity(self.redis, self.data_dir, self.job)
             # Its writes carry the epoch: the store's scripts refuse them once it changes.
             self.queue.epoch = self.identity.epoch if self.identity is not None else 0
+            # A promotion of the store since the last look raises the epoch once, and this
+            # queue follows it (its journal's writes the old primary had given back first).
+            await self.queue.follow_promotion()
+            self._follow_epoch()
             await self.queue.ensure_groups()
             # Before any claim: what this name wrote and was never acknowledged goes first.
             flushed = await self.queue.flush_journal()
@@ -481,7 +485,15 @@ class Worker:
         """`StoreLost` if the store no longer holds the job this worker started on (flushed,
         or restored since: what this worker holds is void)."""
         if self.identity is not None:
-            await check_identity(self.redis, self.keys, self.identity)
+            # A promotion is followed (`TaskQueue.follow_promotion`); a restore is not.
+            await self.queue.follow_promotion()
+            self._follow_epoch()
+            self.identity = await check_identity(self.redis, self.keys, self.identity)
+
+    def _follow_epoch(self) -> None:
+        """The identity this worker checks the store against, in its queue's epoch."""
+        if self.identity is not None and self.queue.epoch > self.identity.epoch:
+            self.identity = msgspec.structs.replace(self.identity, epoch=self.queue.epoch)
 
     # --- background loops ----------------------------------------------------------------
 

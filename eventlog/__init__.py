@@ -118,6 +118,15 @@ from eventlog._exceptions import (
     UnknownTask,
     WorkerNameTaken,
 )
+from eventlog._failover import (
+    PrimaryFacts,
+    PrimaryVerdict,
+    failover_chain,
+    follow_primary,
+    may_follow,
+    primary_facts,
+    primary_verdict,
+)
 from eventlog._files import flock_within, fsync_dir, write_atomic
 from eventlog._host_slots import HostDelays, HostSlots, SlotAnswer, read_host_delays
 from eventlog._identity import (
@@ -354,6 +363,8 @@ __all__ = [
     "OriginStorage",
     "PageFetched",
     "PoisonEntry",
+    "PrimaryFacts",
+    "PrimaryVerdict",
     "ProjectorHeld",
     "ProjectorHolder",
     "ProjectorLease",
@@ -430,9 +441,11 @@ __all__ = [
     "encode_session",
     "ensure_server",
     "evicting_server",
+    "failover_chain",
     "find_dead_letter",
     "flock_within",
     "flush_journals",
+    "follow_primary",
     "fsync_dir",
     "group_lost",
     "hold_job_crawl",
@@ -450,9 +463,12 @@ __all__ = [
     "live_holders",
     "log_continues",
     "max_block_ms",
+    "may_follow",
     "new_event_id",
     "out_of_memory_advice",
+    "primary_facts",
     "primary_of",
+    "primary_verdict",
     "projector_holder",
     "publish_projector_position",
     "read_controls",

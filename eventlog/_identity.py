@@ -6,7 +6,8 @@ holds events, with another one, or whose log ends before the committed position 
 the job (flushed, evicted, restarted on a missing or cut append-only file): `store_verdict`
 says so as a `StoreLost`, before anyone takes the job for a new one. The epoch is raised by
 each ``crawlog restore``: a process that saw another epoch holds leases of a store that no
-longer exists (`check_identity`).
+longer exists (`check_identity`). A Sentinel promotion raises it too (`eventlog._failover`),
+but its leases live on in the promoted replica: a process follows that raise.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import redis.asyncio as aioredis
 
 from eventlog._connection import command, redis_errors
 from eventlog._exceptions import StoreLost
+from eventlog._failover import may_follow, primary_facts
 from eventlog._keys import IDENTITY_EPOCH, IDENTITY_ID, JobKeys
 from eventlog._log import START, stream_id_key
 
@@ -143,11 +145,19 @@ async def set_identity(redis: aioredis.Redis, keys: JobKeys, identity: JobIdenti
         )
 
 
-async def check_identity(redis: aioredis.Redis, keys: JobKeys, expected: JobIdentity) -> None:
-    """`StoreLost` unless the store still holds ``expected`` (same job, same epoch)."""
+async def check_identity(
+    redis: aioredis.Redis, keys: JobKeys, expected: JobIdentity
+) -> JobIdentity:
+    """`StoreLost` unless the store still holds ``expected`` (same job, same epoch, or an
+    epoch only Sentinel promotions raised since: `eventlog._failover`); the identity the
+    store holds."""
     now = await read_identity(redis, keys)
     if now == expected:
-        return
+        return now
+    if now is not None and now.job_id == expected.job_id and now.epoch > expected.epoch:
+        facts = await primary_facts(redis, keys)
+        if may_follow(expected.epoch, now.epoch, facts.failovers):
+            return now
     if now is None:
         raise StoreLost(keys.job, "its identity key is gone: the store lost its data")
     if now.job_id != expected.job_id:

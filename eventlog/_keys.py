@@ -140,6 +140,18 @@ def parked_member(site: str, task_id: str, lane: int, task: bytes) -> bytes:
 IDENTITY_ID = "id"
 IDENTITY_EPOCH = "epoch"
 """The fields of `JobKeys.identity`."""
+PRIMARY_REPLID = "replid"
+FAILOVER_PREFIX = "failover:"
+"""The fields of `JobKeys.primary`: the replication id of the primary the job's epoch is
+bound to, and ``failover:<epoch>`` -> the projector's published position when a promotion
+raised the epoch to ``<epoch>`` (see `failover_field`)."""
+
+
+def failover_field(epoch: int) -> str:
+    """The field of `JobKeys.primary` that records the promotion that raised ``epoch``."""
+    return f"{FAILOVER_PREFIX}{epoch}"
+
+
 RESTORED_EPOCH = ":epoch"
 RESTORED_POSITION = ":position"
 """The fields of `JobKeys.restored` that are no task id (a task id has no colon)."""
@@ -332,6 +344,14 @@ class JobKeys:
         projector manifest too), ``epoch`` -> its fencing epoch (raised by each
         ``crawlog restore``): a store without it, or with another, is not the job's store."""
         return self._key("identity")
+
+    @cached_property
+    def primary(self) -> str:
+        """Hash `PRIMARY_REPLID` -> the replication id of the primary the job's epoch is
+        bound to, and ``failover:<epoch>`` -> the projector's published position when a
+        Sentinel promotion raised the epoch to ``<epoch>`` (`eventlog._failover`): a
+        ``SETTLE`` on another primary is refused until the promotion is followed."""
+        return self._key("primary")
 
     @cached_property
     def restored(self) -> str:

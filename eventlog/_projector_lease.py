@@ -34,6 +34,7 @@ import redis.asyncio as aioredis
 
 from eventlog._connection import redis_errors, script_pipeline
 from eventlog._exceptions import ProjectorHeld, ProjectorLeaseLost, StoreLost
+from eventlog._failover import may_follow, primary_facts
 from eventlog._keys import JobKeys
 from eventlog._lock import RENEWALS_PER_TTL, is_gone, this_process
 from eventlog._scripts import (
@@ -116,6 +117,9 @@ class ProjectorLease:
         args: list[str | bytes | int] = [self.value, self.ttl_ms, self.published, self.epoch]
         with redis_errors("renewing the projector's lease"):
             held = int(await self._renew(keys=keys, args=args))
+            if held < 0 and await self._follows_promotion():
+                args[3] = self.epoch
+                held = int(await self._renew(keys=keys, args=args))
         if held < 0:
             raise self._gone()
         if not held:
@@ -148,6 +152,9 @@ class ProjectorLease:
         ]  # fmt: skip
         with redis_errors("publishing the projector position"):
             (reply,) = await script_pipeline(self.redis, [(self._publish, keys, args)])
+            if int(reply[0]) < 0 and await self._follows_promotion():
+                args[4] = self.epoch
+                (reply,) = await script_pipeline(self.redis, [(self._publish, keys, args)])
         held, trimmed = int(reply[0]), int(reply[1])
         if held < 0:
             raise self._gone()
@@ -156,6 +163,17 @@ class ProjectorLease:
             raise self._lost()
         self.published = position
         return trimmed
+
+    async def _follows_promotion(self) -> bool:
+        """Whether the job's epoch moved on by Sentinel promotions only (`eventlog._failover`):
+        then the lease, which the promoted replica holds, goes on in the new epoch."""
+        if not self.epoch:
+            return False
+        facts = await primary_facts(self.redis, self.keys)
+        if facts.epoch > self.epoch and may_follow(self.epoch, facts.epoch, facts.failovers):
+            self.epoch = facts.epoch
+            return True
+        return False
 
     def _gone(self) -> StoreLost:
         self.store_lost = StoreLost(

@@ -9,6 +9,7 @@ that write nothing unless the caller still owns the entry.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections import defaultdict
@@ -43,6 +44,7 @@ from eventlog._events import (
     of_run,
 )
 from eventlog._exceptions import ConfigError, LeaseLost, PoisonEntry, ServerError, StoreLost
+from eventlog._failover import failover_chain, follow_primary, may_follow
 from eventlog._journal import Journal, JournalSettle, journal_directory
 from eventlog._keys import (
     IDENTITY_EPOCH,
@@ -60,9 +62,15 @@ from eventlog._keys import (
     task_pause_flag,
 )
 from eventlog._keys import action_field as action_field_of
-from eventlog._log import EventLog, stream_id_key
+from eventlog._log import START, EventLog, stream_id_key
 from eventlog._observer import QueueObserver, SettleMode
-from eventlog._replies import PendingEntry, expired_reply, pending_entries, settle_reply
+from eventlog._replies import (
+    PendingEntry,
+    SettleReply,
+    expired_reply,
+    pending_entries,
+    settle_reply,
+)
 from eventlog._scripts import (
     CHECKPOINT_VALUES,
     CHECKPOINTS,
@@ -86,6 +94,8 @@ from eventlog._take_back import DEFAULT_TAKE_BACK_CHUNK, TakeBack
 from eventlog._tasks import Lease as Lease
 from eventlog._tasks import Task as Task
 from eventlog._tasks import task_encoder, task_of
+
+log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_MS = 30_000
 """A lease not renewed for this long (server idle time) may be reclaimed by others."""
@@ -294,6 +304,8 @@ class TaskQueue:
         """The scopes of `cancelled_if_down`, cancelled by `store_down`."""
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
         self._groups_ready = False
+        self._following = anyio.Lock()
+        """One `follow_promotion` at a time: the others wait, then find it followed."""
         self._enqueue = redis.register_script(ENQUEUE)
         self._settle = redis.register_script(SETTLE)
         self._renew = redis.register_script(RENEW)
@@ -1008,8 +1020,7 @@ class TaskQueue:
                 reply = answered
             status, value = settle_reply(reply)
         if status == "stale":
-            # Left unacknowledged: the flush after the restore gives it back, or not.
-            raise StoreLost(self.keys.job, _stale_why(self.epoch, value))
+            status, value = await self._settle_after_stale(mode, keys, args, value)
         if journalled is not None:
             await self._journal_ack(journalled, status, value)
         if status == "lost":
@@ -1021,6 +1032,63 @@ class TaskQueue:
         if status == "dup" or not value:
             return None
         return value.decode()
+
+    async def _settle_after_stale(
+        self, mode: SettleMode, keys: list[str], args: list[str | bytes | int], value: bytes | None
+    ) -> SettleReply:
+        """A write refused as stale: sent again in the epoch a Sentinel promotion raised
+        (once this queue has followed it, `follow_promotion`), else `StoreLost`: left
+        unacknowledged, the flush after the restore gives it back, or not."""
+        held = int(args[1])
+        if await self.follow_promotion():
+            args[1] = self.epoch
+            with redis_errors("writing a task's progress"):
+                reply = settle_reply(await self._send_settle(mode, keys, args))
+            if reply.status != "stale":
+                return reply
+            value = reply.value
+        raise StoreLost(self.keys.job, _stale_why(held, value))
+
+    async def follow_promotion(self) -> bool:
+        """Follow a Sentinel promotion of the store (`eventlog._failover`): the job's epoch
+        raised once (by whoever notices first), then, before this queue takes the new
+        epoch, the writes its journal holds that the old primary acknowledged after the
+        projector's position at the raise given back (`flush_journal`'s way: found in the
+        log, sent again fenced by their lease, or orphaned). False if the epoch was
+        raised by something else than promotions (a restore: what this queue holds is
+        void); True otherwise, or with no epoch to check."""
+        async with self._following:
+            facts = await follow_primary(self.redis, self.keys)
+            if not self.epoch or facts.epoch == self.epoch:
+                return True
+            if not may_follow(self.epoch, facts.epoch, facts.failovers):
+                return False
+            chain = failover_chain(facts.epoch, facts.failovers)
+            assert chain is not None, "may_follow says promotions raised it"
+            if self.journal is not None:
+                lost = self._lost_in_failover(chain, facts.epoch)
+                flushed = await self._give_back(lost, facts.epoch, chain[0])
+                if flushed.total:
+                    log.info(
+                        "%s followed a promotion (epoch %d -> %d) and gave back its "
+                        "journalled writes: %s",
+                        self.consumer, self.epoch, facts.epoch, msgspec.structs.asdict(flushed),
+                    )  # fmt: skip
+            self.epoch = facts.epoch
+            return True
+
+    def _lost_in_failover(self, chain: tuple[int, str], epoch: int) -> list[JournalSettle]:
+        """The journalled writes the primary before the promotions of ``chain``
+        (`failover_chain`) acknowledged after the position at the first of them: the
+        promoted one may lack them. A request's start is left out: the page's write that
+        followed clears it, and a start given back after that write would stay."""
+        assert self.journal is not None
+        follows_from, position = chain
+        return [
+            record
+            for record in self.journal.lost_with_store(position or START, epoch)
+            if record.epoch >= follows_from and record.mode != "started"
+        ]
 
     async def _journalled(
         self, lease: Lease, mode: SettleMode, lane: int, args: list[str | bytes | int]
@@ -1078,6 +1146,7 @@ class TaskQueue:
             self.keys.fetches_started(self.consumer),
             self.keys.identity,
             self.keys.restored,
+            self.keys.primary,
         ]
 
     # --- the journal -------------------------------------------------------------------
@@ -1210,12 +1279,30 @@ class TaskQueue:
         journal = self.journal
         if journal is None:
             return JournalFlush()
+        # A promotion nobody followed yet is followed first: ``SETTLE`` refuses a write
+        # on the new primary until then.
+        failovers = (await follow_primary(self.redis, self.keys)).failovers
         epoch, restored_at = await self._restore_facts()
         writes = {record.seq: record for record in journal.unsettled()}
         if restored_at is not None:
             for record in journal.lost_with_store(restored_at, epoch):
                 writes.setdefault(record.seq, record)
-        unsettled = [writes[seq] for seq in sorted(writes)]
+        chain = failover_chain(epoch, failovers)
+        follows_from = epoch if chain is None else chain[0]
+        if chain is not None:
+            for record in self._lost_in_failover(chain, epoch):
+                writes.setdefault(record.seq, record)
+        return await self._give_back([writes[seq] for seq in sorted(writes)], epoch, follows_from)
+
+    async def _give_back(
+        self, unsettled: list[JournalSettle], epoch: int, follows_from: int
+    ) -> JournalFlush:
+        """`flush_journal`'s writes, sent or accounted for in order, at ``epoch``: one of
+        an epoch from ``follows_from`` on (a promotion's, `follow_promotion`) is sent again
+        in ``epoch``, fenced by its own lease; one of an older epoch is adopted by the
+        entry a restore added."""
+        journal = self.journal
+        assert journal is not None
         end = await self._log_end()
         if not unsettled:
             journal.advance(end)
@@ -1243,7 +1330,9 @@ class TaskQueue:
                 journal.ack(record.seq, "orphaned", found[orphan_event_id(marker)], epoch=epoch)
                 counts["orphaned"] += 1
                 continue
-            if 0 < record.epoch < epoch:
+            if follows_from <= record.epoch < epoch:
+                record = msgspec.structs.replace(record, epoch=epoch)
+            elif 0 < record.epoch < epoch:
                 counts[await self._adopt(record, epoch, marker)] += 1
                 continue
             if record.event_ids and trimmed > stream_id_key(record.after):

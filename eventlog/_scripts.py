@@ -139,7 +139,7 @@ SETTLE = (
 --       actions, control, the consumer's fetches started (hash task id -> '': see
 --       POLITENESS_ACQUIRE; the task cleared from it by every mode but 'note': the page's
 --       write, or the lease's end; a note, an action's marker, is written while the
---       page's request may still be unrecorded), identity, restored
+--       page's request may still be unrecorded), identity, restored, primary
 -- ARGV: [1] dedup ttl (s), [2] the job's epoch the caller holds its lease in ('0': not
 --       checked), [3] '' for a lease, or, for an entry a restore added that a journal
 --       flush adopts, its mapping in ``restored`` ('<lane>|<entry id>'), [4] group,
@@ -161,10 +161,17 @@ SETTLE = (
 -- A caller of another epoch than the store's (a lease of before a restore, or a store that
 -- lost the job: no identity) is refused with {'stale', the store's epoch or ''}: nothing
 -- written. An adopted entry must still be the restore's, in its lane and claimed by nobody
--- since; else {'lost', its owner if any}.
+-- since; else {'lost', its owner if any}. A checked caller on another primary than the one
+-- the epoch is bound to (``primary``: a promotion nobody followed yet, see FOLLOW_PRIMARY)
+-- is refused as stale too, with the same epoch: it follows the promotion, then sends again.
 if ARGV[2] ~= '0' then
   local epoch = redis.call('HGET', KEYS[12], 'epoch')
   if epoch ~= ARGV[2] then return {'stale', epoch or ''} end
+  local bound = redis.call('HGET', KEYS[14], 'replid')
+  if bound and string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') ~= bound
+  then
+    return {'stale', epoch}
+  end
 end
 local group, consumer, entry, mode, task_id = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 local adopted = ARGV[3] ~= ''
@@ -227,6 +234,43 @@ redis.call('EXPIRE', KEYS[3], ARGV[1], 'NX')
 return {'ok', last}
 """
 )
+
+PRIMARY_FACTS = """
+-- What tells whether the primary a job's epoch is bound to still answers.
+-- KEYS: identity, primary.  ARGV: none.
+-- Returns {this server's replication id, its previous one ('000...' if none: it was
+-- promoted by no failover), the bound id or '', the job's epoch or '', then field, value
+-- pairs of ``primary``}.
+local info = redis.call('INFO', 'replication')
+return {
+  string.match(info, 'master_replid:(%x+)'), string.match(info, 'master_replid2:(%x+)'),
+  redis.call('HGET', KEYS[2], 'replid') or '', redis.call('HGET', KEYS[1], 'epoch') or '',
+  redis.call('HGETALL', KEYS[2]),
+}
+"""
+
+FOLLOW_PRIMARY = """
+-- Bind a job's epoch to the primary this runs on, or raise the epoch once for a promotion.
+-- KEYS: identity, primary, the projector's published position.
+-- ARGV: [1] the replication id the caller found bound ('' for none), [2] the id of the
+--       server it read (PRIMARY_FACTS), [3] 'bind' (record that id) or 'raise' (also raise
+--       the epoch by one, and record the projector's position at the raise).
+-- Fenced: nothing is done unless this server is still the one read and the binding is
+-- still the one read, so of all the processes that notice one promotion, one raises.
+-- Returns {'bound' | 'raised' | 'moved' (nothing done: read again) | 'none' (no identity:
+-- nothing to fence), the epoch now}.
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then return {'none', ''} end
+if string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') ~= ARGV[2]
+    or (redis.call('HGET', KEYS[2], 'replid') or '') ~= ARGV[1] then
+  return {'moved', epoch}
+end
+redis.call('HSET', KEYS[2], 'replid', ARGV[2])
+if ARGV[3] ~= 'raise' then return {'bound', epoch} end
+epoch = tostring(redis.call('HINCRBY', KEYS[1], 'epoch', 1))
+redis.call('HSET', KEYS[2], 'failover:' .. epoch, redis.call('GET', KEYS[3]) or '')
+return {'raised', epoch}
+"""
 
 PROMOTE = """
 -- Move delayed tasks whose time has come (server TIME) back to their lanes.

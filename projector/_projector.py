@@ -362,7 +362,8 @@ class Projector:
         if self.identity is None or self._lost:
             return
         try:
-            await check_identity(self.log.redis, self.log.keys, self.identity)
+            # An epoch a Sentinel promotion raised is followed (`eventlog.check_identity`).
+            self.identity = await check_identity(self.log.redis, self.log.keys, self.identity)
         except StoreLost:
             self._lost = True
 
@@ -372,7 +373,8 @@ class Projector:
         and the restore goes on from it."""
         assert self.identity is not None
         try:
-            await check_identity(self.log.redis, self.log.keys, self.identity)
+            # An epoch a Sentinel promotion raised is followed (`eventlog.check_identity`).
+            self.identity = await check_identity(self.log.redis, self.log.keys, self.identity)
         except StoreLost:
             self._lost = True
             self._ahead = None
