@@ -2,7 +2,9 @@
 replica lags and the primary is SIGKILLed: the replica is promoted, the workers follow it
 and finish, every checkpoint a worker was told was written is in the new primary's log, and
 no page was fetched again beyond what was in flight. With ``local`` durability the same
-fault loses checkpoints the workers were told of."""
+fault loses checkpoints the workers were told of, unless the workers journal their writes:
+then the promotion raises the job's epoch once, and the journals give back what the new
+primary lacks."""
 
 from __future__ import annotations
 
@@ -28,12 +30,17 @@ from eventlog import (
     Event,
     EventLog,
     JobKeys,
+    Journal,
     Lease,
     PageFetched,
     ReplicaSetInfo,
     SettleMode,
     TaskQueue,
     connect,
+    create_identity,
+    journal_directory,
+    primary_facts,
+    read_identity,
     replica_set_password_path,
     replica_set_status,
     supervise_replica_set,
@@ -61,12 +68,15 @@ class CheckpointWitness(RecordingObserver):
     def __init__(self) -> None:
         super().__init__()
         self.acknowledged: list[str] = []
+        self.written: list[str] = []
+        """Every event of a write its worker was told went through."""
 
     def settled(
         self, mode: SettleMode, lease: Lease, events: Sequence[Event], seconds: float
     ) -> None:
         super().settled(mode, lease, events, seconds)
         self.acknowledged += [e.event_id for e in events if isinstance(e, CheckpointSaved)]
+        self.written += [e.event_id for e in events]
 
 
 @contextlib.contextmanager
@@ -91,8 +101,15 @@ class Outcome(msgspec.Struct, kw_only=True):
     watched: list[str]
     acknowledged: list[str]
     """Event ids of the checkpoints the workers were told went through."""
+    written: list[str]
+    """Event ids of every write the workers were told went through."""
     logged: set[str]
     """Event ids in the new primary's log once the crawl ended."""
+    repeated: list[str]
+    """Event ids in that log more than once."""
+    epoch: int
+    """The job's epoch in the new primary once the crawl ended."""
+    failovers: dict[int, str]
     served: Counter[str]
     """2xx responses of the site, by path."""
     listings: set[str]
@@ -100,10 +117,12 @@ class Outcome(msgspec.Struct, kw_only=True):
     refetched_in_log: int
 
 
-async def crawl_through_a_failover(replica_set: ReplicaSetInfo, durability: Durability) -> Outcome:
-    """Two workers crawl the site's listings with ``durability``; mid-crawl the replica is
-    cut off from the primary for a moment, then the primary is SIGKILLed: the replica is
-    promoted without what it missed."""
+async def crawl_through_a_failover(
+    replica_set: ReplicaSetInfo, durability: Durability, *, journals: bool = False
+) -> Outcome:
+    """Two workers crawl the site's listings with ``durability`` (and ``journals``, or
+    not); mid-crawl the replica is cut off from the primary for a moment, then the primary
+    is SIGKILLed: the replica is promoted without what it missed."""
     job, url, data_dir = "failover", replica_set.url, replica_set.data_dir
     said: list[str] = []
     watched: list[str] = []  # what a crawl on Sentinels of the user's would say
@@ -120,6 +139,7 @@ async def crawl_through_a_failover(replica_set: ReplicaSetInfo, durability: Dura
                 politeness=Politeness(per_host=WORKERS * CONCURRENCY),
             )
             await save_config(client, JobKeys(job), config)
+            await create_identity(client, JobKeys(job))  # as `crawlog crawl` does
             await enqueue_seeds(TaskQueue(client, job, "test"), seeds, actor="test")
         listings = {
             sitemap.listing_path(c, p)
@@ -130,8 +150,15 @@ async def crawl_through_a_failover(replica_set: ReplicaSetInfo, durability: Dura
         async def work(n: int) -> None:
             async with connect(url, ride_out_s=DEFAULT_RIDE_OUT_S) as client:
                 name = f"w{n}"
+                journal = Journal(journal_directory(data_dir, name, job)) if journals else None
                 queue = worker_queue(
-                    client, job, name, config, observer=witnesses[n], durability=durability
+                    client,
+                    job,
+                    name,
+                    config,
+                    observer=witnesses[n],
+                    durability=durability,
+                    journal=journal,
                 )
                 worker = Worker(
                     client,
@@ -172,12 +199,20 @@ async def crawl_through_a_failover(replica_set: ReplicaSetInfo, durability: Dura
         served = Counter(r.path for r in site.requests if 200 <= r.status < 300)
     async with connect(url) as client:
         entries = await EventLog(client, job).read_range()
+        identity = await read_identity(client, JobKeys(job))
+        facts = await primary_facts(client, JobKeys(job))
+    assert identity is not None
     pages = Counter(e.event.url for e in entries if isinstance(e.event, PageFetched))
+    logged = Counter(e.event.event_id for e in entries)
     return Outcome(
         said=said,
         watched=watched,
         acknowledged=[i for w in witnesses for i in w.acknowledged],
-        logged={e.event.event_id for e in entries},
+        written=[i for w in witnesses for i in w.written],
+        logged=set(logged),
+        repeated=[i for i, n in logged.items() if n > 1],
+        epoch=identity.epoch,
+        failovers=facts.failovers,
         served=served,
         listings=listings,
         fetched_at_kill=fetched_at_kill,
@@ -209,3 +244,20 @@ async def test_with_local_durability_the_same_failover_loses_acknowledged_checkp
     outcome = await crawl_through_a_failover(replica_set, "local")
     assert outcome.listings <= set(outcome.served)
     assert [i for i in outcome.acknowledged if i not in outcome.logged] != []
+
+
+async def test_with_local_durability_the_journals_give_back_what_the_new_primary_lacks(
+    replica_set: ReplicaSetInfo,
+) -> None:
+    outcome = await crawl_through_a_failover(replica_set, "local", journals=True)
+    assert outcome.fetched_at_kill < len(outcome.listings)
+    assert outcome.listings <= set(outcome.served)
+    assert outcome.written  # checkpoints, pages and items the workers were told of
+    assert [i for i in outcome.written if i not in outcome.logged] == []
+    assert outcome.repeated == []  # each given back once
+    # One promotion, one raise, whichever worker noticed it first.
+    assert outcome.epoch == 2
+    assert list(outcome.failovers) == [2]
+    twice = [path for path, n in outcome.served.items() if n > 1]
+    assert len(twice) <= WORKERS * CONCURRENCY, twice
+    assert outcome.refetched_in_log <= WORKERS * CONCURRENCY
