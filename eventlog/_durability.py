@@ -111,6 +111,10 @@ async def run_confirmed(
         if tries == 0 or not _is_dup(script_reply):
             reply = script_reply
         tries += 1
+        if _is_stale(script_reply):
+            # Refused, nothing written (a promotion its caller has to follow first, see
+            # `eventlog._failover`): nothing for a replica to confirm.
+            return script_reply
         if replicas >= WAIT_REPLICAS:
             if tries > 1:
                 log.warning("a replica confirmed the write after %d tries", tries)
@@ -127,6 +131,10 @@ async def run_confirmed(
 
 def _is_dup(reply: Any) -> bool:
     return isinstance(reply, list) and bool(reply) and reply[0] == b"dup"
+
+
+def _is_stale(reply: Any) -> bool:
+    return isinstance(reply, list) and bool(reply) and reply[0] == b"stale"
 
 
 async def _script_then_wait(

@@ -1,8 +1,8 @@
 """`crawlog server start --replica` runs a primary, a replica and three Sentinels that
 `status` lists and `stop` stops; `crawlog crawl --durability replica` in that data
 directory goes through the Sentinels, rides out the SIGKILL of the primary (one progress
-line says the failover) and finishes; without a replica, `--durability replica` is refused
-in one line."""
+line says the failover, the promotion raises the job's epoch) and finishes; without a
+replica, `--durability replica` is refused in one line."""
 
 from __future__ import annotations
 
@@ -19,7 +19,14 @@ import pytest
 
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
-from eventlog import replica_set_status
+from eventlog import (
+    JobKeys,
+    connect,
+    primary_facts,
+    read_identity,
+    replica_set_status,
+    replica_set_url,
+)
 from tests.crawler.conftest import ROOT
 from tests.server_helpers import (
     TEST_DOWN_AFTER_MS,
@@ -97,6 +104,12 @@ async def test_a_crawl_with_replica_durability_finishes_through_a_failover(
     # One line a promotion; on a busy machine the Sentinels may also fail back.
     assert failovers and len(set(failovers)) == len(failovers), output
     assert "finished ha" in output, output
+    # The promotion raised the job's epoch, and only promotions did: everyone followed.
+    async with connect(replica_set_url(data_dir) or "") as client:
+        identity = await read_identity(client, JobKeys("ha"))
+        facts = await primary_facts(client, JobKeys("ha"))
+    assert identity is not None and identity.epoch >= 2
+    assert set(facts.failovers) == set(range(2, identity.epoch + 1))
 
     stopped = crawlog("server", "stop", "--data-dir", data_dir)
     assert stopped.returncode == 0 and "stopped the replica set" in stopped.stdout
