@@ -286,8 +286,10 @@ class Journal:
     def lost_with_store(self, position: str, epoch: int) -> list[JournalSettle]:
         """The writes a store of an epoch before ``epoch`` acknowledged after ``position``
         (the committed position a restore went on from), in order: that store is gone, so
-        they are in no log, unless the restore kept its tail. Read from disk (only after a
-        restore: the journal keeps no acknowledged write in memory)."""
+        they are in no log, unless the restore kept its tail; or, after a Sentinel
+        promotion raised the epoch, the promoted replica may lack them. Read from disk
+        (only after a restore or a promotion: the journal keeps no acknowledged write in
+        memory)."""
         writes: dict[int, JournalSettle] = {}
         acks: dict[int, JournalAck] = {}
         for record in self.records():
