@@ -236,11 +236,11 @@ async def test_the_crawl_follows_the_promoted_replica_and_keeps_every_acknowledg
     assert outcome.refetched_in_log <= WORKERS * CONCURRENCY
 
 
-async def test_with_local_durability_the_same_failover_loses_acknowledged_checkpoints(
+async def test_with_local_durability_and_no_journal_the_same_failover_loses_checkpoints(
     replica_set: ReplicaSetInfo,
 ) -> None:
-    # What `replica` is for: the primary acknowledged them, the promoted replica never had
-    # them (docs/operating.md, "Durability and failover").
+    # What `replica` and the journals are for: the primary acknowledged them, the promoted
+    # replica never had them (docs/operating.md, "Durability and failover").
     outcome = await crawl_through_a_failover(replica_set, "local")
     assert outcome.listings <= set(outcome.served)
     assert [i for i in outcome.acknowledged if i not in outcome.logged] != []
