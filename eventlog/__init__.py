@@ -167,6 +167,7 @@ from eventlog._keys import (
     JobKeys,
     check_job_name,
     cookie_field,
+    failover_field,
 )
 from eventlog._lazy import install_lazy_importer
 from eventlog._lock import DEFAULT_NAME_TTL_MS, hold_job_crawl, hold_worker_name
@@ -442,6 +443,7 @@ __all__ = [
     "ensure_server",
     "evicting_server",
     "failover_chain",
+    "failover_field",
     "find_dead_letter",
     "flock_within",
     "flush_journals",

@@ -1,0 +1,51 @@
+"""The projector's lease is held in the job's epoch. A Sentinel promotion raises that epoch
+(recorded as a failover's) and the new primary holds the lease the old one had: the lease
+goes on in the new epoch. A restore raises it too, and the lease went with the store's
+data: `StoreLost`, as before."""
+
+from __future__ import annotations
+
+import pytest
+import redis.asyncio as aioredis
+
+from eventlog import (
+    JobIdentity,
+    JobKeys,
+    StoreLost,
+    create_identity,
+    failover_field,
+    hold_projector_lease,
+    set_identity,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_lease_takes_the_epoch_a_promotion_raised(
+    redis_client: aioredis.Redis, keys: JobKeys
+) -> None:
+    identity = await create_identity(redis_client, keys)
+    async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
+        lease.epoch = identity.epoch
+        # As FOLLOW_PRIMARY leaves it after a promotion.
+        raised = identity.epoch + 1
+        await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=raised))
+        await redis_client.hset(keys.primary, failover_field(raised), "")
+        await lease.renew()
+        assert lease.epoch == raised
+        await lease.publish_and_trim("5-0", None)
+        assert await redis_client.get(keys.projector) == b"5-0"
+
+
+async def test_a_restore_after_it_voids_the_lease(
+    redis_client: aioredis.Redis, keys: JobKeys
+) -> None:
+    identity = await create_identity(redis_client, keys)
+    async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
+        lease.epoch = identity.epoch
+        await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=2))
+        await redis_client.hset(keys.primary, failover_field(2), "")
+        await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=3))
+        with pytest.raises(StoreLost, match="lease went with its data"):
+            await lease.publish_and_trim("5-0", None)
+        assert await redis_client.get(keys.projector) is None
