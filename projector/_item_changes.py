@@ -113,7 +113,10 @@ class ItemChangeFold:
 
     def advance(self, store: Store, manifest: Manifest) -> None:
         """Fold the entries ``manifest`` commits after `position`. A segment that cannot
-        be read raises `ArchiveCorrupt`; what was folded before it stays folded."""
+        be read raises `ArchiveCorrupt`; what was folded before it stays folded. An archive
+        that ends before `position` (put back by ``crawlog restore``) is folded anew."""
+        if stream_id_key(manifest.position) < stream_id_key(self.position):
+            self._memory, self.position, self._found = _Items(), START, []
         after = None if self.position == START else self.position
         for batch in archived_batches(store, manifest, after=after):
             for entry in batch:
