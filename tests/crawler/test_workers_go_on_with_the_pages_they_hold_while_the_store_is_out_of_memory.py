@@ -25,7 +25,7 @@ from tests.crawler.store_outage import (
 )
 
 pytestmark = pytest.mark.anyio
-TASKS = 200
+TASKS = 160
 WINDOW_S = 6.0
 DEADLINE_S = 45
 PAGES_IN_THE_WINDOW = 12
