@@ -165,19 +165,27 @@ class OfflineRide:
             async with self.gate.slot(host, task_id):
                 yield
             return
+        # Taken from the budget before the host's turn: the requests waiting for it would
+        # otherwise all have found some left, and gone past it.
+        self._left -= 1
         local = self._hosts.setdefault(host, _LocalHost())
-        async with local.lock:
-            wait = local.next_at - anyio.current_time()
-            if wait > 0:
-                await anyio.sleep(wait)  # the job's delay between two requests
-            self._left -= 1
-            self.fetched += 1
-            if started is not None:
-                await started()
-            try:
-                yield
-            finally:
-                local.next_at = anyio.current_time() + self.delay_s
+        sent = False
+        try:
+            async with local.lock:
+                wait = local.next_at - anyio.current_time()
+                if wait > 0:
+                    await anyio.sleep(wait)  # the job's delay between two requests
+                sent = True
+                self.fetched += 1
+                if started is not None:
+                    await started()
+                try:
+                    yield
+                finally:
+                    local.next_at = anyio.current_time() + self.delay_s
+        finally:
+            if not sent:
+                self._left += 1  # given up before its turn
 
     async def _shared(self, host: str, leave: anyio.Event, task_id: str) -> bool:
         """Take the gate's slot on ``host`` in a holder task that keeps it until ``leave``;
