@@ -1,5 +1,5 @@
-"""Whether the store takes a write now: what a worker's offline ride asks it every few
-tenths of a second (``crawler._offline``).
+"""Whether the store takes a write now: what a worker's offline ride asks it over and over
+(``crawler._offline``).
 
 A PING is not enough: a server at its ``maxmemory`` (policy ``noeviction``) still answers
 one, and reads, while it refuses every write with ``OOM``. So the probe is a write that
