@@ -2,7 +2,9 @@
 look reads only the entries committed since the last (`ItemChangeFold.entries_read` is the
 archive's size however many looks), a look with nothing new reads nothing, and what it
 writes is what the whole log's fold (`item_changes`) lists, each change once. A feed started
-again on its output (after a kill) reads the archive once more and writes nothing twice."""
+again on its output (after a kill) reads the archive once more and writes nothing twice. An
+archive put back to an earlier end (``crawlog restore``) is folded anew, not on from where
+the fold was."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from eventlog import (
+    START,
     AnyEvent,
     Change,
     EventLog,
@@ -21,8 +24,10 @@ from eventlog import (
     TaskDone,
     TaskEnqueued,
     connect,
+    stream_id_key,
 )
 from projector import CHANGES_FED, Feed, Projector, Store, item_changes, log_entries
+from projector._item_changes import ItemChangeFold
 
 pytestmark = pytest.mark.anyio
 SITE = "http://a.test"
@@ -96,3 +101,24 @@ async def test_each_look_reads_only_the_new_part_and_writes_each_change_once(
     assert again.poll() == 0
     assert again.folded.entries_read == len(FIRST) + len(SECOND)
     assert out.read_bytes() == written
+
+
+async def test_an_archive_put_back_to_an_earlier_end_is_folded_anew(
+    valkey_url: str, job: str, data_dir: Path
+) -> None:
+    store = Store(data_dir, job)
+    fold = ItemChangeFold()
+    async with connect(valkey_url) as client, Projector(client, job, data_dir) as projector:
+        log = EventLog(client, job)
+        await log.append_many(FIRST)
+        await projector.catch_up()
+        earlier = store.read_manifest()
+        await log.append_many(SECOND)
+        await projector.catch_up()
+    fold.advance(store, store.read_manifest())
+    assert len(fold.take_after(START)) == 45
+    # A restore puts back an archive that ends earlier: what the fold had is not kept.
+    fold.advance(store, earlier)
+    assert stream_id_key(fold.position) <= stream_id_key(earlier.position)
+    assert [(c.key, c.change) for c in fold.take_after(START)][-1] == ("x19", "added")
+    assert fold.entries_read == 2 * len(FIRST) + len(SECOND)
