@@ -4,12 +4,16 @@ from eventlog._browser_sessions import (
     NO_SESSION_VERSION,
     BrowserCookie,
     BrowserSessionStore,
+    KeptSession,
     OriginStorage,
     SessionIdentity,
     SessionSave,
     SessionState,
     StoredSession,
+    cookie_sent_to,
     encode_session,
+    origin_of,
+    without_origin,
 )
 from eventlog._codec import SCHEMA_VERSION, UPCASTERS, decode, encode, upcast
 from eventlog._connection import (
@@ -345,6 +349,7 @@ __all__ = [
     "JournalFlush",
     "JournalFsync",
     "JournalFull",
+    "KeptSession",
     "Lease",
     "LeaseInfo",
     "LeaseLost",
@@ -421,6 +426,7 @@ __all__ = [
     "client_for",
     "connect",
     "cookie_field",
+    "cookie_sent_to",
     "copy_log_tail",
     "create_identity",
     "decode",
@@ -451,6 +457,7 @@ __all__ = [
     "log_continues",
     "max_block_ms",
     "new_event_id",
+    "origin_of",
     "out_of_memory_advice",
     "primary_of",
     "projector_holder",
@@ -505,6 +512,7 @@ __all__ = [
     "upcast",
     "wait_for_projector_position",
     "watch_primary",
+    "without_origin",
     "write_atomic",
     "write_run",
 ]

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from crawler.ops._progress_source import LiveProgress
     from crawler.ops._resolve import needs_a_person, needs_a_person_lines, resolve
     from crawler.ops._retry import RETRY_BATCH, retry_tasks
+    from crawler.ops._sessions import SessionRow, clear_session_origin, origin_in, session_rows
 
 
 __all__ = [
@@ -62,8 +63,10 @@ __all__ = [
     "OpenJob",
     "Progress",
     "Row",
+    "SessionRow",
     "Tracker",
     "body_extension",
+    "clear_session_origin",
     "control_site",
     "default_operator",
     "detail_of",
@@ -77,6 +80,7 @@ __all__ = [
     "needs_a_person_lines",
     "open_job",
     "open_log",
+    "origin_in",
     "pause_or_resume",
     "read_job_rows",
     "request_summary",
@@ -85,6 +89,7 @@ __all__ = [
     "resolve_site",
     "response_text",
     "retry_tasks",
+    "session_rows",
     "table_lines",
     "task_id_of",
     "twice_phrase",
