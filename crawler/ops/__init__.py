@@ -33,6 +33,14 @@ if TYPE_CHECKING:
         last_report,
         response_text,
     )
+    from crawler.ops._flow_tail import (
+        FLOW_TAIL,
+        FlowMoment,
+        FlowTail,
+        flow_tail,
+        flow_tail_lines,
+        flow_tails,
+    )
     from crawler.ops._format import format_duration, table_lines, twice_phrase
     from crawler.ops._history import detail_of, request_summary
     from crawler.ops._job import (
@@ -54,10 +62,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BODY_STEM",
+    "FLOW_TAIL",
     "RETRY_BATCH",
     "SCREENSHOT_FILE",
     "TOTAL",
     "Failure",
+    "FlowMoment",
+    "FlowTail",
     "JobRow",
     "LiveProgress",
     "OpenJob",
@@ -72,6 +83,9 @@ __all__ = [
     "detail_of",
     "evidence_summary",
     "export_command_line",
+    "flow_tail",
+    "flow_tail_lines",
+    "flow_tails",
     "format_duration",
     "format_eta",
     "last_failure",
