@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     )
     from crawler.ops._flow_tail import (
         FLOW_TAIL,
+        ActionOutcome,
         FlowMoment,
         FlowTail,
+        action_outcomes,
         flow_tail,
         flow_tail_lines,
         flow_tails,
@@ -66,6 +68,7 @@ __all__ = [
     "RETRY_BATCH",
     "SCREENSHOT_FILE",
     "TOTAL",
+    "ActionOutcome",
     "Failure",
     "FlowMoment",
     "FlowTail",
@@ -76,6 +79,7 @@ __all__ = [
     "Row",
     "SessionRow",
     "Tracker",
+    "action_outcomes",
     "body_extension",
     "clear_session_origin",
     "control_site",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
@@ -42,6 +42,8 @@ FLOW_TAIL: Final = 12
 
 Moment = Literal["step", "intended", "done", "decided", "to a person", "resumed", "ended"]
 """What one line of a flow's tail is about."""
+Phase = Literal["intended", "done", "aborted"]
+"""Where a once-only action stands (as the fold's marker)."""
 
 
 class FlowMoment(msgspec.Struct, frozen=True, kw_only=True):
@@ -66,6 +68,22 @@ class FlowTail(msgspec.Struct, frozen=True, kw_only=True):
     moments: list[FlowMoment]
     left_out: int = 0
     """Earlier moments not kept."""
+    data: dict[str, Any] = {}
+    """The flow's own data at its last checkpoint."""
+
+
+class ActionOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """Where one once-only action of a task stands, from its events."""
+
+    action_id: str
+    phase: Phase
+    """``intended``: begun, its outcome not known (a person, or its policy, decides)."""
+    result: str | None = None
+    """How it was done (``verified``: its check found it had happened), if said."""
+    decision: str | None = None
+    """A person's last decision about it (``done``, ``redo``, ``abort``), and why."""
+    reason: str | None = None
+    by: str | None = None
 
 
 def _cursor(state: FlowState) -> str:
@@ -132,9 +150,48 @@ def flow_tail(
         step=last.step if last else None,
         page=last.page if last else None,
         last_key=last.last_key if last else None,
+        data=last.data if last else {},
         moments=kept,
         left_out=len(moments) - len(kept),
     )
+
+
+def action_outcomes(entries: Sequence[LogEntry], task_id: str) -> list[ActionOutcome]:
+    """Each once-only action of ``task_id`` in ``entries`` as its last event left it, in
+    the order they were first intended (as the fold reads them: a ``redo`` forgets the
+    intent, so the action is intended again when it next runs)."""
+    found: dict[str, ActionOutcome] = {}
+    for entry in entries:
+        event = entry.event
+        if getattr(event, "task_id", None) != task_id:
+            continue
+        match event:
+            case ActionIntended():
+                old = found.get(event.action_id)
+                fresh = ActionOutcome(action_id=event.action_id, phase="intended")
+                found[event.action_id] = (
+                    fresh if old is None else msgspec.structs.replace(old, phase="intended")
+                )
+            case ActionDone():
+                old = found.get(event.action_id) or ActionOutcome(
+                    action_id=event.action_id, phase="done"
+                )
+                found[event.action_id] = msgspec.structs.replace(
+                    old, phase="done", result=event.result
+                )
+            case ActionResolved() if event.action_id in found:
+                decided = event.decision
+                phase: Phase = (
+                    "done" if decided == "done" else "aborted" if decided == "abort" else "intended"
+                )
+                found[event.action_id] = msgspec.structs.replace(
+                    found[event.action_id],
+                    phase=phase,
+                    decision=event.decision,
+                    reason=event.reason,
+                    by=event.actor,
+                )
+    return list(found.values())
 
 
 def flow_tail_lines(tail: FlowTail, indent: str = "") -> list[str]:
