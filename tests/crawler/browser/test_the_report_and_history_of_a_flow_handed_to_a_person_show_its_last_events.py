@@ -1,7 +1,7 @@
 """A flow handed to a person (a step refused K times) is listed by ``crawlog report`` —
 text and ``--json`` — with its flow's last events: the step and cursor it stopped at, the
 confirmations done and the one intended, the hand-over; ``crawlog history`` of the task
-shows the same tail."""
+shows the same tail, and ``crawlog evidence`` writes it in the report's meta.json."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ async def test_the_report_lists_the_waiting_flow_with_its_last_events(
     job: str,
     valkey_url: str,
     data_dir: Path,
+    tmp_path: Path,
 ) -> None:
     with anyio.fail_after(60):
         await start_flow(site, start_job)
@@ -60,3 +61,9 @@ async def test_the_report_lists_the_waiting_flow_with_its_last_events(
 
     history = await run_crawlog(valkey_url, "history", *where, task)
     assert "flow ship-orders: step ship, page 1 after O0003; its last" in history
+
+    await run_crawlog(valkey_url, "evidence", *where, task, "--out", str(tmp_path / "report"))
+    meta = json.loads((tmp_path / "report" / "meta.json").read_text())
+    assert meta["outcome"] == "needs a person"
+    assert meta["flow"]["last_key"] == "O0003"
+    assert meta["flow"]["moments"][-1]["kind"] == "to a person"
