@@ -269,7 +269,7 @@ def memory_bound(pages: int, scratch: Path) -> dict[str, Any]:
     at_10, at_end = rss_at(samples, served, 0.1), rss_at(samples, served, 1.0)
     return {
         "pages": run["pages"], "wall_s": run["wall_s"], "requests": len(served),
-        "rss_mb_at_10pct": at_10, "rss_mb_at_end": at_end,
+        "rss_mb_at_10pct": at_10, "rss_mb_at_end": at_end, "rss_mb_peak": run["rss_mb_peak"],
         "rss_end_over_10pct": at_end / at_10 if at_10 else None,
     }  # fmt: skip
 
@@ -391,7 +391,7 @@ def report(
             f"memory: {memory['pages']:,} pages in {memory['wall_s']:.0f} s, tree RSS "
             f"{memory['rss_mb_at_10pct']:.0f} MB at 10 % of its requests, "
             f"{memory['rss_mb_at_end']:.0f} MB at its end: x{ratio or 0:.2f} "
-            f"(bound x{MEMORY_BOUND})"
+            f"(bound x{MEMORY_BOUND}); peak {memory['rss_mb_peak']:.0f} MB"
         )
     for run in ours:
         run["rate"] = rate(run)
@@ -423,6 +423,7 @@ def report(
             "memory_pages": memory["pages"],
             "rss_mb_at_10pct": round(memory["rss_mb_at_10pct"]),
             "rss_mb_at_end": round(memory["rss_mb_at_end"]),
+            "memory_rss_mb_peak": round(memory["rss_mb_peak"]),
             "rss_end_over_10pct": round(ratio, 2) if ratio else None,
             "rss_bound_met": ratio is not None and ratio <= MEMORY_BOUND,
         }
