@@ -13,25 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import msgspec
 
 from crawler.ops._job import OpenJob
 from eventlog import (
-    DEFAULT_NAME_TTL_MS,
     BrowserSessionStore,
     ConfigError,
     KeptSession,
     OperatorRefused,
     cookie_sent_to,
-    live_holders,
+    holders_after_lapse,
     origin_of,
 )
-
-HOLDERS_POLL_S = 0.2
-HOLDERS_MARGIN_S = 1.0
-"""Beyond a worker name's lifetime: how long a clear waits for the names of workers that
-just died to lapse before it refuses."""
 
 
 class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,11 +101,7 @@ def origin_in(given: str, rows: list[SessionRow]) -> str:
 async def clear_session_origin(job: OpenJob, origin: str) -> list[KeptSession]:
     """Clear ``origin`` (as `origin_in` found it) from every session of the job; the
     sessions it was cleared from. Refused while workers of the job are alive."""
-    # A worker killed a moment ago still holds its name until it lapses: waited for.
-    with anyio.move_on_after(DEFAULT_NAME_TTL_MS / 1000 + HOLDERS_MARGIN_S):
-        while holders := await live_holders(job.client, job.keys):
-            await anyio.sleep(HOLDERS_POLL_S)
-    if holders:
+    if holders := await holders_after_lapse(job.client, job.keys):
         raise OperatorRefused(
             f"workers of job {job.keys.job!r} are alive ({', '.join(holders)}) and would save "
             "their browser's login back: stop them, then clear"
