@@ -159,7 +159,10 @@ RESTORED_POSITION = ":position"
 
 BROWSER_SESSION_VERSION = "version"
 BROWSER_SESSION_STATE = "state"
-"""The fields of `JobKeys.browser_session`: written together by one script, never apart."""
+BROWSER_SESSION_SAVED_AT = "saved_at"
+"""The fields of `JobKeys.browser_session`: written together by one script, never apart
+(``saved_at``: the server's clock at the save, in ms; absent from sessions saved before it
+was kept)."""
 
 
 def cookie_field(domain: str, path: str, name: str) -> str:
@@ -360,6 +363,12 @@ class JobKeys:
         epoch and committed position: a journal flush adopts there the writes a worker made
         before the loss (``SETTLE``), for a task nobody claimed since."""
         return self._key("restored")
+
+    @cached_property
+    def write_probe(self) -> str:
+        """Never created: a worker's offline ride sets it only if it exists (``SET XX``),
+        a write the server refuses as it refuses any other (`eventlog._probe`)."""
+        return self._key("probe")
 
     @cached_property
     def projector(self) -> str:

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
         PageChange,
         RunSummary,
         listed,
-        log_entries,
         page_changes,
         run_summaries,
     )
@@ -58,6 +57,7 @@ if TYPE_CHECKING:
         current_state,
         current_tasks,
         fetch_attempts,
+        log_entries,
         read_live,
         task_history,
     )

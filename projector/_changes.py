@@ -10,26 +10,20 @@ run has no verdicts: every page it fetched is ``new`` there.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from typing import Final, Literal
 
-import anyio.to_thread
 import duckdb
 import msgspec
 import pyarrow as pa
-import redis.asyncio as aioredis
 
 from eventlog import (
     FIRST_RUN,
     Change,
-    CrawlogError,
-    EventLog,
     LogEntry,
     PageFetched,
     TaskEnqueued,
 )
-from projector._history import _tail, _tail_was_whole
 from projector._item_changes import ITEM_CHANGES, register_item_changes
 from projector._replay import archived_entries
 from projector._state_tables import MICROS
@@ -38,7 +32,6 @@ from projector._store import Manifest, Store
 CHANGES: Final[tuple[Change, ...]] = ("new", "changed", "gone", "unchanged")
 CHANGED_ONLY: Final[tuple[Change, ...]] = ("new", "changed", "gone")
 """What ``changes`` lists unless asked for every page (``--all``)."""
-READ_ATTEMPTS: Final = 3
 ERROR_STATUS: Final = 400
 """A first run's fetch of this status or above found no page."""
 
@@ -138,25 +131,6 @@ def listed(changes: Iterable[PageChange], which: Listed = "changed") -> list[Pag
     """``changes`` but the unchanged pages (all of them with ``which="all"``)."""
     kept = CHANGES if which == "all" else CHANGED_ONLY
     return [c for c in changes if c.change in kept]
-
-
-async def log_entries(redis: aioredis.Redis, store: Store) -> list[LogEntry]:
-    """The job's whole log now: what the archive commits, then the stream after it."""
-    log = EventLog(redis, store.job)
-    for _ in range(READ_ATTEMPTS):
-        manifest = store.read_manifest()
-        archived = await anyio.to_thread.run_sync(functools.partial(_archived, store, manifest))
-        tail = await _tail(log, manifest.position)
-        if await _tail_was_whole(log, store, manifest):
-            return archived + tail
-    raise CrawlogError(
-        f"the projector of job {store.job!r} trimmed the log while it was read "
-        f"{READ_ATTEMPTS} times over; run the command again"
-    )
-
-
-def _archived(store: Store, manifest: Manifest) -> list[LogEntry]:
-    return list(archived_entries(store, manifest))
 
 
 RUN_VIEWS: Final = frozenset({"runs", "changes", ITEM_CHANGES})

@@ -42,7 +42,7 @@ import msgspec
 from eventlog import ConfigError, CrawlogError, fsync_dir, write_atomic
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat
 from projector._export import ITEM_LEADING, ITEM_TRAILING, flat_header
-from projector._item_changes import ITEM_CHANGES, register_item_changes
+from projector._item_changes import ITEM_CHANGES, ItemChangeFold, register_item_changes
 from projector._item_fields import column_names, field_columns
 from projector._state import TERMINAL
 from projector._store import Store
@@ -109,6 +109,9 @@ class Feed:
         envelope)."""
         self.position_file = position_path(out)
         self.position = FeedPosition(job=store.job, what=what, format=fmt, meta=with_meta)
+        self.folded = ItemChangeFold()
+        """A feed of changes: the item changes folded so far (each look folds only the
+        archive committed since the last)."""
 
     def open(self) -> FeedPosition:
         """Resume from the recorded position (the output cut back to it), or start anew.
@@ -200,7 +203,13 @@ class Feed:
 
     def _batch(self, committed: Committed) -> int:
         if self.what == CHANGES_FED:
-            register_item_changes(committed.con, self.store, committed.manifest)
+            register_item_changes(
+                committed.con,
+                self.store,
+                committed.manifest,
+                fold=self.folded,
+                after=self.position.stream_id,
+            )
         if self.fmt == "parquet":
             return self._parquet_batch(committed)
         cursor = committed.con.execute(self._select())

@@ -10,6 +10,8 @@ add the stream's tail after its position, read straight from Redis:
   status and site, read from the task segments with the filter pushed down: what
   ``crawlog retry`` and ``pause --task`` check a task against, without decoding the
   millions of ended tasks of a big job;
+* ``log_entries``: every entry of the whole log, decoded (``crawlog changes``, a recrawl's
+  seeding): for what folds the log in Python itself; it loads no DuckDB;
 * ``task_history``: every event of some tasks (and of their sites and the job), from the
   archive's rows (a DuckDB filter over the segments' ``task_id``/``site`` columns: the
   other rows are never decoded) and from the tail.
@@ -65,7 +67,7 @@ from eventlog import (
 from projector._committed import committed_state, named_tasks
 from projector._fold import apply_all, fold
 from projector._keystore import named_keys, read_keys
-from projector._replay import archived_batches
+from projector._replay import archived_batches, archived_entries
 from projector._segment_index import indexed_history
 from projector._state import State, TaskState
 from projector._store import Manifest, Store
@@ -477,6 +479,26 @@ async def _with_tail(
         f"the projector of job {store.job!r} trimmed the log while it was read "
         f"{READ_ATTEMPTS} times over; run the command again"
     )
+
+
+async def log_entries(redis: aioredis.Redis, store: Store) -> list[LogEntry]:
+    """The job's whole log now: what the archive commits, then the stream after it (every
+    entry decoded: ``crawlog changes``, a recrawl's seeding, the revisit line)."""
+    log = EventLog(redis, store.job)
+    for _ in range(READ_ATTEMPTS):
+        manifest = store.read_manifest()
+        archived = await anyio.to_thread.run_sync(_archived, store, manifest)
+        tail = await _tail(log, manifest.position)
+        if await _tail_was_whole(log, store, manifest):
+            return archived + tail
+    raise CrawlogError(
+        f"the projector of job {store.job!r} trimmed the log while it was read "
+        f"{READ_ATTEMPTS} times over; run the command again"
+    )
+
+
+def _archived(store: Store, manifest: Manifest) -> list[LogEntry]:
+    return list(archived_entries(store, manifest))
 
 
 async def _tail(log: EventLog, after: str) -> list[LogEntry]:

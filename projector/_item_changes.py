@@ -23,15 +23,17 @@ import msgspec
 import pyarrow as pa
 
 from eventlog import (
+    START,
     Change,
     ItemScraped,
     LogEntry,
     PageFetched,
     TaskDone,
     TaskEnqueued,
+    stream_id_key,
 )
 from projector._archive import ArchiveCorrupt
-from projector._replay import archived_entries
+from projector._replay import archived_batches, archived_entries
 from projector._state_tables import MICROS
 from projector._store import Manifest, Store
 
@@ -79,13 +81,55 @@ def item_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list
     memory = _Items()
     found: list[ItemChange] = []
     for entry in entries:
-        made = _fold(memory, entry)
-        for place, change in enumerate(made):
-            ms, _, seq = entry.stream_id.partition("-")
-            where = f"{ms}-{int(seq or 0) * SUB_SEQ + place}"
-            if run is None or change.run == run:
-                found.append(msgspec.structs.replace(change, stream_id=where))
+        found.extend(c for c in _placed(memory, entry) if run is None or c.run == run)
     return found
+
+
+def _placed(memory: _Items, entry: LogEntry) -> list[ItemChange]:
+    """``entry``'s changes folded into ``memory``, each with its place in the feed."""
+    made = _fold(memory, entry)
+    if not made:
+        return made
+    ms, _, seq = entry.stream_id.partition("-")
+    return [
+        msgspec.structs.replace(change, stream_id=f"{ms}-{int(seq or 0) * SUB_SEQ + place}")
+        for place, change in enumerate(made)
+    ]
+
+
+class ItemChangeFold:
+    """`item_changes` of a growing archive, folded once: the fold's memory and how far it
+    read are kept between looks, so each look reads only the segments committed since
+    (the feed ``export --follow --changes``, whose every look would else read the whole
+    archive). The changes found and not yet taken (`take_after`) are kept."""
+
+    def __init__(self) -> None:
+        self._memory = _Items()
+        self.position = START
+        """The stream ID of the last archived entry folded."""
+        self.entries_read = 0
+        """Archived entries read over every look (each once, however many looks)."""
+        self._found: list[ItemChange] = []
+
+    def advance(self, store: Store, manifest: Manifest) -> None:
+        """Fold the entries ``manifest`` commits after `position`. A segment that cannot
+        be read raises `ArchiveCorrupt`; what was folded before it stays folded. An archive
+        that ends before `position` (put back by ``crawlog restore``) is folded anew."""
+        if stream_id_key(manifest.position) < stream_id_key(self.position):
+            self._memory, self.position, self._found = _Items(), START, []
+        after = None if self.position == START else self.position
+        for batch in archived_batches(store, manifest, after=after):
+            for entry in batch:
+                self._found.extend(_placed(self._memory, entry))
+                self.position = entry.stream_id
+                self.entries_read += 1
+
+    def take_after(self, stream_id: str) -> list[ItemChange]:
+        """The changes found after the feed's ``stream_id`` (those up to it forgotten: the
+        feed has them), in log order."""
+        done = stream_id_key(stream_id)
+        self._found = [c for c in self._found if stream_id_key(c.stream_id) > done]
+        return list(self._found)
 
 
 def _fold(memory: _Items, entry: LogEntry) -> list[ItemChange]:
@@ -171,15 +215,27 @@ _COLUMNS: Final = pa.schema(
 )
 
 
-def register_item_changes(con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest) -> None:
+def register_item_changes(
+    con: duckdb.DuckDBPyConnection,
+    store: Store,
+    manifest: Manifest,
+    *,
+    fold: ItemChangeFold | None = None,
+    after: str = START,
+) -> None:
     """Add the view `ITEM_CHANGES` to ``con``: the changes of the archive ``manifest``
     commits, in log order, each with its place in it (``stream_id``, ``stream_ms``,
-    ``stream_seq``) and its data and previous data as JSON.
+    ``stream_seq``) and its data and previous data as JSON. With ``fold``, only its
+    changes after ``after``, folded on from where it was (the feed's).
 
     A segment the projector merged away meanwhile is said as DuckDB says a file gone
     (`duckdb.IOException`), which `run_on_committed` reads the new manifest again for."""
     try:
-        changes = item_changes(archived_entries(store, manifest))
+        if fold is None:
+            changes = item_changes(archived_entries(store, manifest))
+        else:
+            fold.advance(store, manifest)
+            changes = fold.take_after(after)
     except ArchiveCorrupt as exc:
         if store.read_manifest() == manifest:
             raise

@@ -190,10 +190,11 @@ class Projector:
             # Left after the task group, which waits for the commit in flight.
             writer = SegmentWriter(self.store.archive, lock_fd)
             self._writer = await stack.enter_async_context(writer)
-            if await self.log.length() >= self.writer_min_events:
-                # A log this long is probably ahead of the manifest: the writer is started
-                # now, not in the middle of catching up (a projector that keeps up with a
-                # short stream never needs one).
+            if await self._ahead_of_the_archive() >= self.writer_min_events:
+                # A log this far ahead of the manifest: the writer is started now, not in
+                # the middle of catching up (a projector that keeps up with a short stream
+                # never needs one, nor one started on a stream that still holds the tail
+                # it committed: a crawl's, for the recrawl run right after it).
                 await writer.start()
                 await writer.wait_ready()
             fetches = await anyio.to_thread.run_sync(restored_fetches, self.store, self.manifest)
@@ -506,6 +507,12 @@ class Projector:
             minid = f"{max(floor[0], 0)}-{floor[1]}"
         assert self.lease is not None
         await self.lease.publish_and_trim(position, minid)
+
+    async def _ahead_of_the_archive(self) -> int:
+        """About how many entries the log has after the committed position: those ever
+        appended but the archived (dead letters, never archived, are counted as ahead)."""
+        info = await self.log.stream_info()
+        return 0 if info is None else info.entries_added - self.manifest.events
 
     async def _require_whole_archive(self) -> None:
         """``ArchiveBehind`` if the log was trimmed past the committed position: reading on

@@ -99,6 +99,16 @@ def due_line(summary: DueSummary, now: float) -> str:
     return line + " (crawlog recrawl --due)"
 
 
+def nothing_due_line(job: str, next_due: float | None, now: float) -> str:
+    """What ``crawlog recrawl --due`` says when no page is due: when the next is, and that
+    no run was started."""
+    line = f"nothing is due in job {job}"
+    if next_due is not None:
+        at = datetime.fromtimestamp(next_due, UTC).isoformat(timespec="seconds")
+        line += f"; next page due at {at} (in {_span(next_due - now)})"
+    return line + "; no run started"
+
+
 def _span(seconds: float) -> str:
     for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
         if seconds >= size:

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 import click
+import msgspec
 
 from crawler._job import JobConfig, load_config
 from crawler._recrawl import revisit_tasks
 from crawler.cli._crawl_settings import CrawlSettings
 from crawler.cli._options import concurrency_option, data_dir_option, job_option
-from crawler.cli._revisit_text import revisit_policy
+from crawler.cli._revisit_text import nothing_due_line, revisit_policy
 from crawler.cli._terminal import echo_line
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
@@ -170,6 +171,12 @@ def recrawl_command(
                 finished=lambda queue: _finish(queue, runs[-1]),
             )
         )
+    except (_NothingDue, BaseExceptionGroup) as exc:
+        nothing = _nothing_due(exc)
+        if nothing is None:
+            raise
+        click.echo(nothing_due_line(job, nothing.next_due, time.time()))
+        raise SystemExit(0) from None
     finally:
         if forks is not None:
             forks.dismiss()
@@ -181,6 +188,26 @@ def recrawl_command(
     raise SystemExit(0 if summary.complete else 1)
 
 
+class _NothingDue(Exception):
+    """A ``--due`` recrawl that would start a run with no page due: none is started."""
+
+    def __init__(self, next_due: float | None) -> None:
+        super().__init__("nothing is due")
+        self.next_due = next_due
+
+
+def _nothing_due(exc: BaseException) -> _NothingDue | None:
+    """The `_NothingDue` ``exc`` is or holds (a task group's wraps what it met)."""
+    if isinstance(exc, _NothingDue):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _nothing_due(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def _run_seeder(
     data_dir: Path,
     chosen: Callable[[int], None],
@@ -190,7 +217,8 @@ def _run_seeder(
 ) -> Seeder:
     """The recrawl's seeding, under the job's crawl lock: its run chosen (told to
     ``chosen``), the intervals ``given`` recorded, and its pages (the due ones with
-    ``due_only``) enqueued."""
+    ``due_only``) enqueued. A new ``--due`` run with no page due is not started
+    (`_NothingDue`): its number stays free, the intervals given are recorded."""
 
     async def seed(
         queue: TaskQueue, config: JobConfig, echo: Callable[[str], None]
@@ -199,36 +227,43 @@ def _run_seeder(
 
         entries = await log_entries(queue.redis, Store(data_dir, queue.keys.job))
         events = [entry.event for entry in entries]
-        run = await start_run(queue, logged=latest_run(events))
+        run, fresh = await choose_run(queue, logged=latest_run(events))
+        record = await read_run(queue.redis, queue.keys)
+        policy = given_policy(record, given)
+        pages = run_pages(events, run, due_at=time.time() if due_only else None, policy=policy)
+        intervals = None if given == (None, None, None) else _intervals(policy)
+        if fresh and due_only and not pages.due:
+            if intervals is not None:
+                kept = msgspec.structs.replace(record, intervals=intervals)
+                await write_run(queue.redis, queue.keys, kept)
+            raise _NothingDue(pages.next_due)
+        started = RunRecord(run=run, state=RUNNING, intervals=intervals)
+        await write_run(queue.redis, queue.keys, started)
         chosen(run)
-        policy = await record_policy(queue, run, given)
-        due_at = time.time() if due_only else None
-        new, pages, later = await enqueue_run(queue, events, run, due_at=due_at, policy=policy)
-        not_due = f", {later} not due" if due_only else ""
-        echo(f"run {run}: {pages} page(s) to revisit{not_due}, {new} enqueued now")
+        new = await enqueue_run(queue, pages)
+        not_due = f", {len(pages.later)} not due" if due_only else ""
+        echo(f"run {run}: {len(pages.due)} page(s) to revisit{not_due}, {new} enqueued now")
         return config, new
 
     return seed
 
 
-async def record_policy(
-    queue: TaskQueue, run: int, given: tuple[float | None, float | None, float | None]
+def given_policy(
+    record: RunRecord, given: tuple[float | None, float | None, float | None]
 ) -> RevisitPolicy:
-    """The job's revisit policy: the recorded one with what ``given`` says over it (given
-    values recorded with the run, for its next runs and ``status``)."""
-    record = await read_run(queue.redis, queue.keys)
+    """The job's revisit policy: the one ``record`` holds with what ``given`` says over it
+    (recorded with the run, for its next runs and ``status``)."""
     policy = revisit_policy(record)
     first, least, most = given
-    if first is None and least is None and most is None:
-        return policy
-    policy = RevisitPolicy(
+    return RevisitPolicy(
         interval_s=policy.interval_s if first is None else first,
         min_s=policy.min_s if least is None else least,
         max_s=policy.max_s if most is None else most,
     )
-    intervals = (policy.interval_s, policy.min_s, policy.max_s)
-    await write_run(queue.redis, queue.keys, RunRecord(run=run, state=RUNNING, intervals=intervals))
-    return policy
+
+
+def _intervals(policy: RevisitPolicy) -> tuple[float, float, float]:
+    return (policy.interval_s, policy.min_s, policy.max_s)
 
 
 def latest_run(events: Iterable[AnyEvent]) -> int:
@@ -237,60 +272,86 @@ def latest_run(events: Iterable[AnyEvent]) -> int:
 
 
 async def start_run(queue: TaskQueue, *, logged: int = FIRST_RUN) -> int:
-    """The run to work on: the latest if it was stopped before it ended, else a new one
-    (recorded as running before any task of it is enqueued). ``logged``: the latest run
-    the log has tasks of; a later one than recorded (the record lost with a store, a
-    restore) is taken as running, to be finished (its tasks enqueued already are not
-    enqueued again)."""
+    """The run to work on (`choose_run`), recorded as running before any task of it is
+    enqueued."""
+    run, _ = await choose_run(queue, logged=logged)
+    await write_run(queue.redis, queue.keys, RunRecord(run=run, state=RUNNING))
+    return run
+
+
+async def choose_run(queue: TaskQueue, *, logged: int = FIRST_RUN) -> tuple[int, bool]:
+    """The run to work on and whether it is a new one: the latest if it was stopped before
+    it ended, else the next (not recorded here: the caller records it before it enqueues
+    a task of it). ``logged``: the latest run the log has tasks of; a later one than
+    recorded (the record lost with a store, a restore) is taken as running, to be finished
+    (its tasks enqueued already are not enqueued again)."""
     keys, redis = queue.keys, queue.redis
     record = await read_run(redis, keys)
     if logged > record.run:
         await write_run(redis, keys, RunRecord(run=logged, state=RUNNING))
-        return logged
+        return logged, False
     if record.state == RUNNING:
-        return record.run
+        return record.run, False
     left, _ = await queue.left()
     if left:
         raise ConfigError(
             f"job {keys.job!r} has {left} task(s) not ended: finish its run first "
             f"(`crawlog crawl --job {keys.job} ...` with its options), then recrawl it"
         )
-    run = record.run + 1
-    await write_run(redis, keys, RunRecord(run=run, state=RUNNING))
-    return run
+    return record.run + 1, True
 
 
-async def enqueue_run(
-    queue: TaskQueue,
+class RunPages(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's pages: those it revisits, those not due, and when the first of these is."""
+
+    due: list[Task]
+    later: list[Task] = msgspec.field(default_factory=list)
+    next_due: float | None = None
+    """The earliest due time of the pages not due (None: none is on the schedule)."""
+
+
+def run_pages(
     events: Iterable[AnyEvent],
     run: int,
     *,
     due_at: float | None = None,
     policy: RevisitPolicy | None = None,
-) -> tuple[int, int, int]:
-    """Enqueue ``run``'s pages (from the job's log, ``events``), `RECRAWL_BATCH` at a time,
-    only those due at ``due_at`` if given: (how many were new, how many the run has, how
-    many were not due).
-
-    A page not due is marked seen for the run (as a redirect's target is,
-    `TaskQueue.claim_url`): a changed page's link to it does not fetch it in full as new."""
+) -> RunPages:
+    """``run``'s pages from the job's log ``events``: every page, or with ``due_at`` only
+    those due then (by the schedule of the runs before ``run``)."""
     from projector import is_due, request_key, schedules
 
     events = list(events)
     tasks = revisit_tasks(events, run)
+    if due_at is None:
+        return RunPages(due=tasks)
+    known = schedules(events, policy or RevisitPolicy(), before_run=run)
+    due: list[Task] = []
     later: list[Task] = []
-    if due_at is not None:
-        known = schedules(events, policy or RevisitPolicy(), before_run=run)
-        due = [t for t in tasks if is_due(known.get(request_key(t.url, t.spec)), due_at)]
-        later = [t for t in tasks if not is_due(known.get(request_key(t.url, t.spec)), due_at)]
-        tasks = due
+    next_due: float | None = None
+    for task in tasks:
+        schedule = known.get(request_key(task.url, task.spec))
+        if is_due(schedule, due_at):
+            due.append(task)
+            continue
+        later.append(task)
+        assert schedule is not None  # a page the schedule does not know is due
+        next_due = schedule.due_at if next_due is None else min(next_due, schedule.due_at)
+    return RunPages(due=due, later=later, next_due=next_due)
+
+
+async def enqueue_run(queue: TaskQueue, pages: RunPages) -> int:
+    """Enqueue a run's due ``pages``, `RECRAWL_BATCH` at a time: how many were new.
+
+    A page not due is marked seen for the run (as a redirect's target is,
+    `TaskQueue.claim_url`): a changed page's link to it does not fetch it in full as new."""
     new = 0
-    for start in range(0, len(tasks), RECRAWL_BATCH):
-        batch = tasks[start : start + RECRAWL_BATCH]
+    for start in range(0, len(pages.due), RECRAWL_BATCH):
+        batch = pages.due[start : start + RECRAWL_BATCH]
         new += sum(await queue.enqueue(batch, actor=RECRAWL_ACTOR))
-    for task in later:
+    for task in pages.later:
         await queue.claim_url(task.task_id, NOT_DUE)
-    return new, len(tasks), len(later)
+    return new
 
 
 async def _finish(queue: TaskQueue, run: int) -> None:
