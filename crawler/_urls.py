@@ -103,6 +103,45 @@ def join_href(href: str, base: URL) -> str | None:
         return None
 
 
+_PLAIN_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._/")
+
+
+def is_plain_path(href: str) -> bool:
+    """Whether ``href`` (cleaned, fragment dropped) is a relative path of unreserved
+    characters and ``/`` only, without dot or empty segments (``page-7.html``,
+    ``api/v2/``): resolving it only appends it to its base's directory, so its `join_href`
+    is `directory_prefix` of the base followed by the href itself."""
+    if not href or not _PLAIN_PATH_CHARS.issuperset(href):
+        return False
+    segments = href.split("/")
+    last = segments.pop()
+    return last not in (".", "..") and all(s and s != "." and s != ".." for s in segments)
+
+
+def plain_path_ups(href: str) -> tuple[int, str] | None:
+    """``href`` (cleaned, fragment dropped) as leading ``../`` segments and a plain path
+    (`is_plain_path`) after them: (how many ``../``, the plain path); None if it is not of
+    that form. Its `join_href` is ``directory_prefix(base, ups) + path``."""
+    ups, path = 0, href
+    while path.startswith("../"):
+        ups, path = ups + 1, path[3:]
+    return (ups, path) if is_plain_path(path) else None
+
+
+_PROBE = "x"
+
+
+def directory_prefix(base: URL, ups: int = 0) -> str | None:
+    """The canonical text of ``base``'s directory, ``ups`` levels up (never above the
+    root), to which a plain path (`is_plain_path`) is appended to resolve ``"../" * ups``
+    and that path: what `join_href` gives a one-letter file name there, less that letter;
+    None if that does not resolve (a base that is not http(s))."""
+    probe = join_href("../" * ups + _PROBE, base)
+    if probe is None or not probe.endswith(_PROBE):
+        return None
+    return probe[: -len(_PROBE)]
+
+
 BasePart = Literal["none", "scheme", "origin", "directory", "document"]
 """How much of a base URL resolving an href reads: nothing (``https://host/x``), its scheme
 (``//host/x``), its origin (``/x``), its directory (``x``, ``../x``, ``./x``) or the whole
