@@ -1,6 +1,7 @@
 """A plain relative path (`is_plain_path`: unreserved characters and ``/``, no dot or empty
-segment), after any number of ``../`` (`plain_path_ups`), resolves to its base's directory
-that many levels up (`directory_prefix`) followed by the path: the shortcut `LinkResolver`
+segment), after any number of ``../`` or after one ``/`` (`plain_path_ups`), resolves to
+its base's directory that many levels up, or its root (`directory_prefix`), followed by
+the path: the shortcut `LinkResolver`
 takes for a page's links to the pages of its own and other directories must give exactly
 what `join_href` gives, whatever the base's spelling."""
 
@@ -20,7 +21,7 @@ plain_paths = st.lists(plain_segments, min_size=1, max_size=3).map("/".join) | s
     plain_segments, min_size=1, max_size=3
 ).map(lambda parts: "/".join(parts) + "/")
 near_plain = st.text(st.sampled_from(list("a./-_~%é?:")), min_size=1, max_size=6)
-ups = st.integers(min_value=0, max_value=4).map(lambda n: "../" * n)
+ups = st.integers(min_value=0, max_value=4).map(lambda n: "../" * n) | st.just("/")
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,12 @@ def test_which_hrefs_are_plain_paths(href: str, plain: bool) -> None:
         ("./x", None),
         ("../x/../y", None),
         ("..//x", None),
-        ("/x", None),
+        ("/x", (-1, "x")),
+        ("/", (-1, "")),
+        ("/docs/api/", (-1, "docs/api/")),
+        ("//cdn.example/x", None),
+        ("/../x", None),
+        ("/a//b", None),
     ],
 )
 def test_which_hrefs_are_plain_paths_after_their_ups(
@@ -81,6 +87,8 @@ def test_which_hrefs_are_plain_paths_after_their_ups(
 @example("http://a.com/a/b/..", "", "c")
 @example("http://a.com/a/b/c", "../../../", "d")
 @example("http://a.com", "../", "c/")
+@example("http://u:p@A.com:443/x/y?q", "/", "c/d")
+@example("https://a.com:443/%2Fodd/p.html", "/", "")
 def test_a_plain_path_appended_to_the_directory_is_what_join_href_gives(
     page: str, up: str, path: str
 ) -> None:
