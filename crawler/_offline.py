@@ -1,8 +1,10 @@
-"""A worker going on with the pages it holds while its store does not answer.
+"""A worker going on with the pages it holds while its store does not take its writes.
 
-A probe asks the store every `PROBE_EVERY_S`; one not answered within `DOWN_AFTER_S`
-(stalled, unreachable) takes the store for down (`TaskQueue.store_down`): from then on
-the tasks the worker holds go on, each write journalled and not sent, their requests
+A probe (`eventlog.probe_store`: a write that changes nothing) asks the store every
+`PROBE_EVERY_S`. One not answered within `DOWN_AFTER_S` (stalled, unreachable), or refused
+because the server is out of memory (``OOM``: it still answers a PING and reads) or serves
+nothing (`eventlog.refusal_means`), takes the store for down (`TaskQueue.store_down`):
+from then on the tasks the worker holds go on, each write journalled and not sent, their requests
 spaced by a politeness slot of this process's own (`OfflineRide.slot`: one request per
 host at a time, the job's delay between two), up to ``pages`` of them. Once the store
 answers again, the journal is flushed in order, fenced per lease (`TaskQueue.store_back`),
@@ -29,7 +31,7 @@ import redis.asyncio as aioredis
 import redis.exceptions
 
 from crawler._politeness import PolitenessGate
-from eventlog import CrawlogError, TaskQueue
+from eventlog import CrawlogError, StoreState, TaskQueue, probe_store
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +42,7 @@ OFFLINE_PAGES_ENV = "CRAWLOG_OFFLINE_PAGES"
 PROBE_EVERY_S = 0.25
 """How often the store is asked whether it answers."""
 DOWN_AFTER_S = 1.0
-"""A store that does not answer a PING this long is taken for down."""
-_NOT_SERVING = ("LOADING", "BUSY", "MASTERDOWN")
+"""A store that does not answer the probe this long is taken for down."""
 OFFLINE_MIN_LEASE_MS = 10_000
 """Below this lease time a worker does not go on without its store: a page is fetched
 offline with at least half a lease left, and what it writes must reach the store before
@@ -49,11 +50,11 @@ the lease runs out, or another worker takes the task over and fetches it again; 
 shorter lease the detection (`DOWN_AFTER_S`) alone takes most of that half."""
 
 
-def refusal_answers(error: str) -> bool:
-    """Whether a server that refused a PING with ``error`` answers: one that cannot save
-    (``MISCONF``) or is out of memory answers, and the write that fails says why, once; one
-    still loading its data or held by a long script (``LOADING``, ``BUSY``) serves nothing."""
-    return not error.startswith(_NOT_SERVING)
+_GOING_ON: dict[StoreState, str] = {
+    "down": "the store does not answer",
+    "full": "the store is out of memory and refuses writes",
+}
+"""What a worker says as it takes its store for down, by what the probe found."""
 
 
 class _LocalHost:
@@ -103,14 +104,15 @@ class OfflineRide:
         try:
             while True:
                 await anyio.sleep(PROBE_EVERY_S)
-                answers = await self._answers()
-                if not answers and not self.down:
+                state = await self._state()
+                if state != "answers" and not self.down:
                     log.warning(
-                        "the store does not answer: going on with the pages held (%d waiting)",
+                        "%s: going on with the pages held (%d waiting)",
+                        _GOING_ON[state],
                         self.gate.waiting,
                     )
                     self.queue.store_down()
-                elif answers and self.down:
+                elif state == "answers" and self.down:
                     flushed = await self.queue.store_back()
                     during, self._left = self.pages - self._left, self.pages
                     log.warning(
@@ -121,16 +123,13 @@ class OfflineRide:
         finally:
             self._probing = False
 
-    async def _answers(self) -> bool:
+    async def _state(self) -> StoreState:
         with anyio.move_on_after(DOWN_AFTER_S):
             try:
-                await self.redis.ping()
-            except redis.exceptions.ResponseError as exc:
-                return refusal_answers(str(exc))
+                return await probe_store(self.redis, self.queue.keys)
             except (redis.exceptions.RedisError, OSError, CrawlogError):
-                return False
-            return True
-        return False
+                return "down"
+        return "down"
 
     async def unless_down(self, call: Callable[[], Awaitable[object]]) -> None:
         """Run ``call`` (a store call whose answer can wait), given up once the store is
@@ -169,19 +168,27 @@ class OfflineRide:
             async with self.gate.slot(host, task_id):
                 yield
             return
+        # Taken from the budget before the host's turn: the requests waiting for it would
+        # otherwise all have found some left, and gone past it.
+        self._left -= 1
         local = self._hosts.setdefault(host, _LocalHost())
-        async with local.lock:
-            wait = local.next_at - anyio.current_time()
-            if wait > 0:
-                await anyio.sleep(wait)  # the job's delay between two requests
-            self._left -= 1
-            self.fetched += 1
-            if started is not None:
-                await started()
-            try:
-                yield
-            finally:
-                local.next_at = anyio.current_time() + self.delay_s
+        sent = False
+        try:
+            async with local.lock:
+                wait = local.next_at - anyio.current_time()
+                if wait > 0:
+                    await anyio.sleep(wait)  # the job's delay between two requests
+                sent = True
+                self.fetched += 1
+                if started is not None:
+                    await started()
+                try:
+                    yield
+                finally:
+                    local.next_at = anyio.current_time() + self.delay_s
+        finally:
+            if not sent:
+                self._left += 1  # given up before its turn
 
     async def _shared(self, host: str, task_id: str, held: contextlib.AsyncExitStack) -> bool:
         """Take the gate's slot on ``host`` into ``held``, which keeps it until it closes;

@@ -196,6 +196,7 @@ from eventlog._position import (
     read_projector_position,
     wait_for_projector_position,
 )
+from eventlog._probe import StoreState, error_code, probe_store, refusal_means
 from eventlog._projector_lease import (
     DEFAULT_PROJECTOR_LEASE_MS,
     ProjectorHolder,
@@ -389,6 +390,7 @@ __all__ = [
     "SlotAnswer",
     "StoreFacts",
     "StoreLost",
+    "StoreState",
     "StoredCookie",
     "StoredSession",
     "StreamInfo",
@@ -429,6 +431,7 @@ __all__ = [
     "encode",
     "encode_session",
     "ensure_server",
+    "error_code",
     "evicting_server",
     "find_dead_letter",
     "flock_within",
@@ -453,6 +456,7 @@ __all__ = [
     "new_event_id",
     "out_of_memory_advice",
     "primary_of",
+    "probe_store",
     "projector_holder",
     "publish_projector_position",
     "read_controls",
@@ -467,6 +471,7 @@ __all__ = [
     "record_restore",
     "redacted",
     "redis_errors",
+    "refusal_means",
     "replay_dead_letter",
     "replica_set_password_path",
     "replica_set_status",

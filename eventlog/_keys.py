@@ -342,6 +342,12 @@ class JobKeys:
         return self._key("restored")
 
     @cached_property
+    def write_probe(self) -> str:
+        """Never created: a worker's offline ride sets it only if it exists (``SET XX``),
+        a write the server refuses as it refuses any other (`eventlog._probe`)."""
+        return self._key("probe")
+
+    @cached_property
     def projector(self) -> str:
         """The projector's committed position, published for those who wait for it."""
         return self._key("projector")

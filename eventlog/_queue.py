@@ -1123,7 +1123,8 @@ class TaskQueue:
         return self._down.is_set()
 
     def store_down(self) -> None:
-        """Take the store for down (it does not answer: stalled, unreachable): from now on,
+        """Take the store for down (it does not answer: stalled, unreachable; or it refuses
+        writes, out of memory: `eventlog._probe`): from now on,
         until `store_back`, a checkpoint, end, requeue or delay is journalled and not sent
         (its call returns None at once, as for a repeat), and one being sent is left to the
         flush. A note or a park waits for `store_back`. Only with a journal."""

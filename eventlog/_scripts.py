@@ -636,8 +636,14 @@ return id
 
 LOCK_ACQUIRE = """
 -- KEYS: lock.  ARGV: token, ttl ms.  Takes a free lock, or refreshes one we hold.
+-- Refreshed with PEXPIRE, which a server out of memory runs (it refuses a SET): a holder
+-- stays alive through a full server instead of seeming gone once its TTL runs out.
 local holder = redis.call('GET', KEYS[1])
-if holder == false or holder == ARGV[1] then
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if holder == false then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return 1
 end

@@ -749,8 +749,9 @@ async def watch_memory(
 ) -> None:
     """Read the server's memory every ``MEMORY_CHECK_S`` while the crawl runs.
 
-    Full (``OOM``: its workers and projector wait, each write retried): one progress line
-    an outage, saying what to do. A ``maxmemory-policy`` that evicts (changed since the
+    Full (``OOM``: its workers go on with the pages they hold, `crawler._offline`, then
+    wait with the projector, each write retried): one progress line an outage, saying what
+    to do. A ``maxmemory-policy`` that evicts (changed since the
     crawl's start): ``evicting`` is told, the workers are stopped as by Ctrl-C (they hand
     their tasks back, then the projector commits) and the crawl ends with that error.
     """
@@ -768,8 +769,8 @@ async def watch_memory(
             return
         if memory.full and not said_full:
             echo(
-                f"progress {job}: {out_of_memory_advice(redacted(url))}; workers and "
-                "projector wait and carry on once it has room"
+                f"progress {job}: {out_of_memory_advice(redacted(url))}; workers go on "
+                "with the pages they hold, then wait with the projector until it has room"
             )
         said_full = memory.full
 

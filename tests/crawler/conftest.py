@@ -44,6 +44,22 @@ async def site() -> AsyncIterator[RunningSite]:
         yield running
 
 
+LOGGED_SITE_PAGES = 210
+"""Pages of `logged_site`: the item pages of tests with up to 200 one-page tasks."""
+
+
+@pytest.fixture
+def request_log(tmp_path: Path) -> Path:
+    return tmp_path / "requests.jsonl"
+
+
+@pytest.fixture
+async def logged_site(request_log: Path) -> AsyncIterator[RunningSite]:
+    """The test site, every request it serves written to ``request_log``."""
+    async with serve_testsite(pages=LOGGED_SITE_PAGES, seed=1, request_log=request_log) as running:
+        yield running
+
+
 @pytest.fixture
 async def scripted_site() -> AsyncIterator[RunningSite]:
     """The test site's scripted layout: a shop whose links only scripts write."""

@@ -6,44 +6,24 @@ The kill variant: a worker SIGKILLed during the stall flushes its journal once r
 
 from __future__ import annotations
 
-import signal
-import time
-from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from crawler._job import JobConfig, save_config
-from crawler._politeness import Politeness
-from crawler.testsite import RunningSite, read_request_log, serve_testsite
-from eventlog import EventLog, ItemScraped, JobKeys, TaskDone, TaskQueue, connect
-from tests.crawler.conftest import replay_verify, run_projector
-from tests.crawler.left_behind import item_task
-from tests.valkey_process import running_valkey
+from crawler.testsite import RunningSite
+from tests.crawler.store_outage import (
+    OutageCrawl,
+    assert_nothing_lost_or_repeated,
+    crawl_through_an_outage,
+)
 
 pytestmark = pytest.mark.anyio
 TASKS = 200
 STALL_S = 10.0
 PAGES_DURING_THE_STALL = 12
 DEADLINE_S = 55
-
-
-@pytest.fixture
-def request_log(tmp_path: Path) -> Path:
-    return tmp_path / "requests.jsonl"
-
-
-@pytest.fixture
-async def logged_site(request_log: Path) -> AsyncIterator[RunningSite]:
-    async with serve_testsite(pages=TASKS + 10, seed=1, request_log=request_log) as running:
-        yield running
-
-
-def item_requests(log: Path) -> list[tuple[float, str]]:
-    return [(r.time, r.path) for r in read_request_log(log) if r.path.startswith("/item/")]
 
 
 async def crawl_through_a_stall(
@@ -55,61 +35,12 @@ async def crawl_through_a_stall(
     request_log: Path,
     *,
     kill_one: bool,
-) -> tuple[int, Counter[str], list[Any]]:
-    """Pages served during the stall, requests per item path, and the job's events."""
-    with running_valkey(tmp_path / "valkey") as server:
-        assert server.process is not None
-        async with connect(server.url) as client:
-            config = JobConfig(
-                seeds=(site.url + "/",),
-                obey_robots=False,
-                max_depth=0,
-                # A worker holds the tasks of a site whose host has fewer than ``per_host``
-                # of its requests waiting (`crawler._fair_claims`): what it goes on with.
-                politeness=Politeness(per_host=8, delay_s=0.1),
-            )
-            await save_config(client, JobKeys(job), config)
-            await TaskQueue(client, job, "seed").enqueue(
-                [item_task(site.url, n) for n in range(TASKS)], actor="test"
-            )
-            env = {"REDIS_URL": server.url}
-            args = ("--exit-when-done", "--concurrency", "8", "--fsync", "never")
-            with anyio.fail_after(DEADLINE_S):
-                workers = [await worker_process(f"w{n}", *args, env=env) for n in (1, 2)]
-                while len(item_requests(request_log)) < 20:  # both under way
-                    await anyio.sleep(0.05)
-                stopped_at = time.time()
-                server.process.send_signal(signal.SIGSTOP)
-                try:
-                    await anyio.sleep(STALL_S / 2)
-                    if kill_one:
-                        workers[0].kill()
-                        await workers[0].wait()
-                    await anyio.sleep(STALL_S / 2)
-                finally:
-                    resumed_at = time.time()
-                    server.process.send_signal(signal.SIGCONT)
-                if kill_one:
-                    workers[0] = await worker_process("w1", *args, env=env)
-                for worker in workers:
-                    assert await worker.wait() == 0
-            await run_projector(server.url, job, data_dir)
-            await replay_verify(server.url, job, data_dir)
-            events = [entry.event for entry in await EventLog(client, job).read_range()]
-    # The log is written in batches: read once every worker is done.
-    served = item_requests(request_log)
-    during = sum(1 for at, _ in served if stopped_at < at < resumed_at)
-    return during, Counter(path for _, path in served), events
-
-
-def assert_nothing_lost_or_repeated(served: Counter[str], events: list[Any]) -> None:
-    assert sorted(served.values()) == [1] * TASKS  # every page fetched, once
-    done = Counter(e.task_id for e in events if isinstance(e, TaskDone))
-    assert sorted(done.values()) == [1] * TASKS
-    items = Counter(e.key for e in events if isinstance(e, ItemScraped))
-    assert [key for key, n in items.items() if n > 1] == []
-    repeated = [i for i, n in Counter(e.event_id for e in events).items() if n > 1]
-    assert repeated == []
+) -> OutageCrawl:
+    return await crawl_through_an_outage(
+        site, worker_process, job, data_dir, tmp_path, request_log,
+        outage="stall", tasks=TASKS, window_s=STALL_S, kill_one=kill_one,
+        deadline_s=DEADLINE_S,
+    )  # fmt: skip
 
 
 async def test_workers_fetch_pages_during_a_stall_and_lose_or_repeat_none(
@@ -120,11 +51,11 @@ async def test_workers_fetch_pages_during_a_stall_and_lose_or_repeat_none(
     tmp_path: Path,
     request_log: Path,
 ) -> None:
-    during, served, events = await crawl_through_a_stall(
+    crawl = await crawl_through_a_stall(
         logged_site, worker_process, job, data_dir, tmp_path, request_log, kill_one=False
     )
-    assert during >= PAGES_DURING_THE_STALL
-    assert_nothing_lost_or_repeated(served, events)
+    assert crawl.during >= PAGES_DURING_THE_STALL
+    assert_nothing_lost_or_repeated(crawl, TASKS, refetched=0)
 
 
 async def test_a_worker_killed_during_the_stall_flushes_its_journal_once_restarted(
@@ -135,8 +66,8 @@ async def test_a_worker_killed_during_the_stall_flushes_its_journal_once_restart
     tmp_path: Path,
     request_log: Path,
 ) -> None:
-    during, served, events = await crawl_through_a_stall(
+    crawl = await crawl_through_a_stall(
         logged_site, worker_process, job, data_dir, tmp_path, request_log, kill_one=True
     )
-    assert during >= PAGES_DURING_THE_STALL
-    assert_nothing_lost_or_repeated(served, events)
+    assert crawl.during >= PAGES_DURING_THE_STALL
+    assert_nothing_lost_or_repeated(crawl, TASKS, refetched=0)
