@@ -16,12 +16,18 @@ from __future__ import annotations
 
 import hashlib
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 import msgspec
 import redis.asyncio as aioredis
 
 from eventlog._connection import redis_errors
-from eventlog._keys import BROWSER_SESSION_STATE, BROWSER_SESSION_VERSION, JobKeys
+from eventlog._keys import (
+    BROWSER_SESSION_SAVED_AT,
+    BROWSER_SESSION_STATE,
+    BROWSER_SESSION_VERSION,
+    JobKeys,
+)
 from eventlog._scripts import BROWSER_SESSION_SAVE
 
 NO_SESSION_VERSION = 0
@@ -78,6 +84,17 @@ class StoredSession(NamedTuple):
     """None before the first save."""
 
 
+class KeptSession(NamedTuple):
+    """One identity's session as `BrowserSessionStore.kept` lists it."""
+
+    key: str
+    """The identity's key (`SessionIdentity.key`)."""
+    version: int
+    saved_at_ms: int | None
+    """The server's clock at its last save; None for a session saved before it was kept."""
+    state: SessionState
+
+
 class SessionSave(NamedTuple):
     """What `BrowserSessionStore.save` answers."""
 
@@ -120,6 +137,42 @@ class BrowserSessionStore:
             version, saved = await self._save(keys=keys, args=args)
         return SessionSave(int(version), bool(saved))
 
+    async def kept(self) -> list[KeptSession]:
+        """Every identity's session, by identity key."""
+        found = []
+        for key in await self.identities():
+            with redis_errors("reading a browser session"):
+                version, state, saved_at = await self.redis.hmget(
+                    self.keys.browser_session(key),
+                    [BROWSER_SESSION_VERSION, BROWSER_SESSION_STATE, BROWSER_SESSION_SAVED_AT],
+                )
+            if version is None or state is None:
+                continue
+            raw = state if isinstance(state, bytes) else state.encode()
+            stamp = int(saved_at) if saved_at is not None else None
+            found.append(KeptSession(key, int(version), stamp, _decoder.decode(raw)))
+        return found
+
+    async def clear_origin(self, origin: str) -> list[KeptSession]:
+        """Drop ``origin``'s storage and the cookies its host is sent from every session
+        that holds any (each as its next version, so a worker starting afterwards logs in
+        again there); the sessions as they were before, of those changed."""
+        cleared = []
+        for kept in await self.kept():
+            state = kept.state
+            while (smaller := without_origin(state, origin)) != state:
+                answer = await self.save(smaller, kept.version)
+                if answer.saved:
+                    cleared.append(kept)
+                    break
+                # Saved meanwhile by a worker: clear what that version holds.
+                stored = await self.read(state.identity)
+                if stored.state is None:
+                    break
+                kept = kept._replace(version=stored.version, state=stored.state)
+                state = stored.state
+        return cleared
+
     async def identities(self) -> list[str]:
         """The keys of the identities that have a session, sorted."""
         with redis_errors("listing the browser sessions"):
@@ -130,3 +183,30 @@ class BrowserSessionStore:
 def encode_session(state: SessionState) -> bytes:
     """A session state as the store keeps it."""
     return _encoder.encode(state)
+
+
+def origin_of(url: str) -> str:
+    """The origin (``scheme://host[:port]``) of ``url``, as a page's ``location.origin``."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def cookie_sent_to(cookie: BrowserCookie, origin: str) -> bool:
+    """Whether a browser sends ``cookie`` to pages of ``origin`` (its domain is the origin's
+    host or, for a domain cookie, a parent of it)."""
+    host = (urlsplit(origin).hostname or "").lower()
+    domain = cookie.domain.lower()
+    if domain.startswith("."):
+        return host == domain[1:] or host.endswith(domain)
+    return host == domain
+
+
+def without_origin(state: SessionState, origin: str) -> SessionState:
+    """``state`` without what it keeps for ``origin``: its storage, and the cookies sent
+    to it."""
+    origin = origin_of(origin)
+    return SessionState(
+        identity=state.identity,
+        cookies=tuple(c for c in state.cookies if not cookie_sent_to(c, origin)),
+        origins={o: kept for o, kept in state.origins.items() if origin_of(o) != origin},
+    )

@@ -147,7 +147,10 @@ RESTORED_POSITION = ":position"
 
 BROWSER_SESSION_VERSION = "version"
 BROWSER_SESSION_STATE = "state"
-"""The fields of `JobKeys.browser_session`: written together by one script, never apart."""
+BROWSER_SESSION_SAVED_AT = "saved_at"
+"""The fields of `JobKeys.browser_session`: written together by one script, never apart
+(``saved_at``: the server's clock at the save, in ms; absent from sessions saved before it
+was kept)."""
 
 
 def cookie_field(domain: str, path: str, name: str) -> str:

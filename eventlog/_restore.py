@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+import anyio
 import msgspec
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
@@ -37,6 +38,7 @@ from eventlog._keys import (
     site_pause_flag,
     task_pause_flag,
 )
+from eventlog._lock import DEFAULT_NAME_TTL_MS
 from eventlog._scripts import RESTORE_LANE, RESTORE_SEEN
 from eventlog._tasks import Task, task_encoder
 
@@ -55,6 +57,24 @@ async def live_holders(redis: aioredis.Redis, keys: JobKeys) -> list[str]:
         async for key in redis.scan_iter(match=keys.worker_lock("*"), count=1000):
             holders.add((key.decode() if isinstance(key, bytes) else key).removeprefix(prefix))
     return sorted(holders)
+
+
+HOLDERS_POLL_S = 0.2
+HOLDERS_MARGIN_S = 1.0
+"""Beyond a worker name's lifetime: how long `holders_after_lapse` waits for the names of
+workers that just died to lapse."""
+
+
+async def holders_after_lapse(redis: aioredis.Redis, keys: JobKeys) -> list[str]:
+    """The workers of the job still alive once the names of those that just died had time
+    to lapse (a worker killed a moment ago holds its name a little longer): none, or those
+    an operator's action must be refused for."""
+    holders = await live_holders(redis, keys)
+    with anyio.move_on_after(DEFAULT_NAME_TTL_MS / 1000 + HOLDERS_MARGIN_S):
+        while holders:
+            await anyio.sleep(HOLDERS_POLL_S)
+            holders = await live_holders(redis, keys)
+    return holders
 
 
 async def log_continues(redis: aioredis.Redis, keys: JobKeys, position: str) -> bool:

@@ -869,10 +869,13 @@ BROWSER_SESSION_SAVE = """
 -- current one: the state and its version in one step, so a save never leaves half a state.
 -- KEYS: the identities with a session (set), the session (hash version, state).
 -- ARGV: the identity, the version of the caller's copy, the encoded state.
--- Returns {version after the call, 1 if saved else 0}.
+-- Returns {version after the call, 1 if saved else 0}; the save's time (server TIME, ms) is
+-- kept beside them for ``crawlog sessions``.
 local current = tonumber(redis.call('HGET', KEYS[2], 'version') or '0')
 if current ~= tonumber(ARGV[2]) then return {current, 0} end
-redis.call('HSET', KEYS[2], 'version', current + 1, 'state', ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('HSET', KEYS[2], 'version', current + 1, 'state', ARGV[3], 'saved_at', now)
 redis.call('SADD', KEYS[1], ARGV[1])
 return {current + 1, 1}
 """

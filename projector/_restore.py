@@ -34,7 +34,6 @@ import pyarrow.compute as pc
 import redis.asyncio as aioredis
 
 from eventlog import (
-    DEFAULT_NAME_TTL_MS,
     LANE_RECOVERY,
     CheckpointSaved,
     EventLog,
@@ -49,8 +48,8 @@ from eventlog import (
     clear_job_keys,
     copy_log_tail,
     decode,
+    holders_after_lapse,
     lane_for,
-    live_holders,
     log_continues,
     publish_projector_position,
     read_identity,
@@ -75,10 +74,6 @@ from projector._store import Manifest, Store
 from projector._taskstore import iter_task_ids
 
 RESTORE_ACTOR = "restore"
-HOLDERS_POLL_S = 0.2
-HOLDERS_MARGIN_S = 1.0
-"""Beyond a worker name's lifetime: how long a restore waits for the names of workers that
-just died to lapse before it refuses."""
 RETRY_TYPE = "task.retry_scheduled"
 
 
@@ -288,10 +283,7 @@ def last_retries(store: Store, manifest: Manifest, task_ids: Set[str]) -> dict[s
 async def _refuse_live_workers(redis: aioredis.Redis, keys: JobKeys, job: str) -> None:
     """Refused (`OperatorRefused`) while a worker of ``job`` may still write."""
     # A worker killed a moment ago still holds its name until it lapses: waited for.
-    with anyio.move_on_after(DEFAULT_NAME_TTL_MS / 1000 + HOLDERS_MARGIN_S):
-        while holders := await live_holders(redis, keys):
-            await anyio.sleep(HOLDERS_POLL_S)
-    if holders:
+    if holders := await holders_after_lapse(redis, keys):
         raise OperatorRefused(
             f"workers of job {job!r} are alive and may still write ({', '.join(holders)}): "
             "stop them, then restore"

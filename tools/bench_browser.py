@@ -1,7 +1,7 @@
 """Rendered pages per second of crawlog ``--browser`` against Crawlee's PlaywrightCrawler.
 
     python tools/bench_browser.py [--pages N] [--rounds R] [--concurrency C] [--kills K]
-        [--no-crawlee] [--crawlee-venv DIR]
+        [--no-crawlee] [--crawlee-venv DIR] [--memory-pages M]
 
 Starts ``crawlog testsite --layout scripted`` (a shop whose links scripts write) as a
 process of its own, then, round after round and in alternating order, crawls it whole
@@ -22,6 +22,12 @@ SIGKILLed once its Chromium runs, and the Chromium processes that directory stil
 `ORPHAN_WAIT_S` later are counted (0 expected; see docs/crawler.md, "No orphans"). Last
 line, one JSON: medians over the rounds, ``browser_vs_crawlee`` (crawlog's pages/s over
 Crawlee's), ``rss_mb_peak`` (crawlog's), ``orphans_after_kills``, and the load average.
+
+``--memory-pages M`` (the issue's bound is for 2,000): one more crawlog crawl, of a scripted
+shop of M items served with a request log, its tree's RSS read every `SAMPLE_S`; the
+reading just after 10 % of the site's requests were answered and the last one before its
+last request (the crawl's end, before its browser closes) give ``rss_mb_at_10pct``,
+``rss_mb_at_end`` and ``rss_end_over_10pct`` (bound: `MEMORY_BOUND`).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_vs_peers import CRAWLEE_VENV, INSTALL_TIMEOUT_S, crawlee_python
 
 from crawler._browser import BROWSERS_DIR, DEFAULT_BROWSER_PAGES, find_chromium, marked_processes
+from crawler.testsite import read_request_log
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_TIMEOUT_S = 900
@@ -56,6 +63,9 @@ ORPHAN_WAIT_S = 10.0
 """How long after a kill the crawl's Chromium processes have to be gone."""
 KILL_START_TIMEOUT_S = 120.0
 FINISHED = re.compile(r"; ([\d,]+) pages")
+MEMORY_BOUND = 1.2
+"""The issue's bound: a long browser crawl's tree RSS at its end over that at its 10th
+percent."""
 CRAWLEE_SPIDER = textwrap.dedent(
     """
     import asyncio
@@ -149,9 +159,14 @@ def tree_rss_mb(root: int) -> float:
     return sum(rss.get(pid, 0) for pid in tree) / 1024
 
 
-def measured(command: list[str], cwd: str, extra_env: dict[str, str]) -> dict[str, Any]:
+def measured(
+    command: list[str],
+    cwd: str,
+    extra_env: dict[str, str],
+    samples: list[tuple[float, float]] | None = None,
+) -> dict[str, Any]:
     """Run ``command`` to its end: its output, wall time, CPU of its reaped tree, and the
-    peak RSS of its live tree."""
+    peak RSS of its live tree (each reading appended to ``samples`` as (epoch s, MB))."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
@@ -163,7 +178,10 @@ def measured(command: list[str], cwd: str, extra_env: dict[str, str]) -> dict[st
 
     def sample() -> None:
         while not done.wait(SAMPLE_S):
-            peak[0] = max(peak[0], tree_rss_mb(process.pid))
+            mb = tree_rss_mb(process.pid)
+            peak[0] = max(peak[0], mb)
+            if samples is not None:
+                samples.append((time.time(), mb))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -181,13 +199,15 @@ def measured(command: list[str], cwd: str, extra_env: dict[str, str]) -> dict[st
     }  # fmt: skip
 
 
-def run_crawlog(url: str, scratch: Path, n: int) -> dict[str, Any]:
+def run_crawlog(
+    url: str, scratch: Path, n: int, samples: list[tuple[float, float]] | None = None
+) -> dict[str, Any]:
     data_dir = scratch / f"crawlog-{n}"
     crawl = [
         sys.executable, "-m", "crawler.cli", "crawl", url + "/", "--browser",
         "--job", "bench", "--data-dir", str(data_dir), "--workers", "1",
     ]  # fmt: skip
-    run = measured(crawl, str(scratch), {})
+    run = measured(crawl, str(scratch), {}, samples)
     stop_server(data_dir)
     if run["returncode"] != 0:
         raise SystemExit(f"crawl failed (exit {run['returncode']}): {run['err'].strip()}")
@@ -210,6 +230,48 @@ def run_crawlee(
         raise SystemExit(f"Crawlee failed (exit {run['returncode']}): {tail[0]}")
     run["pages"] = int(run["out"].strip().splitlines()[-1])
     return run
+
+
+def rss_at(samples: list[tuple[float, float]], served: list[float], share: float) -> float:
+    """The tree's RSS (MB) at the first reading after ``share`` of the site's requests
+    (their times, ``served``, sorted) had been answered; ``share`` 1 is the crawl's last
+    request: its end, before the browser and the workers close."""
+    if not samples or not served:
+        return 0.0
+    moment = served[max(0, min(len(served), round(share * len(served))) - 1)]
+    after = [mb for at, mb in samples if at >= moment]
+    if share >= 1:
+        before = [mb for at, mb in samples if at <= moment]
+        return before[-1] if before else after[0]
+    return after[0] if after else samples[-1][1]
+
+
+def memory_bound(pages: int, scratch: Path) -> dict[str, Any]:
+    """One crawlog crawl of a scripted shop of ``pages`` items, its tree's RSS read every
+    `SAMPLE_S`: at the 10th percent of the site's requests and at the last one."""
+    log = scratch / "memory-requests.jsonl"
+    site_command = [
+        sys.executable, "-m", "crawler.cli", "testsite", "--layout", "scripted",
+        "--pages", str(pages), "--request-log", str(log), "--seed", "7",
+    ]  # fmt: skip
+    site = subprocess.Popen(site_command, stdout=subprocess.PIPE, text=True, env=env())
+    samples: list[tuple[float, float]] = []
+    try:
+        assert site.stdout is not None
+        line = site.stdout.readline()
+        if not line.startswith("serving "):
+            raise SystemExit(f"the test site did not start: {line!r}")
+        run = run_crawlog(line.split()[1], scratch, -1, samples)
+    finally:
+        site.terminate()
+        site.wait()
+    served = sorted(r.time for r in read_request_log(log))
+    at_10, at_end = rss_at(samples, served, 0.1), rss_at(samples, served, 1.0)
+    return {
+        "pages": run["pages"], "wall_s": run["wall_s"], "requests": len(served),
+        "rss_mb_at_10pct": at_10, "rss_mb_at_end": at_end, "rss_mb_peak": run["rss_mb_peak"],
+        "rss_end_over_10pct": at_end / at_10 if at_10 else None,
+    }  # fmt: skip
 
 
 def stop_server(data_dir: Path) -> None:
@@ -262,6 +324,13 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--no-crawlee", action="store_true")
     parser.add_argument("--crawlee-venv", type=Path, default=CRAWLEE_VENV)
+    parser.add_argument(
+        "--memory-pages",
+        type=int,
+        default=0,
+        help="also crawl a scripted shop of this many items once, its tree's RSS at the 10th "
+        "percent of its requests and at its end (the issue's bound: 2000) [default: not]",
+    )
     args = parser.parse_args()
     chromium = find_chromium()
     python: Path | None = None
@@ -295,14 +364,19 @@ def main() -> None:
                             run_crawlee(python, url, scratch, n, args.concurrency, chromium)
                         )
             orphans = orphans_after_kills(url, scratch, args.kills) if args.kills else 0
+            memory = memory_bound(args.memory_pages, scratch) if args.memory_pages else None
     finally:
         site.terminate()
         site.wait()
-    report(args, ours, theirs, orphans)
+    report(args, ours, theirs, orphans, memory)
 
 
 def report(
-    args: argparse.Namespace, ours: list[dict[str, Any]], theirs: list[dict[str, Any]], orphans: int
+    args: argparse.Namespace,
+    ours: list[dict[str, Any]],
+    theirs: list[dict[str, Any]],
+    orphans: int,
+    memory: dict[str, Any] | None = None,
 ) -> None:
     print(f"{'crawler':>8} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'CPU s':>7} {'RSS MB':>7}")
     for who, runs in (("crawlog", ours), ("crawlee", theirs)):
@@ -311,6 +385,14 @@ def report(
                 f"{who:>8} {run['pages']:>6} {run['wall_s']:>7.1f} {rate(run):>8.2f} "
                 f"{run['cpu_s']:>7.1f} {run['rss_mb_peak']:>7.0f}"
             )
+    if memory is not None:
+        ratio = memory["rss_end_over_10pct"]
+        print(
+            f"memory: {memory['pages']:,} pages in {memory['wall_s']:.0f} s, tree RSS "
+            f"{memory['rss_mb_at_10pct']:.0f} MB at 10 % of its requests, "
+            f"{memory['rss_mb_at_end']:.0f} MB at its end: x{ratio or 0:.2f} "
+            f"(bound x{MEMORY_BOUND}); peak {memory['rss_mb_peak']:.0f} MB"
+        )
     for run in ours:
         run["rate"] = rate(run)
     for run in theirs:
@@ -335,6 +417,16 @@ def report(
         "orphans_after_kills": orphans,
         "load_1m": round(os.getloadavg()[0], 1),
     }
+    if memory is not None:
+        ratio = memory["rss_end_over_10pct"]
+        figures |= {
+            "memory_pages": memory["pages"],
+            "rss_mb_at_10pct": round(memory["rss_mb_at_10pct"]),
+            "rss_mb_at_end": round(memory["rss_mb_at_end"]),
+            "memory_rss_mb_peak": round(memory["rss_mb_peak"]),
+            "rss_end_over_10pct": round(ratio, 2) if ratio else None,
+            "rss_bound_met": ratio is not None and ratio <= MEMORY_BOUND,
+        }
     print(json.dumps(figures))
 
 

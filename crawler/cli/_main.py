@@ -57,6 +57,7 @@ from crawler.cli.resolve import resolve_command
 from crawler.cli.restore import restore_command
 from crawler.cli.retry import retry_command
 from crawler.cli.server import server
+from crawler.cli.sessions import sessions_command
 from crawler.cli.shell import shell_command
 from crawler.cli.status import status_command
 from crawler.cli.testsite import testsite_command
@@ -260,7 +261,8 @@ register_report_commands(cli)
 # The operator commands (``_operator`` is what they share).
 for _command in (
     pause_command, resume_command, retry_command, resolve_command, dead_group,
-    history_command, evidence_command, workers_command, cookies_command, console_command,
+    history_command, evidence_command, workers_command, cookies_command, sessions_command,
+    console_command,
 ):  # fmt: skip
     cli.add_command(_command)
 

@@ -19,6 +19,7 @@ from crawler.ops import (
     Failure,
     body_extension,
     evidence_summary,
+    flow_tail,
     last_report,
     open_job,
     response_text,
@@ -102,7 +103,8 @@ def _meta(
     failure: Failure | TaskPaused,
     body: str,
 ) -> dict[str, object]:
-    """What meta.json says of the evidence: the task, its failure, the files written."""
+    """What meta.json says of the evidence: the task, its failure, the files written, and
+    a flow's last events (`flow_tail`; null for a task of no flow)."""
     evidence = failure.evidence
     assert evidence is not None, "only a failure with evidence is written"
     enqueued = [
@@ -126,6 +128,7 @@ def _meta(
         "truncated": evidence.truncated,
         "body_file": body,
         "screenshot_file": SCREENSHOT_FILE if evidence.screenshot else None,
+        "flow": msgspec.to_builtins(flow_tail(entries, task_id)),
     }
 
 

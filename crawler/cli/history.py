@@ -18,6 +18,8 @@ from crawler.ops import (
     detail_of,
     evidence_summary,
     export_command_line,
+    flow_tail,
+    flow_tail_lines,
     last_failure,
     open_log,
     request_summary,
@@ -101,6 +103,7 @@ def history_command(
                 "fetch_attempts": [
                     msgspec.to_builtins(a) for a in fetch_attempts(task_id, entries)
                 ],
+                "flow_tail": msgspec.to_builtins(flow_tail(entries, task_id)),
                 "events": [
                     {
                         "stream_id": e.stream_id,
@@ -200,6 +203,9 @@ def _history_text(task: TaskState, entries: list[LogEntry], job: str) -> list[st
             "page may have been requested all the same"
         )
     lines += _evidence_lines(task.task_id, entries, job)
+    tail = flow_tail(entries, task.task_id)
+    if tail is not None:
+        lines += flow_tail_lines(tail)
     lines += _clock_lines(entries)
     lines.append("")
     first_events, not_listed, last_events = elided(entries, EVENTS_LISTED)

@@ -108,25 +108,18 @@ def _stored_lease_s(job: str, data_dir: Path | None) -> float:
     """The lease the job was crawled with (``--lease`` of its crawl, kept with the job in
     its server); ``DEFAULT_LEASE_S``, said on stderr, if the server cannot tell. A report
     starts no server: a private one that is not running is not asked."""
-    import os
-
     import anyio
 
     from crawler._job import load_config
-    from eventlog import REDIS_URL_ENV, JobKeys, connect, server_status
+    from crawler.cli._report_person import server_url
+    from eventlog import JobKeys, connect
 
     async def read(url: str) -> float:
         async with connect(url) as client:
             return (await load_config(client, JobKeys(job))).lease_ms / 1000
 
     try:
-        url = os.environ.get(REDIS_URL_ENV)
-        if not url:
-            running = server_status(require_data_dir(data_dir, job=job))
-            if running is None:
-                raise CrawlogError("its server is not running")
-            url = running.url
-        return anyio.run(read, url)
+        return anyio.run(read, server_url(job, data_dir))
     except CrawlogError as exc:
         click.echo(
             f"crawlog: warning: the job's lease is unknown ({exc}): stuck means silent for "
@@ -157,7 +150,9 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     Reads what the projector committed, so it works while the crawl runs; it is as recent
     as the projector's last commit.
     """
+    from crawler.cli._report_person import waiting_for_a_person, waiting_json
     from crawler.cli._report_text import format_report
+    from crawler.ops import needs_a_person_lines
     from projector import build_report, files_warning
 
     store = _store(data_dir, job)
@@ -167,13 +162,19 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     if lease_s is None:
         lease_s = _stored_lease_s(job, data_dir)
     report = build_report(store, lease_s=lease_s, now=time.time())
+    waiting = waiting_for_a_person(job, data_dir, store)
     if as_json:
-        click.echo(msgspec.json.format(msgspec.json.encode(report)).decode())
+        body = {**msgspec.to_builtins(report), "needs_a_person": waiting_json(waiting)}
+        click.echo(msgspec.json.format(msgspec.json.encode(body)).decode())
     else:
         click.echo(format_report(report), nl=False)
         revisits = _revisits(store, resolve_data_dir(data_dir))
         if revisits:
             click.echo(revisits)
+        tails = {w.task_id: w.flow for w in waiting or () if w.flow is not None}
+        waits = [(w.task_id, w.waits_on) for w in waiting or ()]
+        for line in needs_a_person_lines(job, waits, tails):
+            click.echo(line)
 
 
 def _revisits(store: Store, directory: Path) -> str:

@@ -42,6 +42,7 @@ from crawler.console._actions import (
     uncertain,
 )
 from crawler.console._changes_page import changes
+from crawler.console._flow_page import flow_section
 from crawler.console._guard import (
     CSRF_FIELD,
     FORM_REFUSED,
@@ -57,8 +58,8 @@ from crawler.console._live import JobWatch
 from crawler.console._sse import log_messages, start_position
 from crawler.console._state import Console, console_of, session_of
 from crawler.console._task_index import STATUS_ORDER, TaskQuery
-from crawler.ops import OpenJob, read_job_rows, require_reason, task_id_of
-from eventlog import ConfigError, CrawlogError, EventLog, connect
+from crawler.ops import OpenJob, last_report, read_job_rows, require_reason, task_id_of
+from eventlog import ConfigError, CrawlogError, EventLog, TaskPaused, connect
 from projector import TaskState
 
 DEAD_SHOWN = 1_000
@@ -228,7 +229,9 @@ async def task(request: Request, job: str, opened: OpenJob, watch: JobWatch) -> 
     if state is None:
         raise ConfigError(f"job {job!r} has no task {task_id} in its log")
     entries = await task_history(opened.client, opened.store, [task_id], page_url=state.url)
-    body = pages.task_page(job, state, entries, session_of(request).csrf, console.ledger.new_form())
+    csrf = session_of(request).csrf
+    body = pages.task_page(job, state, entries, csrf, console.ledger.new_form())
+    body += flow_section(job, state, entries, csrf, console.ledger.new_form())
     body += pages.task_evidence_section(job, state, entries)
     return _html(request, f"Task {task_id}", body, job, report.position)
 
@@ -267,6 +270,22 @@ async def evidence_body(request: Request, job: str, opened: OpenJob, watch: JobW
             "Cache-Control": "no-store",
         },
     )
+
+
+@about_a_job
+async def report_screenshot(
+    request: Request, job: str, opened: OpenJob, watch: JobWatch
+) -> Response:
+    """The screenshot of the page a flow handed to a person (its last report's)."""
+    from projector import task_history
+
+    task_id = request.path_params["task_id"]
+    entries = await task_history(opened.client, opened.store, [task_id])
+    found = last_report(task_id, entries)
+    event = found[1] if found else None
+    if not isinstance(event, TaskPaused) or event.evidence is None or not event.evidence.screenshot:
+        raise ConfigError(f"task {task_id} of job {job!r} has no screenshot of a report kept")
+    return Response(event.evidence.screenshot, media_type="image/jpeg")
 
 
 @about_a_job
@@ -404,6 +423,15 @@ async def decide(
     )
 
 
+@action(_task_page_of)
+async def decide_on_task(
+    form: Form, job: str, opened: OpenJob, watch: JobWatch, reason: str, by: str
+) -> Outcome:
+    return await resolve_task(
+        opened, _task_id_from_form(form), _text(form.get("decision")), reason, by
+    )
+
+
 @action(_dead_page_of)
 async def replay(
     form: Form, job: str, opened: OpenJob, watch: JobWatch, reason: str, by: str
@@ -465,6 +493,8 @@ ROUTES = [
     Route("/jobs/{job}/tasks", tasks),
     Route("/jobs/{job}/tasks/{task_id}", task),
     Route("/jobs/{job}/tasks/{task_id}/retry", retry_one, methods=["POST"]),
+    Route("/jobs/{job}/tasks/{task_id}/resolve", decide_on_task, methods=["POST"]),
+    Route("/jobs/{job}/tasks/{task_id}/report/screenshot", report_screenshot),
     Route("/jobs/{job}/attention", attention),
     Route("/jobs/{job}/tasks/{task_id}/evidence/body", evidence_body),
     Route("/jobs/{job}/attention/retry", retry_bulk, methods=["POST"]),

@@ -33,6 +33,16 @@ if TYPE_CHECKING:
         last_report,
         response_text,
     )
+    from crawler.ops._flow_tail import (
+        FLOW_TAIL,
+        ActionOutcome,
+        FlowMoment,
+        FlowTail,
+        action_outcomes,
+        flow_tail,
+        flow_tail_lines,
+        flow_tails,
+    )
     from crawler.ops._format import format_duration, table_lines, twice_phrase
     from crawler.ops._history import detail_of, request_summary
     from crawler.ops._job import (
@@ -49,26 +59,37 @@ if TYPE_CHECKING:
     from crawler.ops._progress_source import LiveProgress
     from crawler.ops._resolve import needs_a_person, needs_a_person_lines, resolve
     from crawler.ops._retry import RETRY_BATCH, retry_tasks
+    from crawler.ops._sessions import SessionRow, clear_session_origin, origin_in, session_rows
 
 
 __all__ = [
     "BODY_STEM",
+    "FLOW_TAIL",
     "RETRY_BATCH",
     "SCREENSHOT_FILE",
     "TOTAL",
+    "ActionOutcome",
     "Failure",
+    "FlowMoment",
+    "FlowTail",
     "JobRow",
     "LiveProgress",
     "OpenJob",
     "Progress",
     "Row",
+    "SessionRow",
     "Tracker",
+    "action_outcomes",
     "body_extension",
+    "clear_session_origin",
     "control_site",
     "default_operator",
     "detail_of",
     "evidence_summary",
     "export_command_line",
+    "flow_tail",
+    "flow_tail_lines",
+    "flow_tails",
     "format_duration",
     "format_eta",
     "last_failure",
@@ -77,6 +98,7 @@ __all__ = [
     "needs_a_person_lines",
     "open_job",
     "open_log",
+    "origin_in",
     "pause_or_resume",
     "read_job_rows",
     "request_summary",
@@ -85,6 +107,7 @@ __all__ = [
     "resolve_site",
     "response_text",
     "retry_tasks",
+    "session_rows",
     "table_lines",
     "task_id_of",
     "twice_phrase",

@@ -8,8 +8,10 @@ once more. ``crawlog resolve`` and the console's Done / Redo buttons both decide
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from crawler.ops._flow_tail import FlowTail, flow_tail_lines
 from crawler.ops._job import OpenJob
 from eventlog import Decision, JobKeys, TaskQueue, resolve_action, uncertain_action
 
@@ -44,13 +46,19 @@ async def needs_a_person(client: aioredis.Redis, keys: JobKeys) -> list[tuple[st
     return found
 
 
-def needs_a_person_lines(job: str, waiting: list[tuple[str, str]]) -> list[str]:
-    """What ``crawlog status`` says of the tasks waiting for a person: none, or a line a
-    task and the commands that show its report and decide."""
+def needs_a_person_lines(
+    job: str, waiting: list[tuple[str, str]], tails: Mapping[str, FlowTail] | None = None
+) -> list[str]:
+    """What ``crawlog status`` (and ``report``, with ``tails``: each flow's last events)
+    says of the tasks waiting for a person: none, or a line a task and the commands that
+    show its report and decide."""
     if not waiting:
         return []
     lines = [f"Needs a person: {len(waiting)} task(s) wait for a decision"]
-    lines += [f"  {task_id}: {what}" for task_id, what in waiting]
+    for task_id, what in waiting:
+        lines.append(f"  {task_id}: {what}")
+        if tails and task_id in tails:
+            lines += flow_tail_lines(tails[task_id], indent="    ")
     lines.append(
         f"  see: crawlog evidence --job {job} TASK --out DIR; decide: crawlog resolve --job "
         f"{job} --task TASK --done|--redo|--abort --reason ..."

@@ -60,3 +60,12 @@ class AppSpider(Spider):
         yield Item(response.url.removeprefix(response.urljoin("/")[:-1]), {})
         for href in response.css("#links a::attr(href)").getall():
             yield response.follow(href)
+
+
+class AppPageSpider(AppSpider):
+    """`AppSpider` on the pages it is given only: an item per page, no link followed."""
+
+    name = "app-page"
+
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        yield Item(response.url.removeprefix(response.urljoin("/")[:-1]), {})

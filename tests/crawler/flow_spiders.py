@@ -53,7 +53,7 @@ class ShipOrders(Spider):
         policy = cast(Policy, os.environ.get("FLOW_POLICY", "verify"))
         if run.resumed is None:
             await set_filter(page)
-            await run.checkpoint("filter", page=1)
+            await run.checkpoint("filter", page=1, data={"status": "open"})
         number = run.state.page
         while True:
             keys = await page.eval_on_selector_all(ROWS, "rows => rows.map(r => r.dataset.id)")
