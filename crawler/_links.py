@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
-from crawler._urls import BasePart, base_key, base_part, clean_href, join_href
+from crawler._urls import (
+    BasePart,
+    base_key,
+    base_part,
+    clean_href,
+    directory_prefix,
+    join_href,
+    plain_path_ups,
+)
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 RESOLVED_LINKS_KEPT = 100_000
@@ -41,8 +49,9 @@ class LinkResolver:
         """Base key → href → canonical URL (None: not http(s), or does not parse), oldest
         base first."""
         self._entries = 0
-        self._forms: dict[str, tuple[str, BasePart]] = {}
-        """An href as written → cleaned, without its fragment, and the part it reads."""
+        self._forms: dict[str, tuple[str, BasePart, tuple[int, str] | None]] = {}
+        """An href as written → cleaned, without its fragment, the part it reads, and its
+        leading ``../`` and plain path if it is one (`plain_path_ups`)."""
 
     def __len__(self) -> int:
         """How many (base part, href) pairs are kept."""
@@ -56,14 +65,15 @@ class LinkResolver:
         found: dict[str, None] = {}
         added = 0
         forms = self._forms
+        prefixes: dict[int, str | None] = {}
         for raw in hrefs:
             form = forms.get(raw)
             if form is None:
                 # The fragment goes before resolving (it never changes the rest), after
                 # cleaning (trimming "a? #b" must keep the query's space).
                 href = clean_href(raw).partition("#")[0]
-                form = forms[raw] = (href, base_part(href))
-            href, part = form
+                form = forms[raw] = (href, base_part(href), plain_path_ups(href))
+            href, part, plain = form
             table = per_part.get(part)
             if table is None:
                 key = base_key(base, part)
@@ -74,7 +84,19 @@ class LinkResolver:
             try:
                 url = table[href]
             except KeyError:
-                url = table[href] = join_href(href, base)
+                # A page's links to pages of other directories ("../api/x.html") miss the
+                # cache on every page of a directory: a plain path resolves by appending
+                # it to its directory's text, without a parse.
+                url = None
+                if plain is not None:
+                    ups, path = plain
+                    if ups not in prefixes:
+                        prefixes[ups] = directory_prefix(base, ups)
+                    if (prefix := prefixes[ups]) is not None:
+                        url = prefix + path
+                if url is None:
+                    url = join_href(href, base)
+                table[href] = url
                 added += 1
             if url is not None:
                 found[url] = None

@@ -20,6 +20,7 @@ when it goes on).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -28,7 +29,6 @@ import anyio
 import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
-from anyio.abc import TaskGroup
 
 from crawler._politeness import PolitenessGate
 from eventlog import CrawlogError, StoreState, TaskQueue, probe_store
@@ -88,7 +88,9 @@ class OfflineRide:
         """Pages fetched while the store was down, over every outage."""
         self._left = pages
         self._hosts: dict[str, _LocalHost] = {}
-        self._holders: TaskGroup | None = None
+        self._probing = False
+        """Whether `run` probes the store (the gate's slots are then given up on once the
+        store is taken for down)."""
 
     @property
     def down(self) -> bool:
@@ -98,7 +100,8 @@ class OfflineRide:
         """Probe the store, beside the worker's tasks, until cancelled."""
         if not self.enabled:
             return
-        async with anyio.create_task_group() as self._holders:
+        self._probing = True
+        try:
             while True:
                 await anyio.sleep(PROBE_EVERY_S)
                 state = await self._state()
@@ -117,6 +120,8 @@ class OfflineRide:
                         during,
                         msgspec.structs.asdict(flushed),
                     )
+        finally:
+            self._probing = False
 
     async def _state(self) -> StoreState:
         with anyio.move_on_after(DOWN_AFTER_S):
@@ -149,17 +154,15 @@ class OfflineRide:
         is down (within the page budget; past it, the gate's again, which waits for the
         store), ``started`` awaited last thing before the request (it journals the start:
         `TaskQueue.mark_fetch_started`)."""
-        if not self.enabled or (self._holders is None and not self.down):
+        if not self.enabled or (not self._probing and not self.down):
             async with self.gate.slot(host, task_id):
                 yield
             return
-        leave = anyio.Event()
-        try:
-            if not self.down and await self._shared(host, leave, task_id):
-                yield
-                return
-        finally:
-            leave.set()
+        if not self.down:
+            async with contextlib.AsyncExitStack() as held:
+                if await self._shared(host, task_id, held):
+                    yield
+                    return
         if self._left <= 0:
             await self.queue.wait_up()
             async with self.gate.slot(host, task_id):
@@ -187,26 +190,14 @@ class OfflineRide:
             if not sent:
                 self._left += 1  # given up before its turn
 
-    async def _shared(self, host: str, leave: anyio.Event, task_id: str) -> bool:
-        """Take the gate's slot on ``host`` in a holder task that keeps it until ``leave``;
-        True once held, False if the store was taken for down first (the holder, left
-        waiting for the store, frees whatever it gets at once)."""
-        assert self._holders is not None
-        held = anyio.Event()
-        failed: list[BaseException] = []
-
-        async def hold() -> None:
-            try:
-                async with self.gate.slot(host, task_id):
-                    held.set()
-                    await leave.wait()
-            except Exception as exc:  # told to the task waiting, if it still is
-                failed.append(exc)
-                held.set()
-
-        self._holders.start_soon(hold)
+    async def _shared(self, host: str, task_id: str, held: contextlib.AsyncExitStack) -> bool:
+        """Take the gate's slot on ``host`` into ``held``, which keeps it until it closes;
+        True once held, False if the store was taken for down first. The acquire is then
+        given up on, and a slot it may have taken (its reply lost) is freed later by the
+        gate (``release_later``), not waited for: the store does not answer."""
+        # In the request's own task: a holder task per request, kept until the request
+        # ended, cost a task, two events and their switches on every page.
         with self.queue.cancelled_if_down():
-            await held.wait()
-        if failed:
-            raise failed[0]
-        return held.is_set()
+            await held.enter_async_context(self.gate.slot(host, task_id, release_later=True))
+            return True
+        return False

@@ -205,14 +205,18 @@ class PolitenessGate:
         self._queued = anyio.Event()
 
     @asynccontextmanager
-    async def slot(self, host: str, task_id: str = "") -> AsyncIterator[HostSlot]:
+    async def slot(
+        self, host: str, task_id: str = "", *, release_later: bool = False
+    ) -> AsyncIterator[HostSlot]:
         """Wait for a free slot on ``host`` and its next start time, hold it while the block runs.
 
         ``ServerUnreachable`` if Redis is lost; the slot is freed on exit, and a slot whose
         holder died is freed with its tasks, or by itself after ``slot_ttl_s``. A slot for
         a task's request (``task_id``) records, as it is taken, that the request may go
         (`eventlog.JobKeys.fetches_started`): a kill before its page is written leaves the
-        record for the task's retake to count.
+        record for the task's retake to count. ``release_later``: a slot left by an error
+        or a cancellation (one that gave up on a store that does not answer) is freed with
+        the gate's next acquire or by `free_loop`, not waited for here.
         """
         check_host(host)
         token = secrets.token_hex(TOKEN_BYTES)
@@ -236,6 +240,9 @@ class PolitenessGate:
             # A cancelled acquire may have taken a slot before its reply was lost, so free
             # it; but the error in flight says more than a failed release would, and an
             # unfreed slot expires by itself.
+            if release_later:
+                self._still_to_free({token: host})
+                raise
             with contextlib.suppress(ServerError):
                 await self._release(host, token)
             raise

@@ -138,9 +138,12 @@ def fetched_validators(
     headers: dict[str, str],
     body: bytes,
     rule: ChangeRule | None = None,
+    *,
+    hashed: str | None = None,
 ) -> Validators:
     """What a fetch records of its page: a 304 keeps the earlier body's hash (and any
-    validator the 304 does not repeat); ``rule``: what of the body is hashed."""
+    validator the 304 does not repeat); ``rule``: what of the body is hashed; ``hashed``:
+    `body_hash` of the whole body, if the caller has it already (used without a rule)."""
     etag, modified = headers.get("etag"), headers.get("last-modified")
     if status == NOT_MODIFIED and task.revisit is not None:
         before = task.revisit
@@ -149,8 +152,11 @@ def fetched_validators(
             last_modified=modified or before.last_modified,
             body_hash=before.body_hash,
         )
-    compared = body if rule is None else rule.content(body)
-    return Validators(etag=etag, last_modified=modified, body_hash=body_hash(compared))
+    if rule is None:
+        digest = hashed if hashed is not None else body_hash(body)
+    else:
+        digest = body_hash(rule.content(body))
+    return Validators(etag=etag, last_modified=modified, body_hash=digest)
 
 
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:

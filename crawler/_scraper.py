@@ -134,14 +134,21 @@ class Scraper:
         """A ``--browser`` job's fetcher, once open: the live page of each response."""
 
     async def parse(
-        self, lease: Lease, result: FetchResult, page: int, last: CheckpointSaved | None
+        self,
+        lease: Lease,
+        result: FetchResult,
+        page: int,
+        last: CheckpointSaved | None,
+        *,
+        body_hash: str | None = None,
     ) -> Parsed:
         """Let the spider parse the page (if it takes its content type), each output checked
         as it is yielded, its URLs resolved against the page and kept if in scope and depth.
+        ``body_hash``: the body's, if the worker has it (`Response.body_hash`).
 
         Raises whatever the spider raises, and SpiderOutputError for an output crawlog
         cannot take: either fails the task, never the worker."""
-        response = self._response(lease, result, page, last)
+        response = self._response(lease, result, page, last, body_hash)
         parsed = Parsed(run=lease.task.run)
         if result.error is None and self.middlewares.responses:
             hooked = await self.middlewares.response(response)
@@ -169,7 +176,12 @@ class Scraper:
         return parsed
 
     def _response(
-        self, lease: Lease, result: FetchResult, page: int, last: CheckpointSaved | None
+        self,
+        lease: Lease,
+        result: FetchResult,
+        page: int,
+        last: CheckpointSaved | None,
+        body_hash: str | None = None,
     ) -> Response:
         """The page as the spider sees it, resumed from ``last``, the task's checkpoint
         before it (None on its first page)."""
@@ -197,6 +209,7 @@ class Scraper:
             meta=last.meta if last is not None else None,
             cb_kwargs=last.cb_kwargs if last is not None else None,
             progress=_Progress(self, lease, result.url, page, last),
+            body_hash=body_hash,
         )
 
     async def _take(self, index: int, yielded: Any, response: Response, parsed: Parsed) -> None:

@@ -67,6 +67,7 @@ from yarl import URL
 
 from crawler._defaults import DEFAULT_MAX_ITEM_BYTES
 from crawler._links import LinkResolver, parse_page
+from crawler._recrawl import body_hash
 from crawler._rules import DENIED_BY_RULE, LinkRules
 from crawler._urls import clean_href, join_href
 from eventlog import ConfigError, CrawlogError, Cursor, Evidence, RequestSpec
@@ -212,6 +213,7 @@ class Response:
 
     __slots__ = (
         "_base",
+        "_body_hash",
         "_encoding",
         "_once",
         "_request",
@@ -259,6 +261,7 @@ class Response:
         meta: dict[str, Any] | None = None,
         cb_kwargs: dict[str, Any] | None = None,
         progress: TaskProgress | None = None,
+        body_hash: str | None = None,
     ) -> None:
         self.url, self.status, self.headers, self.body = url, status, headers, body
         self.progress = progress
@@ -293,6 +296,7 @@ class Response:
         self._encoding: str | None = None
         self._base: URL | None = None
         self._selector: Selector | None = None
+        self._body_hash = body_hash
         self.link_rules = link_rules
         """The job's allow/deny rules (None without any): `follow_all` applies them."""
         self.dropped: dict[str, int] = {}
@@ -301,6 +305,16 @@ class Response:
 
     def __repr__(self) -> str:
         return f"<{self.status} {self.url}>"
+
+    @property
+    def body_hash(self) -> str:
+        """The hash of the whole body (128-bit BLAKE2b, hex) a fetch records
+        (`eventlog.PageFetched.body_hash`, without a ``change_region``): the default
+        spider's ``content_hash``. A worker hands over the one it computed for the page's
+        event; else computed once, when first read."""
+        if self._body_hash is None:
+            self._body_hash = body_hash(self.body)
+        return self._body_hash
 
     @property
     def charset(self) -> str | None:
@@ -694,7 +708,7 @@ class SiteSpider(Spider):
                 "content_type": response.content_type,
                 "bytes": len(response.body),
                 "title": page.title if page else None,
-                "content_hash": hashlib.blake2b(response.body, digest_size=16).hexdigest(),
+                "content_hash": response.body_hash,
             },
         )
         links = page.links if page else []

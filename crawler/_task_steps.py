@@ -40,7 +40,13 @@ from crawler._job import JobConfig
 from crawler._middlewares import Dropped as DroppedByHook
 from crawler._middlewares import DropRequest
 from crawler._recovery import aborted_for_recoveries, past_recovery_limit
-from crawler._recrawl import UNCHANGED, change_of, fetched_validators, spider_change_rule
+from crawler._recrawl import (
+    UNCHANGED,
+    body_hash,
+    change_of,
+    fetched_validators,
+    spider_change_rule,
+)
 from crawler._scraper import Parsed, Scraper, UncertainAction
 from crawler._spider import NextPage
 from crawler._urls import fingerprint
@@ -143,7 +149,16 @@ class FetchedPages:
 class _Step:
     """One page of a task on its way: where it is, and the events of its step so far."""
 
-    __slots__ = ("counts", "fetched", "fetched_at", "last", "page", "pending", "url")
+    __slots__ = (
+        "body_hash",
+        "counts",
+        "fetched",
+        "fetched_at",
+        "last",
+        "page",
+        "pending",
+        "url",
+    )
 
     def __init__(
         self,
@@ -164,6 +179,9 @@ class _Step:
         """The pages the task fetched before this one (this one too, once fetched)."""
         self.fetched_at: int | None = None
         """Where the page's `PageFetched` is in ``pending`` (None: not fetched yet)."""
+        self.body_hash: str | None = None
+        """The fetched body's `body_hash` once computed for its `PageFetched`: the spider's
+        `Response.body_hash`, so that a page is hashed once."""
 
 
 class WorkerStats(msgspec.Struct, kw_only=True):
@@ -328,8 +346,15 @@ class TaskSteps:
         return result
 
     def _page_fetched(self, task: Task, step: _Step, result: FetchResult) -> PageFetched:
+        if self.change_rule is None:
+            step.body_hash = body_hash(result.body)
         seen = fetched_validators(
-            task, result.status, result.headers, result.body, self.change_rule
+            task,
+            result.status,
+            result.headers,
+            result.body,
+            self.change_rule,
+            hashed=step.body_hash,
         )
         return PageFetched(
             actor=self.name,
@@ -353,7 +378,9 @@ class TaskSteps:
         taken (not to a page the task fetched, nor past a page cap), its drops noted on
         the page's `PageFetched`; None if the spider failed the task."""
         try:
-            parsed = await self.scraper.parse(lease, result, step.page, step.last)
+            parsed = await self.scraper.parse(
+                lease, result, step.page, step.last, body_hash=step.body_hash
+            )
         except (LeaseLost, UncertainAction):
             raise
         except DropRequest as drop:  # a spider's response hook said no

@@ -103,6 +103,54 @@ def join_href(href: str, base: URL) -> str | None:
         return None
 
 
+_PLAIN_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._/")
+
+
+def is_plain_path(href: str) -> bool:
+    """Whether ``href`` (cleaned, fragment dropped) is a relative path of unreserved
+    characters and ``/`` only, without dot or empty segments (``page-7.html``,
+    ``api/v2/``): resolving it only appends it to its base's directory, so its `join_href`
+    is `directory_prefix` of the base followed by the href itself."""
+    if not href or not _PLAIN_PATH_CHARS.issuperset(href):
+        return False
+    segments = href.split("/")
+    last = segments.pop()
+    return last not in (".", "..") and all(s and s != "." and s != ".." for s in segments)
+
+
+FROM_ROOT: Final = -1
+"""`plain_path_ups` of an href that opens with one ``/`` (``/api/x.html``): from the root."""
+
+
+def plain_path_ups(href: str) -> tuple[int, str] | None:
+    """``href`` (cleaned, fragment dropped) as leading ``../`` segments and a plain path
+    (`is_plain_path`) after them: (how many ``../``, the plain path); for one ``/`` and a
+    plain path or nothing after it, (`FROM_ROOT`, the rest); None if it is of neither form.
+    Its `join_href` is ``directory_prefix(base, ups) + path``."""
+    if href[:1] == "/":
+        rest = href[1:]
+        return (FROM_ROOT, rest) if not rest or is_plain_path(rest) else None
+    ups, path = 0, href
+    while path.startswith("../"):
+        ups, path = ups + 1, path[3:]
+    return (ups, path) if is_plain_path(path) else None
+
+
+_PROBE = "x"
+
+
+def directory_prefix(base: URL, ups: int = 0) -> str | None:
+    """The canonical text of ``base``'s directory, ``ups`` levels up (never above the
+    root; the root for `FROM_ROOT`), to which a plain path (`is_plain_path`) is appended
+    to resolve ``"../" * ups`` (or ``/``) and that path: what `join_href` gives a
+    one-letter file name there, less that letter; None if that does not resolve (a base
+    that is not http(s))."""
+    probe = join_href(("/" if ups == FROM_ROOT else "../" * ups) + _PROBE, base)
+    if probe is None or not probe.endswith(_PROBE):
+        return None
+    return probe[: -len(_PROBE)]
+
+
 BasePart = Literal["none", "scheme", "origin", "directory", "document"]
 """How much of a base URL resolving an href reads: nothing (``https://host/x``), its scheme
 (``//host/x``), its origin (``/x``), its directory (``x``, ``../x``, ``./x``) or the whole
@@ -116,8 +164,10 @@ def base_part(href: str) -> BasePart:
     bases alike in that part give it the same `join_href`. Pages share their directory and
     origin, so a crawl can resolve an href once for all the pages of a directory.
 
-    Anything unusual reads the whole document: a colon before the first ``/`` or ``?`` (a
-    scheme, or what a parser might take for one) unless it opens ``scheme://`` and a host.
+    An href with a scheme other than http(s) (``mailto:``) reads nothing: it is not http(s)
+    from any base. Anything unusual reads the whole document: a colon before the first
+    ``/`` or ``?`` (an http(s) scheme, or what a parser might take for a scheme) unless it
+    opens ``scheme://`` and a host.
     """
     if not href or href[0] == "?":
         return "document"
@@ -131,14 +181,12 @@ def base_part(href: str) -> BasePart:
     first = href[:colon]
     if "/" in first or "?" in first:
         return "directory"  # the colon is in a later segment or the query
-    if (
-        first[:1].isascii()
-        and first[:1].isalpha()
-        and _SCHEME_CHARS.issuperset(first)
-        and href.startswith("//", colon + 1)
-        and _opens_a_host(href[colon + 3 : colon + 4])
-    ):
-        return "none"
+    if first[:1].isascii() and first[:1].isalpha() and _SCHEME_CHARS.issuperset(first):
+        if first.lower() not in HTTP_SCHEMES:
+            # ``mailto:``, ``javascript:``: a scheme of its own, never http(s) from any base.
+            return "none"
+        if href.startswith("//", colon + 1) and _opens_a_host(href[colon + 3 : colon + 4]):
+            return "none"
     return "document"
 
 

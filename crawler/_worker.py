@@ -415,6 +415,10 @@ class Worker:
         its workers to exit before its summary)."""
         if not (self.exit_when_done and self._in_flight):
             return await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+        # What is queued comes without a wait: the race below (two tasks and a cancel, on
+        # most pages of a crawl) is only for a read that would block.
+        if leases := await self.queue.claim(free):
+            return leases
         claimed: list[Lease] | None = None
         async with anyio.create_task_group() as racing:
 

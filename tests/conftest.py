@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import redis
 import redis.asyncio as aioredis
+from hypothesis import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -21,6 +22,10 @@ from eventlog._server import valkey_binary
 from tests.postgres_process import PostgresMissing, PostgresServer
 
 SERVER_START_TIMEOUT_S = 10.0
+# A property's examples are timed by hypothesis: on a shared, loaded machine a first example
+# (imports, a first Parquet write) can exceed any fixed deadline without anything being wrong.
+settings.register_profile("crawlog", deadline=None)
+settings.load_profile("crawlog")
 PACKAGES = ("eventlog", "projector", "crawler")
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIGURES = (
     "projector_bytes_per_task_10m",
     "commit_us_per_event_10k",
+    "commit_us_per_event_100k",
     "commit_us_per_event_10m",
     "replay_10m_s",
     "report_10m_tasks_s",

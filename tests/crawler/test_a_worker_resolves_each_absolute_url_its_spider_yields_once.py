@@ -75,4 +75,4 @@ def test_only_absolute_urls_are_kept_and_the_base_is_read_only_for_relative_ones
     assert kept.resolve("ftp://h.example/x", base) is NOT_HTTP
     assert kept.resolve("mailto:a@b.c", base) is NOT_HTTP
     assert kept.resolve("http://exa mple.com/", base) is MALFORMED
-    assert len(kept) == 3  # ftp:// and the malformed one are absolute; mailto: is not
+    assert len(kept) == 4  # ftp://, mailto: (no base makes it http) and the malformed one
