@@ -124,6 +124,8 @@ async def follow_primary(redis: aioredis.Redis, keys: JobKeys) -> PrimaryFacts:
     identity is left as it is (nothing to fence)."""
     script = redis.register_script(FOLLOW_PRIMARY)
     facts = await primary_facts(redis, keys)
+    if not facts.replid:
+        return facts  # the server would not say which it is (INFO refused): nothing to bind
     for _ in range(_FOLLOW_TRIES):
         verdict = primary_verdict(facts.bound, facts.replid, facts.replid2)
         if verdict == "same" or not facts.epoch:

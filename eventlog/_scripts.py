@@ -168,9 +168,12 @@ if ARGV[2] ~= '0' then
   local epoch = redis.call('HGET', KEYS[12], 'epoch')
   if epoch ~= ARGV[2] then return {'stale', epoch or ''} end
   local bound = redis.call('HGET', KEYS[14], 'replid')
-  if bound and string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') ~= bound
-  then
-    return {'stale', epoch}
+  if bound then
+    -- A user whose ACL refuses INFO cannot tell: the check is left to those who can.
+    local info = redis.pcall('INFO', 'replication')
+    if type(info) == 'string' and string.match(info, 'master_replid:(%x+)') ~= bound then
+      return {'stale', epoch}
+    end
   end
 end
 local group, consumer, entry, mode, task_id = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
@@ -240,10 +243,12 @@ PRIMARY_FACTS = """
 -- KEYS: identity, primary.  ARGV: none.
 -- Returns {this server's replication id, its previous one ('000...' if none: it was
 -- promoted by no failover), the bound id or '', the job's epoch or '', then field, value
--- pairs of ``primary``}.
-local info = redis.call('INFO', 'replication')
+-- pairs of ``primary``}. Both ids are '' where the caller's ACL refuses INFO (the
+-- ``-@dangerous`` recipe of docs/eventlog.md): it cannot tell a promotion.
+local info = redis.pcall('INFO', 'replication')
+if type(info) ~= 'string' then info = '' end
 return {
-  string.match(info, 'master_replid:(%x+)'), string.match(info, 'master_replid2:(%x+)'),
+  string.match(info, 'master_replid:(%x+)') or '', string.match(info, 'master_replid2:(%x+)') or '',
   redis.call('HGET', KEYS[2], 'replid') or '', redis.call('HGET', KEYS[1], 'epoch') or '',
   redis.call('HGETALL', KEYS[2]),
 }
