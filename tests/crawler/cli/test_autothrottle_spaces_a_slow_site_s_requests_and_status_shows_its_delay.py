@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import statistics
 from pathlib import Path
 
 import anyio
@@ -23,9 +24,13 @@ SLOW_S = 0.25
 """Every page answers this late: the request log times the answer, so a request was
 asked for this long before it was logged."""
 PAGES = 12
-SPACED = 0.8
-"""Share of the latency the gaps must keep: the site logs an answer a little after
-writing it, on a loaded machine more."""
+SPACED = 0.95
+"""Share of the latency the gaps keep on average."""
+APART = 0.5
+"""Share of the latency each gap keeps: the default politeness would send requests in
+pairs (gaps near 0). An answer logged late on a loaded machine lengthens the gap before it
+and shortens the one after (CI saw 0.313 then 0.199 s for a 0.25 s latency), so one gap
+alone is a noisy witness of the spacing; their mean is not."""
 DEADLINE_S = 90
 
 
@@ -48,7 +53,8 @@ async def test_a_slow_site_s_requests_are_spaced_by_its_latency_and_status_shows
     assert len(asked) == PAGES
     # The first page's answer is the first sample: from then on, one request per latency.
     gaps = [b - a for a, b in itertools.pairwise(asked[1:])]
-    assert min(gaps) >= SLOW_S * SPACED, gaps
+    assert min(gaps) >= SLOW_S * APART, gaps
+    assert statistics.fmean(gaps) >= SLOW_S * SPACED, gaps
 
     status = await crawlog_at(valkey_url, data_dir, "status", "--job", job, "--json")
     assert status.returncode == 0, status.stderr
