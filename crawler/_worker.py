@@ -97,6 +97,10 @@ STOP_RESERVE_S = 2.0
 (half of it each; at most half of the grace): pages in flight get the rest."""
 NAME_WAIT_S = DEFAULT_NAME_TTL_MS / 1000 * 2
 
+HeldAs = tuple[int, str]
+"""A lease as this worker keeps it (`Lease.held_as`): its entry id alone may name an entry
+of another lane too."""
+
 
 def worker_queue(
     redis: aioredis.Redis,
@@ -228,9 +232,9 @@ class Worker:
         self.stopping = anyio.Event()
         self._fresh_for_s = self._share_s(FRESH_SHARE)
         """How long a lease is taken to be safe from takeover since its idle time was reset."""
-        self._in_flight: dict[str, anyio.CancelScope] = {}
-        self._leases: dict[str, Lease] = {}
-        self._fresh: dict[str, float] = {}
+        self._in_flight: dict[HeldAs, anyio.CancelScope] = {}
+        self._leases: dict[HeldAs, Lease] = {}
+        self._fresh: dict[HeldAs, float] = {}
         """When (monotonic, just before the claim or renewal) each lease's idle time was reset."""
         self._taken_back_at = 0.0
         """The same for every taken-back lease not renewed since: one time for all of them."""
@@ -238,7 +242,7 @@ class Worker:
         self._claim_pause = ClaimPause()
         self._backlog: deque[Lease] = deque()
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
-        self._ended: set[str] = set()
+        self._ended: set[HeldAs] = set()
         """Entries whose task ended since the current re-read of our PEL began."""
         self._resumed = anyio.Event()
         """Set once the whole pending list (of a restart) is taken back."""
@@ -385,7 +389,7 @@ class Worker:
             if leases is None:
                 return
             for lease in leases:
-                self._fresh[lease.entry_id] = sent
+                self._fresh[lease.held_as] = sent
                 self._start(tasks, lease)
             if not leases and not self._in_flight and self.exit_when_done and await self._done():
                 return
@@ -463,11 +467,12 @@ class Worker:
             )
 
     def _start(self, tasks: TaskGroup, lease: Lease) -> None:
-        if lease.entry_id in self._in_flight:
+        held = lease.held_as
+        if held in self._in_flight:
             return
         scope = anyio.CancelScope()
-        self._in_flight[lease.entry_id] = scope
-        self._leases[lease.entry_id] = lease
+        self._in_flight[held] = scope
+        self._leases[held] = lease
         tasks.start_soon(self._run_task, lease, scope)
 
     async def _done(self) -> bool:
@@ -517,17 +522,17 @@ class Worker:
         while True:
             await anyio.sleep(self._share_s(RENEW_SHARE))
             sent, held = time.monotonic(), list(self._leases.values())
-            lost = await self.queue.renew(held)
+            lost = await self.queue.renew_held(held)
             for lease in held:
-                if lease.entry_id not in lost and lease.entry_id in self._leases:
-                    self._fresh[lease.entry_id] = sent
-            for entry_id in lost:
-                if entry_id not in self._leases:
+                if lease.held_as not in lost and lease.held_as in self._leases:
+                    self._fresh[lease.held_as] = sent
+            for lane, entry_id in lost:
+                if (lane, entry_id) not in self._leases:
                     continue  # the task ended while the renewal ran: its entry is acked
                 # Another worker reclaimed it while we stalled: stop, the fenced scripts
                 # would refuse anything this task still tries to write.
                 log.warning("lease on %s lost; abandoning its task", entry_id)
-                if scope := self._in_flight.get(entry_id):
+                if scope := self._in_flight.get((lane, entry_id)):
                     scope.cancel()
             if self._backlog:
                 # Leases waiting their turn (a restart's pending list) are ours too: left
@@ -592,10 +597,10 @@ class Worker:
                 continue  # handing back: an entry being released is in no list of ours
             # After the flush: a task ended while the store was down is pending until then.
             await self.queue.wait_up()
-            queued = {lease.entry_id for lease in self._backlog}
+            queued = {lease.held_as for lease in self._backlog}
             self._ended.clear()
             for lease in await self.queue.pending(PENDING_BATCH):
-                entry = lease.entry_id
+                entry = lease.held_as
                 ours = entry in self._in_flight or entry in queued or entry in self._ended
                 if not ours:
                     self._backlog.append(lease)
@@ -625,10 +630,11 @@ class Worker:
         finally:
             if not self._store_lost:  # its step was written, or it fetched nothing
                 self.steps.unsettled.pop(lease.task.task_id, None)
-            self._in_flight.pop(lease.entry_id, None)
-            self._leases.pop(lease.entry_id, None)
-            self._fresh.pop(lease.entry_id, None)
-            self._ended.add(lease.entry_id)
+            held = lease.held_as
+            self._in_flight.pop(held, None)
+            self._leases.pop(held, None)
+            self._fresh.pop(held, None)
+            self._ended.add(held)
             self._capacity.set()
             self._capacity = anyio.Event()
             if (browser := self.downloader.browser) is not None:
@@ -677,7 +683,7 @@ class Worker:
         now = time.monotonic()
         if lease.entry_id in await self.queue.renew([lease]):
             raise LeaseLost(lease.entry_id, self.name, None)
-        self._fresh[lease.entry_id] = now
+        self._fresh[lease.held_as] = now
 
     def _known_fresh(self, lease: Lease) -> bool:
         """The server reset the lease's idle time recently enough that no worker can take
@@ -685,7 +691,7 @@ class Worker:
         # A lease with no time of its own and its resume point (``resume`` not None) is a
         # taken-back one: a claimed lease has its claim's time, from the moment it starts.
         default = self._taken_back_at if lease.resume is not None else 0.0
-        fresh = self._fresh.get(lease.entry_id, default)
+        fresh = self._fresh.get(lease.held_as, default)
         return time.monotonic() - fresh < self._fresh_for_s
 
 

@@ -659,14 +659,14 @@ class TaskQueue:
                     pipe.hmget(self.keys.fetches_started(owner), [x.task.task_id for x in held])
                 replies: list[list[bytes | None]] = await pipe.execute()
         none = {
-            lease.entry_id
+            lease.held_as
             for held, marks in zip(by_owner.values(), replies, strict=True)
             for lease, mark in zip(held, marks, strict=True)
             if mark is None
         }
         return [
             msgspec.structs.replace(lease, unrecorded_fetch=False)
-            if lease.entry_id in none
+            if lease.held_as in none
             else lease
             for lease in leases
         ]
@@ -725,6 +725,16 @@ class TaskQueue:
         lost = await self._renewed(leases)
         self.observer.renewed(leases, lost, time.perf_counter() - started)
         return lost
+
+    async def renew_held(self, leases: Sequence[Lease]) -> set[tuple[int, str]]:
+        """`renew` ``leases``; returns those this consumer lost, by `Lease.held_as`. An
+        entry id may name an entry of another lane too: a lease sharing a lost id with
+        another of ``leases`` is renewed again alone, to know which of them was lost."""
+        lost = await self.renew(leases)
+        named = [lease for lease in leases if lease.entry_id in lost]
+        if len({lease.entry_id for lease in named}) != len(named):
+            named = [lease for lease in named if await self.renew([lease])]
+        return {lease.held_as for lease in named}
 
     async def _renewed(self, leases: Sequence[Lease]) -> set[str]:
         by_lane: dict[int, list[str]] = defaultdict(list)

@@ -71,6 +71,14 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     (`JobKeys.fetches_started`). False only where that was read and found not so."""
 
     @property
+    def held_as(self) -> tuple[int, str]:
+        """Its lane and entry id, what names it among the leases of one holder: an entry id
+        is unique within its lane only (one script call that adds to two lanes within one
+        millisecond gives both entries the same id: a recrawl's seed, of priority 1, and
+        the first of its other pages)."""
+        return self.lane, self.entry_id
+
+    @property
     def recoveries(self) -> int:
         """Recoveries of the task so far: earlier requeues plus redeliveries of this entry."""
         return self.task.recoveries + self.deliveries - 1

@@ -237,7 +237,7 @@ class Bridge:
         self._claim_wake: anyio.Event | None = None
         self._closing: anyio.Event | None = None
         self._drain_lock: anyio.Lock | None = None
-        self._held: dict[str, Lease] = {}
+        self._held: dict[tuple[int, str], Lease] = {}
         self._writing = 0
         self._left = 1
         """Tasks of the job not finished yet, as last counted (1 until first counted)."""
@@ -412,7 +412,7 @@ class Bridge:
         blocked = self._controls.blocks(task.site, task.task_id)
         if blocked is not None and await self._held_back(queue, lease, blocked):
             return
-        self._held[lease.entry_id] = lease
+        self._held[lease.held_as] = lease
         was_empty = not self.ready
         self.ready.append(lease)
         if was_empty:
@@ -430,7 +430,7 @@ class Bridge:
                 return False
         except LeaseLost as lost:
             log.warning("crawlog: %s", lost)
-        self._held.pop(lease.entry_id, None)
+        self._held.pop(lease.held_as, None)
         self.stats.parked += 1
         return True
 
@@ -530,7 +530,7 @@ class Bridge:
             self.stats.leases_lost += 1
             log.warning("crawlog: %s", lost)
         finally:
-            self._held.pop(op.lease.entry_id, None)
+            self._held.pop(op.lease.held_as, None)
 
     def _share_s(self, share: Fraction) -> float:
         return float(self.settings.lease_ms * share / 1000)
@@ -539,9 +539,8 @@ class Bridge:
         while True:
             await anyio.sleep(self._share_s(RENEW_SHARE))
             held = list(self._held.values())
-            lost = await queue.renew(held)
-            for entry_id in lost:
-                if self._held.pop(entry_id, None) is not None:
+            for lane, entry_id in await queue.renew_held(held):
+                if self._held.pop((lane, entry_id), None) is not None:
                     self.stats.leases_lost += 1
                     log.warning("crawlog: lease %s lost: another process redoes it", entry_id)
 
@@ -589,7 +588,7 @@ class Bridge:
             await self._release(queue, self.ready.popleft(), ())
 
     async def _release(self, queue: TaskQueue, lease: Lease, events: Sequence[AnyEvent]) -> None:
-        self._held.pop(lease.entry_id, None)
+        self._held.pop(lease.held_as, None)
         released = TaskReleased(
             actor=self.name, task_id=lease.task.task_id, attempt=lease.task.attempt
         )
