@@ -21,7 +21,7 @@ import fcntl
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias
 
@@ -247,12 +247,7 @@ class Journal:
     # -- reading -------------------------------------------------------------------------
 
     def _load(self) -> None:
-        numbers = sorted(
-            int(path.name.removesuffix(SEGMENT_SUFFIX))
-            for path in self.directory.glob(f"*{SEGMENT_SUFFIX}")
-            # A regular file: what is not one (a device in its place) is not read.
-            if path.name.removesuffix(SEGMENT_SUFFIX).isdigit() and path.is_file()
-        )
+        numbers = _segment_numbers(self.directory)
         for i, number in enumerate(numbers):
             segment = _Segment(number, self._path(number))
             data = segment.path.read_bytes()
@@ -398,7 +393,7 @@ class Journal:
         self._file = None
 
     def _path(self, number: int) -> Path:
-        return self.directory / f"{number:08d}{SEGMENT_SUFFIX}"
+        return _segment_path(self.directory, number)
 
     def _write(self, data: bytes) -> _Segment:
         path = self.directory
@@ -453,6 +448,49 @@ class Journal:
                 self._syncing = None
                 syncing.set()
             self._synced = max(self._synced, upto)
+
+
+def _segment_numbers(directory: Path) -> list[int]:
+    """The numbers of the segment files in ``directory``, in order."""
+    return sorted(
+        int(path.name.removesuffix(SEGMENT_SUFFIX))
+        for path in directory.glob(f"*{SEGMENT_SUFFIX}")
+        # A regular file: what is not one (a device in its place) is not read.
+        if path.name.removesuffix(SEGMENT_SUFFIX).isdigit() and path.is_file()
+    )
+
+
+def _segment_path(directory: Path, number: int) -> Path:
+    return directory / f"{number:08d}{SEGMENT_SUFFIX}"
+
+
+def read_journal(directory: Path) -> list[JournalRecord]:
+    """Every whole record of the journal in ``directory``, in order, read without opening
+    it: a live worker's too (its lock is not taken, nothing is cut; a record being written
+    is left out as a torn tail is). For a tool that compares what a worker was told was
+    written with a log."""
+    records: list[JournalRecord] = []
+    for number in _segment_numbers(directory):
+        try:
+            data = _segment_path(directory, number).read_bytes()
+        except FileNotFoundError:
+            continue  # deleted meanwhile: the projector committed past it
+        records += decode_records(data)[0]
+    return records
+
+
+def acknowledged_writes(records: Iterable[JournalRecord]) -> list[JournalSettle]:
+    """The writes among ``records`` whose reply said the store had them (``applied``,
+    ``present`` or ``dup``), in the order they were written: what the worker was told
+    went through."""
+    writes: dict[int, JournalSettle] = {}
+    through: set[int] = set()
+    for record in records:
+        if isinstance(record, JournalSettle):
+            writes[record.seq] = record
+        elif record.outcome in _WENT_THROUGH:
+            through.add(record.seq)
+    return [writes[seq] for seq in sorted(through & writes.keys())]
 
 
 def _fsync_and_close(fd: int) -> None:

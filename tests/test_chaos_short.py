@@ -27,8 +27,9 @@ KINDS = (
     "oom_window",
     "second_projector",
 )
-"""The quick kinds: ``damage_file`` (a projector killed, a repair), ``kill_primary`` and
-``lose_store`` (side crawls) take their time, and run in ``--rounds 10``."""
+"""The quick kinds: ``damage_file`` (a projector killed, a repair), ``kill_primary``,
+``kill_primary_local`` and ``lose_store`` (side crawls) take their time, and run in
+``--rounds 10``."""
 
 
 @pytest.mark.slow

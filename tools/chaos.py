@@ -27,6 +27,10 @@ tool use the unix socket directly. A seeded chaos loop, after a random pause, do
 * ``kill_primary``: a side crawl (``crawlog crawl --durability replica``) on a replica set
   of its own, its primary SIGKILLed mid-crawl: the Sentinels promote the replica and the
   same crawl ends.
+* ``kill_primary_local``: the same with ``--durability local`` (the workers journal every
+  write): the replica is cut off from its primary for up to a second first, so the promoted
+  replica lacks writes the workers were told went through; the promotion must raise the
+  job's epoch once and the journals give every such write back.
 
 One round is one fault. When the crawl ends with rounds left, another crawl (new job, new
 site seed) takes the rest. After each crawl the invariants (``crawler/testsite/_invariants.py``,
@@ -57,10 +61,11 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
+from urllib.parse import quote
 
 import anyio
 import redis.asyncio as aioredis
@@ -85,11 +90,19 @@ from eventlog import (
     CrawlogError,
     EventLog,
     JobKeys,
+    JournalSettle,
+    TaskOrphaned,
     TaskQueue,
     TaskReclaimed,
+    acknowledged_writes,
     client_for,
     ensure_server,
+    journal_directory,
+    primary_facts,
+    read_identity,
+    read_journal,
     read_leases,
+    replica_set_password_path,
     replica_set_status,
     server_status,
     start_replica_set,
@@ -97,7 +110,14 @@ from eventlog import (
     stop_server,
     stream_id_key,
 )
-from projector import MANIFEST, TERMINAL, Store, read_committed, wait_for_position
+from projector import (
+    MANIFEST,
+    TERMINAL,
+    Store,
+    archived_entries,
+    read_committed,
+    wait_for_position,
+)
 
 T = TypeVar("T")
 
@@ -126,6 +146,7 @@ FAULT_WEIGHTS = {
     "second_projector": 1,
     "damage_file": 1,
     "kill_primary": 1,
+    "kill_primary_local": 1,
     "lose_store": 1,
 }
 MEMORY_BOUND_MB = 128.0
@@ -150,6 +171,17 @@ SIDE_FAULT_AT = 3
 """A side crawl's fault comes once the site served 1/3 of its pages."""
 SIDE_DOWN_AFTER_MS = 1_000
 """The Sentinels' down-after of a side replica set (5 s by default): a quick failover."""
+REPLICA_SET_KINDS = ("kill_primary", "kill_primary_local")
+CUT_S = 1.0
+"""The longest the replica is cut off before its primary is killed (``kill_primary_local``):
+a replica whose link has been down for much longer than the Sentinels' down-after is not
+promoted."""
+CUT_REQUESTS = 20
+"""...and the cut ends as soon as the site served this many requests meanwhile."""
+PAUSE_WRITES_MS = 10_000
+"""``CLIENT PAUSE ... WRITE`` of the primary about to be killed: what it holds and what the
+workers were told stay still while they are read (the kill ends the pause)."""
+WRONG_PASSWORD = "not-the-password"
 COMMAND_TIMEOUT_S = 120.0
 AOF_DIR = "appendonlydir"
 """Valkey's default ``appenddirname``: where the embedded server keeps its append-only files."""
@@ -196,6 +228,13 @@ class Totals:
     crashes: list[str] = field(default_factory=list)
     """Processes that died without being killed (name, status, last line of stderr)."""
     acked_lost: int = 0
+    replica_lacked: int = 0
+    failover_anomalies: int = 0
+    """Events refused as repeats of a task done (``... while done``) after a promotion
+    whose replica lacked the old primary's last writes: the projector archived the first
+    run from the old primary (documented in docs/operating.md); any other refusal counts."""
+    """Events of writes the workers were told went through that a promoted replica lacked
+    (``kill_primary_local``): what the journals had to give back."""
     memory_peak_mb: float = 0.0
     pages: int = 0
     stream_after: list[int] = field(default_factory=list)
@@ -743,6 +782,9 @@ class SideCrawl:
 
     * ``kill_primary``: on a replica set with ``--durability replica``, the primary
       SIGKILLed; the crawl must end by itself (exit 0);
+    * ``kill_primary_local``: the same with ``--durability local``, the replica cut off
+      first (`FailoverWitness`); the crawl must end by itself, the epoch raised once, and
+      every write the workers were told went through in the archive (or orphaned);
     * ``lose_store``: on the data directory's own server, its data lost (``FLUSHALL``, or
       SIGKILL and its append-only files deleted, the crawl's supervisor restarting it
       empty); the crawl must stop with exit 2 naming ``crawlog restore``, then
@@ -756,6 +798,7 @@ class SideCrawl:
         self.job = f"chaos-{run.seed}-r{fault.round}"
         self.directory = run.work / f"side-{fault.round}"
         self.log = run.logs / f"{self.job}-crawl.log"
+        self.witness: FailoverWitness | None = None
         # The data directory's server or replica set, found by the crawl itself.
         self.env = {k: v for k, v in os.environ.items() if k != REDIS_URL_ENV}
 
@@ -770,7 +813,7 @@ class SideCrawl:
 
     async def run(self) -> None:
         run, fault = self.run_, self.fault
-        if fault.kind == "kill_primary":
+        if fault.kind in REPLICA_SET_KINDS:
             fault.target = "primary"
             url = (
                 await anyio.to_thread.run_sync(
@@ -784,9 +827,11 @@ class SideCrawl:
             async with serve_testsite(pages=SIDE_PAGES, seed=run.seed * 1000 + fault.round) as site:
                 if await self._crawl(site, url):
                     await self._check(site)
+                    if self.witness is not None:
+                        await self._check_failover(url, self.witness)
         finally:
             with anyio.CancelScope(shield=True):
-                if fault.kind == "kill_primary":
+                if fault.kind in REPLICA_SET_KINDS:
                     await anyio.to_thread.run_sync(stop_replica_set, self.directory)
                 else:
                     await anyio.to_thread.run_sync(stop_server, self.directory)
@@ -810,18 +855,23 @@ class SideCrawl:
                 if fault.kind == "kill_primary":
                     killed = await anyio.to_thread.run_sync(self._kill_primary)
                     fault.note = f"primary pid {killed} SIGKILLed"
+                elif fault.kind == "kill_primary_local":
+                    self.witness = await self._fail_over_unreplicated(site)
+                    fault.in_flight.update(self.witness.leases)
                 else:
                     await self._lose_store(url)
                 status = await process.wait()
                 if fault.kind == "lose_store":
                     fault.in_flight.update(self._forgotten(site))
+                if self.witness is not None:
+                    fault.in_flight.update(self._urls(self.witness.lacked_tasks))
         finally:
             if process.returncode is None:
                 with anyio.CancelScope(shield=True):
                     await stop_processes([process])
         text = self.log.read_text(errors="replace")
         fault.note += f"; crawl exit {status} after {time.monotonic() - started:.1f} s"
-        if fault.kind == "kill_primary":
+        if fault.kind in REPLICA_SET_KINDS:
             return self._ended(status, text)
         said = status == 2 and f"crawlog restore --job {self.job}" in text
         if not said or f"finished {self.job}" in text:
@@ -900,6 +950,10 @@ class SideCrawl:
             lambda: check_crawl(site, Store(self.directory, self.job), fault.in_flight)
         )
         checks = check.checks(len(fault.in_flight))
+        if fault.kind == "kill_primary_local":
+            repeats = self._repeats_of_done()
+            run.totals.failover_anomalies += repeats
+            checks["no event rejected by the state machine"] = check.anomalies == repeats
         run.totals.checks.append((fault.crawl, check, checks))
         run.totals.pages += check.requested
         fault.note += (
@@ -923,12 +977,156 @@ class SideCrawl:
             await client.aclose()
         return {lease.task_id: lease.url or "" for lease in leases if lease.task_id}
 
+    async def _fail_over_unreplicated(self, site: RunningSite) -> FailoverWitness:
+        """``kill_primary_local``: the replica cut off from its primary (its link dropped,
+        its reconnections refused by a wrong ``masterauth``) until the site served
+        `CUT_REQUESTS` more requests or `CUT_S` passed; then the primary's writes paused,
+        what it and the replica hold and what the workers were told read, and the primary
+        SIGKILLed: the replica promoted lacks what the workers wrote meanwhile."""
+        members = replica_set_status(self.directory) or []
+        (primary,) = [m for m in members if m.role == "primary" and m.pid is not None]
+        (replica,) = [m for m in members if m.role == "replica"]
+        assert primary.pid is not None
+        password = replica_set_password_path(self.directory).read_text().strip()
+        async with _member(primary.port, password) as old, _member(replica.port, password) as new:
+            await new.config_set("masterauth", WRONG_PASSWORD)
+            try:
+                await new.client_kill_filter(_type="master")
+                cut, lagging_from = time.monotonic(), site.request_count
+                with anyio.move_on_after(CUT_S):
+                    while site.request_count < lagging_from + CUT_REQUESTS:
+                        await anyio.sleep(POLL_S)
+                await old.client_pause(PAUSE_WRITES_MS, all=False)
+                witness = await self._witness(old, new)
+                os.kill(primary.pid, signal.SIGKILL)
+            finally:
+                await new.config_set("masterauth", password)
+        self.run_.totals.replica_lacked += len(witness.lacked)
+        self.fault.note = (
+            f"replica cut off {time.monotonic() - cut:.1f} s "
+            f"({site.request_count - lagging_from} requests), primary pid {primary.pid} "
+            f"SIGKILLed; the replica lacked {len(witness.lacked)} event(s) of the "
+            f"{len(witness.told)} write(s) the journals had acknowledged, epoch {witness.epoch}"
+        )
+        return witness
+
+    async def _witness(self, old: aioredis.Redis, new: aioredis.Redis) -> FailoverWitness:
+        """What the paused primary and the cut-off replica hold, and what the workers'
+        journals say they were told went through (a request's start aside: it is not given
+        back, by design — the page's write that follows it clears it)."""
+        keys = JobKeys(self.job)
+        identity = await read_identity(old, keys)
+        leases: dict[str, str] = {}
+        for server in (old, new):
+            held, _ = await read_leases(server, keys)
+            leases |= {lease.task_id: lease.url or "" for lease in held if lease.task_id}
+        old_entries = await EventLog(old, self.job).read_range()
+        on_old = {e.event.event_id for e in old_entries}
+        on_new = {e.event.event_id for e in await EventLog(new, self.job).read_range()}
+        workers = self.directory / "workers"
+        told = [
+            write
+            for name in sorted(p.name for p in workers.glob("*") if p.is_dir())
+            for write in acknowledged_writes(
+                read_journal(journal_directory(self.directory, name, self.job))
+            )
+            if write.event_ids and write.mode != "started"
+        ]
+        lacked = {i for write in told for i in write.event_ids if i in on_old - on_new}
+        return FailoverWitness(
+            epoch=identity.epoch if identity is not None else 0,
+            leases=leases,
+            told=told,
+            lacked=lacked,
+            lacked_tasks={
+                task_id
+                for entry in old_entries
+                if entry.event.event_id not in on_new
+                and (task_id := getattr(entry.event, "task_id", None)) is not None
+            },
+        )
+
+    def _repeats_of_done(self) -> int:
+        """Events the fold refused as a repeat of a task done (``... while done``)."""
+        _, state = read_committed(Store(self.directory, self.job))
+        return sum(n for reason, n in state.job.anomalies.items() if reason.endswith(" while done"))
+
+    def _urls(self, task_ids: set[str]) -> dict[str, str]:
+        """Task id -> URL of these tasks, from the committed state."""
+        _, state = read_committed(Store(self.directory, self.job))
+        return {t: state.tasks[t].url for t in task_ids if t in state.tasks}
+
+    async def _check_failover(self, url: str, witness: FailoverWitness) -> None:
+        """The promotion raised the epoch once, and every write the workers were told went
+        through is in the archive, or was orphaned (its task's lease taken over: recorded,
+        never applied, the task run again)."""
+        keys = JobKeys(self.job)
+        client = client_for(url)
+        try:
+            identity = await read_identity(client, keys)
+            facts = await primary_facts(client, keys)
+        finally:
+            await client.aclose()
+        epoch = identity.epoch if identity is not None else 0
+        store = Store(self.directory, self.job)
+        archived: set[str] = set()
+        orphaned: set[tuple[str, str, str]] = set()
+        for entry in archived_entries(store, store.read_manifest()):
+            archived.add(entry.event.event_id)
+            if isinstance(entry.event, TaskOrphaned):
+                event = entry.event
+                orphaned.add((event.task_id, event.entry_id, event.step))
+        lost = [
+            i
+            for write in witness.told
+            if (write.task_id, write.entry_id, write.mode) not in orphaned
+            for i in write.event_ids
+            if i not in archived
+        ]
+        self.run_.totals.acked_lost += len(lost)
+        self.fault.note += (
+            f"; epoch {witness.epoch} -> {epoch} (failovers {sorted(facts.failovers)}), "
+            f"{len(lost)} acknowledged event(s) lost"
+        )
+        if epoch != witness.epoch + 1 or sorted(facts.failovers) != [witness.epoch + 1]:
+            self._failed(f"the epoch went {witness.epoch} -> {epoch}, not raised once")
+        if not witness.lacked:
+            self._failed("the promoted replica lacked nothing: the fault did not bite")
+
     def _kill_primary(self) -> int | None:
         for member in replica_set_status(self.directory) or []:
             if member.role == "primary" and member.pid is not None:
                 os.kill(member.pid, signal.SIGKILL)
                 return member.pid
         return None
+
+
+@dataclass
+class FailoverWitness:
+    """``kill_primary_local``, read at the kill: what the workers were told went through,
+    and what the promoted replica lacked of it."""
+
+    epoch: int
+    """The job's epoch before the promotion."""
+    leases: dict[str, str]
+    """Task id -> URL of every lease on the primary or the replica: in flight."""
+    told: list[JournalSettle]
+    """Every write (with events) the workers' journals say the store acknowledged."""
+    lacked: set[str]
+    """Event ids of those writes the primary had and the replica did not."""
+    lacked_tasks: set[str]
+    """Tasks with any event the primary had and the replica did not (a claim, a write):
+    in flight too, run again at most (docs/operating.md, "Durability and failover")."""
+
+
+@contextlib.asynccontextmanager
+async def _member(port: int, password: str) -> AsyncIterator[aioredis.Redis]:
+    """A client of one data server of a replica set, directly (not through the Sentinels)."""
+    client = client_for(f"redis://:{quote(password, safe='')}@127.0.0.1:{port}")
+    try:
+        yield client
+    finally:
+        await client.aclose()
 
 
 async def _oom_refusals(client: aioredis.Redis) -> int:
@@ -1011,7 +1209,7 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
     duplicates = sum(c.duplicate_items for c in checks)
     refetched = sum(c.refetched_pages for c in checks)
     stuck = sum(len(c.unfinished) for c in checks)
-    anomalies = sum(c.anomalies for c in checks)
+    anomalies = sum(c.anomalies for c in checks) - totals.failover_anomalies
     replay_identical = all(not c.replay_differences for c in checks)
     max_recovery = max(recoveries, default=0.0)
     # The target is about noticing and moving a dead worker's tasks: while a later round
@@ -1031,8 +1229,9 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
             for _, _, held in totals.checks
         ),
         "replay --verify identical": replay_identical,
-        "no event rejected by the state machine (fencing)": anomalies == 0,
-        "no acknowledged event lost by a SIGKILLed Valkey": totals.acked_lost == 0,
+        "no event rejected by the state machine (fencing; a promotion's documented repeats "
+        "aside)": anomalies == 0,
+        "no acknowledged event lost by a SIGKILLed Valkey or primary": totals.acked_lost == 0,
         f"Redis memory bounded (peak {totals.memory_peak_mb:.1f} MB <= {MEMORY_BOUND_MB:g})": (
             totals.memory_peak_mb <= MEMORY_BOUND_MB
         ),
@@ -1067,6 +1266,7 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "replay_identical": replay_identical,
         "stuck_tasks": stuck,
         "anomalies": anomalies,
+        "failover_anomalies": totals.failover_anomalies,
         "orphaned_events": sum(c.orphaned for c in checks),
         "max_recovery_s": round(max_recovery, 2),
         "max_recovery_server_up_s": round(max_recovery_up, 2),
@@ -1074,6 +1274,7 @@ def summarize(run: ChaosRun) -> tuple[bool, dict[str, Any]]:
         "lease_s": LEASE_MS / 1000,
         "fenced_writes": sum(f.fenced for f in faults),
         "acked_events_lost": totals.acked_lost,
+        "acked_missing_on_replica": totals.replica_lacked,
         "redis_peak_mb": round(totals.memory_peak_mb, 1),
         "stream_left_after_projection": totals.stream_after,
         "crashes": len(totals.crashes),
