@@ -99,6 +99,7 @@ from eventlog import (
     ensure_server,
     journal_directory,
     primary_facts,
+    projector_holder,
     read_identity,
     read_journal,
     read_leases,
@@ -155,6 +156,7 @@ RECOVERY_GIVE_UP_S = 120.0
 CRAWL_TIMEOUT_S = 900.0
 PROJECTOR_WAIT_S = 120.0
 REDIS_RETRY_S = 30.0
+PROJECTOR_LEASE_WAIT_S = 10.0
 POLL_S = 0.05
 RESTART_PAUSE_S = 0.2
 WARM_UP_REQUESTS = 100
@@ -617,6 +619,12 @@ class Crawl:
         run = self.run_
         fault.target = "projector"
         other = run.work / f"other-{fault.round}"
+        # Only a lease held is a lease to refuse by: a projector restarted a moment ago (after
+        # a `damage_file` or `kill_projector` round) has not taken it yet, and a second one
+        # that takes a free lease first is right to.
+        if not await self._projector_holds_lease():
+            fault.note = "the crawl's projector held no lease: not a second projector"
+            return
         result = await _crawlog(
             ("project", "--job", self.job, "--data-dir", str(other), "--once"), run.url
         )
@@ -625,6 +633,20 @@ class Crawl:
         fault.note = f"exit {result.returncode}: {last[:160]}"
         if not refused:
             run.totals.failed.append(f"round {fault.round} second projector: {fault.note}")
+
+    async def _projector_holds_lease(self) -> bool:
+        """Whether the crawl's projector holds the job's projector lease, waited for up to
+        ``PROJECTOR_LEASE_WAIT_S`` (its restart takes the lease once it has started)."""
+        process = self.projector
+        with anyio.move_on_after(PROJECTOR_LEASE_WAIT_S):
+            while process is not None and process.returncode is None:
+                holder = await self._retrying(
+                    lambda: projector_holder(self.queue.redis, JobKeys(self.job))
+                )
+                if holder is not None and holder.pid == process.pid:
+                    return True
+                await anyio.sleep(0.1)
+        return False
 
     async def _damage_file(self, fault: Fault) -> None:
         """Between a projector's kill and its restart, truncate its manifest or snapshot;
