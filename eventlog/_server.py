@@ -319,9 +319,11 @@ async def supervise_server(
     """The append-only file as last seen while the server lived: what a restart must find."""
     while True:
         await anyio.sleep(every_s)
+        # Read before the server is found alive, so that what is kept is what it had while it
+        # lived, never a file cut after its death: one deleted under it was lost too.
+        sizes = aof_sizes(directory)
         if _alive(pid):
-            # The last it was seen with: one deleted under the live server was lost too.
-            known = aof_sizes(directory) or known
+            known = sizes or known
             continue
         current = _read_pid(directory)
         if current is not None and current != pid and _is_our_server(current, directory):
