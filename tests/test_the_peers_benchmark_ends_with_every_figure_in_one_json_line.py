@@ -5,6 +5,7 @@ measures (Crawlee, installed by the tool into an environment of its own, is left
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -31,7 +32,12 @@ def test_the_peers_benchmark_ends_with_every_figure_in_one_json_line() -> None:
     assert "marginal ms/page" in run.stdout and "vs best peer (scrapy)" in run.stdout
     summary = json.loads(run.stdout.strip().splitlines()[-1])
     for figure in FIGURES:
-        assert summary[figure] > 0, figure
+        # A marginal figure is a difference of two crawls' CPU: on a short, noisy run it
+        # can come out below 0 (once -7.2), so only its presence is checked here.
+        if "marginal" in figure:
+            assert math.isfinite(summary[figure]), figure
+        else:
+            assert summary[figure] > 0, figure
     assert summary["peers"] == ["scrapy"] and summary["crawlee"] is None
     # Every page of each site was fetched by each crawler (Scrapy skips the docs' PDFs).
     assert summary["docs_crawlog_pages_per_s"] > 0 and summary["linkdense_scrapy_cpu_s"] > 0

@@ -15,6 +15,7 @@ from crawler.testsite import RunningSite
 
 pytestmark = pytest.mark.anyio
 POLLED = "/api/items?page=1"
+POLLS_IN_FLIGHT = 5
 
 
 async def test_a_page_polling_its_site_stops_once_given_back(
@@ -34,7 +35,8 @@ async def test_a_page_polling_its_site_stops_once_given_back(
             assert fetcher.page_for(result) is None
             given_back = scripted_site.fetch_counts()[POLLED]
             await anyio.sleep(0.5)  # fifty polls' worth, had it gone on
-            assert scripted_site.fetch_counts()[POLLED] <= given_back + 1  # one in flight
+            # A few in flight while Chromium closes the page (2 once, on a loaded machine).
+            assert scripted_site.fetch_counts()[POLLED] <= given_back + POLLS_IN_FLIGHT
             # The same page serves the next fetch, its scripts on again.
             again = await fetcher.fetch(scripted_site.url + "/")
             assert again.status == 200

@@ -74,10 +74,10 @@ async def test_a_kill_mid_crawl_counts_what_the_site_saw_twice_and_at_most_what_
     report = as_json.json()
     twice = report["totals"]["requests_maybe_twice"]
     # Before: "0 refetches" whatever the site saw. The page each lost lease was on is fetched
-    # again after the restart, so there is always one at least.
-    assert twice >= 1
+    # again after the restart: one at least, unless the kill found the worker between pages
+    # (once, on a loaded machine: the site saw none twice either).
     assert seen_twice <= twice <= seen_twice + CONCURRENCY, (seen_twice, twice)
-    assert report["recoveries"]["unrecorded_refetches"] >= 1
+    assert (report["recoveries"]["unrecorded_refetches"] >= 1) == (twice >= 1), report
     assert status.json()["requests_maybe_twice"] == twice
     assert figure(panel, "f-twice") == twice
     assert re.search(
