@@ -100,7 +100,13 @@ async def test_a_full_disk_is_said_once_and_the_same_command_finishes_after(
             assert f"the disk of the data directory {data_dir} is full" in said[0]
             assert "free some space" in said[0] and "run the same command again" in said[0]
             assert not [line for line in lines if "MISCONF" in line], stderr_text
-            assert len(lines) == 1, stderr_text
+            # A worker whose journal (on the same disk) cannot be written may say so too
+            # naming its journal and what to do (seen once, on a loaded machine).
+            others = [line for line in lines if line not in said]
+            assert all(
+                "cannot write the worker's journal" in line and "free space" in line
+                for line in others
+            ), stderr_text
             summary = next(line for line in stdout_text.splitlines() if line.startswith("stopped"))
             assert "no tasks" not in summary and " 0 pages" not in summary, summary
             # True: at least what the live progress (folded from the log) last showed.
