@@ -82,7 +82,8 @@ DEFAULT_PAGES_PER_BROWSER: Final = 1_000
 """Pages a browser serves before a fresh one replaces it (sooner if it outgrows
 `DEFAULT_BROWSER_MAX_MB`): Chromium's memory only grows."""
 DEFAULT_BROWSER_MAX_MB: Final = 1_024
-"""Resident memory (of the browser's whole process group) past which it is replaced."""
+"""Memory of the browser's whole process group (`group_pss_mb`: shared pages counted
+once) past which it is replaced."""
 MEMORY_CHECK_PAGES: Final = 20
 """Pages between two readings of a browser's memory (each reads /proc)."""
 BROWSER_START_TIMEOUT_S: Final = 30.0
@@ -228,10 +229,15 @@ def reap_orphans(root: Path) -> int:
     return killed
 
 
-def group_rss_mb(pgid: int) -> float:
-    """The resident memory of the processes of process group ``pgid``, in MiB."""
+def group_pss_mb(pgid: int) -> float:
+    """The memory of the processes of process group ``pgid``, in MiB: their proportional
+    set sizes (``Pss`` of ``/proc/PID/smaps_rollup``), where a page shared by n processes
+    counts 1/n in each. Chromium's processes are forked from one zygote and share most of
+    their pages, so their RSS summed counts those several times over: a bound on it
+    would replace a browser that has not grown.
+    A process whose ``smaps_rollup`` cannot be read (an older kernel) counts its RSS."""
     page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
+    total_kb = 0.0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -239,10 +245,22 @@ def group_rss_mb(pgid: int) -> float:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             if int(fields[2]) != pgid:
                 continue
-            total += int((entry / "statm").read_text().split()[1])
+            total_kb += _pss_kb(entry, page)
         except (OSError, IndexError, ValueError):
             continue  # gone meanwhile
-    return total * page / 2**20
+    return total_kb / 1024
+
+
+def _pss_kb(entry: Path, page: int) -> float:
+    """One process's proportional set size in KiB (its RSS where the kernel has none)."""
+    try:
+        rollup = (entry / "smaps_rollup").read_text()
+    except OSError:
+        rollup = ""
+    for line in rollup.splitlines():
+        if line.startswith("Pss:"):
+            return float(line.split()[1])
+    return int((entry / "statm").read_text().split()[1]) * page / 1024
 
 
 def _chromium_args(executable: str, user_data: Path) -> list[str]:
@@ -766,8 +784,8 @@ class BrowserFetcher:
         ``memory_check_pages`` pages)."""
         if not browser.served or browser.served % self.memory_check_pages:
             return False
-        rss = await anyio.to_thread.run_sync(group_rss_mb, browser.process.pid)
-        return rss > self.browser_max_mb
+        used = await anyio.to_thread.run_sync(group_pss_mb, browser.process.pid)
+        return used > self.browser_max_mb
 
     async def _new_context(self, browser: _Browser) -> _Context:
         config = self.config
@@ -875,7 +893,7 @@ __all__ = [
     "browser_wanted",
     "check_browser_support",
     "find_chromium",
-    "group_rss_mb",
+    "group_pss_mb",
     "marked_processes",
     "owner_mark",
     "reap_orphans",

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from crawler._browser import BrowserFetcher, group_rss_mb, marked_processes
+from crawler._browser import BrowserFetcher, group_pss_mb, marked_processes
 from crawler._fetch import Fetcher
 from crawler._fetch_spec import FetchConfig
 from crawler.testsite import RunningSite
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 
 def test_a_process_group_s_memory_counts_this_process() -> None:
-    assert group_rss_mb(os.getpgid(0)) > 1
+    assert group_pss_mb(os.getpgid(0)) > 1
 
 
 @pytest.mark.parametrize(("max_mb", "launches"), [(1.0, ["1"]), (1e9, ["0"])])
