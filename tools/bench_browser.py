@@ -8,7 +8,8 @@ process of its own, then, round after round and in alternating order, crawls it 
 with ``crawlog crawl --browser`` (one worker, a fresh data directory: the crawl starts its
 own server, the worker its own Chromium) and with Crawlee's ``PlaywrightCrawler`` driving
 the same Chromium (``find_chromium``; ``--no-sandbox`` as crawlog passes it to a root
-Chromium) at the same concurrency (crawlog's pages in flight, `DEFAULT_BROWSER_PAGES`).
+Chromium) at the same concurrency (crawlog's pages in flight, `DEFAULT_BROWSER_PAGES`, and as
+many requests in flight to the one host: ``--per-host``).
 Crawlee is installed into the benchmarks' own environment (``--crawlee-venv``: the one
 ``tools/bench_vs_peers.py`` makes, ``~/.cache/crawlog-bench/crawlee-venv``), its Playwright
 extra added there once, never into crawlog's: Playwright's own browsers are never
@@ -200,12 +201,20 @@ def measured(
 
 
 def run_crawlog(
-    url: str, scratch: Path, n: int, samples: list[tuple[float, float]] | None = None
+    url: str,
+    scratch: Path,
+    n: int,
+    samples: list[tuple[float, float]] | None = None,
+    concurrency: int = DEFAULT_BROWSER_PAGES,
 ) -> dict[str, Any]:
+    """One crawl, its pages rendered ``concurrency`` at a time: as many pages open and as
+    many requests in flight to the site's one host (``--per-host``, whose default, 2,
+    would halve the navigations a worker has in flight here against Crawlee's)."""
     data_dir = scratch / f"crawlog-{n}"
     crawl = [
         sys.executable, "-m", "crawler.cli", "crawl", url + "/", "--browser",
         "--job", "bench", "--data-dir", str(data_dir), "--workers", "1",
+        "--concurrency", str(concurrency), "--per-host", str(concurrency),
     ]  # fmt: skip
     run = measured(crawl, str(scratch), {}, samples)
     stop_server(data_dir)
@@ -358,7 +367,7 @@ def main() -> None:
                 order = ["crawlog", "crawlee"] if n % 2 == 0 else ["crawlee", "crawlog"]
                 for who in order:
                     if who == "crawlog":
-                        ours.append(run_crawlog(url, scratch, n))
+                        ours.append(run_crawlog(url, scratch, n, concurrency=args.concurrency))
                     elif python is not None:
                         theirs.append(
                             run_crawlee(python, url, scratch, n, args.concurrency, chromium)
