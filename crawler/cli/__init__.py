@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crawler._import_gc import collector_paused as _collector_paused
+from crawler._gc import collector_paused as _collector_paused
 
-# Why: crawler/_import_gc.py (every command's tree is built here).
+# Why: crawler/_gc.py (every command's tree is built here, and lives as long as the process).
 with _collector_paused(freeze=True):
     from crawler.cli._argv import crawlog_command
     from crawler.cli._main import cli, main
