@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import logging
 import os
 import ssl
 import sys
@@ -31,6 +32,8 @@ __all__ = [
     "check_ca_location",
     "deferred_default_context",
 ]
+
+log = logging.getLogger("crawlog.worker")
 
 _KEYLOG_ENV = "SSLKEYLOGFILE"
 _PEM_MARKERS = (b"-----BEGIN CERTIFICATE-----", b"-----BEGIN TRUSTED CERTIFICATE-----")
@@ -50,14 +53,23 @@ class DeferredCAContext(ssl.SSLContext):
         self._reader = reader
 
     def read_cas(self) -> None:
-        """Read the certificates now, if they were not read yet."""
+        """Read the certificates now, if they were not read yet (once: a bundle that
+        cannot be read leaves the context verifying nothing successfully)."""
         reading = getattr(self, "_reading", None)
         if reading is None:
             return  # nothing was deferred
         with reading:
             reader, self._reader = self._reader, None
-            if reader is not None:
+            if reader is None:
+                return
+            try:
                 reader(self)
+            except (OSError, ValueError) as exc:  # ssl.SSLError included
+                # Raised here, inside the event loop's start of a connection, it left the
+                # connected socket open: the context goes on with no certificate instead,
+                # so each connection fails its own handshake (certificate verify failed),
+                # and why is said once.
+                log.warning("cannot read the CA certificates for https connections: %s", exc)
 
     def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
         self.read_cas()

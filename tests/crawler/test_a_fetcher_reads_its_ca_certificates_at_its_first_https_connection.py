@@ -12,6 +12,7 @@ import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import certifi
 import pytest
 
@@ -97,3 +98,20 @@ def test_contexts_built_while_deferred_read_their_certificates_when_first_used()
     assert certificates(named) > 0 and not isinstance(named, DeferredCAContext)
     verifying.read_cas()
     assert certificates(verifying) == certificates(create())
+
+
+async def test_a_bundle_that_fails_to_parse_when_read_fails_each_https_fetch_saying_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    cert, key = self_signed(tmp_path)
+    cut = tmp_path / "cut.pem"  # a PEM marker, then no certificate: read only when needed
+    cut.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cut))
+    async with https_site(cert, key) as url, Fetcher() as fetcher:
+        with anyio.fail_after(10):
+            first, second = await fetcher.fetch(url), await fetcher.fetch(url)
+    for fetched in (first, second):
+        assert fetched.status == 0 and fetched.error is not None
+        assert fetched.error.startswith(ERROR_TLS), fetched.error
+    said = [r.getMessage() for r in caplog.records if "CA certificates" in r.getMessage()]
+    assert len(said) == 1, said
