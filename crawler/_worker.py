@@ -296,6 +296,8 @@ class Worker:
                 wait_s=NAME_WAIT_S,
                 release_timeout_s=self._reserve_s / 2,
             ),
+            # The page's script calls of its tasks go together (`eventlog.ScriptBatcher`).
+            self.queue.batcher.running(),
             AsyncExitStack() as closing,  # the fetcher, once open: closed after every task
             anyio.create_task_group() as background,
         ):
@@ -337,6 +339,10 @@ class Worker:
             # The slots of the last requests, left for the next acquire (`free_loop`).
             await self.gate.flush()
             background.cancel_scope.cancel()
+        batcher = self.queue.batcher
+        log.debug(
+            "%s sent %d script calls in %d batches", self.name, batcher.calls, batcher.batches
+        )
         if self._backlog:
             log.warning(
                 "%s stopped with %d task(s) not handed back: they stay leased until their "
