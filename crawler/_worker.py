@@ -341,8 +341,9 @@ class Worker:
             background.cancel_scope.cancel()
         batcher = self.queue.batcher
         log.debug(
-            "%s sent %d script calls in %d batches", self.name, batcher.calls, batcher.batches
-        )
+            "%s sent %d script calls in %d batches, %d alone",
+            self.name, batcher.calls, batcher.batches, batcher.alone,
+        )  # fmt: skip
         if self._backlog:
             log.warning(
                 "%s stopped with %d task(s) not handed back: they stay leased until their "

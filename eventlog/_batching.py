@@ -57,13 +57,15 @@ class ScriptBatcher:
     A call made while nothing is in flight goes at once, alone (``script(keys=...,
     args=...)``: a pipeline of one costs more); the calls made while one is in flight wait
     for it, then go together. Outside `running`, every call goes alone. ``calls`` and
-    ``batches`` count what went in batches (a batch of one, queued behind another, too).
+    ``batches`` count what went in batches (a batch of one, queued behind another, too),
+    ``alone`` the calls sent alone while running.
     """
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self.redis = redis
         self.calls = 0
         self.batches = 0
+        self.alone = 0
         self._queued: list[_Call] = []
         self._busy = 0
         """Calls sent alone, and batches, in flight now."""
@@ -117,6 +119,7 @@ class ScriptBatcher:
 
     async def _alone(self, script: AsyncScript, keys: Sequence[Key], args: Sequence[Arg]) -> Any:
         self._busy += 1
+        self.alone += 1
         try:
             return await script(keys=keys, args=args)
         finally:
