@@ -51,7 +51,7 @@ async def test_a_flushed_store_stops_the_crawl_and_restore_resumes_it(tmp_path: 
             )  # fmt: skip
             client = aioredis.Redis.from_url(server.url)
             try:
-                with anyio.fail_after(30):
+                with anyio.fail_after(60):
                     while len(site.requests) < PAGES // 3:
                         await anyio.sleep(0.05)
                 await client.flushall()

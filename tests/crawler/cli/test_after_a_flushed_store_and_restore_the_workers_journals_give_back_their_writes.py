@@ -57,7 +57,7 @@ async def test_the_journals_give_back_what_the_flushed_store_had(tmp_path: Path)
             )  # fmt: skip
             client = aioredis.Redis.from_url(server.url)
             try:
-                with anyio.fail_after(30):
+                with anyio.fail_after(60):
                     while len(site.requests) < PAGES // 3:
                         await anyio.sleep(0.05)
                 await client.flushall()
