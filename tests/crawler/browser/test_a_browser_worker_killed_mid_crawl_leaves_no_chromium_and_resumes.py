@@ -34,7 +34,7 @@ async def test_a_killed_browser_worker_leaves_no_chromium_and_its_restart_finish
     marked = data_dir / BROWSERS_DIR
     await start_job([scripted_site.url + "/"], browser=True, lease_ms=LONG_LEASE_MS)
     queue = TaskQueue(redis_client, job, "observer")
-    with anyio.fail_after(55):
+    with anyio.fail_after(90):
         first = await worker_process("w1")
         while len(scripted_site.fetch_counts()) < 12:  # some items, the crawl under way
             await anyio.sleep(0.01)

@@ -37,11 +37,11 @@ async def test_a_listed_session_hides_its_token_and_a_cleared_origin_logs_in_aga
 
     async def render(page: str) -> None:
         await enqueue_seeds(TaskQueue(redis_client, job, "test"), [site.url + page], actor="t")
-        with anyio.fail_after(40):
+        with anyio.fail_after(90):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
 
     await start_job([site.url + "/app/1"], spider=SPIDER, browser=True)
-    with anyio.fail_after(40):
+    with anyio.fail_after(90):
         assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
     assert site.logins() == 1
 

@@ -62,7 +62,7 @@ async def test_a_finished_job_s_panel_shows_its_figures_and_labelled_charts(
         with anyio.fail_after(90):
             await _crawl(job, valkey_url, data_dir, seeds)
         fetched = len(site.requests) - 1  # robots.txt is no page of the job
-    with anyio.fail_after(40):
+    with anyio.fail_after(60):
         running = await console()
         page = await browser.new_page()
         await page.goto(running.url)

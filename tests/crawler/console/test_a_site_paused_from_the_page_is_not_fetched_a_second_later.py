@@ -39,7 +39,7 @@ async def test_no_request_reaches_a_paused_site_a_second_after_the_click(
         await start_job([site.url + "/"])
         running = await console()
         page = await browser.new_page()
-        with anyio.fail_after(45):
+        with anyio.fail_after(60):
             await page.goto(running.url)
             await page.goto(f"{running.base}/jobs/{job}/sites")
             await worker_process("w1")
