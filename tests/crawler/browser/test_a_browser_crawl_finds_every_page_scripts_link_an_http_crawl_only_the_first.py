@@ -12,7 +12,7 @@ import pytest
 
 from crawler.testsite import RunningSite
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 def fetched_pages(site: RunningSite) -> dict[str, int]:

@@ -17,7 +17,7 @@ from crawler._browser import BROWSERS_DIR, marked_processes
 from crawler.testsite import RunningSite
 from eventlog import TaskQueue
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
 LONG_LEASE_MS = 120_000
 """Longer than the test: the restart must resume its own tasks, not wait for expiry."""
 
