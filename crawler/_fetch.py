@@ -34,12 +34,13 @@ from typing import Any, Protocol, Self
 from urllib.parse import urlsplit
 from urllib.request import Request as UrllibRequest
 
-import aiohttp
 import anyio
+import certifi
 import httpx
 import msgspec
 
 from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX, AddressRefused
+from crawler._aiohttp import aiohttp
 from crawler._fetch_spec import (
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_USER_AGENT,
@@ -69,6 +70,7 @@ from crawler._fetch_spec import (
 from crawler._identity import ProxyRotation, proxy_for_site
 from crawler._resolver import GuardedResolver
 from crawler._robots import MAX_ROBOTS_BYTES, ROBOTS_MAX_REDIRECTS, ROBOTS_PATH
+from crawler._tls import check_ca_location, deferred_default_context
 from crawler._urls import HTTP_SCHEMES, canonical_url, site_of
 from eventlog import ConfigError
 
@@ -160,7 +162,8 @@ class Fetcher:
         self._extensions: dict[str, Any] = {}
         self._too_large = too_large(self.config.max_response_bytes)
         # Built here, not on entry: the worker builds its fetcher in a thread, where reading
-        # the CA bundle does not hold up the event loop.
+        # a CA bundle the environment names does not hold up the event loop (certifi's is
+        # read at the first https connection, once a process).
         self._ssl_context = tls_context()
 
     async def __aenter__(self) -> Self:
@@ -441,25 +444,39 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
 
 
 def tls_context() -> ssl.SSLContext:
-    """httpx's TLS context (certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR if set)."""
+    """httpx's TLS context (certifi's CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR if set).
+
+    The certificates are read at the context's first connection (``crawler._tls``): a
+    crawl with no https URL never reads them. A bundle the environment names is looked at
+    now, so that one missing or holding no PEM certificate is one clear error before
+    anything is fetched.
+    """
     return _tls_context_for(tuple(os.environ.get(name) for name in _CA_ENV))
 
 
 @functools.lru_cache(maxsize=4)
 def _tls_context_for(ca_settings: tuple[str | None, ...]) -> ssl.SSLContext:
-    # One per process and CA setting: loading the CA bundle is most of a worker's fetcher
-    # set-up, and a crawl that imported this module before forking its workers builds it
+    # One per process and CA setting: reading the CA bundle is most of a worker's fetcher
+    # set-up, and a crawl that imported this module before forking its workers reads it
     # once for all of them (``fork_children``). Nothing changes a context once built.
-    del ca_settings  # the cache's key: httpx reads the same variables itself
+    cafile, capath = ca_settings
+    # httpx's choice: SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's bundle.
+    if not cafile and not capath:
+        cafile = certifi.where()
+    elif cafile:
+        capath = None
     try:
-        return httpx.create_ssl_context()
-    except OSError as exc:  # ssl.SSLError included
+        check_ca_location(cafile, capath)
+    except OSError as exc:
         where = {name: os.environ[name] for name in _CA_ENV if name in os.environ}
         shown = ", ".join(f"{name}={value}" for name, value in where.items()) or "certifi's"
         raise ConfigError(
             f"cannot load the CA certificates ({shown}): {exc.strerror or exc}; point "
             "SSL_CERT_FILE at a PEM bundle, or unset it to use certifi's"
         ) from exc
+    return deferred_default_context(
+        lambda context: context.load_verify_locations(cafile=cafile, capath=capath)
+    )
 
 
 class _Chain:

@@ -18,9 +18,6 @@ import contextlib
 import socket
 from collections.abc import Iterable
 
-from aiohttp import DefaultResolver
-from aiohttp.abc import AbstractResolver, ResolveResult
-
 from crawler._addresses import (
     AddressKind,
     AddressPolicy,
@@ -29,6 +26,7 @@ from crawler._addresses import (
     parse_address,
     refusal,
 )
+from crawler._aiohttp import AbstractResolver, DefaultResolver, ResolveResult
 
 __all__ = ["GuardedResolver"]
 

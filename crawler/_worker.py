@@ -12,13 +12,12 @@ the recovery lane), re-reading this worker's own pending list, and the control p
 
 from __future__ import annotations
 
-import gc
 import logging
 import math
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from fractions import Fraction
 from pathlib import Path
 from typing import Final
@@ -33,6 +32,7 @@ from crawler._defaults import DEFAULT_CONCURRENCY, DEFAULT_GRACE_S
 from crawler._downloader import Downloader
 from crawler._fair_claims import LEASES_PER_PLACE, ClaimPause, busy_sites, first_of
 from crawler._fetch_spec import FetchConfig
+from crawler._gc import collector_paused
 from crawler._job import JobConfig
 from crawler._offline import DEFAULT_OFFLINE_PAGES
 from crawler._recovery import Recovery, recovery_of
@@ -453,7 +453,9 @@ class Worker:
         """Take back this worker's own pending list into the backlog, with every task's
         resume point (`TaskQueue.take_back_all`)."""
         started = time.monotonic()
-        with _collector_paused():
+        # The modules the HTTP stack's thread imported meanwhile and the backlog are
+        # frozen: else traversed by the first collection after it, before the first fetch.
+        with collector_paused(freeze=True):
             leases = await self.queue.take_back_all()
             self._taken_back_at = started
             self._backlog.extend(leases)
@@ -703,22 +705,3 @@ async def enqueue_seeds(
         Task(task_id=fingerprint(url), url=url, site=site_of(url), priority=1) for url in seeds
     ]
     return sum(await queue.enqueue(tasks, actor=actor, cap=max_pages))
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No garbage collection inside: a take-back builds hundreds of thousands of objects
-    that all stay alive (the replies, the leases), and the collections they set off found
-    nothing to free while costing a large share of the time.
-
-    On the way out, what is alive is frozen (`gc.freeze`): the modules the HTTP stack's
-    thread imported meanwhile and the backlog would otherwise be traversed by the first
-    collection after it, just before the first fetch, and by every full one after."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if enabled:
-            gc.enable()

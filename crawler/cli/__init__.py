@@ -16,9 +16,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crawler.cli._argv import crawlog_command
-from crawler.cli._main import cli, main
-from eventlog import install_lazy_importer as _install_lazy_importer
+from crawler._gc import collector_paused as _collector_paused
+
+# Why: crawler/_gc.py (every command's tree is built here, and lives as long as the process).
+with _collector_paused(freeze=True):
+    from crawler.cli._argv import crawlog_command
+    from crawler.cli._main import cli, main
+    from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
     from crawler.cli._processes import stop_processes

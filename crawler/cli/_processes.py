@@ -192,10 +192,14 @@ def fork_children(settings: CrawlSettings) -> Forks | None:
 def _import_http_stack() -> None:
     """Import the workers' HTTP stack and build their TLS context here, once, rather than
     in every worker, each paying the same CPU for it. A crawl of one worker leaves it to
-    the worker, where it overlaps the crawl's start of the server."""
+    the worker, where it overlaps the crawl's start of the server; its context reads its CA
+    certificates only if the crawl meets an https URL (``crawler._tls``)."""
     from crawler._fetch import tls_context
+    from crawler._tls import DeferredCAContext
 
-    tls_context()
+    context = tls_context()
+    if isinstance(context, DeferredCAContext):
+        context.read_cas()  # here, once for every worker, as the rest of the stack
     gc.freeze()  # as what was imported before: out of every collection, shared
 
 
