@@ -16,7 +16,7 @@ from crawler.testsite import RunningSite
 from eventlog import EventLog, TaskDone, TaskReclaimed
 from tests.crawler.left_behind import leased_by_a_killed_worker
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 TASKS = 24
 """The worker fixture runs 4 at a time: 20 wait in the backlog."""
 LEASE_MS = 2_000

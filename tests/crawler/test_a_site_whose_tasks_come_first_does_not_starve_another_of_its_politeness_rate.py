@@ -17,7 +17,7 @@ from crawler._spider import SiteSpider
 from crawler._worker import Worker, WorkerOptions
 from crawler.testsite import serve_testsite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 DELAY_S = 0.1
 BIG_TASKS = 60
 SMALL_TASKS = 10

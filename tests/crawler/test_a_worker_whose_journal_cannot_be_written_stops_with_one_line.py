@@ -17,7 +17,7 @@ from crawler.testsite import RunningSite
 from eventlog import EventLog, PageFetched, journal_directory
 from tests.crawler.conftest import ROOT
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_a_full_journal_disk_stops_the_worker_in_one_line(

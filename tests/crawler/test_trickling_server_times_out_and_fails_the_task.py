@@ -18,7 +18,7 @@ from crawler._worker import Worker, WorkerOptions
 from eventlog import EventLog, RetryScheduled, TaskDone, TaskFailed
 from tests.crawler.hostile_site import Route, serve_hostile
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 HOME = b'<a href="/trickle">slow</a> <a href="/fine">fine</a>'
 

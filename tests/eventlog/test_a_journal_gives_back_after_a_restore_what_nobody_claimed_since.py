@@ -32,7 +32,7 @@ from eventlog import (
 )
 from tests.eventlog.helpers import checkpoint, done, fetched, task
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 DEADLINE_S = 60
 
 

@@ -39,7 +39,7 @@ from tests.eventlog.conftest import PAIR_PASSWORD
 from tests.eventlog.helpers import checkpoint, done, fetched, task
 from tests.valkey_process import ValkeyProcess
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.anyio
 DEADLINE_S = 60
 FOLLOWERS = 5
 

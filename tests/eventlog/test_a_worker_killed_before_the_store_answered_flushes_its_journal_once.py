@@ -23,7 +23,7 @@ from eventlog import (
 from tests.eventlog.helpers import task
 from tests.eventlog.journalling_process import kill_after_journalling
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.anyio
 DEADLINE_S = 60
 
 

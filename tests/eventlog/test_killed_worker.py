@@ -36,7 +36,7 @@ from eventlog import (
 )
 from tests.eventlog.helpers import task
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 TASKS = 6
 PAGES = 3
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from eventlog import EventLog, JobKeys, TaskEnqueued, read_projector_position
 from projector import Projector, Store, wait_for_position
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent.parent
 EVENTS = 50
 

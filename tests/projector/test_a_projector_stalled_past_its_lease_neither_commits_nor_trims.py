@@ -18,7 +18,7 @@ from eventlog import EventLog, JobKeys, hold_projector_lease, read_projector_pos
 from projector import Store, wait_for_position
 from tests.projector.conftest import killed_at_exit
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.anyio
 LEASE = ("--lease", "0.6", "--keep-tail", "0", "--commit-interval", "0.1")
 
 

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from projector import Store, wait_for_position
 from tests.projector.conftest import killed_at_exit
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_a_second_projector_anywhere_refuses_naming_the_holder(

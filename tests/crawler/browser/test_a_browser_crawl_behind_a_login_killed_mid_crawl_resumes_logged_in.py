@@ -16,7 +16,7 @@ import pytest
 from crawler.testsite import APP_PAGES, APP_TOKEN, RunningSite
 from eventlog import BrowserSessionStore, JobKeys, SessionIdentity
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 LONG_LEASE_MS = 120_000
 """Longer than the test: the restart must resume its own tasks, not wait for expiry."""
 CONTENT = "/app/api/page?n="

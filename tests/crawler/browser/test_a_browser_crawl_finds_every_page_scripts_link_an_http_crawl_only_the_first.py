@@ -12,7 +12,7 @@ import pytest
 
 from crawler.testsite import RunningSite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.anyio
 
 
 def fetched_pages(site: RunningSite) -> dict[str, int]:

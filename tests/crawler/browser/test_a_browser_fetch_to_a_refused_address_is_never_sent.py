@@ -14,7 +14,7 @@ from crawler._fetch import Fetcher
 from crawler._fetch_spec import FetchConfig
 from crawler.testsite import RunningSite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 @pytest.mark.parametrize("own", [("shop.invalid",), ("127.0.0.1",)])

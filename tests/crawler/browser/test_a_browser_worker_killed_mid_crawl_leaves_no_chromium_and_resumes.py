@@ -17,7 +17,7 @@ from crawler._browser import BROWSERS_DIR, marked_processes
 from crawler.testsite import RunningSite
 from eventlog import TaskQueue
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 LONG_LEASE_MS = 120_000
 """Longer than the test: the restart must resume its own tasks, not wait for expiry."""
 

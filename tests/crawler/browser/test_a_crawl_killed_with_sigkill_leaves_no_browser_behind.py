@@ -18,7 +18,7 @@ from crawler.testsite import RunningSite
 from tests.crawler.cli_run import clean_env
 from tests.server_helpers import server_dir
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture

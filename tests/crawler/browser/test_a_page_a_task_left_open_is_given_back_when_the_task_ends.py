@@ -14,7 +14,7 @@ from crawler._fetch import Fetcher
 from crawler._fetch_spec import FetchConfig
 from crawler.testsite import RunningSite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_pages_a_task_left_open_free_their_slots_when_it_ends(

@@ -13,7 +13,7 @@ from crawler._fetch import Fetcher
 from crawler._fetch_spec import FetchConfig
 from crawler.testsite import RunningSite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 POLLED = "/api/items?page=1"
 POLLS_IN_FLIGHT = 5
 

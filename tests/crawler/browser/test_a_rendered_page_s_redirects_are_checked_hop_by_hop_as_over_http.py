@@ -16,7 +16,7 @@ from crawler._fetch import Fetcher
 from crawler._fetch_spec import ERROR_REDIRECT_LOOP, ERROR_REDIRECT_OUT_OF_SCOPE, FetchConfig
 from crawler.testsite import Faults, RunningSite, serve_testsite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture

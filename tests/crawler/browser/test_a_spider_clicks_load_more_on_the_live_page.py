@@ -15,7 +15,7 @@ from projector._query import query
 from projector._store import Store
 from tests.crawler.conftest import run_projector
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_a_spider_clicks_load_more_until_every_item_is_listed(

@@ -13,7 +13,7 @@ import pytest
 
 from crawler._browser import _start_chromium, marked_processes, owner_mark, reap_orphans
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 async def started(executable: str, profile: Path) -> subprocess.Popen[bytes]:

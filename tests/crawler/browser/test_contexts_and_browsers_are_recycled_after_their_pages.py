@@ -13,7 +13,7 @@ from crawler._fetch import Fetcher
 from crawler._fetch_spec import FetchConfig
 from crawler.testsite import RunningSite
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_twelve_pages_at_five_a_browser_take_three_browsers_one_left_running(

@@ -16,7 +16,7 @@ from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, serve_testsite
 from tests.crawler.conftest import ROOT
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 SLOW = Faults(slow_rate=1.0, slow_s=1.0)
 """The crawl lasts while the test reads its children."""
 

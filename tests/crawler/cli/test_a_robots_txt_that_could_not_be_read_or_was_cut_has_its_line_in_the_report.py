@@ -16,7 +16,7 @@ from crawler.cli._argv import crawlog_command
 from tests.crawler.cli_run import clean_env
 from tests.crawler.hostile_site import Route, serve_hostile
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 RULES = b"User-agent: *\nDisallow: /private\n"
 HOME = b'<html><body><a href="/a">a</a></body></html>'
 PADDING = b"# " + b"x" * 1000 + b"\n"

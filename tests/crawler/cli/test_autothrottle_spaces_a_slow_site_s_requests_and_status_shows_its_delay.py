@@ -18,7 +18,7 @@ from crawler.testsite import Faults, serve_testsite
 from tests.crawler.cli_run import clean_env, crawlog
 from tests.crawler.operator_cli import crawlog as crawlog_at
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 SLOW_S = 0.25
 """Every page answers this late: the request log times the answer, so a request was

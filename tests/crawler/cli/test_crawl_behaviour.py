@@ -28,7 +28,7 @@ from eventlog import (
 )
 from tests.crawler.spiders import KILL_AT_PAGE_ENV
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 async def events_of(log: EventLog) -> list[Any]:

@@ -16,7 +16,7 @@ from eventlog import EventLog, JobKeys, TaskEvent
 from tests.crawler.conftest import run_projector
 from tests.crawler.operator_cli import crawlog
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_history_of_a_url_fetched_twice_shows_the_failed_fetch_and_the_retry(

@@ -11,7 +11,7 @@ import pytest
 from crawler.cli._argv import crawlog_command
 from tests.crawler.operator_cli import ROOT, crawlog
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 COMMANDS = [
     ("pause", "--reason", "r"),

@@ -12,7 +12,7 @@ from crawler.cli._argv import crawlog_command
 from tests.crawler.cli_run import clean_env
 from tests.crawler.hostile_site import Route, serve_hostile
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 ROBOTS = (
     b"User-agent: shopbot\nDisallow: /for-crawlog/\n\n"
     b"User-agent: crawlog\nDisallow: /for-shopbot/\n"

@@ -12,7 +12,7 @@ import pytest
 from crawler.testsite import RunningSite
 from tests.crawler.operator_cli import crawlog
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_a_watch_of_a_job_whose_every_task_ended_exits_0_after_showing_it(

@@ -30,7 +30,7 @@ from tests.crawler.cli_run import free_port
 from tests.crawler.conftest import ROOT
 from tests.projector.test_projector import task_events
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 async def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

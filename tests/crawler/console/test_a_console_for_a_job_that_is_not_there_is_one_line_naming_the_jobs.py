@@ -12,7 +12,7 @@ import pytest
 
 from tests.crawler.operator_cli import crawlog
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_an_unknown_job_is_one_line_with_the_jobs_there_are_and_exit_2(

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 from eventlog import LANE_NORMAL, EventLog, JobKeys, PoisonEntry, Task, TaskQueue
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 FORM = re.compile(r'<form method="post".*?</form>', re.S)
 FIELD = re.compile(r'<input type="hidden" name="(\w+)" value="([^"]*)">')
 

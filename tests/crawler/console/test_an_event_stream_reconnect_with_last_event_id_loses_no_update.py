@@ -14,7 +14,7 @@ import pytest
 from eventlog import EventLog, JobPaused
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 async def messages(response: httpx.Response) -> AsyncIterator[dict[str, str]]:

@@ -13,7 +13,7 @@ import pytest
 from tests.crawler.console.conftest import RunningConsole
 from tests.crawler.operator_cli import crawlog
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_the_home_page_lists_the_job_with_the_status_crawlog_jobs_gives(

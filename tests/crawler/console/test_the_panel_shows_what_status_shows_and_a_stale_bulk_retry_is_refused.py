@@ -18,7 +18,7 @@ from tests.crawler.conftest import run_projector
 from tests.crawler.console.conftest import RunningConsole
 from tests.crawler.operator_cli import crawlog
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(210)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def figure(page: str, ident: str) -> int:

@@ -22,7 +22,7 @@ from tests.crawler.cli_run import clean_env
 from tests.crawler.conftest import ROOT
 from tests.server_helpers import server_dir
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture

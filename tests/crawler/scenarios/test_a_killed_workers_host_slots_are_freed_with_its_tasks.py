@@ -24,7 +24,7 @@ from eventlog import JobKeys
 from tests.crawler.left_behind import holds_its_name, kill_while
 from tests.crawler.operator_cli import crawlog
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 ROBOTS_PATH = "/robots.txt"
 SLOW_S = 0.5

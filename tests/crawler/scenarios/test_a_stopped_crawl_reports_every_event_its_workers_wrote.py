@@ -18,7 +18,7 @@ from crawler.testsite import Faults, serve_testsite
 from eventlog import EventLog, ItemScraped, TaskDone, connect
 from tests.crawler.conftest import ROOT
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(210)]
+pytestmark = pytest.mark.anyio
 
 
 @pytest.mark.parametrize("how", ["sigterm", "ctrl-c"])

@@ -28,7 +28,7 @@ from eventlog import EventLog, ItemScraped, JobKeys, TaskDone
 from tests.crawler.left_behind import holds_its_name
 from tests.crawler.spiders import KILL_AT_PAGE_ENV
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 KILLED_AT = 2
 SHORT_LEASE_MS = 2_000

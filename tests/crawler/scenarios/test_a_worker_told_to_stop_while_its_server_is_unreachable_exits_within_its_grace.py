@@ -20,7 +20,7 @@ from eventlog import JobKeys, TaskQueue, connect
 from tests.crawler.conftest import ROOT
 from tests.valkey_process import running_valkey
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 GRACE_S = 3.0
 EXIT_MARGIN_S = 2.0

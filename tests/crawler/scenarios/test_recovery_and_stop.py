@@ -21,7 +21,7 @@ from eventlog import (
     TaskReleased,
 )
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.anyio
 
 
 async def test_a_task_that_kills_every_worker_is_aborted_after_the_recovery_limit(

@@ -19,7 +19,7 @@ from eventlog import EventLog, JobKeys, PageFetched, TaskDone, TaskQueue, connec
 from tests.crawler.conftest import ROOT, replay_verify, run_projector
 from tests.valkey_process import running_valkey
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.anyio
 
 OUTAGE_S = 3.0
 """How long the server stays down: longer than redis-py's own few quick retries."""
