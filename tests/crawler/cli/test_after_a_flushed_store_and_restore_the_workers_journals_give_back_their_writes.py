@@ -23,7 +23,7 @@ from projector import Store
 from tests.crawler.cli_run import clean_env
 from tests.valkey_process import running_valkey
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
 
 PAGES = 200
 IN_FLIGHT_BOUND = 48

@@ -35,7 +35,7 @@ from tests.server_helpers import (
     stop_or_kill_replica_set,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(270)]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from crawler.testsite import APP_TOKEN, RunningSite
 from eventlog import TaskQueue
 from tests.crawler.operator_cli import crawlog
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 SPIDER = "tests.crawler.browser_spiders:AppPageSpider"
 
 

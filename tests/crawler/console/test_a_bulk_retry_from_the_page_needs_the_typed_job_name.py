@@ -13,7 +13,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, TaskRetried
 from tests.crawler.console.conftest import CONSOLE_ACTOR, RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(150)]
 
 
 async def test_retry_all_is_refused_without_the_job_name_and_retries_the_group_with_it(

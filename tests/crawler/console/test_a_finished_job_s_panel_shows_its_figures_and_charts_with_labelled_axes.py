@@ -23,7 +23,7 @@ from projector import Store, query
 from tests.crawler.conftest import ROOT
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 DEAD = 4
 CHARTS = ("chart-pages", "chart-failures", "chart-queue", "chart-eta")
 # Each axis's labels, and whether each lies inside its svg as the browser laid it out.

@@ -16,7 +16,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, TaskRetried
 from tests.crawler.console.conftest import CONSOLE_ACTOR, RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(150)]
 
 
 async def retries(log: EventLog) -> list[TaskRetried]:

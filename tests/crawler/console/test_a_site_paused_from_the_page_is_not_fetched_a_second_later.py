@@ -14,7 +14,7 @@ import pytest
 from crawler.testsite import Faults, serve_testsite
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(150)]
 EFFECT_S = 1.0
 """The target: a pause stops the site's fetches within this long."""
 SLOW_S = 0.2

@@ -15,7 +15,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, JobKeys, SitePaused, SiteResumed
 from tests.crawler.console.conftest import CONSOLE_ACTOR, RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(150)]
 
 
 async def test_a_site_paused_from_the_page_has_its_tasks_parked_and_resumed(

@@ -18,7 +18,7 @@ from crawler.testsite import serve_testsite
 from tests.crawler.conftest import ROOT
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 DEAD = 5
 
 

@@ -16,7 +16,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, TaskEnqueued, TaskFailed
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
 GONE = 3
 
 

@@ -49,7 +49,7 @@ from eventlog import (
 from tests.crawler.spiders import ListingSpider
 from tests.eventlog.helpers import RecordingObserver
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(270)]
 
 WORKERS, CONCURRENCY = 2, 4
 PAGES = 3000
