@@ -1,7 +1,7 @@
 """TLS client contexts that read their CA certificates at their first connection.
 
-Reading a CA bundle costs a process a few tens of milliseconds of CPU (certifi's, or the
-system's: a few hundred certificates parsed), and a worker paid it three times before its
+Reading a CA bundle costs a process real CPU (certifi's, or the system's: a few hundred
+certificates parsed), and a worker paid it three times before its
 first request, whether or not the crawl had an https URL: aiohttp builds two contexts as
 its connector module is imported (one verifying, one not), the fetcher one more. A one-page
 crawl of an http site uses none of them. :class:`DeferredCAContext` is a context like

@@ -114,6 +114,11 @@ DEFAULT_CLAIM_AROUND_BUDGET = 64
 """Entries of busy sites one `TaskQueue.claim_around` may move to the end of their lane:
 enough to reach other sites' tasks behind a run of one site's, few enough that one call
 keeps the server only briefly from other workers' commands."""
+DEFAULT_CLAIM_AROUND_LOOK_AHEAD = 1024
+"""Entries past those a `TaskQueue.claim_around` found all busy that it reads (and does not
+move) for another site's task, from where its last look ended: only if it finds one does
+it move them. A lane of one busy site (a recrawl's, a one-site crawl's) is then read once,
+instead of moved behind itself a budget at a time by every call."""
 
 TerminalEvent = TaskDone | TaskFailed | TaskAborted
 ActionState = Literal["intended", "done", "aborted"]
@@ -312,6 +317,9 @@ class TaskQueue:
         self._renew_idle = redis.register_script(RENEW_IDLE)
         self._claim = redis.register_script(CLAIM)
         self._claim_around = redis.register_script(CLAIM_AROUND)
+        self._looked: tuple[frozenset[str], list[str]] = (frozenset(), [])
+        """The busy sites of the last `claim_around`, and per lane the entry up to which it
+        found only their tasks ('': none): where the next one, for the same sites, looks on."""
         self._pending = redis.register_script(PENDING)
         self._expired = redis.register_script(EXPIRED)
         self._recover = redis.register_script(RECOVER)
@@ -514,17 +522,27 @@ class TaskQueue:
         busy_sites: Collection[str],
         *,
         budget: int = DEFAULT_CLAIM_AROUND_BUDGET,
+        look_ahead: int = DEFAULT_CLAIM_AROUND_LOOK_AHEAD,
     ) -> Claimed:
         """New tasks as `claim` takes them, none of whose site is in ``busy_sites``: an
         entry of a busy site met on the way is moved to the end of its lane (never leased,
-        nothing logged), up to ``budget`` of them. Never blocks: with entries moved, a
-        blocking read would hand out the very entries just moved."""
+        nothing logged), up to ``budget`` of them, and only on the way to another site's
+        task (within ``look_ahead`` entries past them, read from where this queue's last
+        call for the same sites stopped). Never blocks: with entries moved, a blocking read
+        would hand out the very entries just moved."""
         await self.ensure_groups()
+        busy = frozenset(busy_sites)
+        lanes = self.keys.lanes
+        looked_for, cursors = self._looked
+        if looked_for != busy or len(cursors) != len(lanes):
+            cursors = [""] * len(lanes)
         with redis_errors("claiming tasks"):
-            moved, reply = await self._claim_around(
-                keys=[*self.keys.lanes, self.keys.ckpt],
-                args=[WORKERS_GROUP, self.consumer, count, budget, *sorted(busy_sites)],
-            )
+            moved, reply, after = await self._claim_around(
+                keys=[*lanes, self.keys.ckpt],
+                args=[WORKERS_GROUP, self.consumer, count, budget, look_ahead, *cursors,
+                      *sorted(busy)],
+            )  # fmt: skip
+        self._looked = (busy, [c.decode() if isinstance(c, bytes) else str(c) for c in after])
         leases = []
         for lane, entries, resumes in reply:
             for i, (entry_id, fields) in enumerate(entries):

@@ -994,18 +994,28 @@ CLAIM_AROUND = """
 -- so that its free places go to sites that can be fetched now instead of to more waiting.
 -- Each lane's next entries (up to budget of them) are read first without delivering them:
 -- only busy entries in front of an entry handed out are moved; when every one of them is
--- busy, they are all moved if the lane goes on past them (so that the next call looks
--- further), and nothing is written if they are the whole rest of the lane.
+-- busy, they are all moved only if a task of another site follows them (within
+-- look-ahead entries past them, or past the caller's cursor: so that the next call gets
+-- closer to it); else nothing is written, and the lane's cursor moves past the busy
+-- entries read. The cursor (one per lane, the caller's: '' for none) is where this
+-- consumer last found only busy entries: read again from there, a lane of one busy site
+-- is scanned once, not moved round and round behind itself by every call. Valid for one
+-- set of busy sites (the caller drops it when the set changes): entries are only ever
+-- appended, so every entry past it is one not read yet.
 -- KEYS: lanes (the last is the recovery lane), then ckpt.
--- ARGV: group, consumer, count, budget, then the busy sites (a task's 'site').
--- Returns {moved, {lane index, entries, ckpt values} triples}.
+-- ARGV: group, consumer, count, budget, look-ahead, then a cursor per lane, then the busy
+--       sites (a task's 'site').
+-- Returns {moved, {lane index, entries, ckpt values} triples, the cursors}.
 local out = {}
 local want = tonumber(ARGV[3])
 local budget = tonumber(ARGV[4])
+local look = tonumber(ARGV[5])
 local lanes = #KEYS - 1
 local ckpt = KEYS[#KEYS]
+local cursors = {}
+for i = 1, lanes do cursors[i] = ARGV[5 + i] end
 local busy = {}
-for i = 5, #ARGV do busy[ARGV[i]] = true end
+for i = 6 + lanes, #ARGV do busy[ARGV[i]] = true end
 local moved = 0
 local function task_of(payload)
   local ok, task = pcall(cmsgpack.unpack, payload or '')
@@ -1020,6 +1030,26 @@ local function last_delivered(stream)
   end
   return '0-0'
 end
+local function later(a, b)
+  local ams, aseq = string.match(a, '^(%d+)-(%d+)$')
+  local bms, bseq = string.match(b, '^(%d+)-(%d+)$')
+  if tonumber(ams) ~= tonumber(bms) then return tonumber(ams) > tonumber(bms) end
+  return tonumber(aseq) > tonumber(bseq)
+end
+local function is_busy(entry)
+  local site = task_of(entry[2][2])['site']
+  return type(site) == 'string' and busy[site] == true
+end
+-- Whether lane i has a task of a site not busy past the entry ``after``.
+local function another_site_further(i, after)
+  local from = after
+  if cursors[i] ~= '' and later(cursors[i], from) then from = cursors[i] end
+  for _, entry in ipairs(redis.call('XRANGE', KEYS[i], '(' .. from, '+', 'COUNT', look)) do
+    if not is_busy(entry) then return true end
+    cursors[i] = entry[1]
+  end
+  return false
+end
 local function read(i, n)
   if redis.call('EXISTS', KEYS[i]) == 0 then return end
   local ahead = redis.call('XRANGE', KEYS[i], '(' .. last_delivered(KEYS[i]), '+',
@@ -1033,7 +1063,9 @@ local function read(i, n)
       take, found = j, found + 1
     end
   end
-  if take == 0 and #ahead >= budget then take = #ahead end
+  if take == 0 and #ahead >= budget and another_site_further(i, ahead[#ahead][1]) then
+    take = #ahead
+  end
   if take == 0 then return end
   local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', take,
                        'STREAMS', KEYS[i], '>')
@@ -1067,7 +1099,7 @@ for i = 1, lanes do
   if want <= 0 then break end
   read(i, want)
 end
-return {moved, out}
+return {moved, out, cursors}
 """
 
 # -- The projector's lease (eventlog/_projector_lease.py) --------------------------------
