@@ -14,6 +14,10 @@ DEFAULT_CONCURRENCY = 32
 DEFAULT_GRACE_S = 10.0
 """On SIGTERM, in-flight tasks get this long to finish their page before being released."""
 DEFAULT_METRICS_HOST = "127.0.0.1"
+BATCH_SCRIPT_CALLS_ENV = "CRAWLOG_BATCH_SCRIPT_CALLS"
+"""Set to 1: a worker sends the script calls its tasks make while one is in flight
+together (``crawlog worker --batch-script-calls``, `eventlog.ScriptBatcher`). Off by
+default: it halved the round trips of a crawl without lowering its CPU (docs/benchmarks.md)."""
 DEFAULT_MAX_TASK_PAGES = 10_000
 """Pages one task may fetch (its first and its `NextPage`s): generous for a real listing,
 a bound for a pagination that never ends."""

@@ -75,7 +75,9 @@ class Downloader:
         self.redis, self.queue, self.config = redis, queue, config
         self.fetch_config, self.scope, self._seen = fetch_config, scope, seen
         name, keys = queue.consumer, queue.keys
-        self.gate = PolitenessGate(redis, keys, config.politeness, holder=name)
+        self.gate = PolitenessGate(
+            redis, keys, config.politeness, holder=name, batcher=queue.batcher
+        )
         self.offline = OfflineRide(
             redis, queue, self.gate, delay_s=config.politeness.delay_s, pages=offline_pages
         )

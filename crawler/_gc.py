@@ -4,8 +4,8 @@ Importing crawlog allocates some sixty thousand objects that live as long as the
 (functions, classes, their dictionaries), and a worker's take-back of its pending list
 hundreds of thousands more (the replies, the leases). The collector, counting
 allocations, ran over and over meanwhile, each time walking what had been built so far and
-finding almost nothing to free: a share of every crawlog process's start-up (``tools/bench_tiny_crawl.py``), a large share of a take-back
-(``tools/bench_resume.py``).
+finding almost nothing to free: a share of every crawlog process's start-up
+(``tools/bench_tiny_crawl.py``), a large share of a take-back (``tools/bench_resume.py``).
 """
 
 from __future__ import annotations

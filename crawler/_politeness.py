@@ -52,7 +52,7 @@ from crawler._autothrottle import (
     sample_kind,
 )
 from crawler._robots import DEFAULT_ROBOTS_TTL_S
-from eventlog import ConfigError, HostSlots, JobKeys, ServerError, SlotAnswer
+from eventlog import ConfigError, HostSlots, JobKeys, ScriptBatcher, ServerError, SlotAnswer
 
 DEFAULT_PER_HOST = 2
 DEFAULT_DELAY_S = 0.0
@@ -171,7 +171,10 @@ class _Waiters:
 
 
 class PolitenessGate:
-    """One worker's gate to the hosts of a job; ``async with gate.slot(host):`` per request."""
+    """One worker's gate to the hosts of a job; ``async with gate.slot(host):`` per request.
+
+    ``batcher``: sends the taking of a slot with the worker's other script calls (its
+    queue's, `eventlog.TaskQueue.batcher`); None: each alone."""
 
     def __init__(
         self,
@@ -181,6 +184,7 @@ class PolitenessGate:
         *,
         rng: random.Random | None = None,
         holder: str | None = None,
+        batcher: ScriptBatcher | None = None,
     ) -> None:
         self.redis = redis
         self.keys = job if isinstance(job, JobKeys) else JobKeys(job)
@@ -189,7 +193,7 @@ class PolitenessGate:
         """Whose slots these are: the worker's name, so its restart or the recovery of its
         tasks frees what a kill left held."""
         self._rng = rng or random.Random()
-        self._slots = HostSlots(redis, self.keys, self.holder)
+        self._slots = HostSlots(redis, self.keys, self.holder, batcher=batcher)
         self._waiters: dict[str, _Waiters] = {}
         self._release_deadline = math.inf
         self._releasing: set[anyio.CancelScope] = set()

@@ -17,7 +17,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, nullcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import Final
@@ -150,7 +150,9 @@ class WorkerOptions(msgspec.Struct, frozen=True, kw_only=True):
     job has ended, rather than waiting for more; ``grace_s``: how long a graceful stop
     (`Worker.stop`) may take in all; ``fetch_config``: the HTTP client's settings (None:
     the job's, `JobConfig.fetch_config`); ``offline_pages``: of the tasks held, pages
-    fetched at most per store outage (`crawler._offline`; 0: none).
+    fetched at most per store outage (`crawler._offline`; 0: none);
+    ``batch_script_calls``: the queue's script calls made while one is in flight go
+    together (`eventlog.ScriptBatcher`, ``BATCH_SCRIPT_CALLS_ENV``).
     """
 
     concurrency: int = DEFAULT_CONCURRENCY
@@ -158,6 +160,7 @@ class WorkerOptions(msgspec.Struct, frozen=True, kw_only=True):
     grace_s: float = DEFAULT_GRACE_S
     fetch_config: FetchConfig | None = None
     offline_pages: int = DEFAULT_OFFLINE_PAGES
+    batch_script_calls: bool = False
 
 
 DEFAULT_OPTIONS: Final = WorkerOptions()
@@ -198,6 +201,7 @@ class Worker:
         self.concurrency = tasks_at_once(config.browser, options.concurrency)
         self.exit_when_done = options.exit_when_done
         self.grace_s = grace_s = options.grace_s
+        self._batching = options.batch_script_calls
         self._store_lost = False
         self.identity: JobIdentity | None = None
         """The job's identity in the store at start (None: a job begun before identities)."""
@@ -296,6 +300,8 @@ class Worker:
                 wait_s=NAME_WAIT_S,
                 release_timeout_s=self._reserve_s / 2,
             ),
+            # The page's script calls of its tasks go together (`eventlog.ScriptBatcher`).
+            self.queue.batcher.running() if self._batching else nullcontext(),
             AsyncExitStack() as closing,  # the fetcher, once open: closed after every task
             anyio.create_task_group() as background,
         ):
@@ -337,6 +343,11 @@ class Worker:
             # The slots of the last requests, left for the next acquire (`free_loop`).
             await self.gate.flush()
             background.cancel_scope.cancel()
+        batcher = self.queue.batcher
+        log.debug(
+            "%s sent %d script calls in %d batches, %d alone",
+            self.name, batcher.calls, batcher.batches, batcher.alone,
+        )  # fmt: skip
         if self._backlog:
             log.warning(
                 "%s stopped with %d task(s) not handed back: they stay leased until their "

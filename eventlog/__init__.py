@@ -1,5 +1,6 @@
 """The event log: event types, their encoding, and the Redis Streams log and work queue."""
 
+from eventlog._batching import ScriptBatcher
 from eventlog._browser_sessions import (
     NO_SESSION_VERSION,
     BrowserCookie,
@@ -392,6 +393,7 @@ __all__ = [
     "RobotsNotWhole",
     "RunRecord",
     "RunState",
+    "ScriptBatcher",
     "ServerCannotPersist",
     "ServerError",
     "ServerEvicts",

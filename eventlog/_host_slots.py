@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import redis.asyncio as aioredis
 
+from eventlog._batching import ScriptBatcher
 from eventlog._connection import redis_errors
 from eventlog._keys import JobKeys
 from eventlog._scripts import POLITENESS_ACQUIRE, POLITENESS_OBSERVE
@@ -33,12 +34,23 @@ class SlotAnswer(NamedTuple):
 
 
 class HostSlots:
-    """The politeness slots of one job's hosts, taken and freed under one holder's name."""
+    """The politeness slots of one job's hosts, taken and freed under one holder's name.
 
-    def __init__(self, redis: aioredis.Redis, keys: JobKeys, holder: str) -> None:
+    ``batcher``: sends the taking of a slot with the holder's other script calls (its
+    queue's, `TaskQueue.batcher`); None: each alone."""
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        keys: JobKeys,
+        holder: str,
+        *,
+        batcher: ScriptBatcher | None = None,
+    ) -> None:
         self.redis = redis
         self.keys = keys
         self.holder = holder
+        self.batcher = batcher or ScriptBatcher(redis)
         self._acquire = redis.register_script(POLITENESS_ACQUIRE)
         self._observe = redis.register_script(POLITENESS_OBSERVE)
 
@@ -65,7 +77,7 @@ class HostSlots:
             keys.append(self.keys.host_slots(freed_host))
             args.append(freed)
         with redis_errors("taking a host slot"):
-            reply = await self._acquire(keys=keys, args=args)
+            reply = await self.batcher.call(self._acquire, keys, args)
         return SlotAnswer(int(reply[0]), int(reply[1]), len(reply) > 2 and reply[2] == 1)
 
     async def release(self, host: str, token: str) -> None:

@@ -23,6 +23,7 @@ import msgspec
 import redis.asyncio as aioredis
 import redis.exceptions
 
+from eventlog._batching import ScriptBatcher
 from eventlog._codec import decode, encode
 from eventlog._connection import command, redis_errors, script_pipeline
 from eventlog._control import ControlEvent, apply_control
@@ -308,6 +309,10 @@ class TaskQueue:
         self._on_down: set[anyio.CancelScope] = set()
         """The scopes of `cancelled_if_down`, cancelled by `store_down`."""
         self._take_back = TakeBack(redis, self.keys, consumer, poisoned=self._poisoned)
+        self.batcher = ScriptBatcher(redis)
+        """Sends the hot script calls of this queue's concurrent callers (a settle, an
+        enqueue, a claim; a host slot's, `HostSlots`) together while it runs
+        (`ScriptBatcher.running`, a worker's whole run); alone otherwise."""
         self._groups_ready = False
         self._following = anyio.Lock()
         """One `follow_promotion` at a time: the others wait, then find it followed."""
@@ -421,8 +426,12 @@ class TaskQueue:
             self._enqueued.setdefault(parent, []).append(args[1:])
         with redis_errors("enqueueing tasks"):
             if not journalled:
-                reply = await self._enqueue(keys=keys, args=args)
-            elif (answered := await self._unless_down(lambda: self._enqueue(keys, args))) is None:
+                reply = await self.batcher.call(self._enqueue, keys, args)
+            elif (
+                answered := await self._unless_down(
+                    lambda: self.batcher.call(self._enqueue, keys, args)
+                )
+            ) is None:
                 # The store does not answer: the links go with the page's write, which the
                 # flush sends once it is back. Whether they were new is not known here.
                 return [False] * len(tasks), 0
@@ -494,8 +503,10 @@ class TaskQueue:
         blocking read waited for comes without it (`resume_point` reads it)."""
         await self.ensure_groups()
         with redis_errors("claiming tasks"):
-            reply = await self._claim(
-                keys=[*self.keys.lanes, self.keys.ckpt], args=[WORKERS_GROUP, self.consumer, count]
+            reply = await self.batcher.call(
+                self._claim,
+                [*self.keys.lanes, self.keys.ckpt],
+                [WORKERS_GROUP, self.consumer, count],
             )
             if not reply and block_ms > 0:
                 # One blocking read on every lane: whichever gets work first wakes us.
@@ -1143,7 +1154,7 @@ class TaskQueue:
     ) -> object:
         if self.durability == "replica" and mode in CONFIRMED_MODES:
             return await run_confirmed(self.redis, self._settle, keys, args)
-        return await self._settle(keys=keys, args=args)
+        return await self.batcher.call(self._settle, keys, args)
 
     async def _unless_down(self, call: Callable[[], Awaitable[Any]]) -> Any | None:
         """The reply of a script call, or None if the store was taken for down before it

@@ -257,6 +257,25 @@ def one_round(
     return figures, parse_cpu / parsed, by_process
 
 
+def marginal_noise_ms(one_page_cpu_s: list[float], pages: float) -> float:
+    """The noise of a marginal figure, ms a page: how much the one-page crawl's CPU, taken
+    out of each round's, varied over the rounds (0 with one round), spread over the pages."""
+    return 1000 * (max(one_page_cpu_s) - min(one_page_cpu_s)) / max(1.0, pages)
+
+
+def below_noise(marginal_ms: float, noise_ms: float) -> bool:
+    """Whether a marginal figure is no figure: a difference of two crawls' CPU no larger
+    than its noise (a short or loaded run can make it come out below 0)."""
+    return marginal_ms <= noise_ms
+
+
+def shown_marginal(marginal_ms: float, noise_ms: float) -> str:
+    """A marginal figure as printed: never a negative number."""
+    if below_noise(marginal_ms, noise_ms):
+        return f"below its noise ({noise_ms:.2f})"
+    return f"{marginal_ms:.2f}"
+
+
 def _spread(values: list[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
@@ -278,7 +297,7 @@ def run_layout(
                 figures = rounds[-1][0]
                 shown = ", ".join(
                     f"{c} {f['pages']:.0f} pages {f['wall_s']:.2f} s {f['cpu_s']:.2f} s CPU "
-                    f"({f['marginal_ms']:.2f} ms/page marginal)"
+                    f"({shown_marginal(f['marginal_ms'], 0.0)} ms/page marginal)"
                     for c, f in figures.items()
                 )
                 print(
@@ -315,6 +334,10 @@ def summarize(
     result["marginal_vs_parse"] = _spread(
         [f["crawlog"]["marginal_ms"] / (1000 * parse) for f, parse, _ in rounds]
     )
+    ours = result["crawlers"]["crawlog"]
+    result["marginal_noise_ms"] = marginal_noise_ms(
+        [f["crawlog"]["one_page_cpu_s"] for f, _, _ in rounds], ours["pages"]["median"]
+    )
     names = sorted({name for _, _, by in rounds for name in by})
     result["crawlog_cpu_by_process"] = {
         name: round(statistics.median(by.get(name, 0.0) for _, _, by in rounds), 3)
@@ -338,7 +361,7 @@ def print_table(layout: str, result: dict[str, Any]) -> None:
             f"{f['wall_s']['median']:>7.2f} {f['cpu_s']['median']:>7.2f} "
             f"{f['one_page_cpu_s']['median']:>10.2f} {f['marginal_ms']['median']:>17.2f}   "
             f"({spread}; marginal {f['marginal_ms']['min']:.2f}-{f['marginal_ms']['max']:.2f})"
-        )
+        )  # the per-crawler table keeps the raw figures; crawlog's verdict is below
     parse = result["parse_ms_per_page"]
     print(f"{'parse':<10} {'':>6} {'':>9} {'':>7} {'':>7} {'':>10} {parse['median']:>17.2f}")
     if "vs_best_peer" in result:
@@ -350,8 +373,15 @@ def print_table(layout: str, result: dict[str, Any]) -> None:
     target = (
         f"target <= {target_marginal} ms" if layout == "docs" else f"target <= {target_marginal}x"
     )
-    print(f"crawlog marginal {marginal:.2f} ms/page = {mvp['median']:.2f}x the parse "
-          f"({mvp['min']:.2f}-{mvp['max']:.2f}; {target})")  # fmt: skip
+    noise = result["marginal_noise_ms"]
+    if below_noise(marginal, noise):
+        print(
+            f"crawlog marginal: below its noise ({marginal:.2f} ms/page against the one-page "
+            f"crawl's spread of {noise:.2f} ms/page): no figure; run more rounds or pages"
+        )
+    else:
+        print(f"crawlog marginal {marginal:.2f} ms/page = {mvp['median']:.2f}x the parse "
+              f"({mvp['min']:.2f}-{mvp['max']:.2f}; {target}; noise {noise:.2f})")  # fmt: skip
     parts = ", ".join(f"{k} {v:.2f}" for k, v in result["crawlog_cpu_by_process"].items())
     print(f"crawlog CPU by process: {parts}")
 
@@ -422,6 +452,9 @@ def figures(results: dict[str, dict[str, Any]], pages: dict[str, int]) -> dict[s
         key = "docs" if layout == "docs" else "linkdense"
         crawlog = result["crawlers"]["crawlog"]
         vs = result.get("vs_best_peer")
+        marginal = crawlog["marginal_ms"]["median"]
+        noise = result["marginal_noise_ms"]
+        figure = not below_noise(marginal, noise)
         out |= {
             f"{key}_pages": pages[layout],
             f"{key}_vs_best_peer": round(vs["median"], 3) if vs else None,
@@ -429,13 +462,17 @@ def figures(results: dict[str, dict[str, Any]], pages: dict[str, int]) -> dict[s
             if vs
             else None,
             f"{key}_best_peer": result.get("best_peer"),
-            f"{key}_marginal_cpu_ms_per_page": round(crawlog["marginal_ms"]["median"], 3),
+            # None: below its noise (`below_noise`), no figure.
+            f"{key}_marginal_cpu_ms_per_page": round(marginal, 3) if figure else None,
+            f"{key}_marginal_noise_ms_per_page": round(noise, 3),
             f"{key}_marginal_cpu_ms_spread": [
                 round(crawlog["marginal_ms"]["min"], 3),
                 round(crawlog["marginal_ms"]["max"], 3),
             ],
             f"{key}_parse_ms_per_page": round(result["parse_ms_per_page"]["median"], 3),
-            f"{key}_marginal_vs_parse": round(result["marginal_vs_parse"]["median"], 3),
+            f"{key}_marginal_vs_parse": round(result["marginal_vs_parse"]["median"], 3)
+            if figure
+            else None,
             f"{key}_crawlog_cpu_by_process": result["crawlog_cpu_by_process"],
         }
         for crawler, f in result["crawlers"].items():

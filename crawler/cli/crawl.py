@@ -22,6 +22,7 @@ from crawler._autothrottle import (
     MAX_TARGET_CONCURRENCY,
 )
 from crawler._defaults import (
+    BATCH_SCRIPT_CALLS_ENV,
     DEFAULT_FAIL_ON,
     DEFAULT_GRACE_S,
     DEFAULT_MAX_ITEM_BYTES,
@@ -397,6 +398,14 @@ def _exit_now(status: int) -> NoReturn:
     "answer (journalled, sent once it is back); 0: it waits for the store [env: "
     f"{OFFLINE_PAGES_ENV}, which a crawl's workers inherit].",
 )
+@click.option(
+    "--batch-script-calls/--no-batch-script-calls",
+    default=False,
+    show_default=True,
+    envvar=BATCH_SCRIPT_CALLS_ENV,
+    help="Send the store calls the worker's tasks make while one is in flight together, in "
+    f"one pipeline [env: {BATCH_SCRIPT_CALLS_ENV}, which a crawl's workers inherit].",
+)
 @metrics_options
 @durability_option
 def worker_command(
@@ -409,6 +418,7 @@ def worker_command(
     grace: float,
     journal_fsync: JournalFsync,
     offline_pages: int,
+    batch_script_calls: bool,
     metrics_host: str,
     metrics_port: int | None,
 ) -> None:
@@ -451,6 +461,7 @@ def worker_command(
                     exit_when_done=exit_when_done,
                     grace_s=grace,
                     offline_pages=offline_pages,
+                    batch_script_calls=batch_script_calls,
                 ),
                 queue=worker_queue(
                     client,

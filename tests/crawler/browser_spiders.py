@@ -9,6 +9,8 @@ from crawler._spider import Item, Output, Response, Spider
 from crawler.testsite import APP_LOGIN_PATH, APP_PASSWORD, APP_USER
 
 MORE_BUTTON = "#more"
+USER_HEADING = "h1#user"
+"""What the app writes for a logged-in user (its login form has an ``input#user``)."""
 
 
 class LoadMoreSpider(Spider):
@@ -46,7 +48,7 @@ class AppSpider(Spider):
             await page.wait_for_selector("#user, #anon")
 
     async def is_logged_in(self, page: Any) -> bool:
-        return bool(await page.locator("#user").count())
+        return bool(await page.locator(USER_HEADING).count())
 
     async def log_in(self, page: Any) -> None:
         origin = page.url.split("/app/")[0]
@@ -54,7 +56,9 @@ class AppSpider(Spider):
         await page.fill("#user", APP_USER)
         await page.fill("#password", APP_PASSWORD)
         await page.click("#log-in")
-        await page.wait_for_selector("#user")
+        # The form's own input is ``#user`` too: waiting for it would return before the
+        # token is kept, and the next navigation could cut the form's script short.
+        await page.wait_for_selector(USER_HEADING)
 
     async def parse(self, response: Response) -> AsyncIterator[Output]:
         yield Item(response.url.removeprefix(response.urljoin("/")[:-1]), {})

@@ -4,6 +4,7 @@ the tests of a worker restarted under the same name (``w1``)."""
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -110,3 +111,13 @@ async def kill_while(process: Process, holds: Callable[[], Awaitable[bool]]) -> 
             process.send_signal(signal.SIGCONT)
         await anyio.sleep(0.002)
     process.send_signal(signal.SIGKILL)
+
+
+async def holds_its_name(
+    redis: aioredis.Redis, keys: JobKeys, name: str, old: bytes | str | None
+) -> float:
+    """When a worker process started as ``name`` holds the name (its lock no longer ``old``,
+    the value the killed process left): the moment it is up."""
+    while await redis.get(keys.worker_lock(name)) in (old, None):
+        await anyio.sleep(0.005)
+    return time.time()

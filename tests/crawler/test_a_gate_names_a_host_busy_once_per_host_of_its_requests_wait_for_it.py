@@ -29,7 +29,9 @@ async def until(condition: Callable[[], bool]) -> None:
 async def test_a_host_with_per_host_requests_waiting_is_busy_until_one_gets_its_slot(
     redis_client: aioredis.Redis, keys: JobKeys
 ) -> None:
-    gate = PolitenessGate(redis_client, keys, Politeness(per_host=2, delay_s=0.5))
+    # A delay long enough that the next two requests are queued before it ends even on a
+    # loaded machine (were it over first, only one would ever wait and none be busy).
+    gate = PolitenessGate(redis_client, keys, Politeness(per_host=2, delay_s=1.5))
     started: list[str] = []
 
     async def request(host: str) -> None:

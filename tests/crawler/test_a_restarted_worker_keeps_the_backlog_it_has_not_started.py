@@ -34,9 +34,14 @@ async def test_a_restarted_worker_keeps_the_backlog_it_has_not_started(
         redis_client, job, site.url, TASKS, lease_ms=LEASE_MS, politeness=SLOW
     )
 
+    before = len(site.requests)
     with anyio.fail_after(60):
         restarted = await worker_process("w1", "--exit-when-done")
-        # Another worker, looking for expired leases to recover all along.
+        # Once w1 works (its first request: its leases taken back), another worker, looking
+        # for expired leases to recover all along. Started together, on a loaded machine
+        # w2 could come up first and recover leases older than their 2 s before w1 ran.
+        while len(site.requests) == before:
+            await anyio.sleep(0.01)
         other = await worker_process("w2", "--exit-when-done")
         assert await restarted.wait() == 0
         assert await other.wait() == 0

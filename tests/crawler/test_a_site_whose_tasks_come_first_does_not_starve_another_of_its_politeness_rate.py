@@ -53,10 +53,13 @@ async def test_the_second_site_s_pages_are_fetched_while_the_first_site_s_tasks_
     assert stats.tasks_done == BIG_TASKS + SMALL_TASKS
     start = min(r.time for r in big.requests + small.requests)
     small_took = max(r.time for r in small.requests) - start
-    # At its own limit the small site's pages take (SMALL_TASKS - 1) delays; behind the big
-    # site's queue they would take about BIG_TASKS delays.
+    big_took = max(r.time for r in big.requests) - start
+    # At its own limit the small site's pages take (SMALL_TASKS - 1) delays, the big site's
+    # (BIG_TASKS - 1); behind the big site's queue the small site
+    # would end with it. Measured against the big site's own time, which a loaded machine
+    # stretches as much, not against a fixed number of seconds.
     allowed = (SMALL_TASKS - 1) * DELAY_S
-    assert small_took < 2 * allowed + 0.5, (
-        f"the small site's {SMALL_TASKS} pages took {small_took:.2f} s, "
-        f"{allowed:.2f} s at its own limit"
+    assert small_took < big_took / 2, (
+        f"the small site's {SMALL_TASKS} pages took {small_took:.2f} s "
+        f"({allowed:.2f} s at its own limit), the big site's {big_took:.2f} s"
     )

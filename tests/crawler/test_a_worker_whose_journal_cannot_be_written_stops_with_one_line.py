@@ -36,7 +36,7 @@ async def test_a_full_journal_disk_stops_the_worker_in_one_line(
     command = crawlog_command(
         "worker", "--job", job, "--name", "w1", "--data-dir", str(data_dir), "--exit-when-done"
     )  # fmt: skip
-    with anyio.fail_after(45):
+    with anyio.fail_after(90):
         done = await anyio.run_process(
             command, env={**os.environ, "REDIS_URL": valkey_url}, cwd=ROOT, check=False
         )

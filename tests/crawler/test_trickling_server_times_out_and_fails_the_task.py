@@ -48,7 +48,7 @@ async def test_a_trickling_page_is_retried_then_failed_for_its_timeout(
             data_dir=data_dir,
             options=WorkerOptions(fetch_config=fetch, exit_when_done=True),
         )
-        with anyio.fail_after(30):  # two 1 s attempts and a backoff: far less
+        with anyio.fail_after(60):  # two 1 s attempts and a backoff: far less
             stats = await worker.run()
         assert site.requests.count("/trickle") == 2
     events = [e.event for e in await log.read_range()]
@@ -80,7 +80,7 @@ async def test_a_server_that_never_answers_hits_the_read_timeout(
             data_dir=data_dir,
             options=WorkerOptions(fetch_config=fetch, exit_when_done=True),
         )
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             await worker.run()
     failed = [e for e in (x.event for x in await log.read_range()) if isinstance(e, TaskFailed)]
     assert [e.reason for e in failed] == ["read timeout"]

@@ -25,7 +25,7 @@ from eventlog import CheckpointSaved, Cursor, Journal, Lease, PageFetched, TaskQ
 from eventlog._journal import JournalSettle, decode_records
 
 ROOT = Path(__file__).resolve().parents[2]
-DEADLINE_S = 20
+DEADLINE_S = 60
 
 
 def _journalled(directory: Path) -> list[JournalSettle]:

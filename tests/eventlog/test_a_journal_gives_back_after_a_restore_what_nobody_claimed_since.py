@@ -33,7 +33,7 @@ from eventlog import (
 from tests.eventlog.helpers import checkpoint, done, fetched, task
 
 pytestmark = pytest.mark.anyio
-DEADLINE_S = 20
+DEADLINE_S = 60
 
 
 async def test_writes_of_before_the_loss_come_back_unless_claimed_since(

@@ -40,7 +40,7 @@ from tests.eventlog.helpers import checkpoint, done, fetched, task
 from tests.valkey_process import ValkeyProcess
 
 pytestmark = pytest.mark.anyio
-DEADLINE_S = 20
+DEADLINE_S = 60
 FOLLOWERS = 5
 
 

@@ -24,7 +24,7 @@ from tests.eventlog.helpers import task
 from tests.eventlog.journalling_process import kill_after_journalling
 
 pytestmark = pytest.mark.anyio
-DEADLINE_S = 20
+DEADLINE_S = 60
 
 
 async def _events(log: EventLog) -> list[object]:

@@ -130,7 +130,7 @@ async def enqueue_job(make_queue: Callable[..., TaskQueue]) -> TaskQueue:
 
 async def finish_with(valkey_url: str, job: str, name: str, *extra: str) -> None:
     command = [sys.executable, "-m", "tests.eventlog.worker_process"]
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         await anyio.run_process(
             [*command, valkey_url, job, name, str(PAGES), *extra], cwd=ROOT, check=True
         )

@@ -30,7 +30,7 @@ async def test_links_are_enqueued_by_the_flush_before_the_page_s_write(
 
     queue.store_down()
     links = [msgspec.structs.replace(task(n), parent_task_id="task-1") for n in (2, 3)]
-    with anyio.fail_after(2):  # at once: it does not wait for the store
+    with anyio.fail_after(5):  # at once: it does not wait for the store
         new = await queue.enqueue(links, actor="w1")
     assert new == [False, False]  # not known while the store is down
     assert await queue.checkpoint(lease, checkpoint("task-1", 1)) is None

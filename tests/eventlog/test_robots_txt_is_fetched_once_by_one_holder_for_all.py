@@ -132,5 +132,6 @@ async def test_a_holder_killed_or_stalled_mid_fetch_holds_the_others_back_only_b
         if process.stdout is not None:
             process.stdout.close()
     assert got.fetched_by == "survivor"
-    # The lock it held (renewed while it fetched) runs out within its lifetime.
-    assert waited <= ROBOTS_LOCK_MS / 1000 + 1.0
+    # The lock it held (renewed while it fetched) runs out within its lifetime, and 2 s of a
+    # loaded machine's polls and round trips (a second lifetime would be past it).
+    assert waited <= ROBOTS_LOCK_MS / 1000 + 2.0

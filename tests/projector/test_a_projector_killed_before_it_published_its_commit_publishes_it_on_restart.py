@@ -81,6 +81,6 @@ async def test_a_committed_position_never_published_is_published_on_restart(
     assert Store(data_dir, job).read_manifest().position == ids[-1], "no commit before the kill"
     assert await read_projector_position(redis_client, JobKeys(job)) is None
 
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         async with make_projector():
-            assert await wait_for_position(redis_client, job, ids[-1], 20) == ids[-1]
+            assert await wait_for_position(redis_client, job, ids[-1], 50) == ids[-1]

@@ -44,8 +44,8 @@ async def test_a_projector_stalled_past_its_lease_neither_commits_nor_trims(
         project_command(data, *LEASE), env=project_env, stderr=subprocess.PIPE
     )
     async with killed_at_exit(stalled):
-        with anyio.fail_after(30):
-            assert await wait_for_position(redis_client, job, ids[-1], 30) == ids[-1]
+        with anyio.fail_after(60):
+            assert await wait_for_position(redis_client, job, ids[-1], 60) == ids[-1]
         committed = Store(data, job).read_manifest().position
         stalled.send_signal(signal.SIGSTOP)
         more = await seed_events(30, 20)
@@ -53,7 +53,7 @@ async def test_a_projector_stalled_past_its_lease_neither_commits_nor_trims(
         await _until_the_lease_lapses(redis_client, keys)
         async with hold_projector_lease(redis_client, keys, "/elsewhere"):
             stalled.send_signal(signal.SIGCONT)
-            with anyio.fail_after(30):
+            with anyio.fail_after(60):
                 code = await stalled.wait()
             assert stalled.stderr is not None
             said = (await stalled.stderr.receive()).decode()
@@ -79,14 +79,14 @@ async def test_a_projector_stalled_while_nobody_took_the_job_goes_on(
     data = tmp_path / "stalled"
     stalled = await anyio.open_process(project_command(data, *LEASE), env=project_env)
     async with killed_at_exit(stalled):
-        with anyio.fail_after(30):
-            assert await wait_for_position(redis_client, job, ids[-1], 30) == ids[-1]
+        with anyio.fail_after(60):
+            assert await wait_for_position(redis_client, job, ids[-1], 60) == ids[-1]
         stalled.send_signal(signal.SIGSTOP)
         more = await seed_events(30, 20)
         await _until_the_lease_lapses(redis_client, keys)
         stalled.send_signal(signal.SIGCONT)
-        with anyio.fail_after(30):
-            assert await wait_for_position(redis_client, job, more[-1], 30) == more[-1]
+        with anyio.fail_after(60):
+            assert await wait_for_position(redis_client, job, more[-1], 60) == more[-1]
         assert await redis_client.exists(keys.projector_lease)
         stalled.terminate()
         assert await stalled.wait() == 0

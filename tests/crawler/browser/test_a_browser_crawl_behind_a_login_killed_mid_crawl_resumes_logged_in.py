@@ -46,7 +46,7 @@ async def test_a_killed_browser_worker_s_restart_continues_logged_in_with_one_lo
         browser=True,
         lease_ms=LONG_LEASE_MS,
     )
-    with anyio.fail_after(50):
+    with anyio.fail_after(90):
         first = await worker_process("w1")
         while site.logins() < 1 or len(contents(site, 200)) < 6:  # logged in, under way
             await anyio.sleep(0.01)

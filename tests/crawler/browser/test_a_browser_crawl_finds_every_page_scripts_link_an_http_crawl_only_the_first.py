@@ -27,7 +27,7 @@ async def test_a_browser_crawl_finds_every_page_of_the_scripted_shop_once(
     data_dir: Path,
 ) -> None:
     await start_job([scripted_site.url + "/"], browser=True)
-    with anyio.fail_after(50):
+    with anyio.fail_after(90):
         worker = await worker_process("w1", "--exit-when-done")
         assert await worker.wait() == 0
     pages = fetched_pages(scripted_site)
@@ -44,7 +44,7 @@ async def test_an_http_crawl_of_the_scripted_shop_finds_only_its_first_page(
     worker_process: Callable[..., Any],
 ) -> None:
     await start_job([scripted_site.url + "/"])
-    with anyio.fail_after(50):
+    with anyio.fail_after(90):
         worker = await worker_process("w1", "--exit-when-done")
         assert await worker.wait() == 0
     assert set(fetched_pages(scripted_site)) == {"/"}

@@ -23,7 +23,7 @@ async def test_a_page_on_a_loopback_address_is_refused_unless_it_is_the_crawl_s_
 ) -> None:
     config = FetchConfig(addresses=AddressPolicy(own_hosts=own))
     fetcher = BrowserFetcher(Fetcher(config), config, root=tmp_path, executable=chromium)
-    with anyio.fail_after(40):
+    with anyio.fail_after(90):
         async with fetcher:
             result = await fetcher.fetch(scripted_site.url + "/item/3")
             await fetcher.release(result)

@@ -38,7 +38,7 @@ async def test_a_browser_past_its_bound_is_replaced_and_one_within_it_is_kept(
         browser_max_mb=max_mb,
         memory_check_pages=3,
     )
-    with anyio.fail_after(40):
+    with anyio.fail_after(90):
         async with fetcher:
             for item in range(1, 5):
                 result = await fetcher.fetch(f"{scripted_site.url}/item/{item}")

@@ -36,7 +36,7 @@ async def test_kill_9_of_a_browser_crawl_leaves_no_chromium(
         "crawl", scripted_site.url + "/", "--browser", "--workers", "2",
         "--data-dir", str(data_dir), "--job", "shop",
     )  # fmt: skip
-    with anyio.fail_after(55):
+    with anyio.fail_after(90):
         async with await anyio.open_process(command, env=clean_env()) as crawl:
             try:
                 # Both workers' browsers up, and the crawl under way.

@@ -22,7 +22,7 @@ async def test_pages_a_task_left_open_free_their_slots_when_it_ends(
 ) -> None:
     config = FetchConfig()
     fetcher = BrowserFetcher(Fetcher(config), config, root=tmp_path, executable=chromium, pages=1)
-    with anyio.fail_after(40):
+    with anyio.fail_after(90):
         async with fetcher:
 
             async def task_cut_short(item: int) -> None:

@@ -23,7 +23,7 @@ async def test_a_page_polling_its_site_stops_once_given_back(
 ) -> None:
     config = FetchConfig()
     fetcher = BrowserFetcher(Fetcher(config), config, root=tmp_path, executable=chromium)
-    with anyio.fail_after(40):
+    with anyio.fail_after(90):
         async with fetcher:
             result = await fetcher.fetch(scripted_site.url + "/item/1")
             page = fetcher.page_for(result)

@@ -38,7 +38,7 @@ async def test_a_redirect_in_scope_and_unclaimed_is_followed(
     async def mine(url: str) -> bool:
         return True
 
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         result = await fetcher.fetch(
             site.url + "/moved/5", redirect_allowed=lambda url: True, claim_target=mine
         )
@@ -54,7 +54,7 @@ async def test_a_redirect_to_another_task_s_page_is_handed_over_unrequested(
     async def theirs(url: str) -> bool:
         return False
 
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         result = await fetcher.fetch(site.url + "/moved/6", claim_target=theirs)
     assert result.handed_over
     assert (result.status, result.location) == (301, site.url + "/item/6")
@@ -65,14 +65,14 @@ async def test_a_redirect_to_another_task_s_page_is_handed_over_unrequested(
 async def test_a_redirect_out_of_scope_fails_unrequested(
     site: RunningSite, fetcher: BrowserFetcher
 ) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         result = await fetcher.fetch(site.url + "/moved/7", redirect_allowed=lambda url: False)
     assert result.error == ERROR_REDIRECT_OUT_OF_SCOPE
     assert "/item/7" not in site.fetch_counts()
 
 
 async def test_a_redirect_loop_is_stopped(site: RunningSite, fetcher: BrowserFetcher) -> None:
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         result = await fetcher.fetch(site.url + "/loop/a")
     assert result.error == ERROR_REDIRECT_LOOP
     assert site.fetch_counts() == {"/loop/a": 1, "/loop/b": 1}

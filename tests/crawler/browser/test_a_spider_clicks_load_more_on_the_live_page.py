@@ -32,7 +32,7 @@ async def test_a_spider_clicks_load_more_until_every_item_is_listed(
         spider="tests.crawler.browser_spiders:LoadMoreSpider",
         browser=True,
     )
-    with anyio.fail_after(50):
+    with anyio.fail_after(90):
         worker = await worker_process("w1", "--exit-when-done")
         assert await worker.wait() == 0
         await run_projector(valkey_url, job, data_dir)

@@ -30,7 +30,7 @@ async def test_browsers_of_dead_workers_are_reaped_and_a_live_one_s_are_not(
     root = tmp_path / "browsers"
     dead = root / "999999999-1-0"  # a pid above pid_max: no such worker
     live = root / f"{owner_mark()}-0"
-    with anyio.fail_after(40):
+    with anyio.fail_after(90):
         orphan = await started(chromium, dead)
         ours = await started(chromium, live)
         try:

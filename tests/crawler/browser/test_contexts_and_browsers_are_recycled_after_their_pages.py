@@ -28,7 +28,7 @@ async def test_twelve_pages_at_five_a_browser_take_three_browsers_one_left_runni
         pages_per_context=2,
         pages_per_browser=5,
     )
-    with anyio.fail_after(50):
+    with anyio.fail_after(90):
         async with fetcher:
             for item in range(1, 13):
                 result = await fetcher.fetch(f"{scripted_site.url}/item/{item}")
@@ -46,7 +46,7 @@ async def test_a_fetch_cancelled_midway_still_leaves_no_browser_behind(
 ) -> None:
     config = FetchConfig()
     fetcher = BrowserFetcher(Fetcher(config), config, root=tmp_path, executable=chromium)
-    with anyio.fail_after(40):
+    with anyio.fail_after(90):
         with anyio.CancelScope() as scope:
             async with fetcher, anyio.create_task_group() as tasks:
                 tasks.start_soon(fetcher.fetch, f"{scripted_site.url}/item/1")

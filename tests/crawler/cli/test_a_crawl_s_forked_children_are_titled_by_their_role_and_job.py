@@ -47,7 +47,7 @@ async def test_ps_shows_each_child_s_role_and_job(
         crawl = crawlog_command("crawl", site.url + "/", *where, "--workers", "2")
         process = await anyio.open_process(crawl, env=env, cwd=ROOT, start_new_session=True)
         try:
-            with anyio.fail_after(30):
+            with anyio.fail_after(60):
                 while not site.requests:  # every child has started its command by now
                     await anyio.sleep(0.01)
                 while len(children := _children(process.pid)) < len(wanted):

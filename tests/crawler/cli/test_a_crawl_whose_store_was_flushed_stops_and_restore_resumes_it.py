@@ -20,7 +20,7 @@ from projector import Store
 from tests.crawler.cli_run import clean_env
 from tests.valkey_process import running_valkey
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
 
 PAGES = 200
 IN_FLIGHT_BOUND = 48
@@ -51,7 +51,7 @@ async def test_a_flushed_store_stops_the_crawl_and_restore_resumes_it(tmp_path: 
             )  # fmt: skip
             client = aioredis.Redis.from_url(server.url)
             try:
-                with anyio.fail_after(30):
+                with anyio.fail_after(60):
                     while len(site.requests) < PAGES // 3:
                         await anyio.sleep(0.05)
                 await client.flushall()

@@ -51,7 +51,7 @@ async def test_each_robots_txt_not_taken_whole_is_named_in_the_report_with_why(
             "crawl", *seeds, "--job", job, "--workers", "1", "--retries", "0",
             "--fail-on", "never", "--data-dir", data,
         )  # fmt: skip
-        with anyio.fail_after(50):
+        with anyio.fail_after(90):
             ran = await anyio.run_process(crawl, cwd=tmp_path, env=env, check=False)
             assert ran.returncode == 0, ran.stderr.decode()
             report = await anyio.run_process(

@@ -27,10 +27,13 @@ PAGES = 12
 SPACED = 0.95
 """Share of the latency the gaps keep on average."""
 APART = 0.5
-"""Share of the latency each gap keeps: the default politeness would send requests in
-pairs (gaps near 0). An answer logged late on a loaded machine lengthens the gap before it
-and shortens the one after (CI saw 0.313 then 0.199 s for a 0.25 s latency), so one gap
-alone is a noisy witness of the spacing; their mean is not."""
+"""Share of the latency a gap keeps: the default politeness would send requests in pairs
+(every other gap near 0). An answer logged late on a loaded machine lengthens the gap before
+it and shortens the one after (CI saw 0.313 then 0.199 s for a 0.25 s latency; at load 20
+here 0.512 then 0.069 s), so one gap alone is a noisy witness of the spacing; their mean is
+not, nor is how many of them are short."""
+SHORT_GAPS = 2
+"""Gaps below `APART` allowed (answers logged late): pairs would make half of them short."""
 DEADLINE_S = 90
 
 
@@ -53,7 +56,7 @@ async def test_a_slow_site_s_requests_are_spaced_by_its_latency_and_status_shows
     assert len(asked) == PAGES
     # The first page's answer is the first sample: from then on, one request per latency.
     gaps = [b - a for a, b in itertools.pairwise(asked[1:])]
-    assert min(gaps) >= SLOW_S * APART, gaps
+    assert sum(gap < SLOW_S * APART for gap in gaps) <= SHORT_GAPS, gaps
     assert statistics.fmean(gaps) >= SLOW_S * SPACED, gaps
 
     status = await crawlog_at(valkey_url, data_dir, "status", "--job", job, "--json")
@@ -61,7 +64,9 @@ async def test_a_slow_site_s_requests_are_spaced_by_its_latency_and_status_shows
     (shown,) = json.loads(status.stdout)["host_delays"]
     host = site.url.removeprefix("http://")
     assert shown["host"] == host
-    assert SLOW_S * 1000 <= shown["adapted_ms"] == shown["delay_ms"] < SLOW_S * 1000 * 4
+    # The latency as the worker measured it: one answer it read late on a loaded machine
+    # raises the delay at once (it comes down only half way per sample), hence 8x, not 4x.
+    assert SLOW_S * 1000 <= shown["adapted_ms"] == shown["delay_ms"] < SLOW_S * 1000 * 8
     text = await crawlog_at(valkey_url, data_dir, "status", "--job", job)
     assert f"autothrottle: {host} delay {shown['delay_ms'] / 1000:.2f} s" in text.stdout
 

@@ -93,7 +93,7 @@ async def test_history_of_a_url_never_enqueued_says_so_and_exits_1(
     start_job: Callable[..., Any], job: str, valkey_url: str, data_dir: Path
 ) -> None:
     await start_job(["http://127.0.0.1:8765/"])
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         ran = await crawlog(
             valkey_url, data_dir, "history", "--job", job, "http://127.0.0.1:8765/never/linked"
         )

@@ -35,7 +35,7 @@ async def test_the_group_of_the_user_agent_given_is_obeyed(
             "--user-agent", "shopbot/1.0 (+http://example.test/bot)",
             "--data-dir", str(tmp_path / "data"),
         )  # fmt: skip
-        with anyio.fail_after(50):
+        with anyio.fail_after(90):
             ran = await anyio.run_process(
                 command, cwd=tmp_path, env=clean_env(REDIS_URL=valkey_url), check=False
             )

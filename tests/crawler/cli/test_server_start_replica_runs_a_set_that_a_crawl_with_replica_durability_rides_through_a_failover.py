@@ -35,7 +35,7 @@ from tests.server_helpers import (
     stop_or_kill_replica_set,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(270)]
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ async def test_a_crawl_with_replica_durability_finishes_through_a_failover(
             async for chunk in stream:
                 printed.append(chunk)
 
-        with anyio.fail_after(55):
+        with anyio.fail_after(120):
             async with (
                 await anyio.open_process(command, cwd=ROOT, stderr=subprocess.STDOUT) as crawl,
                 anyio.create_task_group() as reading,

@@ -27,7 +27,7 @@ async def test_a_watch_of_a_job_whose_every_task_ended_exits_0_after_showing_it(
     with anyio.fail_after(60):
         assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
     # Before, the watch went on redrawing the same finished numbers until killed.
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         watched = await crawlog(
             valkey_url, data_dir, "status", "--job", job, "--watch", "--interval", "0.2"
         )

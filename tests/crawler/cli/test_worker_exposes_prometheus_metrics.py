@@ -139,7 +139,7 @@ async def test_projector_reports_its_lag_in_events_and_seconds(
     # A commit interval longer than the test: everything is read, nothing committed.
     held = await anyio.open_process([*command, "--commit-interval", "3600"], env=env, cwd=ROOT)
     try:
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             samples = await scrape_when_up(port)
             while total(samples, "crawlog_projector_lag_seconds") == 0:
                 samples = await scrape(port)
@@ -155,7 +155,7 @@ async def test_projector_reports_its_lag_in_events_and_seconds(
     command[-1] = str(port)
     running = await anyio.open_process(command, env=env, cwd=ROOT)
     try:
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             samples = await scrape_when_up(port)
             await log.append_many(task_events(100))
             events += task_events(100)

@@ -80,7 +80,7 @@ async def console(
         started.append(process)
         assert process.stdout is not None
         said = b""
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             while b"\n" not in said:
                 said += await process.stdout.receive()
         line = said.decode().splitlines()[0]

@@ -13,7 +13,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, TaskRetried
 from tests.crawler.console.conftest import CONSOLE_ACTOR, RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(150)]
 
 
 async def test_retry_all_is_refused_without_the_job_name_and_retries_the_group_with_it(
@@ -28,7 +28,7 @@ async def test_retry_all_is_refused_without_the_job_name_and_retries_the_group_w
     async with serve_testsite(pages=10, seed=1) as site:
         missing = [f"{site.url}/no/such/page/{n}" for n in range(3)]
         await start_job([site.url + "/", *missing], max_depth=0)
-        with anyio.fail_after(40):
+        with anyio.fail_after(60):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
             running = await console()
             page = await browser.new_page()

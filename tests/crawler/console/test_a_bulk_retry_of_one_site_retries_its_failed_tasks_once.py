@@ -29,7 +29,7 @@ async def test_retry_all_of_a_site_retries_its_tasks_once(
     async with serve_testsite(pages=10, seed=1) as site:
         missing = [f"{site.url}/no/such/page/{n}" for n in range(2)]
         await start_job([site.url + "/", *missing], max_depth=0)
-        with anyio.fail_after(40):
+        with anyio.fail_after(60):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
             running = await console()
             async with running.session(timeout=20) as http:

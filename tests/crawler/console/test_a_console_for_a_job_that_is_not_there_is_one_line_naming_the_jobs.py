@@ -19,7 +19,7 @@ async def test_an_unknown_job_is_one_line_with_the_jobs_there_are_and_exit_2(
     start_job: Callable[..., Any], job: str, valkey_url: str, data_dir: Path
 ) -> None:
     await start_job(["http://127.0.0.1:9/"])
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         ran = await crawlog(valkey_url, data_dir, "console", "--job", job + "x", "--port", "0")
     assert ran.returncode == 2, ran.stdout
     assert ran.stdout == ""

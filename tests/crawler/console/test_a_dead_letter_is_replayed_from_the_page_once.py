@@ -40,7 +40,7 @@ async def test_a_readable_dead_letter_is_put_back_once_and_an_unreadable_one_is_
     )  # fmt: skip
     await log.dead_letter(readable)
     running = await console()
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         async with running.session(timeout=20) as http:
             page = (await http.get(f"/jobs/{job}/dead")).text
             assert "task does not decode" in page and "unknown field (old worker)" in page

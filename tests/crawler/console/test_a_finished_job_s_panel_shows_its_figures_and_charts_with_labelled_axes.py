@@ -23,7 +23,7 @@ from projector import Store, query
 from tests.crawler.conftest import ROOT
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 DEAD = 4
 CHARTS = ("chart-pages", "chart-failures", "chart-queue", "chart-eta")
 # Each axis's labels, and whether each lies inside its svg as the browser laid it out.
@@ -62,7 +62,7 @@ async def test_a_finished_job_s_panel_shows_its_figures_and_labelled_charts(
         with anyio.fail_after(90):
             await _crawl(job, valkey_url, data_dir, seeds)
         fetched = len(site.requests) - 1  # robots.txt is no page of the job
-    with anyio.fail_after(40):
+    with anyio.fail_after(60):
         running = await console()
         page = await browser.new_page()
         await page.goto(running.url)

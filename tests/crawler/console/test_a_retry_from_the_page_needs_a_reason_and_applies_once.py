@@ -16,7 +16,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, TaskRetried
 from tests.crawler.console.conftest import CONSOLE_ACTOR, RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(150)]
 
 
 async def retries(log: EventLog) -> list[TaskRetried]:
@@ -35,7 +35,7 @@ async def test_a_retry_needs_a_reason_and_a_second_submit_applies_nothing(
     async with serve_testsite(pages=10, seed=1) as site:
         missing = f"{site.url}/no/such/page"
         await start_job([missing], max_depth=0)
-        with anyio.fail_after(40):
+        with anyio.fail_after(60):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
             running = await console()
             page = await browser.new_page()

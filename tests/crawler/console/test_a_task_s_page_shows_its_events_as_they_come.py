@@ -46,7 +46,7 @@ async def test_a_task_s_story_grows_live_with_its_own_events_only(
     async with serve_testsite(pages=5, seed=1) as site:
         watched, other = f"{site.url}/gone/watched", f"{site.url}/gone/other"
         config = await start_job([watched, other], max_depth=0)
-        with anyio.fail_after(40):
+        with anyio.fail_after(55):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
         opened = OpenJob(redis_client, JobKeys(job), config, Store(data_dir, job))
         running = await console()
@@ -54,7 +54,7 @@ async def test_a_task_s_story_grows_live_with_its_own_events_only(
         task_path = f"/jobs/{job}/tasks/{fingerprint(watched)}"
         redraws: list[str] = []
         page.on("request", lambda r: redraws.append(r.url) if r.url.endswith(task_path) else None)
-        with anyio.fail_after(40):
+        with anyio.fail_after(55):
             await page.goto(running.url)
             await page.goto(running.base + task_path)
             await page.wait_for_function("document.getElementById('stream-state').textContent")

@@ -61,7 +61,7 @@ async def test_a_reconnect_from_the_last_event_id_gets_every_later_event_once(
         ids = [await log.append(JobPaused(actor="t", reason=f"r{i}")) for i in range(n)]
         return [i for i in ids if i is not None]
 
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         first = await append(5)
         async with running.session(timeout=10) as http:
             seen = await read_ids(http, url, 3, {})

@@ -15,7 +15,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, JobKeys, SitePaused, SiteResumed
 from tests.crawler.console.conftest import CONSOLE_ACTOR, RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(150)]
 
 
 async def test_a_site_paused_from_the_page_has_its_tasks_parked_and_resumed(
@@ -32,7 +32,7 @@ async def test_a_site_paused_from_the_page_has_its_tasks_parked_and_resumed(
         await start_job([site.url + "/"])
         running = await console()
         page = await browser.new_page()
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             await page.goto(running.url)  # the token URL: into a cookie, then the panel
             await page.goto(f"{running.base}/jobs/{job}/sites")
             row = page.locator("#sites-table tbody tr", has_text=site.url)

@@ -24,7 +24,7 @@ async def test_the_home_page_lists_the_job_with_the_status_crawlog_jobs_gives(
     data_dir: Path,
 ) -> None:
     await start_job(["http://127.0.0.1:9/"])
-    with anyio.fail_after(30):
+    with anyio.fail_after(60):
         listed = await crawlog(valkey_url, data_dir, "jobs", "--json")
         assert listed.returncode == 0, listed.stderr
         [row] = [r for r in listed.json()["jobs"] if r["job"] == job]

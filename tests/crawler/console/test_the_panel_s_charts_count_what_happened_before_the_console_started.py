@@ -18,7 +18,7 @@ from crawler.testsite import serve_testsite
 from tests.crawler.conftest import ROOT
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 DEAD = 5
 
 
@@ -40,7 +40,7 @@ async def test_a_console_opened_after_the_crawl_charts_its_pages_and_failures(
     running = await console()
     panels = []
     async with running.session(timeout=20) as http:
-        with anyio.fail_after(30):
+        with anyio.fail_after(60):
             # The first may be drawn from the last commit's summary while the state is read.
             while not panels or 'id="committed-only"' in panels[-1]:
                 if panels:

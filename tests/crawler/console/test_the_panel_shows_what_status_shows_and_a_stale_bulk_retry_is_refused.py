@@ -39,7 +39,7 @@ async def test_the_panel_counts_are_the_status_counts_and_a_stale_count_is_refus
     async with serve_testsite(pages=30, seed=1) as site:
         missing = [f"{site.url}/no/such/page/{n}" for n in range(2)]
         await start_job([site.url + "/", *missing])
-        with anyio.fail_after(50):
+        with anyio.fail_after(90):
             assert await (await worker_process("w1", "--exit-when-done")).wait() == 0
             await run_projector(valkey_url, job, data_dir)
             status = await crawlog(valkey_url, data_dir, "status", "--job", job, "--json")

@@ -16,7 +16,7 @@ from crawler.testsite import serve_testsite
 from eventlog import EventLog, TaskEnqueued, TaskFailed
 from tests.crawler.console.conftest import RunningConsole
 
-pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
 GONE = 3
 
 
@@ -42,7 +42,7 @@ async def test_the_tasks_page_pages_and_filters_the_job_s_tasks(
         total = sum(isinstance(e, TaskEnqueued) for e in events)
         failed = {e.task_id for e in events if isinstance(e, TaskFailed)}
         assert total > PAGE_SIZE and len(failed) == GONE
-        with anyio.fail_after(40):
+        with anyio.fail_after(60):
             running = await console()
             page = await browser.new_page()
             await page.goto(running.url)

@@ -96,7 +96,7 @@ async def test_a_server_that_keeps_dying_stops_the_crawl_with_a_clear_error(
                 command, env=clean_env(), cwd=ROOT, stdout=out, stderr=err
             )
         async with crawl:
-            with anyio.fail_after(50):
+            with anyio.fail_after(90):
                 while site.request_count < 2:
                     await anyio.sleep(0.01)
                 for restarts in range(MAX_SERVER_RESTARTS + 1):

@@ -49,7 +49,7 @@ from eventlog import (
 from tests.crawler.spiders import ListingSpider
 from tests.eventlog.helpers import RecordingObserver
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(270)]
 
 WORKERS, CONCURRENCY = 2, 4
 PAGES = 3000
@@ -177,7 +177,7 @@ async def crawl_through_a_failover(
         (replica,) = [m for m in members if m.role == "replica"]
         assert primary.pid is not None and replica.pid is not None
         password = replica_set_password_path(data_dir).read_text().strip()
-        with anyio.fail_after(55):
+        with anyio.fail_after(120):
             async with anyio.create_task_group() as supervision:
                 supervision.start_soon(supervise_replica_set, data_dir, said.append)
                 supervision.start_soon(watch_primary, url, watched.append)

@@ -21,7 +21,7 @@ import redis.asyncio as aioredis
 from crawler._politeness import DEFAULT_PER_HOST, DEFAULT_SLOT_TTL_S, Politeness
 from crawler.testsite import Faults, RunningSite, serve_testsite
 from eventlog import JobKeys
-from tests.crawler.left_behind import kill_while
+from tests.crawler.left_behind import holds_its_name, kill_while
 from tests.crawler.operator_cli import crawlog
 
 pytestmark = pytest.mark.anyio
@@ -35,6 +35,10 @@ counted here from the moment the restarted worker holds its name (its first writ
 any task: robots.txt is the job's, read from Redis, not asked again), so that a loaded
 machine's slow process start does not count (the name it takes over at once:
 tests/eventlog/test_worker_name_lock.py)."""
+LOAD_SLACK_S = 4.0
+"""What a loaded 2-core machine may add to the target (the worker's start after its name:
+its journal, its take-back, its HTTP client). A first request before the dead slots'
+expiry is in time whatever the load; waiting them out (`DEFAULT_SLOT_TTL_S`) is neither."""
 LONG_LEASE_MS = 120_000
 """Longer than the test: the restart must take its own tasks back, not wait for expiry."""
 SHORT_LEASE_MS = 2_000
@@ -69,30 +73,22 @@ async def first_after(site: RunningSite, moment: float) -> float:
         await anyio.sleep(0.01)
 
 
-async def holds_its_name(
-    redis: aioredis.Redis, keys: JobKeys, name: str, old: bytes | None
-) -> float:
-    """When a worker process started as ``name`` holds the name (its lock no longer ``old``,
-    the value the killed process left): the moment it is up."""
-    while await redis.get(keys.worker_lock(name)) in (old, None):
-        await anyio.sleep(0.005)
-    return time.time()
-
-
 async def kill_with_pages_in_flight(
     site: RunningSite,
     worker_process: Callable[..., Any],
     redis: aioredis.Redis,
     keys: JobKeys,
-) -> float:
-    """Start w1, SIGKILL it while it holds every slot of the host; the time of the kill."""
+) -> tuple[float, float]:
+    """Start w1, SIGKILL it while it holds every slot of the host; the time of the kill and
+    when the first of the slots it left would expire."""
     host = site.url.removeprefix("http://")
     w1 = await worker_process("w1")
     await kill_while(w1, lambda: every_slot_taken_lately(redis, keys, host))
     killed = time.time()
     await w1.wait()
-    assert await held_slots(redis, keys, host) == DEFAULT_PER_HOST, "the kill left them held"
-    return killed
+    left = await redis.zrange(keys.host_slots(host), 0, -1, withscores=True)
+    assert len(left) == DEFAULT_PER_HOST, "the kill left them held"
+    return killed, min(float(expiry) for _, expiry in left) / 1000
 
 
 async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expire(
@@ -106,7 +102,7 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
     async with serve_testsite(pages=120, seed=1, faults=SLOW_PAGES) as site:
         await start_job([site.url + "/"], lease_ms=LONG_LEASE_MS, politeness=Politeness())
         with anyio.fail_after(DEADLINE_S):
-            await kill_with_pages_in_flight(site, worker_process, redis_client, keys)
+            _, expiry = await kill_with_pages_in_flight(site, worker_process, redis_client, keys)
             # The site still answers the requests the kill left in flight (and logs them):
             # restarted once they are answered, so that none is taken for the restart's.
             await site.no_connections()
@@ -124,9 +120,10 @@ async def test_a_restarted_worker_fetches_at_once_not_after_its_dead_slots_expir
             up = await holds_its_name(redis_client, keys, "w1", dead_name)
             answered = await first_after(site, restarted)
     asked = answered - SLOW_S
-    assert asked - up < FIRST_REQUEST_S, (
+    assert asked < expiry or asked - up < FIRST_REQUEST_S + LOAD_SLACK_S, (
         f"first page asked {asked - restarted:.1f} s after the restart, "
-        f"{asked - up:.1f} s after it held its name"
+        f"{asked - up:.1f} s after it held its name, {asked - expiry:.1f} s after the dead "
+        "slots expired"
     )
 
 
@@ -139,16 +136,20 @@ async def test_a_worker_recovering_a_dead_ones_tasks_is_not_held_up_by_its_slots
     async with serve_testsite(pages=120, seed=1, faults=SLOW_PAGES) as site:
         await start_job([site.url + "/"], lease_ms=SHORT_LEASE_MS, politeness=Politeness())
         with anyio.fail_after(DEADLINE_S):
-            killed = await kill_with_pages_in_flight(site, worker_process, redis_client, keys)
+            killed, expiry = await kill_with_pages_in_flight(
+                site, worker_process, redis_client, keys
+            )
             await worker_process("w2")  # another name: it must wait for w1's leases to expire
             up = await holds_its_name(redis_client, keys, "w2", None)
             answered = await first_after(site, killed + LATE_S)
     asked = answered - SLOW_S
     # w1's leases expire SHORT_LEASE_MS after its last renewal; w2 recovers them and, with
     # them, w1's slots: its first page comes then (or once w2 is up), not when the slots'
-    # ttl runs out.
+    # ttl runs out. At load 20 w2 once asked 6.9 s after it was up, 15.9 s after the kill:
+    # still well before the slots' expiry, which is the claim.
     ready = max(killed + SHORT_LEASE_MS / 1000, up)
-    assert asked - ready < FIRST_REQUEST_S, (
+    assert asked < expiry or asked - ready < FIRST_REQUEST_S + LOAD_SLACK_S, (
         f"first page asked {asked - killed:.1f} s after the kill, "
-        f"{asked - up:.1f} s after w2 was up"
+        f"{asked - up:.1f} s after w2 was up, {asked - expiry:.1f} s after the dead slots "
+        "expired"
     )

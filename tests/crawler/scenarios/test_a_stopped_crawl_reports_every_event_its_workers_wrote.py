@@ -35,7 +35,7 @@ async def test_a_stopped_crawl_reports_every_event_its_workers_wrote(
             "--workers", "2", "--concurrency", "8", "--per-host", "16",
             "--data-dir", str(data_dir),
         )  # fmt: skip
-        with anyio.fail_after(50), (tmp_path / "out").open("wb") as sink:
+        with anyio.fail_after(90), (tmp_path / "out").open("wb") as sink:
             # Its own process group, as a shell gives a command: Ctrl-C is a SIGINT to all
             # of the group (the crawl, and whichever of its children share the group).
             crawl = await anyio.open_process(

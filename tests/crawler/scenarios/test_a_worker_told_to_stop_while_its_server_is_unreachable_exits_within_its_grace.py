@@ -48,7 +48,7 @@ async def test_a_worker_told_to_stop_while_its_server_is_unreachable_exits_withi
             env = {**os.environ, "REDIS_URL": server.url}
             worker = await anyio.open_process(command, env=env, cwd=ROOT, stdout=None, stderr=None)
             async with worker:
-                with anyio.fail_after(30):
+                with anyio.fail_after(60):
                     while site.request_count < 8:  # well into the crawl, pages in flight
                         await anyio.sleep(0.02)
                 assert server.process is not None

@@ -26,7 +26,7 @@ HOST = "example.org"
 OTHER_HOST = "example.net:8080"
 FAST_POLL = 0.01
 """Tests poll a full host often, so a release in the other worker is seen at once."""
-DEADLINE_S = 5.0
+DEADLINE_S = 15.0
 
 HOLDER = textwrap.dedent(
     """
@@ -197,11 +197,15 @@ async def test_a_killed_workers_slot_is_freed_after_its_ttl_and_not_before(
     gate = PolitenessGate(
         redis_client, keys, Politeness(per_host=1, slot_ttl_s=ttl_ms / 1000, max_poll_s=0.05)
     )
+    seconds, micros = await redis_client.time()
+    asked_ms = seconds * 1000 + micros // 1000
     with anyio.fail_after(DEADLINE_S):
         async with gate.slot(HOST) as slot:
             pass
-    # The wait is the first slot's expiry once it is nearer than a poll: a few ms late at most.
-    assert ttl_ms <= slot.started_ms - held_since <= ttl_ms + 200
+    assert slot.started_ms - held_since >= ttl_ms
+    # The wait is the first slot's expiry once it is nearer than a poll: a few ms late at most,
+    # counted from when it could start (a loaded machine may ask only after the expiry).
+    assert slot.started_ms - max(held_since + ttl_ms, asked_ms) <= 200
 
 
 async def test_set_delay_in_one_worker_slows_the_other(

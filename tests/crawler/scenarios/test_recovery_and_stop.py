@@ -64,7 +64,9 @@ async def test_sigterm_hands_in_flight_tasks_over_at_once(
             stopped_at = time.monotonic()
             first.send_signal(signal.SIGTERM)
             assert await first.wait() == 0
-            assert time.monotonic() - stopped_at < 5, "within the grace period"
+            # Well short of the default grace (10 s) it would wait out, with room for a
+            # loaded machine's slow exit.
+            assert time.monotonic() - stopped_at < 8, "within the grace period"
             assert await queue.leases_of("w1") == [], "every lease handed back"
             second = await worker_process("w2", "--exit-when-done")
             assert await second.wait() == 0

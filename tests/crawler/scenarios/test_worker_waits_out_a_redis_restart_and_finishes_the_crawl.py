@@ -46,7 +46,7 @@ async def test_a_worker_rides_out_a_killed_and_restarted_redis(tmp_path: Path) -
                     command, env=env, cwd=ROOT, stdout=None, stderr=sink
                 )
             async with worker:
-                with anyio.fail_after(30):
+                with anyio.fail_after(60):
                     while len(site.requests) < 30:  # well into the crawl
                         await anyio.sleep(0.02)
                 server.kill()
