@@ -71,6 +71,11 @@ from eventlog import (
 log = logging.getLogger("crawlog.worker")
 
 IDLE_BLOCK_MS = 500
+DONE_LOOK_FIRST_S = 0.01
+"""With nothing in flight and nothing to claim, a worker that exits when the job is done
+looks whether it is this soon, then twice as long after each look (up to
+``IDLE_BLOCK_MS``): the job's last tasks are other workers', and its blocking claim is
+woken by no task's end, so it waited that out at the end of every crawl and recrawl."""
 PENDING_BATCH = 10_000
 RECOVER_BATCH = 256
 """Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
@@ -425,10 +430,11 @@ class Worker:
 
     async def _claim_unless_done(self, free: int) -> list[Lease] | None:
         """New tasks (the claim waits up to ``IDLE_BLOCK_MS`` for some), or None if, with
-        ``exit_when_done``, this worker's last task in flight ended meanwhile and left the
-        job done: it exits then, not when the blocking read gives up (every crawl waits for
-        its workers to exit before its summary)."""
-        if not (self.exit_when_done and self._in_flight):
+        ``exit_when_done``, the job is done meanwhile (its last task ended here, or in
+        another worker while this one had none in flight): it exits then, not when the
+        blocking read gives up (every crawl waits for its workers to exit before its
+        summary)."""
+        if not self.exit_when_done:
             return await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
         # What is queued comes without a wait: the race below (two tasks and a cancel, on
         # most pages of a crawl) is only for a read that would block.
@@ -448,8 +454,11 @@ class Worker:
                 # A done job has nothing left to claim: the read cut short could not have
                 # been handed an entry (one added meanwhile stays in this worker's pending
                 # list, taken back as any lease of a worker that stopped).
-                if await self._done():
-                    racing.cancel_scope.cancel()
+                wait_s = DONE_LOOK_FIRST_S
+                while not await self._done():
+                    await anyio.sleep(wait_s)
+                    wait_s = min(2 * wait_s, IDLE_BLOCK_MS / 1000)
+                racing.cancel_scope.cancel()
 
             racing.start_soon(claim)
             racing.start_soon(until_done)
