@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -56,6 +58,8 @@ RECRAWL_ACTOR: Final = "recrawl"
 NOT_DUE: Final = "not due"
 """Who holds, in the run's seen set, a page a ``--due`` run does not revisit."""
 _SECONDS: Final = click.FloatRange(min=0, min_open=True)
+ARCHIVE_READER: Final = "pyarrow.parquet"
+"""What the seeding reads the job's archive with: imported in a thread from the fork on."""
 
 
 @click.command(
@@ -143,6 +147,12 @@ def recrawl_command(
             concurrency=concurrency,
         )
     )
+    # The seeding reads the job's log with Arrow: imported meanwhile, beside the server's
+    # start, the job's options read and the crawl lock taken, rather than after them with
+    # the workers waiting to start. After the fork: a thread must not run across one.
+    threading.Thread(
+        target=importlib.import_module, args=(ARCHIVE_READER,), name="import-arrow", daemon=True
+    ).start()
     runs: list[int] = []
     try:
         elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
