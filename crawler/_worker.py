@@ -74,8 +74,9 @@ IDLE_BLOCK_MS = 500
 DONE_LOOK_FIRST_S = 0.01
 """With nothing in flight and nothing to claim, a worker that exits when the job is done
 looks whether it is this soon, then twice as long after each look (up to
-``IDLE_BLOCK_MS``): the job's last tasks are other workers', and its blocking claim is
-woken by no task's end, so it waited that out at the end of every crawl and recrawl."""
+``IDLE_BLOCK_MS``, until it claims a task again): the job's last tasks are other
+workers', and its blocking claim is woken by no task's end, so it waited that out at the
+end of every crawl and recrawl."""
 PENDING_BATCH = 10_000
 RECOVER_BATCH = 256
 """Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
@@ -249,6 +250,8 @@ class Worker:
         """The same for every taken-back lease not renewed since: one time for all of them."""
         self._capacity = anyio.Event()
         self._claim_pause = ClaimPause()
+        self._done_look_s = DONE_LOOK_FIRST_S
+        """How long after its last look an idle worker looks whether the job is done."""
         self._backlog: deque[Lease] = deque()
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._ended: set[HeldAs] = set()
@@ -439,6 +442,7 @@ class Worker:
         # What is queued comes without a wait: the race below (two tasks and a cancel, on
         # most pages of a crawl) is only for a read that would block.
         if leases := await self.queue.claim(free):
+            self._done_look_s = DONE_LOOK_FIRST_S
             return leases
         claimed: list[Lease] | None = None
         async with anyio.create_task_group() as racing:
@@ -446,6 +450,8 @@ class Worker:
             async def claim() -> None:
                 nonlocal claimed
                 claimed = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+                if claimed:
+                    self._done_look_s = DONE_LOOK_FIRST_S
                 racing.cancel_scope.cancel()
 
             async def until_done() -> None:
@@ -454,10 +460,9 @@ class Worker:
                 # A done job has nothing left to claim: the read cut short could not have
                 # been handed an entry (one added meanwhile stays in this worker's pending
                 # list, taken back as any lease of a worker that stopped).
-                wait_s = DONE_LOOK_FIRST_S
                 while not await self._done():
-                    await anyio.sleep(wait_s)
-                    wait_s = min(2 * wait_s, IDLE_BLOCK_MS / 1000)
+                    await anyio.sleep(self._done_look_s)
+                    self._done_look_s = min(2 * self._done_look_s, IDLE_BLOCK_MS / 1000)
                 racing.cancel_scope.cancel()
 
             racing.start_soon(claim)
