@@ -17,6 +17,7 @@ import msgspec
 from crawler._job import JobConfig, load_config
 from crawler._recrawl import revisit_tasks
 from crawler.cli._crawl_settings import CrawlSettings
+from crawler.cli._exit import exit_now
 from crawler.cli._options import concurrency_option, data_dir_option, job_option
 from crawler.cli._revisit_text import nothing_due_line, revisit_policy
 from crawler.cli._terminal import echo_line
@@ -195,7 +196,8 @@ def recrawl_command(
         f"{ended} run {runs[-1] if runs else '?'} of {job} in {summary.seconds:.1f} s; "
         f"next: crawlog changes --job {job}"
     )
-    raise SystemExit(0 if summary.complete else 1)
+    # As a crawl exits: the finalization tore down Arrow and the rest after the last line.
+    exit_now(0 if summary.complete else 1)
 
 
 class _NothingDue(Exception):
