@@ -74,9 +74,10 @@ IDLE_BLOCK_MS = 500
 DONE_LOOK_FIRST_S = 0.01
 """With nothing in flight and nothing to claim, a worker that exits when the job is done
 looks whether it is this soon, then twice as long after each look (up to
-``IDLE_BLOCK_MS``, until it claims a task again): the job's last tasks are other
-workers', and its blocking claim is woken by no task's end, so it waited that out at the
-end of every crawl and recrawl."""
+``IDLE_BLOCK_MS``), and this soon again after a look that found fewer tasks left than
+the one before (or once it claims a task): the job's last tasks are other workers', and
+its blocking claim is woken by no task's end, so it waited that out at the end of every
+crawl and recrawl."""
 PENDING_BATCH = 10_000
 RECOVER_BATCH = 256
 """Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
@@ -460,7 +461,12 @@ class Worker:
                 # A done job has nothing left to claim: the read cut short could not have
                 # been handed an entry (one added meanwhile stays in this worker's pending
                 # list, taken back as any lease of a worker that stopped).
-                while not await self._done():
+                before = None
+                while left := await self._undecided():
+                    if before is not None and left < before:
+                        # Other workers' tasks are ending: the job's end may be next.
+                        self._done_look_s = DONE_LOOK_FIRST_S
+                    before = left
                     await anyio.sleep(self._done_look_s)
                     self._done_look_s = min(2 * self._done_look_s, IDLE_BLOCK_MS / 1000)
                 racing.cancel_scope.cancel()
@@ -505,6 +511,10 @@ class Worker:
     async def _done(self) -> bool:
         """Every task of the job is terminal (none queued, leased or waiting for a retry),
         or waits for a person to decide about an uncertain action (``crawlog resolve``)."""
+        return await self._undecided() == 0
+
+    async def _undecided(self) -> int:
+        """The job's tasks not ended that no person is asked to decide about (0: done)."""
         left, waiting = await self.queue.left()
         await self._check_store()  # after: "nothing left" from a store that lost it is no end
         if waiting and left == len(waiting):
@@ -515,7 +525,7 @@ class Worker:
                 ", ".join(waiting),
                 self.job,
             )
-        return left == len(waiting)
+        return left - len(waiting)
 
     async def _check_store(self) -> None:
         """`StoreLost` if the store no longer holds the job this worker started on (flushed,
