@@ -27,7 +27,7 @@ async def test_a_call_cut_short_before_its_reply_leaves_nothing_for_the_next(
     batcher = ScriptBatcher(redis_client)
     assert await batcher.call(echo, [], ["warm"]) == b"warm"
     # The server takes the call but answers it only once the pause is over.
-    await redis_client.execute_command("CLIENT", "PAUSE", PAUSE_MS, "ALL")
+    await redis_client.client_pause(PAUSE_MS, all=True)
     with anyio.move_on_after(PAUSE_MS / 3000) as waited:
         await batcher.call(echo, [], ["cut short"])
     assert waited.cancelled_caught
