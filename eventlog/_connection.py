@@ -20,9 +20,9 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Generic, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -444,15 +444,20 @@ async def _evalsha(
     keys: Sequence[Key],
     args: Sequence[Arg],
 ) -> Any:
-    try:
-        await conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        return await conn.read_response()
-    except redis.exceptions.NoScriptError:
-        await conn.send_command("SCRIPT", "LOAD", script.script)
-        sha = await conn.read_response()
-        script.sha = sha.decode() if isinstance(sha, bytes) else str(sha)
-        await conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
-        return await conn.read_response()
+    # SCRIPT LOAD and the EVALSHA after it go on one connection, so to one server (not
+    # redis-py's reload, which a failover between them can split: `_sentinel`); loaded
+    # again as often as a flush between them takes, as there.
+    for reload in range(_NOSCRIPT_RESENDS + 1):
+        try:
+            await conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await conn.read_response()
+        except redis.exceptions.NoScriptError:
+            if reload == _NOSCRIPT_RESENDS:
+                raise
+            await conn.send_command("SCRIPT", "LOAD", script.script)
+            sha = await conn.read_response()
+            script.sha = sha.decode() if isinstance(sha, bytes) else str(sha)
+    raise AssertionError("unreachable")
 
 
 async def command(client: aioredis.Redis, *args: str | bytes | int) -> Any:
@@ -489,36 +494,62 @@ class InFlight(Generic[T]):
         return self._reply[0]
 
 
-@contextmanager
-def redis_errors(what: str) -> Iterator[None]:
+def redis_errors(what: str) -> RedisErrors:
     """Translate redis-py errors raised while doing ``what`` into crawlog's."""
-    try:
-        yield
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-        raise ServerUnreachable(
+    return RedisErrors(what)
+
+
+class RedisErrors:
+    """`redis_errors`'s context: a class, not a generator, since it wraps every call to the
+    store (a generator-based context costs a few µs more a call)."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> Literal[False]:
+        leaf = exc
+        if isinstance(exc, ExceptionGroup):
+            # A call raced in a task group (a write against the store going down): its one
+            # error is translated here too, not left for the command line to find.
+            leaves = exc.exceptions
+            if len(leaves) != 1 or not isinstance(leaves[0], redis.exceptions.RedisError):
+                return False
+            leaf = leaves[0]
+            leaf.__cause__ = exc
+        if not isinstance(leaf, redis.exceptions.RedisError):
+            return False
+        translated = _translated(leaf, self.what)
+        if translated is not None:
+            raise translated from leaf
+        if leaf is exc:
+            return False  # another redis-py error: as it is
+        raise leaf
+
+
+def _translated(exc: redis.exceptions.RedisError, what: str) -> Exception | None:
+    if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)):
+        return ServerUnreachable(
             f"lost the Redis server while {what} ({exc}): check that it is running; "
             "nothing half-written is left behind, so the same command can be run again"
-        ) from exc
-    except redis.exceptions.OutOfMemoryError as exc:
-        raise ServerOutOfMemory(
+        )
+    if isinstance(exc, redis.exceptions.OutOfMemoryError):
+        return ServerOutOfMemory(
             f"Redis refused {what}: it is out of memory (maxmemory reached). Raise its "
             "maxmemory (CONFIG SET maxmemory) or free memory on it, then run the same "
             "command again; nothing half-written is left behind"
-        ) from exc
-    except redis.exceptions.ResponseError as exc:
+        )
+    if isinstance(exc, redis.exceptions.ResponseError):
         if (refusal := cannot_persist(exc)) is not None:
-            raise refusal from exc
+            return refusal
         if (lost := group_lost(exc, what)) is not None:
-            raise lost from exc
-        raise ServerError(f"Redis refused {what}: {exc}") from exc
-    except ExceptionGroup as group:
-        # A call raced in a task group (a write against the store going down): its one
-        # error is translated here too, not left for the command line to find.
-        leaves = group.exceptions
-        if len(leaves) != 1 or not isinstance(leaves[0], redis.exceptions.RedisError):
-            raise
-        with redis_errors(what):
-            raise leaves[0] from group
+            return lost
+        return ServerError(f"Redis refused {what}: {exc}")
+    return None
 
 
 _NOGROUP = "NOGROUP"
