@@ -413,21 +413,23 @@ class ScriptCaller:
                 lambda error: conn.disconnect(error=error),
             )
         except redis.exceptions.ResponseError:
-            await self._keep(conn)  # the error was the reply: read whole
+            if not self._kept(conn):  # the error was the reply: read whole
+                await pool.release(conn)
             raise
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await pool.release(conn)
             raise
-        await self._keep(conn)
+        if not self._kept(conn):
+            await pool.release(conn)
         return reply
 
-    async def _keep(self, conn: redis.asyncio.connection.AbstractConnection) -> None:
+    def _kept(self, conn: redis.asyncio.connection.AbstractConnection) -> bool:
         reconnect: Callable[[], bool] = conn.should_reconnect  # redis-py leaves it untyped
         if len(self._idle) < SCRIPT_CONNECTIONS_KEPT and not reconnect():
             self._idle.append(conn)
-        else:
-            await self._client.connection_pool.release(conn)
+            return True
+        return False
 
 
 async def _take(
