@@ -51,6 +51,7 @@ from crawler._autothrottle import (
     THROTTLED_MIN_MS,
     sample_kind,
 )
+from crawler._handover import HeldSlot, may_hand_over, may_receive, must_ask, started_ms
 from crawler._robots import DEFAULT_ROBOTS_TTL_S
 from eventlog import ConfigError, HostSlots, JobKeys, ScriptBatcher, ServerError, SlotAnswer
 
@@ -151,10 +152,26 @@ class HostSlot(msgspec.Struct, frozen=True):
     """Server time (Unix ms) at which the slot was taken: the request's permitted start."""
 
 
+class _Seat:
+    """One request waiting for a slot on a host."""
+
+    __slots__ = ("asking", "offer", "task_id")
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.offer: HeldSlot | None = None
+        """A slot handed over to it (`crawler._handover`)."""
+        self.asking = False
+        """Its call to the server is in flight: it may take a slot of its own."""
+
+
 class _Waiters:
     """This process's tasks after one host: the lock's holder polls Redis for all of them."""
 
-    __slots__ = ("lock", "released", "users", "waiting")
+    __slots__ = (
+        "delay_ms", "held", "holder", "lock", "premarked", "queued", "released", "users",
+        "waiting",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self.lock = anyio.Lock()
@@ -162,6 +179,30 @@ class _Waiters:
         self.users = 0
         self.waiting = 0
         """Of the users, those still waiting for their slot."""
+        self.held = 0
+        """Slots of the host this process holds for requests running."""
+        self.holder: _Seat | None = None
+        """The request that holds the lock: the next to get a slot."""
+        self.queued: dict[_Seat, None] = {}
+        """The requests waiting for the lock, in its order."""
+        self.premarked: _Seat | None = None
+        """The request whose start the server recorded with a slot's take, for a handover."""
+        self.delay_ms = -1
+        """The delay the host's last take in this process said applies; -1: none yet."""
+
+    def __contains__(self, seat: _Seat) -> bool:
+        """Whether ``seat`` still waits for its turn (holds the lock or waits for it)."""
+        return seat is self.holder or seat in self.queued
+
+    def successor(self, taker: _Seat) -> _Seat | None:
+        """The request to record with ``taker``'s take, the next to get a slot after it:
+        none while one recorded so waits."""
+        if self.premarked is not None:
+            return None
+        for seat in (self.holder, *self.queued):
+            if seat is not None and seat is not taker and seat.task_id:
+                return seat
+        return None
 
     def wake(self) -> None:
         # Only the lock's holder ever waits for a release: no holder, no event to replace.
@@ -207,6 +248,11 @@ class PolitenessGate:
         """A host is busy (`busy_hosts`) once this many of the gate's requests wait for it."""
         self._eased = anyio.Event()
         self._queued = anyio.Event()
+        self.acquires = 0
+        """Slots taken from the server."""
+        self.handovers = 0
+        """Slots handed from a request done with them to the next of the same host
+        (`crawler._handover`), the server not asked."""
 
     @asynccontextmanager
     async def slot(
@@ -226,38 +272,43 @@ class PolitenessGate:
         token = secrets.token_hex(TOKEN_BYTES)
         waiters = self._waiters.get(host) or self._waiters.setdefault(host, _Waiters())
         waiters.users += 1
+        seat = _Seat(task_id)
+        held: HeldSlot | None = None
         try:
             waiters.waiting += 1
             self.waiting += 1
             self._queued.set()
             self._queued = anyio.Event()
             try:
-                at_ms = await self._acquire(host, token, waiters, task_id)
+                held = await self._acquire(host, token, waiters, seat)
             finally:
+                if waiters.premarked is seat:
+                    waiters.premarked = None
                 waiters.waiting -= 1
                 self.waiting -= 1
                 if waiters.waiting == self.busy_at - 1:
                     self._eased.set()
                     self._eased = anyio.Event()
-            yield HostSlot(host, at_ms)
+            yield HostSlot(host, held.at_ms)
         except BaseException:
             # A cancelled acquire may have taken a slot before its reply was lost, so free
-            # it; but the error in flight says more than a failed release would, and an
-            # unfreed slot expires by itself.
+            # it (and one handed over to it); but the error in flight says more than a
+            # failed release would, and an unfreed slot expires by itself.
+            freeing = {token: host}
+            for gone in (held, seat.offer):
+                if gone is not None:
+                    freeing[gone.token] = host
+            waiters.held -= held is not None or seat.offer is not None
             if release_later:
-                self._still_to_free({token: host})
+                self._still_to_free(freeing)
                 raise
             with contextlib.suppress(ServerError):
-                await self._release(host, token)
+                await self._release(freeing)
             raise
         else:
-            if self._to_free_added is not None and self._release_deadline == math.inf:
-                # Freed by the next acquire (a waiter for this host woken below makes it
-                # at once), or by `free_loop`: a round trip a request less.
-                self._to_free[token] = host
-                self._to_free_added.set()
-            else:
-                await self._release(host, token)
+            if not self._handed_over(waiters, held):
+                waiters.held -= 1
+                await self._free(host, held.token)
         finally:
             waiters.wake()
             waiters.users -= 1
@@ -357,38 +408,93 @@ class PolitenessGate:
         for scope in self._releasing:
             scope.deadline = deadline
 
-    async def _release(self, host: str, token: str) -> None:
+    async def _release(self, freeing: dict[str, str]) -> None:
         # Shielded: a cancelled request must still free its slot.
         with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
             self._releasing.add(releasing)
             try:
-                await self._slots.release(host, token)
+                await self._slots.release_all(freeing)
             finally:
                 self._releasing.discard(releasing)
 
-    async def _acquire(self, host: str, token: str, waiters: _Waiters, task_id: str) -> int:
-        if not waiters.lock.locked():
-            answer = await self._try(host, token, task_id)
-            if not answer.wait_ms:
-                return answer.at_ms
-        async with waiters.lock:
+    async def _free(self, host: str, token: str) -> None:
+        if self._to_free_added is not None and self._release_deadline == math.inf:
+            # Freed by the next acquire (a waiter for this host woken by the caller makes
+            # it at once), or by `free_loop`: a round trip a request less.
+            self._to_free[token] = host
+            self._to_free_added.set()
+        else:
+            await self._release({token: host})
+
+    def _handed_over(self, waiters: _Waiters, held: HeldSlot) -> bool:
+        """Give ``held``, done with, to the request next in line for its host if the
+        rules allow (`crawler._handover`): it goes on it without asking the server."""
+        seat = waiters.holder
+        if (
+            seat is None
+            or seat.asking
+            or seat.offer is not None
+            or not may_receive(seat.task_id, premarked=seat is waiters.premarked)
+            or not may_hand_over(
+                held,
+                now_s=anyio.current_time(),
+                ttl_s=self.politeness.slot_ttl_s,
+                stopping=self._release_deadline != math.inf,
+            )
+        ):
+            return False
+        seat.offer = held
+        self.handovers += 1
+        return True
+
+    async def _acquire(self, host: str, token: str, waiters: _Waiters, seat: _Seat) -> HeldSlot:
+        if not waiters.lock.locked() and must_ask(waiters.held, self.politeness.per_host):
+            held, _ = await self._try(host, token, waiters, seat)
+            if held is not None:
+                return held
+        waiters.queued[seat] = None
+        try:
+            await waiters.lock.acquire()
+        finally:
+            del waiters.queued[seat]
+        waiters.holder = seat
+        try:
             while True:
                 # Taken before asking, so a release between the reply and the wait counts.
                 released = waiters.released
-                answer = await self._try(host, token, task_id)
-                if not answer.wait_ms:
-                    return answer.at_ms
-                wait = answer.wait_ms / MS_PER_S
-                if answer.full:
-                    wait += self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
+                if seat.offer is not None:
+                    return self._handed(seat.offer)
+                wait = self.politeness.max_poll_s
+                if must_ask(waiters.held, self.politeness.per_host):
+                    held, answer = await self._try(host, token, waiters, seat)
+                    if held is not None:
+                        return held
+                    wait = answer.wait_ms / MS_PER_S
+                    if answer.full:
+                        wait += self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
                 with anyio.move_on_after(wait):
                     await released.wait()
+        finally:
+            waiters.holder = None
+            waiters.lock.release()
 
-    async def _try(self, host: str, token: str, task_id: str) -> SlotAnswer:
+    def _handed(self, held: HeldSlot) -> HeldSlot:
+        now = anyio.current_time()
+        return held._replace(at_ms=started_ms(held, now))
+
+    async def _try(
+        self, host: str, token: str, waiters: _Waiters, seat: _Seat
+    ) -> tuple[HeldSlot | None, SlotAnswer]:
         p = self.politeness
         freeing, self._to_free = self._to_free, {}
+        # Named only where the last take said no delay applies: with one, no slot of the
+        # host is handed over, and the record would stand for a request not on its way.
+        successor = waiters.successor(seat) if waiters.delay_ms == 0 else None
+        waiters.premarked = successor or waiters.premarked
+        seat.asking = True
+        asked_at = anyio.current_time()
         try:
-            return await self._slots.acquire(
+            answer = await self._slots.acquire(
                 host,
                 token,
                 per_host=p.per_host,
@@ -396,8 +502,21 @@ class PolitenessGate:
                 ttl_ms=_ms(p.slot_ttl_s),
                 max_wait_ms=_ms(p.max_poll_s),
                 freeing=freeing,
-                task_id=task_id,
+                task_id=seat.task_id,
+                successor="" if successor is None else successor.task_id,
             )
         except BaseException:
             self._still_to_free(freeing)
             raise
+        finally:
+            seat.asking = False
+            if successor is not None and waiters.premarked is successor:
+                waiters.premarked = None  # until the take is known
+        if answer.wait_ms:
+            return None, answer
+        waiters.held += 1
+        waiters.delay_ms = answer.delay_ms
+        self.acquires += 1
+        if successor is not None and successor.offer is None and successor in waiters:
+            waiters.premarked = successor
+        return HeldSlot(token, answer.at_ms, asked_at, answer.delay_ms), answer

@@ -31,6 +31,10 @@ class SlotAnswer(NamedTuple):
     full: bool = False
     """Not held because every slot of the host is (the wait is a poll for a release); else
     the wait is the host's delay, and the slot is free once it is over."""
+    delay_ms: int = -1
+    """When held: the delay (ms) between two starts that applied to the host as it was
+    taken (the longest of the caller's, the host's own and the adapted one); -1 when not
+    known (a retry found the slot held)."""
 
 
 class HostSlots:
@@ -65,20 +69,25 @@ class HostSlots:
         max_wait_ms: int,
         freeing: Mapping[str, str] = _NONE,
         task_id: str = "",
+        successor: str = "",
     ) -> SlotAnswer:
         """Take slot ``token`` on ``host`` if one is free and its next start time has come
         (asking again with the same token finds the slot taken); first free the slots
         ``freeing`` (token -> host) of the same holder, in the same step. A slot taken for
         a task (``task_id``) records, in the same step, that the task's request may go
-        (`JobKeys.fetches_started`)."""
+        (`JobKeys.fetches_started`); so does it for ``successor``, a task the holder may
+        hand the slot over to without asking again."""
         keys = self.keys.host_slot_keys(host, self.holder)
-        args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host, task_id]
+        args: list[str | int] = [
+            token, per_host, delay_ms, ttl_ms, max_wait_ms, host, task_id, successor,
+        ]  # fmt: skip
         for freed, freed_host in freeing.items():
             keys.append(self.keys.host_slots(freed_host))
             args.append(freed)
         with redis_errors("taking a host slot"):
             reply = await self.batcher.call(self._acquire, keys, args)
-        return SlotAnswer(int(reply[0]), int(reply[1]), len(reply) > 2 and reply[2] == 1)
+        delay = int(reply[3]) if len(reply) > 3 else -1
+        return SlotAnswer(int(reply[0]), int(reply[1]), len(reply) > 2 and reply[2] == 1, delay)
 
     async def release(self, host: str, token: str) -> None:
         """Free slot ``token`` on ``host`` and its entry in the holder's index, atomically."""
