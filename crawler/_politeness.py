@@ -74,6 +74,8 @@ MAX_HOST_CHARS = 300
 """A DNS name (253) plus a port, with room for an IPv6 literal's brackets."""
 MS_PER_S = 1000
 TOKEN_BYTES = 8
+MAX_KNOWN_DELAYS = 10_000
+"""Hosts whose last delay a gate remembers (a handover needs it known to be 0)."""
 DEFERRED_FREE_S = 0.05
 """With `PolitenessGate.free_loop` running, a slot done with is freed by the gate's next
 acquire, in the same script; this long after it at the latest, when no acquire came."""
@@ -168,10 +170,7 @@ class _Seat:
 class _Waiters:
     """This process's tasks after one host: the lock's holder polls Redis for all of them."""
 
-    __slots__ = (
-        "delay_ms", "held", "holder", "lock", "premarked", "queued", "released", "users",
-        "waiting",
-    )  # fmt: skip
+    __slots__ = ("held", "holder", "lock", "premarked", "queued", "released", "users", "waiting")
 
     def __init__(self) -> None:
         self.lock = anyio.Lock()
@@ -187,8 +186,6 @@ class _Waiters:
         """The requests waiting for the lock, in its order."""
         self.premarked: _Seat | None = None
         """The request whose start the server recorded with a slot's take, for a handover."""
-        self.delay_ms = -1
-        """The delay the host's last take in this process said applies; -1: none yet."""
 
     def __contains__(self, seat: _Seat) -> bool:
         """Whether ``seat`` still waits for its turn (holds the lock or waits for it)."""
@@ -196,8 +193,9 @@ class _Waiters:
 
     def successor(self, taker: _Seat) -> _Seat | None:
         """The request to record with ``taker``'s take, the next to get a slot after it:
-        none while one recorded so waits."""
-        if self.premarked is not None:
+        none while another one recorded so waits (the taker's own record is used up by
+        its take)."""
+        if self.premarked is not None and self.premarked is not taker:
             return None
         for seat in (self.holder, *self.queued):
             if seat is not None and seat is not taker and seat.task_id:
@@ -248,6 +246,8 @@ class PolitenessGate:
         """A host is busy (`busy_hosts`) once this many of the gate's requests wait for it."""
         self._eased = anyio.Event()
         self._queued = anyio.Event()
+        self._delays: dict[str, int] = {}
+        """Host -> the delay (ms) its last take said applies (`SlotAnswer.delay_ms`)."""
         self.acquires = 0
         """Slots taken from the server."""
         self.handovers = 0
@@ -489,8 +489,9 @@ class PolitenessGate:
         freeing, self._to_free = self._to_free, {}
         # Named only where the last take said no delay applies: with one, no slot of the
         # host is handed over, and the record would stand for a request not on its way.
-        successor = waiters.successor(seat) if waiters.delay_ms == 0 else None
-        waiters.premarked = successor or waiters.premarked
+        successor = waiters.successor(seat) if self._delays.get(host) == 0 else None
+        if successor is not None:
+            waiters.premarked = successor
         seat.asking = True
         asked_at = anyio.current_time()
         try:
@@ -515,7 +516,9 @@ class PolitenessGate:
         if answer.wait_ms:
             return None, answer
         waiters.held += 1
-        waiters.delay_ms = answer.delay_ms
+        if len(self._delays) >= MAX_KNOWN_DELAYS and host not in self._delays:
+            self._delays.clear()  # known again from each host's next take
+        self._delays[host] = answer.delay_ms
         self.acquires += 1
         if successor is not None and successor.offer is None and successor in waiters:
             waiters.premarked = successor

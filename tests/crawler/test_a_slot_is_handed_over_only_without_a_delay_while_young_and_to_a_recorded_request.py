@@ -46,7 +46,9 @@ def test_a_slot_whose_delay_is_unknown_is_not_handed_over() -> None:
     assert not may_hand_over(slot(-1), now_s=100.0, ttl_s=TTL_S, stopping=False)
 
 
-def test_an_old_slot_is_not_handed_over_so_the_next_request_has_most_of_a_fresh_one_s_life() -> None:
+def test_an_old_slot_is_not_handed_over_so_the_next_request_has_most_of_a_fresh_one_s_life() -> (
+    None
+):
     young = 100.0 + TTL_S * HANDOVER_AGE_SHARE
     assert may_hand_over(slot(0), now_s=young, ttl_s=TTL_S, stopping=False)
     assert not may_hand_over(slot(0), now_s=young + 0.001, ttl_s=TTL_S, stopping=False)
