@@ -1,9 +1,11 @@
 """When a worker may hand a host slot it is done with to its next request of the same host.
 
 Without it, a worker's request that ends frees its slot and the next request of the same
-host takes one: a script call per page (the free rides on it). A handover keeps the slot
-held on the server, under the same token, and lets the waiting request go on it without
-asking. The rules that make that as polite as asking (`crawler._politeness`):
+host takes one: a script call per page (the free rides on it), and one more, a poll that
+can only say "full", whenever the worker holds every slot of the host itself. A handover
+keeps the slot held on the server, under the same token, and lets the request next in
+line go on it without taking one. The rules that make that as polite as asking
+(`crawler._politeness`):
 
 - the slot stays counted on the server the whole time, so no more than ``per_host``
   requests of all workers are ever in flight on the host;
@@ -13,9 +15,11 @@ asking. The rules that make that as polite as asking (`crawler._politeness`):
 - only while the slot is young: the server frees it ``slot_ttl_s`` after it was taken,
   whoever holds it, so a request on a handed-over slot still has most of a fresh slot's
   life before another worker can take it; a dead worker's slots free themselves as ever;
-- only to a request whose start the server recorded when the slot was taken (the
-  successor named with the take, `eventlog.HostSlots.acquire`), or to one with no task to
-  record: a request never goes without its record in the worker's fetches started.
+- the request that gets it records its start in the worker's fetches started first
+  (`eventlog.HostSlots.record_started`, one ``HSET`` where a take is a script with a
+  dozen keys and arguments), as a slot taken from the server records it: a request never
+  goes without its record, so a kill counts what may have reached the site twice as
+  exactly as before.
 
 Paused sites, open circuits and stopped jobs are checked before a task asks for a slot,
 as they are for a slot the server hands out: a handover changes who holds the slot, not
@@ -49,12 +53,6 @@ def may_hand_over(slot: HeldSlot, *, now_s: float, ttl_s: float, stopping: bool)
     gate is not stopping (a stopping worker frees its slots)."""
     age_s = now_s - slot.taken_s
     return slot.delay_ms == 0 and not stopping and 0.0 <= age_s <= ttl_s * HANDOVER_AGE_SHARE
-
-
-def may_receive(task_id: str, *, premarked: bool) -> bool:
-    """Whether a request may go on a handed-over slot: its start was recorded with the
-    slot's take (``premarked``), or it is no task's (nothing to record)."""
-    return premarked or not task_id
 
 
 def must_ask(held_here: int, per_host: int) -> bool:

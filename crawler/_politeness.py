@@ -51,7 +51,7 @@ from crawler._autothrottle import (
     THROTTLED_MIN_MS,
     sample_kind,
 )
-from crawler._handover import HeldSlot, may_hand_over, may_receive, must_ask, started_ms
+from crawler._handover import HeldSlot, may_hand_over, must_ask, started_ms
 from crawler._robots import DEFAULT_ROBOTS_TTL_S
 from eventlog import ConfigError, HostSlots, JobKeys, ScriptBatcher, ServerError, SlotAnswer
 
@@ -74,8 +74,6 @@ MAX_HOST_CHARS = 300
 """A DNS name (253) plus a port, with room for an IPv6 literal's brackets."""
 MS_PER_S = 1000
 TOKEN_BYTES = 8
-MAX_KNOWN_DELAYS = 10_000
-"""Hosts whose last delay a gate remembers (a handover needs it known to be 0)."""
 DEFERRED_FREE_S = 0.05
 """With `PolitenessGate.free_loop` running, a slot done with is freed by the gate's next
 acquire, in the same script; this long after it at the latest, when no acquire came."""
@@ -151,7 +149,11 @@ class HostSlot(msgspec.Struct, frozen=True):
 
     host: str
     started_ms: int
-    """Server time (Unix ms) at which the slot was taken: the request's permitted start."""
+    """Server time (Unix ms) at which the slot was taken: the request's permitted start
+    (handed over: about when it was handed, as this process tells the server's time)."""
+    handed_over: bool = False
+    """Handed over by this process's request before it (`crawler._handover`), the server
+    not asked: it expires when it would have for that request."""
 
 
 class _Seat:
@@ -170,7 +172,7 @@ class _Seat:
 class _Waiters:
     """This process's tasks after one host: the lock's holder polls Redis for all of them."""
 
-    __slots__ = ("held", "holder", "lock", "premarked", "queued", "released", "users", "waiting")
+    __slots__ = ("held", "holder", "lock", "released", "users", "waiting")
 
     def __init__(self) -> None:
         self.lock = anyio.Lock()
@@ -182,25 +184,6 @@ class _Waiters:
         """Slots of the host this process holds for requests running."""
         self.holder: _Seat | None = None
         """The request that holds the lock: the next to get a slot."""
-        self.queued: dict[_Seat, None] = {}
-        """The requests waiting for the lock, in its order."""
-        self.premarked: _Seat | None = None
-        """The request whose start the server recorded with a slot's take, for a handover."""
-
-    def __contains__(self, seat: _Seat) -> bool:
-        """Whether ``seat`` still waits for its turn (holds the lock or waits for it)."""
-        return seat is self.holder or seat in self.queued
-
-    def successor(self, taker: _Seat) -> _Seat | None:
-        """The request to record with ``taker``'s take, the next to get a slot after it:
-        none while another one recorded so waits (the taker's own record is used up by
-        its take)."""
-        if self.premarked is not None and self.premarked is not taker:
-            return None
-        for seat in (self.holder, *self.queued):
-            if seat is not None and seat is not taker and seat.task_id:
-                return seat
-        return None
 
     def wake(self) -> None:
         # Only the lock's holder ever waits for a release: no holder, no event to replace.
@@ -246,8 +229,6 @@ class PolitenessGate:
         """A host is busy (`busy_hosts`) once this many of the gate's requests wait for it."""
         self._eased = anyio.Event()
         self._queued = anyio.Event()
-        self._delays: dict[str, int] = {}
-        """Host -> the delay (ms) its last take said applies (`SlotAnswer.delay_ms`)."""
         self.acquires = 0
         """Slots taken from the server."""
         self.handovers = 0
@@ -282,14 +263,15 @@ class PolitenessGate:
             try:
                 held = await self._acquire(host, token, waiters, seat)
             finally:
-                if waiters.premarked is seat:
-                    waiters.premarked = None
                 waiters.waiting -= 1
                 self.waiting -= 1
                 if waiters.waiting == self.busy_at - 1:
                     self._eased.set()
                     self._eased = anyio.Event()
-            yield HostSlot(host, held.at_ms)
+            if held.token == token:
+                yield HostSlot(host, held.at_ms)
+            else:
+                yield HostSlot(host, started_ms(held, anyio.current_time()), handed_over=True)
         except BaseException:
             # A cancelled acquire may have taken a slot before its reply was lost, so free
             # it (and one handed over to it); but the error in flight says more than a
@@ -434,7 +416,6 @@ class PolitenessGate:
             seat is None
             or seat.asking
             or seat.offer is not None
-            or not may_receive(seat.task_id, premarked=seat is waiters.premarked)
             or not may_hand_over(
                 held,
                 now_s=anyio.current_time(),
@@ -452,46 +433,43 @@ class PolitenessGate:
             held, _ = await self._try(host, token, waiters, seat)
             if held is not None:
                 return held
-        waiters.queued[seat] = None
-        try:
-            await waiters.lock.acquire()
-        finally:
-            del waiters.queued[seat]
-        waiters.holder = seat
-        try:
-            while True:
-                # Taken before asking, so a release between the reply and the wait counts.
-                released = waiters.released
-                if seat.offer is not None:
-                    return self._handed(seat.offer)
-                wait = self.politeness.max_poll_s
-                if must_ask(waiters.held, self.politeness.per_host):
-                    held, answer = await self._try(host, token, waiters, seat)
-                    if held is not None:
-                        return held
-                    wait = answer.wait_ms / MS_PER_S
-                    if answer.full:
-                        wait += self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
-                with anyio.move_on_after(wait):
-                    await released.wait()
-        finally:
-            waiters.holder = None
-            waiters.lock.release()
+        async with waiters.lock:
+            waiters.holder = seat
+            try:
+                held = await self._next_in_line(host, token, waiters, seat)
+            finally:
+                waiters.holder = None
+        if held is seat.offer and seat.task_id:
+            # Recorded as a slot taken from the server records it, before the request
+            # goes: a kill from now on counts the request as one the site may have had.
+            await self._slots.record_started(seat.task_id)
+        return held
 
-    def _handed(self, held: HeldSlot) -> HeldSlot:
-        now = anyio.current_time()
-        return held._replace(at_ms=started_ms(held, now))
+    async def _next_in_line(
+        self, host: str, token: str, waiters: _Waiters, seat: _Seat
+    ) -> HeldSlot:
+        """The slot of the lock's holder: taken from the server, or handed over."""
+        while True:
+            # Taken before asking, so a release between the reply and the wait counts.
+            released = waiters.released
+            if seat.offer is not None:
+                return seat.offer
+            wait = self.politeness.max_poll_s
+            if must_ask(waiters.held, self.politeness.per_host):
+                held, answer = await self._try(host, token, waiters, seat)
+                if held is not None:
+                    return held
+                wait = answer.wait_ms / MS_PER_S
+                if answer.full:
+                    wait += self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
+            with anyio.move_on_after(wait):
+                await released.wait()
 
     async def _try(
         self, host: str, token: str, waiters: _Waiters, seat: _Seat
     ) -> tuple[HeldSlot | None, SlotAnswer]:
         p = self.politeness
         freeing, self._to_free = self._to_free, {}
-        # Named only where the last take said no delay applies: with one, no slot of the
-        # host is handed over, and the record would stand for a request not on its way.
-        successor = waiters.successor(seat) if self._delays.get(host) == 0 else None
-        if successor is not None:
-            waiters.premarked = successor
         seat.asking = True
         asked_at = anyio.current_time()
         try:
@@ -504,22 +482,14 @@ class PolitenessGate:
                 max_wait_ms=_ms(p.max_poll_s),
                 freeing=freeing,
                 task_id=seat.task_id,
-                successor="" if successor is None else successor.task_id,
             )
         except BaseException:
             self._still_to_free(freeing)
             raise
         finally:
             seat.asking = False
-            if successor is not None and waiters.premarked is successor:
-                waiters.premarked = None  # until the take is known
         if answer.wait_ms:
             return None, answer
         waiters.held += 1
-        if len(self._delays) >= MAX_KNOWN_DELAYS and host not in self._delays:
-            self._delays.clear()  # known again from each host's next take
-        self._delays[host] = answer.delay_ms
         self.acquires += 1
-        if successor is not None and successor.offer is None and successor in waiters:
-            waiters.premarked = successor
         return HeldSlot(token, answer.at_ms, asked_at, answer.delay_ms), answer

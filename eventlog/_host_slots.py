@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from eventlog._batching import ScriptBatcher
 from eventlog._connection import redis_errors
 from eventlog._keys import JobKeys
-from eventlog._scripts import POLITENESS_ACQUIRE, POLITENESS_OBSERVE
+from eventlog._scripts import FETCH_STARTED, POLITENESS_ACQUIRE, POLITENESS_OBSERVE
 
 _NONE: Mapping[str, str] = MappingProxyType({})
 
@@ -57,6 +57,7 @@ class HostSlots:
         self.batcher = batcher or ScriptBatcher(redis)
         self._acquire = redis.register_script(POLITENESS_ACQUIRE)
         self._observe = redis.register_script(POLITENESS_OBSERVE)
+        self._started = redis.register_script(FETCH_STARTED)
 
     async def acquire(
         self,
@@ -69,18 +70,14 @@ class HostSlots:
         max_wait_ms: int,
         freeing: Mapping[str, str] = _NONE,
         task_id: str = "",
-        successor: str = "",
     ) -> SlotAnswer:
         """Take slot ``token`` on ``host`` if one is free and its next start time has come
         (asking again with the same token finds the slot taken); first free the slots
         ``freeing`` (token -> host) of the same holder, in the same step. A slot taken for
         a task (``task_id``) records, in the same step, that the task's request may go
-        (`JobKeys.fetches_started`); so does it for ``successor``, a task the holder may
-        hand the slot over to without asking again."""
+        (`JobKeys.fetches_started`)."""
         keys = self.keys.host_slot_keys(host, self.holder)
-        args: list[str | int] = [
-            token, per_host, delay_ms, ttl_ms, max_wait_ms, host, task_id, successor,
-        ]  # fmt: skip
+        args: list[str | int] = [token, per_host, delay_ms, ttl_ms, max_wait_ms, host, task_id]
         for freed, freed_host in freeing.items():
             keys.append(self.keys.host_slots(freed_host))
             args.append(freed)
@@ -88,6 +85,14 @@ class HostSlots:
             reply = await self.batcher.call(self._acquire, keys, args)
         delay = int(reply[3]) if len(reply) > 3 else -1
         return SlotAnswer(int(reply[0]), int(reply[1]), len(reply) > 2 and reply[2] == 1, delay)
+
+    async def record_started(self, task_id: str) -> None:
+        """Record that ``task_id``'s request may go on a slot the holder holds already
+        (`JobKeys.fetches_started`), as `acquire` does with the slot it takes."""
+        with redis_errors("recording a request's start"):
+            await self.batcher.call(
+                self._started, [self.keys.fetches_started(self.holder)], [task_id]
+            )
 
     async def release(self, host: str, token: str) -> None:
         """Free slot ``token`` on ``host`` and its entry in the holder's index, atomically."""

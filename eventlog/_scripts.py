@@ -782,18 +782,16 @@ POLITENESS_ACQUIRE = """
 --       the adapted delay (ms: see POLITENESS_OBSERVE) and the holder's fetches started
 --       (hash task id -> '': see SETTLE)
 -- ARGV: token, per-host limit, delay ms, slot ttl ms, longest wait for a release ms, and
---       with the index, the host, the task the slot is for ('': none) and the task the
---       holder may hand the slot over to once it is done with it ('': none; see
---       crawler._handover), recorded in the fetches started with the slot's own
+--       with the index, the host and the task the slot is for ('': none)
 -- With the index, it also frees slots the same holder is done with, first (a release
 -- that rides on the holder's next acquire instead of a round trip of its own): KEYS[7..]
--- the slots key of each one's host, ARGV[9..] their tokens, in the same order.
+-- the slots key of each one's host, ARGV[8..] their tokens, in the same order.
 -- Returns {0, start ms, 0, the delay ms that applies} when the slot is taken ({0, start
 -- ms} when a retry finds it held), else {ms to wait, now, 1 if every slot of the host is
 -- held (the wait is a poll for a release) else 0 (the wait is the delay: the slot is free
 -- at its end)}; all server time.
-for i = 9, #ARGV do
-  redis.call('ZREM', KEYS[i - 2], ARGV[i])
+for i = 8, #ARGV do
+  redis.call('ZREM', KEYS[i - 1], ARGV[i])
   redis.call('HDEL', KEYS[4], ARGV[i])
 end
 local t = redis.call('TIME')
@@ -824,9 +822,6 @@ if KEYS[4] then
   -- and its retake counts the request the log may never have heard of. Kept until the
   -- write of the page clears it, however long the lease outlives the slot.
   if ARGV[7] and ARGV[7] ~= '' then redis.call('HSET', KEYS[6], ARGV[7], '') end
-  -- The next request the holder may send on this slot without asking: recorded now, as
-  -- no call of its own will record it before it goes.
-  if ARGV[8] and ARGV[8] ~= '' then redis.call('HSET', KEYS[6], ARGV[8], '') end
 end
 -- The site's own Crawl-delay, ours and the one adapted to the host's latency (with
 -- --autothrottle: POLITENESS_OBSERVE) are all minimums: the longest one applies.
@@ -834,6 +829,16 @@ local delay = math.max(tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[3]) or
 if KEYS[5] then delay = math.max(delay, tonumber(redis.call('GET', KEYS[5]) or 0)) end
 if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay) end
 return {0, now, 0, delay}
+"""
+
+FETCH_STARTED = """
+-- Record that a task's request may go, on a slot its worker holds already (handed over
+-- from the worker's request before it, crawler._handover): what POLITENESS_ACQUIRE
+-- records with a slot it hands out, before the request goes.
+-- KEYS: the holder's fetches started (hash task id -> '': see SETTLE)
+-- ARGV: the task id
+redis.call('HSET', KEYS[1], ARGV[1], '')
+return 1
 """
 
 POLITENESS_OBSERVE = """

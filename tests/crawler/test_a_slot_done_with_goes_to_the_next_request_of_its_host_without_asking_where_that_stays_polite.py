@@ -133,9 +133,9 @@ async def test_with_the_host_s_own_delay_no_slot_is_handed_over(
 async def test_an_old_slot_is_asked_for_again_not_handed_over(
     redis_client: aioredis.Redis, other_client: aioredis.Redis, keys: JobKeys
 ) -> None:
-    # A request holds its slot for longer than a tenth of the slot's ttl: the next one
+    # A request holds its slot (4 ms) for longer than a tenth of the slot's ttl: the next one
     # would have less than nine tenths of a fresh slot's life left.
-    gate = PolitenessGate(redis_client, keys, Politeness(per_host=1, slot_ttl_s=0.05), holder="w1")
+    gate = PolitenessGate(redis_client, keys, Politeness(per_host=1, slot_ttl_s=0.02), holder="w1")
     flight = Flight()
     with anyio.fail_after(DEADLINE_S):
         async with anyio.create_task_group() as tg:

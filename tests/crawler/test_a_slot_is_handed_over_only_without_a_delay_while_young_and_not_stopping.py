@@ -1,7 +1,7 @@
 """The rules of a handover (`crawler._handover`), as plain functions: a slot goes on to the
 next request of its host without asking the server only where no delay applied to the
-host, while it is young, in a gate that is not stopping, and to a request whose start was
-recorded with the slot's take (or that is no task's)."""
+host, while it is young, and in a gate that is not stopping; a request asks the server
+only while its process does not hold every slot of the host itself."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from crawler._handover import (
     HANDOVER_AGE_SHARE,
     HeldSlot,
     may_hand_over,
-    may_receive,
     must_ask,
     started_ms,
 )
@@ -52,13 +51,6 @@ def test_an_old_slot_is_not_handed_over_so_the_next_request_has_most_of_a_fresh_
     young = 100.0 + TTL_S * HANDOVER_AGE_SHARE
     assert may_hand_over(slot(0), now_s=young, ttl_s=TTL_S, stopping=False)
     assert not may_hand_over(slot(0), now_s=young + 0.001, ttl_s=TTL_S, stopping=False)
-
-
-@given(task_id=st.text(max_size=8), premarked=st.booleans())
-def test_only_a_request_whose_start_is_recorded_or_that_is_no_task_s_receives_a_slot(
-    task_id: str, premarked: bool
-) -> None:
-    assert may_receive(task_id, premarked=premarked) == (premarked or task_id == "")
 
 
 @given(held=st.integers(min_value=0, max_value=50), per_host=st.integers(min_value=1, max_value=50))
