@@ -220,6 +220,9 @@ class PolitenessGate:
         self._release_deadline = math.inf
         self._releasing: set[anyio.CancelScope] = set()
         self._to_free: dict[str, str] = {}
+        self._spares: dict[str, HeldSlot] = {}
+        """Of the slots in ``_to_free``, those a new request of the same host may take over
+        until they are freed (`crawler._handover`), by token."""
         """Slots done with and not freed yet (token -> host), while `free_loop` runs."""
         self._to_free_added: anyio.Event | None = None
         """Set when a slot is added to ``_to_free``: made by `free_loop`, which waits on it."""
@@ -290,7 +293,7 @@ class PolitenessGate:
         else:
             if not self._handed_over(waiters, held):
                 waiters.held -= 1
-                await self._free(host, held.token)
+                await self._free(host, held.token, held)
         finally:
             waiters.wake()
             waiters.users -= 1
@@ -359,7 +362,7 @@ class PolitenessGate:
 
     async def flush(self) -> None:
         """Free the slots done with and not freed yet, at once (before a worker exits)."""
-        freeing, self._to_free = self._to_free, {}
+        freeing = self._freeing()
         if not freeing:
             return
         with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
@@ -371,6 +374,29 @@ class PolitenessGate:
                 raise
             finally:
                 self._releasing.discard(releasing)
+
+    def _freeing(self) -> dict[str, str]:
+        """The slots done with, to free now: none of them is a spare any more."""
+        freeing, self._to_free = self._to_free, {}
+        if self._spares:
+            self._spares = {}
+        return freeing
+
+    def _take_spare(self, host: str) -> HeldSlot | None:
+        """A slot of ``host`` done with and not freed yet that a new request may go on."""
+        now = anyio.current_time()
+        stopping = self._release_deadline != math.inf
+        for token, spare in self._spares.items():
+            if self._to_free.get(token) == host:
+                del self._spares[token]
+                del self._to_free[token]
+                if may_hand_over(
+                    spare, now_s=now, ttl_s=self.politeness.slot_ttl_s, stopping=stopping
+                ):
+                    return spare
+                self._to_free[token] = host
+                return None
+        return None
 
     def _still_to_free(self, freeing: dict[str, str]) -> None:
         # Freed or not (a reply lost): freeing again is a no-op, forgetting holds the
@@ -399,12 +425,14 @@ class PolitenessGate:
             finally:
                 self._releasing.discard(releasing)
 
-    async def _free(self, host: str, token: str) -> None:
+    async def _free(self, host: str, token: str, spare: HeldSlot | None = None) -> None:
         if self._to_free_added is not None and self._release_deadline == math.inf:
             # Freed by the next acquire (a waiter for this host woken by the caller makes
             # it at once), or by `free_loop`: a round trip a request less.
             self._to_free[token] = host
             self._to_free_added.set()
+            if spare is not None:
+                self._spares[token] = spare
         else:
             await self._release({token: host})
 
@@ -429,6 +457,14 @@ class PolitenessGate:
         return True
 
     async def _acquire(self, host: str, token: str, waiters: _Waiters, seat: _Seat) -> HeldSlot:
+        if (spare := self._take_spare(host)) is not None:
+            # A slot of the host done with a moment ago and still held: taken over.
+            seat.offer = spare
+            waiters.held += 1
+            self.handovers += 1
+            if seat.task_id:
+                await self._slots.record_started(seat.task_id)
+            return spare
         if not waiters.lock.locked() and must_ask(waiters.held, self.politeness.per_host):
             held, _ = await self._try(host, token, waiters, seat)
             if held is not None:
@@ -469,7 +505,7 @@ class PolitenessGate:
         self, host: str, token: str, waiters: _Waiters, seat: _Seat
     ) -> tuple[HeldSlot | None, SlotAnswer]:
         p = self.politeness
-        freeing, self._to_free = self._to_free, {}
+        freeing = self._freeing()
         seat.asking = True
         asked_at = anyio.current_time()
         try:
