@@ -89,10 +89,12 @@ class HostSlots:
     async def record_started(self, task_id: str) -> None:
         """Record that ``task_id``'s request may go on a slot the holder holds already
         (`JobKeys.fetches_started`), as `acquire` does with the slot it takes."""
+        key = self.keys.fetches_started(self.holder)
         with redis_errors("recording a request's start"):
-            await self.batcher.call(
-                self._started, [self.keys.fetches_started(self.holder)], [task_id]
-            )
+            if self.batcher.is_running:
+                await self.batcher.call(self._started, [key], [task_id])
+            else:  # alone, a plain HSET costs the client less than a script call
+                await self.redis.hset(key, task_id, "")
 
     async def release(self, host: str, token: str) -> None:
         """Free slot ``token`` on ``host`` and its entry in the holder's index, atomically."""
