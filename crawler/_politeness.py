@@ -27,7 +27,9 @@ recovers its expired leases (`TaskQueue.take_back_all`, `TaskQueue.recover`).
 
 Within one process, tasks waiting for the same host queue locally behind one that asks
 Redis, and a local release wakes it at once: a thousand tasks waiting on one busy host
-cost one poll, not a thousand.
+cost one poll, not a thousand. Where no delay applies, the slot released goes on to that
+task without asking at all, or to the next new request of the host while it waits for its
+deferred free (`crawler._handover`: the rules, and why they keep the limits).
 """
 
 from __future__ import annotations
