@@ -459,14 +459,28 @@ class PolitenessGate:
         return True
 
     async def _acquire(self, host: str, token: str, waiters: _Waiters, seat: _Seat) -> HeldSlot:
-        if (spare := self._take_spare(host)) is not None:
-            # A slot of the host done with a moment ago and still held: taken over.
+        held = self._spare_for(host, waiters, seat) or await self._take_or_wait(
+            host, token, waiters, seat
+        )
+        if held is seat.offer and seat.task_id:
+            # Recorded as a slot taken from the server records it, before the request
+            # goes: a kill from now on counts the request as one the site may have had.
+            await self._slots.record_started(seat.task_id)
+        return held
+
+    def _spare_for(self, host: str, waiters: _Waiters, seat: _Seat) -> HeldSlot | None:
+        """A slot of ``host`` done with a moment ago and still held (`_spares`), taken
+        over by ``seat``; None if there is none to take."""
+        spare = self._take_spare(host)
+        if spare is not None:
             seat.offer = spare
             waiters.held += 1
             self.handovers += 1
-            if seat.task_id:
-                await self._slots.record_started(seat.task_id)
-            return spare
+        return spare
+
+    async def _take_or_wait(
+        self, host: str, token: str, waiters: _Waiters, seat: _Seat
+    ) -> HeldSlot:
         if not waiters.lock.locked() and must_ask(waiters.held, self.politeness.per_host):
             held, _ = await self._try(host, token, waiters, seat)
             if held is not None:
@@ -474,14 +488,9 @@ class PolitenessGate:
         async with waiters.lock:
             waiters.holder = seat
             try:
-                held = await self._next_in_line(host, token, waiters, seat)
+                return await self._next_in_line(host, token, waiters, seat)
             finally:
                 waiters.holder = None
-        if held is seat.offer and seat.task_id:
-            # Recorded as a slot taken from the server records it, before the request
-            # goes: a kill from now on counts the request as one the site may have had.
-            await self._slots.record_started(seat.task_id)
-        return held
 
     async def _next_in_line(
         self, host: str, token: str, waiters: _Waiters, seat: _Seat
@@ -490,8 +499,8 @@ class PolitenessGate:
         while True:
             # Taken before asking, so a release between the reply and the wait counts.
             released = waiters.released
-            if seat.offer is not None:
-                return seat.offer
+            if (offer := seat.offer or self._spare_for(host, waiters, seat)) is not None:
+                return offer
             wait = self.politeness.max_poll_s
             if must_ask(waiters.held, self.politeness.per_host):
                 held, answer = await self._try(host, token, waiters, seat)
