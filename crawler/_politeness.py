@@ -222,10 +222,10 @@ class PolitenessGate:
         self._release_deadline = math.inf
         self._releasing: set[anyio.CancelScope] = set()
         self._to_free: dict[str, str] = {}
+        """Slots done with and not freed yet (token -> host), while `free_loop` runs."""
         self._spares: dict[str, HeldSlot] = {}
         """Of the slots in ``_to_free``, those a new request of the same host may take over
         until they are freed (`crawler._handover`), by token."""
-        """Slots done with and not freed yet (token -> host), while `free_loop` runs."""
         self._to_free_added: anyio.Event | None = None
         """Set when a slot is added to ``_to_free``: made by `free_loop`, which waits on it."""
         self.waiting = 0
