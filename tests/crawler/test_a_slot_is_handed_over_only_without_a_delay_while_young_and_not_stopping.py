@@ -30,8 +30,9 @@ def slot(delay_ms: int, taken_s: float = 100.0) -> HeldSlot:
 def test_a_slot_is_handed_over_exactly_when_no_delay_applied_it_is_young_and_not_stopping(
     delay_ms: int, age_s: float, stopping: bool
 ) -> None:
-    handed = may_hand_over(slot(delay_ms), now_s=100.0 + age_s, ttl_s=TTL_S, stopping=stopping)
-    young = 0.0 <= age_s <= TTL_S * HANDOVER_AGE_SHARE
+    now_s = 100.0 + age_s
+    handed = may_hand_over(slot(delay_ms), now_s=now_s, ttl_s=TTL_S, stopping=stopping)
+    young = 0.0 <= now_s - 100.0 <= TTL_S * HANDOVER_AGE_SHARE
     assert handed == (delay_ms == 0 and young and not stopping)
 
 
