@@ -11,7 +11,9 @@ line go on it without taking one. The rules that make that as polite as asking
   requests of all workers are ever in flight on the host;
 - only where no delay applies (`may_hand_over`): with one, the server decides when the
   host's next request may start, for every worker, so a slot taken under a delay is
-  freed and asked for again as before;
+  freed and asked for again as before; nor under autothrottle (the gate's check): any
+  worker's next sample may give the host a delay, and a slot taken before it is no
+  witness of it;
 - only while the slot is young: the server frees it ``slot_ttl_s`` after it was taken,
   whoever holds it, so a request on a handed-over slot still has most of a fresh slot's
   life before another worker can take it; a dead worker's slots free themselves as ever;

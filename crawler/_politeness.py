@@ -386,6 +386,8 @@ class PolitenessGate:
 
     def _take_spare(self, host: str) -> HeldSlot | None:
         """A slot of ``host`` done with and not freed yet that a new request may go on."""
+        if self.politeness.autothrottle:
+            return None  # never stored as a spare (`_free`)
         now = anyio.current_time()
         stopping = self._release_deadline != math.inf
         for token, spare in self._spares.items():
@@ -433,7 +435,9 @@ class PolitenessGate:
             # it at once), or by `free_loop`: a round trip a request less.
             self._to_free[token] = host
             self._to_free_added.set()
-            if spare is not None:
+            # Not under autothrottle: any worker's next sample may raise the host's delay,
+            # which only the server applies, so a slot taken without one is no witness.
+            if spare is not None and not self.politeness.autothrottle:
                 self._spares[token] = spare
         else:
             await self._release({token: host})
@@ -444,6 +448,7 @@ class PolitenessGate:
         seat = waiters.holder
         if (
             seat is None
+            or self.politeness.autothrottle
             or seat.asking
             or seat.offer is not None
             or not may_hand_over(
