@@ -290,6 +290,7 @@ async def connect(
     socket_timeout_s: float = DEFAULT_SOCKET_TIMEOUT_S,
     ride_out_s: float | None = None,
     quiet: bool = False,
+    health_check_s: int = DEFAULT_HEALTH_CHECK_S,
 ) -> AsyncIterator[aioredis.Redis]:
     """A connected client for ``url``; ``ServerUnreachable`` if nothing answers there.
 
@@ -300,9 +301,9 @@ async def connect(
     writes are idempotent: an append carries its event id, an enqueue its fingerprint, and
     the fenced scripts recognise their own last event. Such a long-running writer also
     refuses a server whose ``maxmemory-policy`` evicts keys (``ServerEvicts``, see
-    ``_memory``).
+    ``_memory``). ``health_check_s`` as in `client_for`.
     """
-    client = client_for(url, socket_timeout_s=socket_timeout_s)
+    client = client_for(url, socket_timeout_s=socket_timeout_s, health_check_s=health_check_s)
     try:
         await ping(client, url)
         if ride_out_s is not None:
@@ -340,13 +341,16 @@ async def ping(client: aioredis.Redis, url: str) -> None:
 
 async def answers(url: str, timeout_s: float) -> bool:
     """Whether the server at ``url`` answers a PING within ``timeout_s`` (one try, a fresh
-    connection: not a client that rides out a lost server)."""
+    connection: not a client that rides out a lost server). A refusal is an answer: a
+    server that cannot save (``MISCONF``) refuses PING with its writes."""
     with anyio.move_on_after(timeout_s):
         try:
             async with connect(url, socket_timeout_s=timeout_s):
                 return True
         except ServerUnreachable:
             return False
+        except ServerError:
+            return True
     return False
 
 
@@ -392,8 +396,9 @@ class ScriptCaller:
     connection closed and the call sent again), a script the server no longer knows loaded
     again (``NOSCRIPT``: restarted, or ``SCRIPT FLUSH``), the socket timeout on the reply,
     and errors as redis-py raises them. A connection whose call was cut short (cancelled,
-    timed out, lost) may hold a reply nobody read: it goes back to the pool, which checks
-    it before it serves again; one that gave a reply or an error reply is kept.
+    timed out, lost) may have a reply on its way that nobody will read: it is closed and
+    goes back to the pool, which opens it again when it next serves; one that gave a reply
+    or an error reply is kept.
     """
 
     __slots__ = ("_client", "_idle")
@@ -417,7 +422,11 @@ class ScriptCaller:
                 await pool.release(conn)
             raise
         except BaseException:
+            # Cut short (cancelled, timed out, lost): its reply may still be on its way, and
+            # the pool's check before it serves again could miss it, giving it to the next
+            # command (redis-py disconnects too, for the same reason).
             with anyio.CancelScope(shield=True):
+                await conn.disconnect(nowait=True)
                 await pool.release(conn)
             raise
         if not self._kept(conn):

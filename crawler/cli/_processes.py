@@ -66,6 +66,7 @@ from eventlog import (
     JobIdentity,
     JobKeys,
     JournalFlush,
+    ServerCannotPersist,
     ServerError,
     ServerEvicts,
     ServerInfo,
@@ -320,8 +321,11 @@ async def run_crawl(
     # server that evicts keys); it says itself when the server is out of memory. One crawl
     # of a job at a time: a second one says so up front, before it stores or starts anything.
     evicting: list[ServerEvicts] = []  # set by watch_memory: the crawl stops with it
+    # No health check (a PING before a command on a connection new or idle): a server that
+    # cannot save refuses PING with its writes, and the progress must still read the log
+    # then; a connection found dead is opened again by the ride-out's retry.
     async with (
-        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True) as client,
+        connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True, health_check_s=0) as client,
         hold_job_crawl(client, JobKeys(job)),
     ):
         if durability_in_force() == "replica":
@@ -718,7 +722,9 @@ async def _watch(
             answered = time.monotonic()
 
             async def refresh(done: anyio.Event) -> None:
-                refreshed.append(await source.refresh())
+                # A server that cannot save: the crawl says it once, when its workers stop.
+                with contextlib.suppress(ServerCannotPersist):
+                    refreshed.append(await source.refresh())
                 done.set()
 
             while first or not workers_exited.is_set():
