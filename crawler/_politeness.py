@@ -27,7 +27,9 @@ recovers its expired leases (`TaskQueue.take_back_all`, `TaskQueue.recover`).
 
 Within one process, tasks waiting for the same host queue locally behind one that asks
 Redis, and a local release wakes it at once: a thousand tasks waiting on one busy host
-cost one poll, not a thousand.
+cost one poll, not a thousand. Where no delay applies, the slot released goes on to that
+task without asking at all, or to the next new request of the host while it waits for its
+deferred free (`crawler._handover`: the rules, and why they keep the limits).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from crawler._autothrottle import (
     THROTTLED_MIN_MS,
     sample_kind,
 )
+from crawler._handover import HeldSlot, may_hand_over, must_ask, started_ms
 from crawler._robots import DEFAULT_ROBOTS_TTL_S
 from eventlog import ConfigError, HostSlots, JobKeys, ScriptBatcher, ServerError, SlotAnswer
 
@@ -148,13 +151,30 @@ class HostSlot(msgspec.Struct, frozen=True):
 
     host: str
     started_ms: int
-    """Server time (Unix ms) at which the slot was taken: the request's permitted start."""
+    """Server time (Unix ms) at which the slot was taken: the request's permitted start
+    (handed over: about when it was handed, as this process tells the server's time)."""
+    handed_over: bool = False
+    """Handed over by this process's request before it (`crawler._handover`), the server
+    not asked: it expires when it would have for that request."""
+
+
+class _Seat:
+    """One request waiting for a slot on a host."""
+
+    __slots__ = ("asking", "offer", "task_id")
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.offer: HeldSlot | None = None
+        """A slot handed over to it (`crawler._handover`)."""
+        self.asking = False
+        """Its call to the server is in flight: it may take a slot of its own."""
 
 
 class _Waiters:
     """This process's tasks after one host: the lock's holder polls Redis for all of them."""
 
-    __slots__ = ("lock", "released", "users", "waiting")
+    __slots__ = ("held", "holder", "lock", "released", "users", "waiting")
 
     def __init__(self) -> None:
         self.lock = anyio.Lock()
@@ -162,6 +182,10 @@ class _Waiters:
         self.users = 0
         self.waiting = 0
         """Of the users, those still waiting for their slot."""
+        self.held = 0
+        """Slots of the host this process holds for requests running."""
+        self.holder: _Seat | None = None
+        """The request that holds the lock: the next to get a slot."""
 
     def wake(self) -> None:
         # Only the lock's holder ever waits for a release: no holder, no event to replace.
@@ -199,6 +223,9 @@ class PolitenessGate:
         self._releasing: set[anyio.CancelScope] = set()
         self._to_free: dict[str, str] = {}
         """Slots done with and not freed yet (token -> host), while `free_loop` runs."""
+        self._spares: dict[str, HeldSlot] = {}
+        """Of the slots in ``_to_free``, those a new request of the same host may take over
+        until they are freed (`crawler._handover`), by token."""
         self._to_free_added: anyio.Event | None = None
         """Set when a slot is added to ``_to_free``: made by `free_loop`, which waits on it."""
         self.waiting = 0
@@ -207,6 +234,11 @@ class PolitenessGate:
         """A host is busy (`busy_hosts`) once this many of the gate's requests wait for it."""
         self._eased = anyio.Event()
         self._queued = anyio.Event()
+        self.acquires = 0
+        """Slots taken from the server."""
+        self.handovers = 0
+        """Slots handed from a request done with them to the next of the same host
+        (`crawler._handover`), the server not asked."""
 
     @asynccontextmanager
     async def slot(
@@ -226,38 +258,44 @@ class PolitenessGate:
         token = secrets.token_hex(TOKEN_BYTES)
         waiters = self._waiters.get(host) or self._waiters.setdefault(host, _Waiters())
         waiters.users += 1
+        seat = _Seat(task_id)
+        held: HeldSlot | None = None
         try:
             waiters.waiting += 1
             self.waiting += 1
             self._queued.set()
             self._queued = anyio.Event()
             try:
-                at_ms = await self._acquire(host, token, waiters, task_id)
+                held = await self._acquire(host, token, waiters, seat)
             finally:
                 waiters.waiting -= 1
                 self.waiting -= 1
                 if waiters.waiting == self.busy_at - 1:
                     self._eased.set()
                     self._eased = anyio.Event()
-            yield HostSlot(host, at_ms)
+            if held.token == token:
+                yield HostSlot(host, held.at_ms)
+            else:
+                yield HostSlot(host, started_ms(held, anyio.current_time()), handed_over=True)
         except BaseException:
             # A cancelled acquire may have taken a slot before its reply was lost, so free
-            # it; but the error in flight says more than a failed release would, and an
-            # unfreed slot expires by itself.
+            # it (and one handed over to it); but the error in flight says more than a
+            # failed release would, and an unfreed slot expires by itself.
+            freeing = {token: host}
+            for gone in (held, seat.offer):
+                if gone is not None:
+                    freeing[gone.token] = host
+            waiters.held -= held is not None or seat.offer is not None
             if release_later:
-                self._still_to_free({token: host})
+                self._still_to_free(freeing)
                 raise
             with contextlib.suppress(ServerError):
-                await self._release(host, token)
+                await self._release(freeing)
             raise
         else:
-            if self._to_free_added is not None and self._release_deadline == math.inf:
-                # Freed by the next acquire (a waiter for this host woken below makes it
-                # at once), or by `free_loop`: a round trip a request less.
-                self._to_free[token] = host
-                self._to_free_added.set()
-            else:
-                await self._release(host, token)
+            if not self._handed_over(waiters, held):
+                waiters.held -= 1
+                await self._free(host, held.token, held)
         finally:
             waiters.wake()
             waiters.users -= 1
@@ -326,7 +364,7 @@ class PolitenessGate:
 
     async def flush(self) -> None:
         """Free the slots done with and not freed yet, at once (before a worker exits)."""
-        freeing, self._to_free = self._to_free, {}
+        freeing = self._freeing()
         if not freeing:
             return
         with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
@@ -338,6 +376,29 @@ class PolitenessGate:
                 raise
             finally:
                 self._releasing.discard(releasing)
+
+    def _freeing(self) -> dict[str, str]:
+        """The slots done with, to free now: none of them is a spare any more."""
+        freeing, self._to_free = self._to_free, {}
+        if self._spares:
+            self._spares = {}
+        return freeing
+
+    def _take_spare(self, host: str) -> HeldSlot | None:
+        """A slot of ``host`` done with and not freed yet that a new request may go on."""
+        now = anyio.current_time()
+        stopping = self._release_deadline != math.inf
+        for token, spare in self._spares.items():
+            if self._to_free.get(token) == host:
+                del self._spares[token]
+                del self._to_free[token]
+                if may_hand_over(
+                    spare, now_s=now, ttl_s=self.politeness.slot_ttl_s, stopping=stopping
+                ):
+                    return spare
+                self._to_free[token] = host
+                return None
+        return None
 
     def _still_to_free(self, freeing: dict[str, str]) -> None:
         # Freed or not (a reply lost): freeing again is a no-op, forgetting holds the
@@ -357,38 +418,109 @@ class PolitenessGate:
         for scope in self._releasing:
             scope.deadline = deadline
 
-    async def _release(self, host: str, token: str) -> None:
+    async def _release(self, freeing: dict[str, str]) -> None:
         # Shielded: a cancelled request must still free its slot.
         with anyio.CancelScope(shield=True, deadline=self._release_deadline) as releasing:
             self._releasing.add(releasing)
             try:
-                await self._slots.release(host, token)
+                await self._slots.release_all(freeing)
             finally:
                 self._releasing.discard(releasing)
 
-    async def _acquire(self, host: str, token: str, waiters: _Waiters, task_id: str) -> int:
-        if not waiters.lock.locked():
-            answer = await self._try(host, token, task_id)
-            if not answer.wait_ms:
-                return answer.at_ms
+    async def _free(self, host: str, token: str, spare: HeldSlot | None = None) -> None:
+        if self._to_free_added is not None and self._release_deadline == math.inf:
+            # Freed by the next acquire (a waiter for this host woken by the caller makes
+            # it at once), or by `free_loop`: a round trip a request less.
+            self._to_free[token] = host
+            self._to_free_added.set()
+            if spare is not None:
+                self._spares[token] = spare
+        else:
+            await self._release({token: host})
+
+    def _handed_over(self, waiters: _Waiters, held: HeldSlot) -> bool:
+        """Give ``held``, done with, to the request next in line for its host if the
+        rules allow (`crawler._handover`): it goes on it without asking the server."""
+        seat = waiters.holder
+        if (
+            seat is None
+            or seat.asking
+            or seat.offer is not None
+            or not may_hand_over(
+                held,
+                now_s=anyio.current_time(),
+                ttl_s=self.politeness.slot_ttl_s,
+                stopping=self._release_deadline != math.inf,
+            )
+        ):
+            return False
+        seat.offer = held
+        self.handovers += 1
+        return True
+
+    async def _acquire(self, host: str, token: str, waiters: _Waiters, seat: _Seat) -> HeldSlot:
+        held = self._spare_for(host, waiters, seat) or await self._take_or_wait(
+            host, token, waiters, seat
+        )
+        if held is seat.offer and seat.task_id:
+            # Recorded as a slot taken from the server records it, before the request
+            # goes: a kill from now on counts the request as one the site may have had.
+            await self._slots.record_started(seat.task_id)
+        return held
+
+    def _spare_for(self, host: str, waiters: _Waiters, seat: _Seat) -> HeldSlot | None:
+        """A slot of ``host`` done with a moment ago and still held (`_spares`), taken
+        over by ``seat``; None if there is none to take."""
+        spare = self._take_spare(host)
+        if spare is not None:
+            seat.offer = spare
+            waiters.held += 1
+            self.handovers += 1
+        return spare
+
+    async def _take_or_wait(
+        self, host: str, token: str, waiters: _Waiters, seat: _Seat
+    ) -> HeldSlot:
+        if not waiters.lock.locked() and must_ask(waiters.held, self.politeness.per_host):
+            held, _ = await self._try(host, token, waiters, seat)
+            if held is not None:
+                return held
         async with waiters.lock:
-            while True:
-                # Taken before asking, so a release between the reply and the wait counts.
-                released = waiters.released
-                answer = await self._try(host, token, task_id)
-                if not answer.wait_ms:
-                    return answer.at_ms
+            waiters.holder = seat
+            try:
+                return await self._next_in_line(host, token, waiters, seat)
+            finally:
+                waiters.holder = None
+
+    async def _next_in_line(
+        self, host: str, token: str, waiters: _Waiters, seat: _Seat
+    ) -> HeldSlot:
+        """The slot of the lock's holder: taken from the server, or handed over."""
+        while True:
+            # Taken before asking, so a release between the reply and the wait counts.
+            released = waiters.released
+            if (offer := seat.offer or self._spare_for(host, waiters, seat)) is not None:
+                return offer
+            wait = self.politeness.max_poll_s
+            if must_ask(waiters.held, self.politeness.per_host):
+                held, answer = await self._try(host, token, waiters, seat)
+                if held is not None:
+                    return held
                 wait = answer.wait_ms / MS_PER_S
                 if answer.full:
                     wait += self._rng.uniform(0, JITTER * self.politeness.max_poll_s)
-                with anyio.move_on_after(wait):
-                    await released.wait()
+            with anyio.move_on_after(wait):
+                await released.wait()
 
-    async def _try(self, host: str, token: str, task_id: str) -> SlotAnswer:
+    async def _try(
+        self, host: str, token: str, waiters: _Waiters, seat: _Seat
+    ) -> tuple[HeldSlot | None, SlotAnswer]:
         p = self.politeness
-        freeing, self._to_free = self._to_free, {}
+        freeing = self._freeing()
+        seat.asking = True
+        asked_at = anyio.current_time()
         try:
-            return await self._slots.acquire(
+            answer = await self._slots.acquire(
                 host,
                 token,
                 per_host=p.per_host,
@@ -396,8 +528,15 @@ class PolitenessGate:
                 ttl_ms=_ms(p.slot_ttl_s),
                 max_wait_ms=_ms(p.max_poll_s),
                 freeing=freeing,
-                task_id=task_id,
+                task_id=seat.task_id,
             )
         except BaseException:
             self._still_to_free(freeing)
             raise
+        finally:
+            seat.asking = False
+        if answer.wait_ms:
+            return None, answer
+        waiters.held += 1
+        self.acquires += 1
+        return HeldSlot(token, answer.at_ms, asked_at, answer.delay_ms), answer

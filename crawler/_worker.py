@@ -71,6 +71,13 @@ from eventlog import (
 log = logging.getLogger("crawlog.worker")
 
 IDLE_BLOCK_MS = 500
+DONE_LOOK_FIRST_S = 0.01
+"""With nothing in flight and nothing to claim, a worker that exits when the job is done
+looks whether it is this soon, then twice as long after each look (up to
+``IDLE_BLOCK_MS``), and this soon again after a look that found fewer tasks left than
+the one before (or once it claims a task): the job's last tasks are other workers', and
+its blocking claim is woken by no task's end, so it waited that out at the end of every
+crawl and recrawl."""
 PENDING_BATCH = 10_000
 RECOVER_BATCH = 256
 """Expired leases moved per recovery pass: two dead workers' worth, and more, in one."""
@@ -244,6 +251,8 @@ class Worker:
         """The same for every taken-back lease not renewed since: one time for all of them."""
         self._capacity = anyio.Event()
         self._claim_pause = ClaimPause()
+        self._done_look_s = DONE_LOOK_FIRST_S
+        """How long after its last look an idle worker looks whether the job is done."""
         self._backlog: deque[Lease] = deque()
         """Leases of ours waiting for capacity (a restart's pending list, lost replies)."""
         self._ended: set[HeldAs] = set()
@@ -425,14 +434,16 @@ class Worker:
 
     async def _claim_unless_done(self, free: int) -> list[Lease] | None:
         """New tasks (the claim waits up to ``IDLE_BLOCK_MS`` for some), or None if, with
-        ``exit_when_done``, this worker's last task in flight ended meanwhile and left the
-        job done: it exits then, not when the blocking read gives up (every crawl waits for
-        its workers to exit before its summary)."""
-        if not (self.exit_when_done and self._in_flight):
+        ``exit_when_done``, the job is done meanwhile (its last task ended here, or in
+        another worker while this one had none in flight): it exits then, not when the
+        blocking read gives up (every crawl waits for its workers to exit before its
+        summary)."""
+        if not self.exit_when_done:
             return await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
         # What is queued comes without a wait: the race below (two tasks and a cancel, on
         # most pages of a crawl) is only for a read that would block.
         if leases := await self.queue.claim(free):
+            self._done_look_s = DONE_LOOK_FIRST_S
             return leases
         claimed: list[Lease] | None = None
         async with anyio.create_task_group() as racing:
@@ -440,6 +451,8 @@ class Worker:
             async def claim() -> None:
                 nonlocal claimed
                 claimed = await self.queue.claim(free, block_ms=IDLE_BLOCK_MS)
+                if claimed:
+                    self._done_look_s = DONE_LOOK_FIRST_S
                 racing.cancel_scope.cancel()
 
             async def until_done() -> None:
@@ -448,8 +461,15 @@ class Worker:
                 # A done job has nothing left to claim: the read cut short could not have
                 # been handed an entry (one added meanwhile stays in this worker's pending
                 # list, taken back as any lease of a worker that stopped).
-                if await self._done():
-                    racing.cancel_scope.cancel()
+                before = None
+                while left := await self._undecided():
+                    if before is not None and left < before:
+                        # Other workers' tasks are ending: the job's end may be next.
+                        self._done_look_s = DONE_LOOK_FIRST_S
+                    before = left
+                    await anyio.sleep(self._done_look_s)
+                    self._done_look_s = min(2 * self._done_look_s, IDLE_BLOCK_MS / 1000)
+                racing.cancel_scope.cancel()
 
             racing.start_soon(claim)
             racing.start_soon(until_done)
@@ -491,6 +511,10 @@ class Worker:
     async def _done(self) -> bool:
         """Every task of the job is terminal (none queued, leased or waiting for a retry),
         or waits for a person to decide about an uncertain action (``crawlog resolve``)."""
+        return await self._undecided() == 0
+
+    async def _undecided(self) -> int:
+        """The job's tasks not ended that no person is asked to decide about (0: done)."""
         left, waiting = await self.queue.left()
         await self._check_store()  # after: "nothing left" from a store that lost it is no end
         if waiting and left == len(waiting):
@@ -501,7 +525,7 @@ class Worker:
                 ", ".join(waiting),
                 self.job,
             )
-        return left == len(waiting)
+        return left - len(waiting)
 
     async def _check_store(self) -> None:
         """`StoreLost` if the store no longer holds the job this worker started on (flushed,

@@ -27,12 +27,11 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from redis.commands.core import AsyncScript
 
+from eventlog._connection import Arg, Key, ScriptCaller
+
 MAX_BATCH = 256
 """Calls one batch carries at most: a few hundred script calls of a dozen arguments keep
 the server busy only briefly, and the rest go with the next batch."""
-
-Key = str | bytes
-Arg = str | bytes | int | float
 
 
 class _Call:
@@ -54,8 +53,8 @@ class _Call:
 class ScriptBatcher:
     """The script calls of one client's concurrent callers, batched while `running`.
 
-    A call made while nothing is in flight goes at once, alone (``script(keys=...,
-    args=...)``: a pipeline of one costs more); the calls made while one is in flight wait
+    A call made while nothing is in flight goes at once, alone (`ScriptCaller`: a pipeline
+    of one costs more); the calls made while one is in flight wait
     for it, then go together. Outside `running`, every call goes alone. ``calls`` and
     ``batches`` count what went in batches (a batch of one, queued behind another, too),
     ``alone`` the calls sent alone while running.
@@ -63,6 +62,7 @@ class ScriptBatcher:
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self.redis = redis
+        self._caller = ScriptCaller(redis)
         self.calls = 0
         self.batches = 0
         self.alone = 0
@@ -100,7 +100,7 @@ class ScriptBatcher:
         raises for it alone (its caller translates it, `redis_errors`)."""
         wake = self._wake
         if wake is None:
-            return await script(keys=keys, args=args)
+            return await self._caller(script, keys, args)
         if not self._busy and not self._queued:
             return await self._alone(script, keys, args)
         call = _Call(script, keys, args)
@@ -121,7 +121,7 @@ class ScriptBatcher:
         self._busy += 1
         self.alone += 1
         try:
-            return await script(keys=keys, args=args)
+            return await self._caller(script, keys, args)
         finally:
             self._busy -= 1
             if not self._busy and self._queued and self._wake is not None:
@@ -173,7 +173,7 @@ class ScriptBatcher:
         if len(batch) == 1:
             call = batch[0]
             try:
-                return [await call.script(keys=call.keys, args=call.args)]
+                return [await self._caller(call.script, call.keys, call.args)]
             except redis.exceptions.ResponseError as exc:
                 return [exc]
         async with self.redis.pipeline(transaction=False) as pipe:

@@ -16,12 +16,13 @@ and on the HMGET of every checkpoint a restarted worker sends.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from typing import Any, Generic, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -168,9 +169,65 @@ def _packing_in_c(base: ConnectionClass) -> ConnectionClass:
                 except TypeError as exc:  # None, a bool, an object: redis-py's error for it
                     raise redis.exceptions.DataError(f"cannot send {args!r}: {exc}") from None
 
+        async def send_packed_command(
+            self, command: bytes | str | Iterable[bytes], check_health: bool = True
+        ) -> None:
+            writer = self._writer
+            if (
+                writer is None
+                or not self.is_connected
+                or isinstance(command, (str, bytes))
+                or writer.transport.is_closing()
+                or (check_health and self.health_check_interval and _health_check_due(self))
+            ):
+                await super().send_packed_command(command, check_health)
+                return
+            await _write(self, writer, command)
+
     PackingInC.__name__ = PackingInC.__qualname__ = f"PackingInC{base.__name__}"
     _PACKING_IN_C[base.__qualname__] = PackingInC
     return PackingInC
+
+
+def _health_check_due(connection: Any) -> bool:
+    return bool(asyncio.get_running_loop().time() > connection.next_health_check)
+
+
+async def _write(
+    connection: redis.asyncio.connection.AbstractConnection,
+    writer: asyncio.StreamWriter,
+    command: Iterable[bytes],
+) -> None:
+    """Send ``command`` as redis-py's ``send_packed_command`` does, without its
+    ``asyncio.wait_for``: on Python 3.11 that is a new task for every command, a fifth of a
+    script call's client CPU. The socket timeout bounds the wait only where there can be
+    one: a write the socket did not take whole (the rest waits in the transport's buffer).
+    Errors as redis-py's: the connection closed, then ``TimeoutError`` or
+    ``ConnectionError``."""
+    try:
+        writer.writelines(command)
+        timeout = connection.socket_timeout
+        if writer.transport.get_write_buffer_size() and timeout:
+            with anyio.fail_after(timeout):
+                await writer.drain()
+        else:
+            await writer.drain()  # raises for a connection lost; waits for nothing
+    except (TypeError, AttributeError) as exc:
+        # As redis-py: CPython before 3.13.10 can raise these from a transport closing.
+        if not writer.transport.is_closing():
+            raise
+        await connection.disconnect(nowait=True)
+        raise redis.exceptions.ConnectionError("Connection closed while writing") from exc
+    except TimeoutError:
+        await connection.disconnect(nowait=True)
+        raise redis.exceptions.TimeoutError("Timeout writing to socket") from None
+    except OSError as exc:
+        await connection.disconnect(nowait=True)
+        raise redis.exceptions.ConnectionError(f"Error while writing to socket. {exc}.") from exc
+    except BaseException:
+        # Part of the command may be sent: the connection is of no further use.
+        await connection.disconnect(nowait=True)
+        raise
 
 
 def ride_out_retry(seconds: float, *, where: str = "", quiet: bool = False) -> Retry:
@@ -316,6 +373,95 @@ async def script_pipeline(
     raise AssertionError("unreachable")
 
 
+SCRIPT_CONNECTIONS_KEPT = 64
+"""Connections a `ScriptCaller` keeps between its calls, at most: one a call in flight at
+once (a worker's concurrency); past it, the pool's take and give back their own."""
+
+Key = str | bytes
+Arg = str | bytes | int | float
+
+
+class ScriptCaller:
+    """Runs scripts on ``client`` by ``EVALSHA``, as ``script(keys=..., args=...)`` does but
+    at half its client CPU, on connections it keeps between calls.
+
+    What redis-py's ``execute_command`` does around a command costs more than the command:
+    the pool's lock, its check that a connection taken has nothing left to read, metrics
+    recorded through two layers of coroutines, and ``Script.__call__``'s own pass. Kept
+    here: the client's retry policy (a lost server ridden out, `ride_out_retry`: the
+    connection closed and the call sent again), a script the server no longer knows loaded
+    again (``NOSCRIPT``: restarted, or ``SCRIPT FLUSH``), the socket timeout on the reply,
+    and errors as redis-py raises them. A connection whose call was cut short (cancelled,
+    timed out, lost) may hold a reply nobody read: it goes back to the pool, which checks
+    it before it serves again; one that gave a reply or an error reply is kept.
+    """
+
+    __slots__ = ("_client", "_idle")
+
+    def __init__(self, client: aioredis.Redis) -> None:
+        self._client = client
+        self._idle: list[redis.asyncio.connection.AbstractConnection] = []
+
+    async def __call__(self, script: AsyncScript, keys: Sequence[Key], args: Sequence[Arg]) -> Any:
+        """The reply of ``script`` run with ``keys`` and ``args``."""
+        idle = self._idle
+        pool = self._client.connection_pool
+        conn = idle.pop() if idle else await _take(pool)
+        try:
+            reply = await conn.retry.call_with_retry(
+                lambda: _evalsha(conn, script, keys, args),
+                lambda error: conn.disconnect(error=error),
+            )
+        except redis.exceptions.ResponseError:
+            if not self._kept(conn):  # the error was the reply: read whole
+                await pool.release(conn)
+            raise
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await pool.release(conn)
+            raise
+        if not self._kept(conn):
+            await pool.release(conn)
+        return reply
+
+    def _kept(self, conn: redis.asyncio.connection.AbstractConnection) -> bool:
+        reconnect: Callable[[], bool] = conn.should_reconnect  # redis-py leaves it untyped
+        if len(self._idle) < SCRIPT_CONNECTIONS_KEPT and not reconnect():
+            self._idle.append(conn)
+            return True
+        return False
+
+
+async def _take(
+    pool: redis.asyncio.connection.ConnectionPool,
+) -> redis.asyncio.connection.AbstractConnection:
+    # redis-py leaves get_connection untyped.
+    get: Callable[[], Awaitable[redis.asyncio.connection.AbstractConnection]] = pool.get_connection
+    return await get()
+
+
+async def _evalsha(
+    conn: redis.asyncio.connection.AbstractConnection,
+    script: AsyncScript,
+    keys: Sequence[Key],
+    args: Sequence[Arg],
+) -> Any:
+    # SCRIPT LOAD and the EVALSHA after it go on one connection, so to one server (not
+    # redis-py's reload, which a failover between them can split: `_sentinel`); loaded
+    # again as often as a flush between them takes, as there.
+    for reload in range(_NOSCRIPT_RESENDS + 1):
+        try:
+            await conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await conn.read_response()
+        except redis.exceptions.NoScriptError:
+            if reload == _NOSCRIPT_RESENDS:
+                raise
+            await conn.send_command("SCRIPT", "LOAD", script.script)
+            sha = await conn.read_response()
+            script.sha = sha.decode() if isinstance(sha, bytes) else str(sha)
+    raise AssertionError("unreachable")
+
+
 async def command(client: aioredis.Redis, *args: str | bytes | int) -> Any:
     """Run a raw command; its reply comes back unparsed for the stream commands."""
     # redis-py leaves execute_command untyped: its reply depends on the command.
@@ -350,36 +496,62 @@ class InFlight(Generic[T]):
         return self._reply[0]
 
 
-@contextmanager
-def redis_errors(what: str) -> Iterator[None]:
+def redis_errors(what: str) -> RedisErrors:
     """Translate redis-py errors raised while doing ``what`` into crawlog's."""
-    try:
-        yield
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-        raise ServerUnreachable(
+    return RedisErrors(what)
+
+
+class RedisErrors:
+    """`redis_errors`'s context: a class, not a generator, since it wraps every call to the
+    store (a generator-based context costs a few µs more a call)."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> Literal[False]:
+        leaf = exc
+        if isinstance(exc, ExceptionGroup):
+            # A call raced in a task group (a write against the store going down): its one
+            # error is translated here too, not left for the command line to find.
+            leaves = exc.exceptions
+            if len(leaves) != 1 or not isinstance(leaves[0], redis.exceptions.RedisError):
+                return False
+            leaf = leaves[0]
+            leaf.__cause__ = exc
+        if not isinstance(leaf, redis.exceptions.RedisError):
+            return False
+        translated = _translated(leaf, self.what)
+        if translated is not None:
+            raise translated from leaf
+        if leaf is exc:
+            return False  # another redis-py error: as it is
+        raise leaf
+
+
+def _translated(exc: redis.exceptions.RedisError, what: str) -> Exception | None:
+    if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)):
+        return ServerUnreachable(
             f"lost the Redis server while {what} ({exc}): check that it is running; "
             "nothing half-written is left behind, so the same command can be run again"
-        ) from exc
-    except redis.exceptions.OutOfMemoryError as exc:
-        raise ServerOutOfMemory(
+        )
+    if isinstance(exc, redis.exceptions.OutOfMemoryError):
+        return ServerOutOfMemory(
             f"Redis refused {what}: it is out of memory (maxmemory reached). Raise its "
             "maxmemory (CONFIG SET maxmemory) or free memory on it, then run the same "
             "command again; nothing half-written is left behind"
-        ) from exc
-    except redis.exceptions.ResponseError as exc:
+        )
+    if isinstance(exc, redis.exceptions.ResponseError):
         if (refusal := cannot_persist(exc)) is not None:
-            raise refusal from exc
+            return refusal
         if (lost := group_lost(exc, what)) is not None:
-            raise lost from exc
-        raise ServerError(f"Redis refused {what}: {exc}") from exc
-    except ExceptionGroup as group:
-        # A call raced in a task group (a write against the store going down): its one
-        # error is translated here too, not left for the command line to find.
-        leaves = group.exceptions
-        if len(leaves) != 1 or not isinstance(leaves[0], redis.exceptions.RedisError):
-            raise
-        with redis_errors(what):
-            raise leaves[0] from group
+            return lost
+        return ServerError(f"Redis refused {what}: {exc}")
+    return None
 
 
 _NOGROUP = "NOGROUP"

@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from eventlog._batching import ScriptBatcher
 from eventlog._connection import redis_errors
 from eventlog._keys import JobKeys
-from eventlog._scripts import POLITENESS_ACQUIRE, POLITENESS_OBSERVE
+from eventlog._scripts import FETCH_STARTED, POLITENESS_ACQUIRE, POLITENESS_OBSERVE
 
 _NONE: Mapping[str, str] = MappingProxyType({})
 
@@ -31,6 +31,10 @@ class SlotAnswer(NamedTuple):
     full: bool = False
     """Not held because every slot of the host is (the wait is a poll for a release); else
     the wait is the host's delay, and the slot is free once it is over."""
+    delay_ms: int = -1
+    """When held: the delay (ms) between two starts that applied to the host as it was
+    taken (the longest of the caller's, the host's own and the adapted one); -1 when not
+    known (a retry found the slot held)."""
 
 
 class HostSlots:
@@ -53,6 +57,7 @@ class HostSlots:
         self.batcher = batcher or ScriptBatcher(redis)
         self._acquire = redis.register_script(POLITENESS_ACQUIRE)
         self._observe = redis.register_script(POLITENESS_OBSERVE)
+        self._started = redis.register_script(FETCH_STARTED)
 
     async def acquire(
         self,
@@ -78,7 +83,18 @@ class HostSlots:
             args.append(freed)
         with redis_errors("taking a host slot"):
             reply = await self.batcher.call(self._acquire, keys, args)
-        return SlotAnswer(int(reply[0]), int(reply[1]), len(reply) > 2 and reply[2] == 1)
+        delay = int(reply[3]) if len(reply) > 3 else -1
+        return SlotAnswer(int(reply[0]), int(reply[1]), len(reply) > 2 and reply[2] == 1, delay)
+
+    async def record_started(self, task_id: str) -> None:
+        """Record that ``task_id``'s request may go on a slot the holder holds already
+        (`JobKeys.fetches_started`), as `acquire` does with the slot it takes."""
+        key = self.keys.fetches_started(self.holder)
+        with redis_errors("recording a request's start"):
+            if self.batcher.is_running:
+                await self.batcher.call(self._started, [key], [task_id])
+            else:  # alone, a plain HSET costs the client less than a script call
+                await self.redis.hset(key, task_id, "")
 
     async def release(self, host: str, token: str) -> None:
         """Free slot ``token`` on ``host`` and its entry in the holder's index, atomically."""

@@ -164,10 +164,18 @@ class EventLog:
         self.dedup_window_s = dedup_window_s
         self._append = redis.register_script(APPEND)
         self._dead_letter = redis.register_script(DEAD_LETTER)
+        self._dedup: tuple[int, tuple[str, str]] = (-1, ("", ""))
+        """The generation of the last `dedup_args` and its keys: a generation lasts the
+        dedup window, and every settle and enqueue asks for them."""
 
     def dedup_args(self) -> tuple[list[str], int]:
         """Dedup generation keys and their time to live, for a script call now."""
-        return list(dedup_keys(self.keys, self.dedup_window_s)), 2 * self.dedup_window_s
+        now = time.time()
+        generation, keys = self._dedup
+        if int(now // self.dedup_window_s) != generation:
+            keys = dedup_keys(self.keys, self.dedup_window_s, now)
+            self._dedup = (int(now // self.dedup_window_s), keys)
+        return list(keys), 2 * self.dedup_window_s
 
     async def append(self, event: AnyEvent) -> str | None:
         """Append one event; its stream ID, or None if its ``event_id`` was already there."""

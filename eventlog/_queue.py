@@ -313,6 +313,9 @@ class TaskQueue:
         """Sends the hot script calls of this queue's concurrent callers (a settle, an
         enqueue, a claim; a host slot's, `HostSlots`) together while it runs
         (`ScriptBatcher.running`, a worker's whole run); alone otherwise."""
+        self._settle_tails: dict[int, tuple[str, ...]] = {}
+        """Per lane a task may be requeued to: the keys of a settle call after the dedup
+        sets, built once (`_settle_keys`)."""
         self._groups_ready = False
         self._following = anyio.Lock()
         """One `follow_promotion` at a time: the others wait, then find it followed."""
@@ -1172,21 +1175,20 @@ class TaskQueue:
         """The dedup ttl and the keys of a settle call on an entry of ``lease_lane`` that
         may requeue to ``lane``."""
         dedup, ttl = self.log.dedup_args()
-        return ttl, [
-            self.keys.tasks(lease_lane),
-            self.keys.events,
-            *dedup,
-            self.keys.ckpt,
-            self.keys.tasks(lane),
-            self.keys.delayed,
-            self.keys.parked,
-            self.keys.actions,
-            self.keys.control,
-            self.keys.fetches_started(self.consumer),
-            self.keys.identity,
-            self.keys.restored,
-            self.keys.primary,
-        ]
+        if (tail := self._settle_tails.get(lane)) is None:
+            tail = self._settle_tails[lane] = (
+                self.keys.ckpt,
+                self.keys.tasks(lane),
+                self.keys.delayed,
+                self.keys.parked,
+                self.keys.actions,
+                self.keys.control,
+                self.keys.fetches_started(self.consumer),
+                self.keys.identity,
+                self.keys.restored,
+                self.keys.primary,
+            )
+        return ttl, [self.keys.tasks(lease_lane), self.keys.events, *dedup, *tail]
 
     # --- the journal -------------------------------------------------------------------
 

@@ -786,9 +786,10 @@ POLITENESS_ACQUIRE = """
 -- With the index, it also frees slots the same holder is done with, first (a release
 -- that rides on the holder's next acquire instead of a round trip of its own): KEYS[7..]
 -- the slots key of each one's host, ARGV[8..] their tokens, in the same order.
--- Returns {0, start ms} when the slot is held, else {ms to wait, now, 1 if every slot
--- of the host is held (the wait is a poll for a release) else 0 (the wait is the delay:
--- the slot is free at its end)}; all server time.
+-- Returns {0, start ms, 0, the delay ms that applies} when the slot is taken ({0, start
+-- ms} when a retry finds it held), else {ms to wait, now, 1 if every slot of the host is
+-- held (the wait is a poll for a release) else 0 (the wait is the delay: the slot is free
+-- at its end)}; all server time.
 for i = 8, #ARGV do
   redis.call('ZREM', KEYS[i - 1], ARGV[i])
   redis.call('HDEL', KEYS[4], ARGV[i])
@@ -827,7 +828,17 @@ end
 local delay = math.max(tonumber(ARGV[3]), tonumber(redis.call('GET', KEYS[3]) or 0))
 if KEYS[5] then delay = math.max(delay, tonumber(redis.call('GET', KEYS[5]) or 0)) end
 if delay > 0 then redis.call('SET', KEYS[2], now + delay, 'PX', delay) end
-return {0, now}
+return {0, now, 0, delay}
+"""
+
+FETCH_STARTED = """
+-- Record that a task's request may go, on a slot its worker holds already (handed over
+-- from the worker's request before it, crawler._handover): what POLITENESS_ACQUIRE
+-- records with a slot it hands out, before the request goes.
+-- KEYS: the holder's fetches started (hash task id -> '': see SETTLE)
+-- ARGV: the task id
+redis.call('HSET', KEYS[1], ARGV[1], '')
+return 1
 """
 
 POLITENESS_OBSERVE = """

@@ -10,6 +10,11 @@ starts: they tell the crawl, which says it once for all of them, why a child sto
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
+from typing import NoReturn
+
 EXIT_OK = 0
 EXIT_NO = 1
 """A "no" answer: nothing is running, no job matched, a crawl ended in a state asked to fail."""
@@ -23,3 +28,21 @@ EXIT_STORE_LOST = 5
 """... when the store lost the job (``StoreLost``): the crawl says it once, and exits 2."""
 EXIT_BROKEN_PIPE = 128 + 13
 """128 + SIGPIPE: what the shell reports for ``cat`` or ``grep`` whose reader went away."""
+
+
+def exit_now(status: int) -> NoReturn:
+    """Exit with ``status`` once a crawl's (or recrawl's) summary is out, without the
+    interpreter's finalization.
+
+    That tears down every module the crawl imported (Arrow's among them) between the
+    summary and the shell's prompt, and leaves nothing to do: the children were reaped, the
+    server is a daemon, and what is buffered is flushed here (a closed pipe raises as it
+    did at the group's own flush, and is handled there).
+    """
+    from crawler.cli._bytecode import compile_in_background
+
+    compile_in_background()  # once, where Python writes none: see ``_bytecode``
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(status)

@@ -6,11 +6,10 @@ import logging
 import os
 import signal
 import socket
-import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import click
@@ -39,7 +38,7 @@ from crawler._spider import load_spider
 from crawler._urls import check_seed_url
 from crawler.cli._crawl_settings import CrawlOptions, crawl_settings
 from crawler.cli._durability_option import durability_in_force, durability_option
-from crawler.cli._exit import EXIT_ERROR
+from crawler.cli._exit import EXIT_ERROR, exit_now
 from crawler.cli._identity_options import identity_options
 from crawler.cli._lifeline import die_with_parent
 from crawler.cli._light import without_httpx_cli
@@ -297,7 +296,7 @@ def crawl_command(**params: Any) -> None:
         if forks is not None:
             forks.dismiss()
     summary, refused = said_once_if_unwritable(url, settings.data_dir, summary)
-    _exit_now(_summed_up(summary, options, refused=refused))
+    exit_now(_summed_up(summary, options, refused=refused))
 
 
 def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -> int:
@@ -338,23 +337,6 @@ def _summed_up(summary: CrawlSummary, options: CrawlOptions, *, refused: bool) -
         click.echo(f"crawlog: crawl failed: {reason} (--fail-on {fail_on})", err=True)
         return 1
     return 0
-
-
-def _exit_now(status: int) -> NoReturn:
-    """Exit with ``status`` once the summary is out, without the interpreter's finalization.
-
-    That tears down every module the crawl imported (Arrow's among them) between the
-    summary and the shell's prompt, and leaves nothing to do: the children were reaped, the
-    server is a daemon, and what is buffered is flushed here (a closed pipe raises as it
-    did at the group's own flush, and is handled there).
-    """
-    from crawler.cli._bytecode import compile_in_background
-
-    compile_in_background()  # once, where Python writes none: see ``_bytecode``
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(status)
 
 
 @click.command(

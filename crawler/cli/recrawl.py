@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -15,6 +17,7 @@ import msgspec
 from crawler._job import JobConfig, load_config
 from crawler._recrawl import revisit_tasks
 from crawler.cli._crawl_settings import CrawlSettings
+from crawler.cli._exit import exit_now
 from crawler.cli._options import concurrency_option, data_dir_option, job_option
 from crawler.cli._revisit_text import nothing_due_line, revisit_policy
 from crawler.cli._terminal import echo_line
@@ -56,6 +59,8 @@ RECRAWL_ACTOR: Final = "recrawl"
 NOT_DUE: Final = "not due"
 """Who holds, in the run's seen set, a page a ``--due`` run does not revisit."""
 _SECONDS: Final = click.FloatRange(min=0, min_open=True)
+ARCHIVE_READER: Final = "pyarrow.parquet"
+"""What the seeding reads the job's archive with: imported in a thread from the fork on."""
 
 
 @click.command(
@@ -143,6 +148,12 @@ def recrawl_command(
             concurrency=concurrency,
         )
     )
+    # The seeding reads the job's log with Arrow: imported meanwhile, beside the server's
+    # start, the job's options read and the crawl lock taken, rather than after them with
+    # the workers waiting to start. After the fork: a thread must not run across one.
+    threading.Thread(
+        target=importlib.import_module, args=(ARCHIVE_READER,), name="import-arrow", daemon=True
+    ).start()
     runs: list[int] = []
     try:
         elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
@@ -185,7 +196,8 @@ def recrawl_command(
         f"{ended} run {runs[-1] if runs else '?'} of {job} in {summary.seconds:.1f} s; "
         f"next: crawlog changes --job {job}"
     )
-    raise SystemExit(0 if summary.complete else 1)
+    # As a crawl exits: the finalization tore down Arrow and the rest after the last line.
+    exit_now(0 if summary.complete else 1)
 
 
 class _NothingDue(Exception):

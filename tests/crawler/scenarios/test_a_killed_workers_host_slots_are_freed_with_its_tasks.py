@@ -54,14 +54,16 @@ async def held_slots(redis: aioredis.Redis, keys: JobKeys, host: str) -> int:
     return int(await redis.zcard(keys.host_slots(host)))
 
 
-async def every_slot_taken_lately(redis: aioredis.Redis, keys: JobKeys, host: str) -> bool:
-    """Whether all the host's slots are held, each taken less than half a page ago: none
-    of their requests can be answered before a kill now."""
-    slots = await redis.zrange(keys.host_slots(host), 0, -1, withscores=True)
-    seconds, micros = await redis.time()
-    now_ms = seconds * 1000 + micros // 1000
-    taken = [expiry - DEFAULT_SLOT_TTL_S * 1000 for _, expiry in slots]
-    return len(taken) == DEFAULT_PER_HOST and now_ms - min(taken) < SLOW_S * 1000 / 2
+async def every_slot_in_flight(
+    redis: aioredis.Redis, keys: JobKeys, site: RunningSite, host: str
+) -> bool:
+    """Whether all the host's slots are held and the site has as many requests on their
+    way. Not told by when the slots were taken: a slot handed over from one request to
+    the next (`crawler._handover`) keeps its first take's time."""
+    return (
+        await held_slots(redis, keys, host) == DEFAULT_PER_HOST
+        and site.in_flight() == DEFAULT_PER_HOST
+    )
 
 
 async def first_after(site: RunningSite, moment: float) -> float:
@@ -83,7 +85,7 @@ async def kill_with_pages_in_flight(
     when the first of the slots it left would expire."""
     host = site.url.removeprefix("http://")
     w1 = await worker_process("w1")
-    await kill_while(w1, lambda: every_slot_taken_lately(redis, keys, host))
+    await kill_while(w1, lambda: every_slot_in_flight(redis, keys, site, host))
     killed = time.time()
     await w1.wait()
     left = await redis.zrange(keys.host_slots(host), 0, -1, withscores=True)
