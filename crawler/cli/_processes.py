@@ -49,6 +49,7 @@ from crawler._defaults import (
     is_spider_failure,
 )
 from crawler._job import JobConfig, save_config
+from crawler._loop import loop_options
 from crawler._spider import load_spider
 from crawler._start_requests import enqueue_start_requests
 from crawler._worker import enqueue_seeds
@@ -149,6 +150,7 @@ def fork_children(settings: CrawlSettings) -> Forks | None:
         # The event loop's backend, which anyio imports on its first run: every child runs
         # one, and each would import it again.
         importlib.import_module("anyio._backends._asyncio")
+    loop_options()  # imports uvloop, which every worker runs on, once for all of them
     # What every process has imported by now lives as long as it does: out of every
     # collection, a child's collector neither walks it nor copies its pages by writing to it.
     gc.freeze()

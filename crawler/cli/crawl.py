@@ -30,6 +30,7 @@ from crawler._defaults import (
     FAIL_ON_CHOICES,
 )
 from crawler._job import load_config
+from crawler._loop import loop_options, running_loop
 from crawler._offline import DEFAULT_OFFLINE_PAGES, OFFLINE_PAGES_ENV
 from crawler._politeness import Politeness
 from crawler._scope import DEFAULT_SCOPE_MODE, SCOPE_MODES
@@ -457,14 +458,20 @@ def worker_command(
                     ),
                 ),
             )
-            log.info("worker %s started on job %s (concurrency %d)", worker_name, job, concurrency)
+            log.info(
+                "worker %s started on job %s (concurrency %d, loop %s)",
+                worker_name,
+                job,
+                concurrency,
+                running_loop(),
+            )
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_stop_on_signal, worker.stop)
                 stats = await worker.run()
                 tg.cancel_scope.cancel()
             log.info("worker %s stopped: %s", worker_name, msgspec.structs.asdict(stats))
 
-    anyio.run(run)
+    anyio.run(run, backend_options=loop_options())
 
 
 async def _stop_on_signal(stop: Callable[[], object]) -> None:
