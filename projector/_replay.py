@@ -48,7 +48,7 @@ from eventlog import (
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
 from projector._columnar import COLUMNS as PLAIN_COLUMNS
-from projector._columnar import PlainTasks, fold_plain, plain_tasks
+from projector._columnar import PlainTasks, fold_plain, plain_tasks, taken, taken_in_order
 from projector._fold import apply_events, apply_marked, mark_new
 from projector._integrity import archive_problems, archived_up_to
 from projector._keystore import read_keys
@@ -410,27 +410,44 @@ def _fold_plain(
 ) -> int:
     """Fold a slice whose event ids are in the windows already: its plain tasks from the
     columns, then every other event by the Python fold, in log order."""
-    # One array each: taking rows out of a column of many chunks costs several times more.
-    stream_ids = table.column("stream_id").combine_chunks()
-    payloads = table.column("payload").combine_chunks()
-
-    def events(rows: Sequence[int] | pa.Array) -> tuple[list[str], list[AnyEvent]]:
-        ids = stream_ids.take(rows).to_pylist()
-        return ids, decoded_events(path, ids, payloads.take(rows).to_pylist())
-
+    stream_ids, payloads = table.column("stream_id"), table.column("payload")
+    # The plain tasks' enqueues, pages and dones in one take, their stream IDs only for an
+    # error's message; taken chunk by chunk (``taken``): no copy of the columns.
+    tasks = len(plain.task_ids)
+    rows = pa.array(plain.enqueued + plain.pages + plain.done, pa.int64())
+    events = decoded_events(path, _TakenIds(stream_ids, rows), taken_in_order(payloads, rows))
     fold_plain(
-        state, plain, events(plain.enqueued)[1], events(plain.pages)[1], events(plain.done)[1],
-        str(path),
-    )  # fmt: skip
+        state, plain, events[:tasks], events[tasks : 2 * tasks], events[2 * tasks :], str(path)
+    )
+    del events
     folded = table.num_rows - len(plain.rest)
     state.job.events += folded
     since = _evict_if_due(state, spill, since + folded, evict_events)
-    for at in range(0, len(plain.rest), FOLD_BATCH):
-        batch = events(plain.rest.slice(at, FOLD_BATCH))
+    rest = plain.rest.to_pylist()
+    for at in range(0, len(rest), FOLD_BATCH):
+        part = rest[at : at + FOLD_BATCH]
+        ids = taken(stream_ids, part)
+        batch = ids, decoded_events(path, ids, taken(payloads, part))
         since = _fold(state, spill, batch, since, evict_events, apply_marked)
     if table.num_rows:
         state.position = stream_ids[table.num_rows - 1].as_py()
     return since
+
+
+class _TakenIds(Sequence[str]):
+    """The stream IDs of some rows of a column, each read only if asked for (to name an
+    entry that does not decode)."""
+
+    def __init__(self, column: pa.ChunkedArray, rows: pa.Array) -> None:
+        self.column, self.rows = column, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return [self[n] for n in range(*at.indices(len(self)))]
+        return self.column[self.rows[at].as_py()].as_py()
 
 
 def _fold(
