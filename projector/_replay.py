@@ -15,6 +15,7 @@ tasks as relations of (task id, MD5 of the task's bytes) joined in DuckDB.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import tempfile
@@ -80,10 +81,11 @@ EVICT_SLICE: Final = 50_000
 POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
-COLUMNAR_REPLAY: Final = False
-"""Whether ``fold_archive`` takes the columnar fast path (``_columnar``). Off: on the 1M-task
-job it folded 96 % of the tasks and saved no measurable CPU (docs/projector.md), so the
-Python fold, which every replay has used, stays the one ``crawlog replay`` runs."""
+COLUMNAR_REPLAY: Final = True
+"""Whether ``fold_archive`` takes the columnar fast path (``_columnar``) by default: the
+1M-task job's fold in about a fifth less CPU than the Python fold before it, the regime of
+a 10M-task replay (eviction) about a tenth less (docs/projector.md, "Replay at scale");
+False folds every event in Python."""
 _task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
 
 
@@ -371,15 +373,31 @@ def fold_archive(
     state = State()
     since = 0
     columns = _PLAIN_COLUMNS if columnar else _COLUMNS
-    for path, table in _archived_slices(store, manifest, until, None, columns):
-        plain = _plain(state, spill, table) if columnar else None
-        if plain is None:
-            for _, stream_ids, payloads in _row_batches(path, table):
-                batch = stream_ids, decoded_events(path, stream_ids, payloads)
-                since = _fold(state, spill, batch, since, evict_events)
-            continue
-        since = _fold_plain(state, spill, path, table, plain, since, evict_events)
+    with _malloc_pool():
+        for path, table in _archived_slices(store, manifest, until, None, columns):
+            plain = _plain(state, spill, table) if columnar else None
+            if plain is None:
+                for _, stream_ids, payloads in _row_batches(path, table):
+                    batch = stream_ids, decoded_events(path, stream_ids, payloads)
+                    since = _fold(state, spill, batch, since, evict_events)
+                continue
+            since = _fold_plain(state, spill, path, table, plain, since, evict_events)
     return state
+
+
+@contextlib.contextmanager
+def _malloc_pool() -> Iterator[None]:
+    """Arrow's allocations made by the C library's ``malloc`` while the archive is folded
+    (Arrow's default pool, mimalloc, again after). Each segment read and taken apart is
+    hundreds of megabytes made and dropped; mimalloc gave that memory back to the kernel
+    and faulted it in again for the next segment, which cost about as much system time as
+    the fold's own CPU saved (docs/projector.md, "Replay at scale")."""
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(before)
 
 
 _PLAIN_COLUMNS: Final = (*PLAIN_COLUMNS, "payload")
