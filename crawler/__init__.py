@@ -13,28 +13,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crawler._gc import collector_paused as _collector_paused
-
-# Why: crawler/_gc.py. Paused, not frozen: the importer's own objects are not ours to
-# freeze (the command line freezes what it built, ``crawler.cli``).
-with _collector_paused():
-    from crawler._flow import Flow, FlowAborted, FlowChanged, FlowRun, FlowState, Policy
-    from crawler._links import LinkResolver, extract_links
-    from crawler._middlewares import DropRequest, OutgoingRequest
-    from crawler._pipelines import DropItem
-    from crawler._spider import (
-        Follow,
-        Item,
-        NextPage,
-        Output,
-        Response,
-        SiteSpider,
-        Spider,
-        SpiderOutputError,
-        TaskProgress,
-    )
-    from crawler._urls import BASE_PARTS, base_key, base_part, clean_href, join_href
-    from eventlog import install_lazy_importer as _install_lazy_importer
+from crawler._flow import Flow, FlowAborted, FlowChanged, FlowRun, FlowState, Policy
+from crawler._links import LinkResolver, extract_links
+from crawler._middlewares import DropRequest, OutgoingRequest
+from crawler._pipelines import DropItem
+from crawler._spider import (
+    Follow,
+    Item,
+    NextPage,
+    Output,
+    Response,
+    SiteSpider,
+    Spider,
+    SpiderOutputError,
+    TaskProgress,
+)
+from crawler._urls import BASE_PARTS, base_key, base_part, clean_href, join_href
+from eventlog import install_lazy_importer as _install_lazy_importer
 
 if TYPE_CHECKING:
     from crawler._fetch import AiohttpTransport, FetchConfig, Fetcher
