@@ -51,8 +51,13 @@ def python(code: str, *args: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
 
 
-TEST_DOWN_AFTER_MS = 1_000
-"""The Sentinels of a test's replica set call a silent primary down after this long."""
+TEST_DOWN_AFTER_MS = 3_000
+"""The Sentinels of a test's replica set call a silent primary down after this long.
+
+Not shorter: a Sentinel that has just switched to a new primary counts that primary silent
+from the switch until it first answers on a new connection; on a loaded machine (a whole
+suite on two cores) that can outlast a short down-after, and the Sentinels then call the
+new primary down and fail over again."""
 TEST_FAILOVER_TIMEOUT_MS = 3_000
 
 
