@@ -297,6 +297,8 @@ async def supervise_replica_set(
                 )
             replica_of = now if plan == "replica" else None
             await anyio.to_thread.run_sync(_launch, root, member, replica_of)
+            if replica_of is not None:
+                await anyio.to_thread.run_sync(_keep_role, member, password)
             how = f" as a replica of {replica_of[0]}:{replica_of[1]}" if replica_of else ""
             say(f"{member.name} of the replica set (port {member.port}) died; restarted it{how}")
         if now is not None and primary is not None and now != primary:
@@ -477,6 +479,23 @@ def _launch(root: Path, member: Member, replica_of: tuple[str, int] | None = Non
                 f"{_log_tail(where / LOG_FILE, None)}"
             )
         time.sleep(0.01)
+
+
+def _keep_role(member: Member, password: str | None) -> None:
+    """Write a data server's role into its config file (``CONFIG REWRITE``), as the
+    Sentinels do when they turn a server into a replica: started by `start_replica_set`
+    later, it comes back a replica, not a second primary. Best effort: the Sentinels rewrite
+    it again at their next change of its role."""
+    deadline = time.monotonic() + DEFAULT_SET_START_TIMEOUT_S
+    with _client(member.port, password) as client:
+        while True:
+            try:
+                client.config_rewrite()
+                return
+            except (redis.exceptions.RedisError, OSError):
+                if time.monotonic() >= deadline:
+                    return
+            time.sleep(0.05)
 
 
 def _client(port: int, password: str | None) -> redis.Redis:

@@ -114,6 +114,8 @@ async def test_the_killed_primary_comes_back_a_replica_and_a_failover_onto_it_lo
                 pipe.set("between", "1")
                 pipe.wait(1, WAIT_MS)
                 _, confirmed = await pipe.execute()
+            # Its config file says so too: a later start of the set starts it a replica.
+            config = (data_dir / "replicas" / primary.name / "valkey.conf").read_text()
             await fail_over_to(sentinel, primary.port, password)
             supervision.cancel_scope.cancel()
     # Its first answer: a replica of the promoted one, not a primary on its own file.
@@ -124,6 +126,7 @@ async def test_the_killed_primary_comes_back_a_replica_and_a_failover_onto_it_lo
         f"{primary.name} of the replica set (port {primary.port}) died; restarted it as a "
         f"replica of {HOST}:{replica.port}"
     ], said
+    assert f"replicaof {HOST} {replica.port}" in config.splitlines()
     assert confirmed == 1
     promoted = aioredis.Redis(host=HOST, port=primary.port, password=password)
     try:
