@@ -15,19 +15,19 @@ import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.json as pa_json
     import pyarrow.parquet as pq
 else:
-    from projector._arrow import pa, pa_json, pq
+    from projector._arrow import pa, pa_json, pc, pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, decode, stream_id_key
-from projector._arrow import compute, struct_field_options
 from projector._segment_index import (
     ARCHIVE_ROW_GROUP,
     merged_index,
@@ -187,10 +187,6 @@ def _read_lines(lines: bytes) -> pa.Table:
     )
 
 
-def _field(struct: pa.ChunkedArray, name: str) -> Any:
-    return compute("struct_field", struct, options=struct_field_options(name))
-
-
 def to_table(entries: Sequence[LogEntry]) -> pa.Table:
     """Log entries as one Arrow table of ``SCHEMA``.
 
@@ -201,9 +197,9 @@ def to_table(entries: Sequence[LogEntry]) -> pa.Table:
     parsed = _read_lines(_json.encode_lines(events))
     cursor = parsed.column("cursor")
     shared = {
-        "page": compute("coalesce", parsed.column("page"), _field(cursor, "page")),
-        "key": compute("coalesce", parsed.column("key"), _field(cursor, "last_item_key")),
-        "error": compute("coalesce", parsed.column("error"), parsed.column("last_error")),
+        "page": pc.coalesce(parsed.column("page"), pc.struct_field(cursor, "page")),
+        "key": pc.coalesce(parsed.column("key"), pc.struct_field(cursor, "last_item_key")),
+        "error": pc.coalesce(parsed.column("error"), parsed.column("last_error")),
     }
     items = [_json.encode(e.data).decode() if type(e) is ItemScraped else None for e in events]
     columns = {

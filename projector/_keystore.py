@@ -33,7 +33,6 @@ else:
     from projector._arrow import pa, pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, stream_id_key
-from projector._arrow import sorted_by
 from projector._hashset import HashSet64
 from projector._taskstore import COMPRESSION, write_store_file
 
@@ -68,8 +67,8 @@ def write_key_segment(directory: Path, keys: Iterable[str], position: str) -> Ke
     """Write ``keys`` (each once, none stored yet) sorted as a new key segment (not
     committed)."""
     # Sorted by Arrow: cheaper than Python's sort of as many strings.
-    table: pa.Table = sorted_by(
-        pa.table({"key": pa.array(list(keys), pa.string())}, schema=_key_schema()), "key"
+    table = pa.table({"key": pa.array(list(keys), pa.string())}, schema=_key_schema()).sort_by(
+        "key"
     )
     name = _name(position)
     write_store_file(directory, name, table, row_group_size=KEY_ROW_GROUP)

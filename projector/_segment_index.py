@@ -48,7 +48,6 @@ else:
     from projector._arrow import pa, pc, pq
 
 from eventlog import CrawlogError
-from projector._arrow import compute
 
 INDEX_SUFFIX = ".idx"
 INDEX_VERSION = 1
@@ -93,24 +92,22 @@ def index_keys(table: pa.Table, row_groups: Sequence[int]) -> tuple[pa.Array, li
     group = pa.concat_arrays(
         [pa.repeat(pa.scalar(g, pa.uint64()), rows) for g, rows in enumerate(row_groups)]
     )
-    tasks = compute("dictionary_encode", table.column("task_id").combine_chunks())
+    tasks = pc.dictionary_encode(table.column("task_id").combine_chunks())
     task_keys = _keys(tasks, task_key, group)
-    untasked = compute("unique", compute("filter", group, compute("is_null", tasks.indices)))
-    kind = table.column("type").combine_chunks()
-    pages = compute("coalesce", compute("equal", kind, PAGE_TYPE), pa.scalar(False))
-    url = table.column("url").combine_chunks()
-    urls = compute("dictionary_encode", compute("filter", url, pages))
-    url_keys = _keys(urls, url_key, compute("filter", group, pages))
-    keys = compute("unique", pa.concat_arrays([task_keys, url_keys]))
-    return compute("take", keys, compute("sort_indices", keys)), sorted(untasked.to_pylist())
+    untasked = pc.unique(pc.filter(group, pc.is_null(tasks.indices))).to_pylist()
+    pages = pc.equal(table.column("type").combine_chunks(), PAGE_TYPE).fill_null(False)
+    urls = pc.dictionary_encode(pc.filter(table.column("url").combine_chunks(), pages))
+    url_keys = _keys(urls, url_key, pc.filter(group, pages))
+    keys = pc.unique(pa.concat_arrays([task_keys, url_keys]))
+    return pc.take(keys, pc.sort_indices(keys)), sorted(untasked)
 
 
 def _keys(values: pa.DictionaryArray, key: Callable[[str], int], group: pa.Array) -> pa.Array:
     """``key(value) << 32 | row group`` of each non-null row of ``values``."""
     hashes = pa.array([key(v) << 32 for v in values.dictionary.to_pylist()], pa.uint64())
-    present = compute("is_valid", values.indices)
-    per_row = compute("take", hashes, compute("filter", values.indices, present))
-    return compute("bit_wise_or", per_row, compute("filter", group, present))
+    present = pc.is_valid(values.indices)
+    per_row = pc.take(hashes, pc.filter(values.indices, present))
+    return pc.bit_wise_or(per_row, pc.filter(group, present))
 
 
 def write_index(segment: Path, table: pa.Table) -> None:

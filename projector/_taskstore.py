@@ -37,7 +37,6 @@ else:
     from projector._arrow import pa, pc, pq
 
 from eventlog import CrawlogError, stream_id_key
-from projector._arrow import sorted_by
 from projector._hashset import HashSet64
 from projector._state import ABORTED, FAILED, TaskState
 
@@ -153,7 +152,7 @@ def write_task_segment(
     ``replacing``: how many may replace an older segment's row, if known."""
     # Sorted by Arrow, not by a Python key function over the rows.
     columns = {field: list(map(attrgetter(field), rows)) for field in task_schema().names}
-    table: pa.Table = sorted_by(pa.table(columns, schema=task_schema()), "task_id")
+    table = pa.table(columns, schema=task_schema()).sort_by("task_id")
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
     write_store_file(directory, name, table, row_group_size=TASK_ROW_GROUP)

@@ -112,13 +112,13 @@ PROJECTOR_PRELOAD = (
     "crawler.cli.projector",
     "projector:Projector",
     "pyarrow",
+    "pyarrow.compute",
     "pyarrow.json",
     "pyarrow.parquet",
 )
 """What a forked projector imports meanwhile: its archive (Arrow, which the projector's
 modules import only at its first use: the crawl's own process, reading its summary,
-needs none). Not ``pyarrow.compute``: a small commit calls its functions by name
-(``projector._arrow``), and a longer crawl's first use imports it."""
+needs none)."""
 
 Child = Process | Forked
 """A worker or projector: forked before the event loop, or started as a new interpreter."""
