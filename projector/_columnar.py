@@ -24,8 +24,9 @@ dropped); the claim and the items are read from the columns alone.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from eventlog import (
     AnyEvent,
@@ -160,6 +161,33 @@ def _chosen(
         keys=pc.filter(table.column("key"), pc.and_(in_plain, is_item)).to_pylist(),
         rest=pc.indices_nonzero(pc.invert(in_plain)),
     )
+
+
+def taken(column: pa.ChunkedArray, rows: Sequence[int]) -> list[Any]:
+    """The values of ``column`` at ``rows`` (ascending) as Python objects, taken chunk by
+    chunk: a take from a column of many chunks of variable-width values joins the whole
+    column into fresh memory first, and the page faults of that copy cost more (in system
+    time) than the take itself."""
+    values: list[Any] = []
+    start = at = 0
+    for chunk in column.chunks:
+        stop = start + len(chunk)
+        end = bisect_left(rows, stop, at)
+        if end > at:
+            wanted = pc.subtract(pa.array(rows[at:end], pa.int64()), start)
+            values += chunk.take(wanted).to_pylist()
+            at = end
+        start = stop
+    return values
+
+
+def taken_in_order(column: pa.ChunkedArray, rows: pa.Array) -> list[Any]:
+    """``taken`` for rows in any order: taken in ascending order, then put back in
+    ``rows``'s."""
+    order = pc.sort_indices(rows)
+    ascending = taken(column, rows.take(order).to_pylist())
+    # Where each row went in the ascending order: the inverse of the permutation ``order``.
+    return list(map(ascending.__getitem__, pc.sort_indices(order).to_pylist()))
 
 
 def fold_plain(

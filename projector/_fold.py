@@ -162,18 +162,33 @@ def mark_new(state: State, event_ids: list[str]) -> bool:
     fresh = set(event_ids)
     if len(fresh) != len(event_ids) or not fresh.isdisjoint(recent) or not fresh.isdisjoint(older):
         return False
-    # No id of the list is in either window nor twice in it: ``apply_all`` would find no
-    # repeat either, whatever window turns happen in between (an older window only ever
-    # receives ids already seen), so only where the window turns is left to reproduce.
-    at, total = 0, len(event_ids)
-    while at < total:
-        room = max(1, DEDUP_WINDOW - len(recent))
-        recent.update(event_ids[at : at + room])
-        at += room
-        if len(recent) >= DEDUP_WINDOW:
-            state.older_event_ids, state.recent_event_ids = recent, set()
-            recent = state.recent_event_ids
+    add_new_ids(state, len(event_ids), lambda start, stop: event_ids[start:stop])
     return True
+
+
+def add_new_ids(state: State, total: int, ids: Callable[[int, int], Iterable[str]]) -> None:
+    """Add ``total`` event ids, none of them a repeat (of the windows or of another of
+    them), to the windows, turning the window at the same event as ``apply_all``;
+    ``ids(start, stop)`` gives those from ``start`` to ``stop``, and is asked only for the
+    ids that stay in the windows (at most two windows' worth, the last ones).
+
+    With no repeat, ``apply_all`` would find none either, whatever window turns happen in
+    between (an older window only ever receives ids already seen), so only where the
+    window turns is left to reproduce: when the recent one is full, the first time after
+    ``room`` ids, then every ``DEDUP_WINDOW``."""
+    window = DEDUP_WINDOW
+    recent = state.recent_event_ids
+    room = max(1, window - len(recent))
+    if total < room:
+        recent.update(ids(0, total))
+        return
+    last = room + (total - room) // window * window  # where the window turns last
+    if last == room:
+        recent.update(ids(0, room))
+        older = recent
+    else:
+        older = set(ids(last - window, last))
+    state.older_event_ids, state.recent_event_ids = older, set(ids(last, total))
 
 
 def fold(entries: Iterable[LogEntry], state: State | None = None) -> State:

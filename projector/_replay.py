@@ -15,6 +15,7 @@ tasks as relations of (task id, MD5 of the task's bytes) joined in DuckDB.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import tempfile
@@ -48,7 +49,7 @@ from eventlog import (
 )
 from projector._archive import ArchiveCorrupt, read_entries, read_table
 from projector._columnar import COLUMNS as PLAIN_COLUMNS
-from projector._columnar import PlainTasks, fold_plain, plain_tasks
+from projector._columnar import PlainTasks, fold_plain, plain_tasks, taken, taken_in_order
 from projector._fold import apply_events, apply_marked, mark_new
 from projector._integrity import archive_problems, archived_up_to
 from projector._keystore import read_keys
@@ -80,10 +81,11 @@ EVICT_SLICE: Final = 50_000
 POINTER_BATCH: Final = 10_000
 """Checkpoint pointers a call of the rebuild script (``rebuild_checkpoints``)."""
 SPILL_PREFIX: Final = "crawlog-replay-"
-COLUMNAR_REPLAY: Final = False
-"""Whether ``fold_archive`` takes the columnar fast path (``_columnar``). Off: on the 1M-task
-job it folded 96 % of the tasks and saved no measurable CPU (docs/projector.md), so the
-Python fold, which every replay has used, stays the one ``crawlog replay`` runs."""
+COLUMNAR_REPLAY: Final = True
+"""Whether ``fold_archive`` takes the columnar fast path (``_columnar``) by default: the
+1M-task job's fold in about a fifth less CPU than the Python fold before it, the regime of
+a 10M-task replay (eviction) about a tenth less (docs/projector.md, "Replay at scale");
+False folds every event in Python."""
 _task_encoder: Final = msgspec.msgpack.Encoder(order="deterministic")
 
 
@@ -371,15 +373,31 @@ def fold_archive(
     state = State()
     since = 0
     columns = _PLAIN_COLUMNS if columnar else _COLUMNS
-    for path, table in _archived_slices(store, manifest, until, None, columns):
-        plain = _plain(state, spill, table) if columnar else None
-        if plain is None:
-            for _, stream_ids, payloads in _row_batches(path, table):
-                batch = stream_ids, decoded_events(path, stream_ids, payloads)
-                since = _fold(state, spill, batch, since, evict_events)
-            continue
-        since = _fold_plain(state, spill, path, table, plain, since, evict_events)
+    with _malloc_pool():
+        for path, table in _archived_slices(store, manifest, until, None, columns):
+            plain = _plain(state, spill, table) if columnar else None
+            if plain is None:
+                for _, stream_ids, payloads in _row_batches(path, table):
+                    batch = stream_ids, decoded_events(path, stream_ids, payloads)
+                    since = _fold(state, spill, batch, since, evict_events)
+                continue
+            since = _fold_plain(state, spill, path, table, plain, since, evict_events)
     return state
+
+
+@contextlib.contextmanager
+def _malloc_pool() -> Iterator[None]:
+    """Arrow's allocations made by the C library's ``malloc`` while the archive is folded
+    (Arrow's default pool, mimalloc, again after). Each segment read and taken apart is
+    hundreds of megabytes made and dropped; mimalloc gave that memory back to the kernel
+    and faulted it in again for the next segment, which cost about as much system time as
+    the fold's own CPU saved (docs/projector.md, "Replay at scale")."""
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(before)
 
 
 _PLAIN_COLUMNS: Final = (*PLAIN_COLUMNS, "payload")
@@ -410,27 +428,44 @@ def _fold_plain(
 ) -> int:
     """Fold a slice whose event ids are in the windows already: its plain tasks from the
     columns, then every other event by the Python fold, in log order."""
-    # One array each: taking rows out of a column of many chunks costs several times more.
-    stream_ids = table.column("stream_id").combine_chunks()
-    payloads = table.column("payload").combine_chunks()
-
-    def events(rows: Sequence[int] | pa.Array) -> tuple[list[str], list[AnyEvent]]:
-        ids = stream_ids.take(rows).to_pylist()
-        return ids, decoded_events(path, ids, payloads.take(rows).to_pylist())
-
+    stream_ids, payloads = table.column("stream_id"), table.column("payload")
+    # The plain tasks' enqueues, pages and dones in one take, their stream IDs only for an
+    # error's message; taken chunk by chunk (``taken``): no copy of the columns.
+    tasks = len(plain.task_ids)
+    rows = pa.array(plain.enqueued + plain.pages + plain.done, pa.int64())
+    events = decoded_events(path, _TakenIds(stream_ids, rows), taken_in_order(payloads, rows))
     fold_plain(
-        state, plain, events(plain.enqueued)[1], events(plain.pages)[1], events(plain.done)[1],
-        str(path),
-    )  # fmt: skip
+        state, plain, events[:tasks], events[tasks : 2 * tasks], events[2 * tasks :], str(path)
+    )
+    del events
     folded = table.num_rows - len(plain.rest)
     state.job.events += folded
     since = _evict_if_due(state, spill, since + folded, evict_events)
-    for at in range(0, len(plain.rest), FOLD_BATCH):
-        batch = events(plain.rest.slice(at, FOLD_BATCH))
+    rest = plain.rest.to_pylist()
+    for at in range(0, len(rest), FOLD_BATCH):
+        part = rest[at : at + FOLD_BATCH]
+        ids = taken(stream_ids, part)
+        batch = ids, decoded_events(path, ids, taken(payloads, part))
         since = _fold(state, spill, batch, since, evict_events, apply_marked)
     if table.num_rows:
         state.position = stream_ids[table.num_rows - 1].as_py()
     return since
+
+
+class _TakenIds(Sequence[str]):
+    """The stream IDs of some rows of a column, each read only if asked for (to name an
+    entry that does not decode)."""
+
+    def __init__(self, column: pa.ChunkedArray, rows: pa.Array) -> None:
+        self.column, self.rows = column, rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, at: Any) -> Any:
+        if isinstance(at, slice):
+            return [self[n] for n in range(*at.indices(len(self)))]
+        return self.column[self.rows[at].as_py()].as_py()
 
 
 def _fold(
