@@ -3,7 +3,9 @@
 Every page the site serves with 200 carries an ``ETag`` (a hash of its body) and a
 ``Last-Modified`` (when the site started, or when the page was last edited), and answers a
 request whose ``If-None-Match`` names that tag (or, without one, whose ``If-Modified-Since``
-is not older) with ``304 Not Modified`` and no body, as a real server does.
+is not older) with ``304 Not Modified`` and no body, as a real server does: from the
+validators it keeps of each page it served (`Revisions.not_modified`), without rendering the
+page again, until a mutation edits the site.
 
 `Revisions.mutate` edits some item pages (their body gets a revision mark, so their tag and
 date change) and deletes others (404 from then on): what a recrawl must find changed and
@@ -53,6 +55,9 @@ class Revisions:
         self._edited_at: dict[str, int] = {}
         self._deleted: set[str] = set()
         self._links: dict[str, str] = {}  # an edited page -> the page its edit added
+        # A page served with 200 -> its ETag, its date and its 304: what a conditional
+        # request of it is answered from while the site is not edited.
+        self._kept: dict[str, tuple[str, int, Page]] = {}
 
     def mutate(self, changed: int, deleted: int, seed: int, added: int = 0) -> Mutation:
         """Edit ``changed`` item pages and delete ``deleted`` others, chosen by ``seed``
@@ -66,6 +71,7 @@ class Revisions:
             self._revision[path] = self._revision.get(path, 0) + 1
             self._edited_at[path] = at
         self._deleted.update(gone)
+        self._kept.clear()
         fresh = []
         for path in edits[:added]:
             page = f"{ADDED_PREFIX}{path.rsplit('/', 1)[-1]}-{self._revision[path]}"
@@ -85,6 +91,15 @@ class Revisions:
             number("changed"), number("deleted"), number("seed"), added=number("added")
         )
         return Page(200, msgspec.json.encode(done), "application/json")
+
+    def not_modified(self, path: str, headers: dict[str, str]) -> Page | None:
+        """The 304 for a conditional request of a page served since the last mutation whose
+        validators still hold, from those it kept (the page is not rendered); None: render
+        the page and `serve` it."""
+        if (kept := self._kept.get(path)) is None:
+            return None
+        etag, modified_at, answer = kept
+        return answer if _not_modified(headers, etag, modified_at) else None
 
     def serve(self, path: str, page: Page, headers: dict[str, str]) -> Page:
         """``page`` as the site serves it now: deleted, edited, or as generated, with its
@@ -106,10 +121,12 @@ class Revisions:
         if (link := self._links.get(path)) is not None:
             body += f'<p><a href="{link}">new</a></p>\n'.encode()
         etag = f'"{zlib.crc32(body):08x}-{len(body):x}"'
-        modified = formatdate(self._edited_at.get(path, self._born), usegmt=True)
-        validators = (("ETag", etag), ("Last-Modified", modified))
-        if _not_modified(headers, etag, self._edited_at.get(path, self._born)):
-            return Page(NOT_MODIFIED, b"", page.content_type, validators)
+        modified_at = self._edited_at.get(path, self._born)
+        validators = (("ETag", etag), ("Last-Modified", formatdate(modified_at, usegmt=True)))
+        not_modified = Page(NOT_MODIFIED, b"", page.content_type, validators)
+        self._kept[path] = (etag, modified_at, not_modified)
+        if _not_modified(headers, etag, modified_at):
+            return not_modified
         return Page(page.status, body, page.content_type, page.headers + validators)
 
 
