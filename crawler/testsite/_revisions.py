@@ -35,6 +35,9 @@ ADDED_PREFIX: Final = "/fresh/"
 OK: Final = 200
 NOT_MODIFIED: Final = 304
 GONE_STATUS: Final = 404
+KEPT_VALIDATORS_MAX: Final = 1_000_000
+"""Pages whose validators the site keeps at most (a few hundred bytes each): the pages
+served after these are rendered again to answer a conditional request."""
 
 
 class Mutation(msgspec.Struct, frozen=True):
@@ -55,9 +58,10 @@ class Revisions:
         self._edited_at: dict[str, int] = {}
         self._deleted: set[str] = set()
         self._links: dict[str, str] = {}  # an edited page -> the page its edit added
-        # A page served with 200 -> its ETag, its date and its 304: what a conditional
-        # request of it is answered from while the site is not edited.
-        self._kept: dict[str, tuple[str, int, Page]] = {}
+        # A page served with 200 -> its ETag and content type: what a conditional request
+        # of it is answered from while the site is not edited.
+        self._kept: dict[str, tuple[str, str]] = {}
+        self._dates: dict[int, str] = {}  # a Last-Modified second -> its header value
 
     def mutate(self, changed: int, deleted: int, seed: int, added: int = 0) -> Mutation:
         """Edit ``changed`` item pages and delete ``deleted`` others, chosen by ``seed``
@@ -98,8 +102,11 @@ class Revisions:
         the page and `serve` it."""
         if (kept := self._kept.get(path)) is None:
             return None
-        etag, modified_at, answer = kept
-        return answer if _not_modified(headers, etag, modified_at) else None
+        etag, content_type = kept
+        modified_at = self._edited_at.get(path, self._born)
+        if not _not_modified(headers, etag, modified_at):
+            return None
+        return Page(NOT_MODIFIED, b"", content_type, self._validators(etag, modified_at))
 
     def serve(self, path: str, page: Page, headers: dict[str, str]) -> Page:
         """``page`` as the site serves it now: deleted, edited, or as generated, with its
@@ -122,12 +129,17 @@ class Revisions:
             body += f'<p><a href="{link}">new</a></p>\n'.encode()
         etag = f'"{zlib.crc32(body):08x}-{len(body):x}"'
         modified_at = self._edited_at.get(path, self._born)
-        validators = (("ETag", etag), ("Last-Modified", formatdate(modified_at, usegmt=True)))
-        not_modified = Page(NOT_MODIFIED, b"", page.content_type, validators)
-        self._kept[path] = (etag, modified_at, not_modified)
+        validators = self._validators(etag, modified_at)
+        if len(self._kept) < KEPT_VALIDATORS_MAX:
+            self._kept[path] = (etag, page.content_type)
         if _not_modified(headers, etag, modified_at):
-            return not_modified
+            return Page(NOT_MODIFIED, b"", page.content_type, validators)
         return Page(page.status, body, page.content_type, page.headers + validators)
+
+    def _validators(self, etag: str, modified_at: int) -> tuple[tuple[str, str], ...]:
+        if (date := self._dates.get(modified_at)) is None:
+            date = self._dates[modified_at] = formatdate(modified_at, usegmt=True)
+        return (("ETag", etag), ("Last-Modified", date))
 
 
 def _not_modified(headers: dict[str, str], etag: str, modified_at: int) -> bool:
