@@ -44,7 +44,7 @@ from eventlog._exceptions import (
     StoreLost,
 )
 from eventlog._memory import out_of_memory_advice, require_noeviction
-from eventlog._sentinel import SENTINEL_SCHEME, sentinel_client
+from eventlog._sentinel import SENTINEL_SCHEME, left_behind, sentinel_client
 
 log = logging.getLogger(__name__)
 
@@ -398,7 +398,8 @@ class ScriptCaller:
     and errors as redis-py raises them. A connection whose call was cut short (cancelled,
     timed out, lost) may have a reply on its way that nobody will read: it is closed and
     goes back to the pool, which opens it again when it next serves; one that gave a reply
-    or an error reply is kept.
+    or an error reply is kept. A kept connection to a primary its pool has since seen
+    replaced by a failover is closed before it serves again (`_sentinel.left_behind`).
     """
 
     __slots__ = ("_client", "_idle")
@@ -413,6 +414,8 @@ class ScriptCaller:
         pool = self._client.connection_pool
         conn = idle.pop() if idle else await _take(pool)
         try:
+            if left_behind(conn, pool):
+                await conn.disconnect()  # its reconnect asks the Sentinels
             reply = await conn.retry.call_with_retry(
                 lambda: _evalsha(conn, script, keys, args),
                 lambda error: conn.disconnect(error=error),

@@ -114,10 +114,11 @@ class ProjectorLease:
         is another's now."""
         self.check()
         keys = [self.keys.projector_lease, self.keys.projector, self.keys.identity]
-        args: list[str | bytes | int] = [self.value, self.ttl_ms, self.published, self.epoch]
+        sent = self.epoch
+        args: list[str | bytes | int] = [self.value, self.ttl_ms, self.published, sent]
         with redis_errors("renewing the projector's lease"):
             held = int(await self._renew(keys=keys, args=args))
-            if held < 0 and await self._follows_promotion():
+            if held < 0 and await self._follows_promotion(sent):
                 args[3] = self.epoch
                 held = int(await self._renew(keys=keys, args=args))
         if held < 0:
@@ -147,12 +148,13 @@ class ProjectorLease:
             self.keys.projector_committer,
             self.keys.identity,
         ]
+        sent = self.epoch
         args: list[str | bytes | int] = [
-            self.value, self.ttl_ms, position, minid or "", self.epoch,
+            self.value, self.ttl_ms, position, minid or "", sent,
         ]  # fmt: skip
         with redis_errors("publishing the projector position"):
             (reply,) = await script_pipeline(self.redis, [(self._publish, keys, args)])
-            if int(reply[0]) < 0 and await self._follows_promotion():
+            if int(reply[0]) < 0 and await self._follows_promotion(sent):
                 args[4] = self.epoch
                 (reply,) = await script_pipeline(self.redis, [(self._publish, keys, args)])
         held, trimmed = int(reply[0]), int(reply[1])
@@ -164,11 +166,20 @@ class ProjectorLease:
         self.published = position
         return trimmed
 
-    async def _follows_promotion(self) -> bool:
-        """Whether the job's epoch moved on by Sentinel promotions only (`eventlog._failover`):
-        then the lease, which the promoted replica holds, goes on in the new epoch."""
+    async def _follows_promotion(self, sent: int) -> bool:
+        """Whether the job's epoch moved on from ``sent`` (the epoch of the call it refused)
+        by Sentinel promotions only (`eventlog._failover`): then the lease, which the
+        promoted replica holds, goes on in the new epoch.
+
+        A renewal and a publish run side by side, and both are refused after a promotion:
+        the first to come back follows it, and the other finds the holder's epoch already
+        moved on from the one it sent. It is sent again in the holder's epoch, not taken
+        for a store that lost the job (the store's epoch is no newer than the holder's: a
+        crawl through a failover stopped on that)."""
         if not self.epoch:
             return False
+        if self.epoch != sent:
+            return True
         facts = await primary_facts(self.redis, self.keys)
         if facts.epoch > self.epoch and may_follow(self.epoch, facts.epoch, facts.failovers):
             self.epoch = facts.epoch

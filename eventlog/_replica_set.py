@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.to_thread
@@ -230,6 +230,33 @@ def primary_of(data_dir: str | os.PathLike[str]) -> tuple[str, int] | None:
     return _ask_sentinels(members, password)
 
 
+RestartPlan = Literal["wait", "replica", "as configured"]
+"""How the supervisor restarts a dead member: not yet, as the replica of the primary the
+Sentinels name, or as its config file says."""
+
+
+def restart_plan(
+    member: Member, primary: tuple[str, int] | None, *, data_running: bool
+) -> RestartPlan:
+    """How to restart ``member``, dead, while the Sentinels name ``primary`` (None: none
+    answers, or they agree on none) and ``data_running`` says whether a data server runs.
+
+    A dead primary waits for the promotion of its replica: restarted at once on its own
+    append-only file it would come back without what it had not fsynced yet, and its
+    replica would copy that loss. A data server restarted while another is the primary
+    comes back as that primary's replica from its first moment: on its config file alone
+    an old primary would come back a primary, on its own stale data, until the Sentinels
+    next look at it and turn it into a replica; a second failover meanwhile (the new
+    primary called down on a loaded machine) promotes it, stale data and all, and the
+    replica it takes over syncs from it: what was written since the first failover is gone.
+    """
+    if member.sentinel:
+        return "as configured"
+    if primary == (HOST, member.port):
+        return "wait" if data_running else "as configured"
+    return "as configured" if primary is None else "replica"
+
+
 async def supervise_replica_set(
     data_dir: str | os.PathLike[str],
     say: Callable[[str], None],
@@ -240,8 +267,8 @@ async def supervise_replica_set(
     moves; runs until cancelled.
 
     A dead primary is restarted only once the Sentinels have promoted its replica (unless
-    that replica is dead too); it comes back on its append-only file and the Sentinels
-    turn it into the new primary's replica (its data is replaced by the new primary's).
+    that replica is dead too), and then as the new primary's replica (`restart_plan`): its
+    data is replaced by the new primary's.
     ``ServerError`` if the set is stopped (`stop_replica_set`) while this runs.
     """
     root = replicas_dir(data_dir)
@@ -255,17 +282,12 @@ async def supervise_replica_set(
         await anyio.sleep(every_s)
         now = await anyio.to_thread.run_sync(_ask_sentinels, members, password)
         running = {m.name for m in members if _member_pid(root, m) is not None}
+        data_running = any(m.name in running for m in members if not m.sentinel)
         for member in members:
             if member.name in running:
                 continue
-            if (
-                not member.sentinel
-                and now == (HOST, member.port)
-                and any(m.name in running for m in members if not m.sentinel)
-            ):
-                # The dead primary waits for the promotion of its replica: restarted at once
-                # on its own append-only file it would come back without what it had not
-                # fsynced yet, and its replica would copy that loss.
+            plan = restart_plan(member, now, data_running=data_running)
+            if plan == "wait":
                 continue
             if not (root / member.name / PID_FILE).exists():
                 raise ServerError(
@@ -273,9 +295,12 @@ async def supervise_replica_set(
                     "server stop`?) while the crawl ran: start it again with `crawlog server "
                     "start --replica`, then run the same command again to resume"
                 )
-            await anyio.to_thread.run_sync(_launch, root, member)
-            role = "Sentinel" if member.sentinel else "as a replica of the new primary"
-            say(f"{member.name} of the replica set (port {member.port}) died; restarted it {role}")
+            replica_of = now if plan == "replica" else None
+            await anyio.to_thread.run_sync(_launch, root, member, replica_of)
+            if replica_of is not None:
+                await anyio.to_thread.run_sync(_keep_role, member, password)
+            how = f" as a replica of {replica_of[0]}:{replica_of[1]}" if replica_of else ""
+            say(f"{member.name} of the replica set (port {member.port}) died; restarted it{how}")
         if now is not None and primary is not None and now != primary:
             say(failover_line(primary, now))
         if now is not None:
@@ -414,11 +439,14 @@ def _member_pid(root: Path, member: Member) -> int | None:
     return pid if ours and Path(cwd) == (root / member.name).resolve() else None
 
 
-def _launch(root: Path, member: Member) -> None:
+def _launch(root: Path, member: Member, replica_of: tuple[str, int] | None = None) -> None:
     where = root / member.name
     command = [valkey_binary(), str(where / "valkey.conf")]
     if member.sentinel:
         command.append("--sentinel")
+    if replica_of is not None:
+        # After the config file: it wins over a ``replicaof`` there (or the lack of one).
+        command += ["--replicaof", replica_of[0], str(replica_of[1])]
     with contextlib.suppress(FileNotFoundError):
         (where / PID_FILE).unlink()  # stale: the daemon writes a new one
     try:
@@ -451,6 +479,23 @@ def _launch(root: Path, member: Member) -> None:
                 f"{_log_tail(where / LOG_FILE, None)}"
             )
         time.sleep(0.01)
+
+
+def _keep_role(member: Member, password: str | None) -> None:
+    """Write a data server's role into its config file (``CONFIG REWRITE``), as the
+    Sentinels do when they turn a server into a replica: started by `start_replica_set`
+    later, it comes back a replica, not a second primary. Best effort: the Sentinels rewrite
+    it again at their next change of its role."""
+    deadline = time.monotonic() + DEFAULT_SET_START_TIMEOUT_S
+    with _client(member.port, password) as client:
+        while True:
+            try:
+                client.config_rewrite()
+                return
+            except (redis.exceptions.RedisError, OSError):
+                if time.monotonic() >= deadline:
+                    return
+            time.sleep(0.05)
 
 
 def _client(port: int, password: str | None) -> redis.Redis:

@@ -115,6 +115,22 @@ class FollowingConnection(SentinelManagedConnection):
         await super()._connect()  # type: ignore[no-untyped-call]
 
 
+def left_behind(connection: Any, pool: Any) -> bool:
+    """Whether ``connection`` is still connected to a primary its pool has since learned
+    (from the Sentinels, on another connection's connect) is no longer the one.
+
+    redis-py drops such connections only while they idle in the pool; one a caller keeps
+    out of it (`eventlog._connection.ScriptCaller`) would go on writing to the old primary,
+    still up after a failover that did not kill it (the Sentinels turn it into a replica
+    only when they next look at it), and what it wrote there would be lost."""
+    address = getattr(pool, "master_address", None)
+    return (
+        address is not None
+        and connection.is_connected
+        and (connection.host, connection.port) != address
+    )
+
+
 class _ReloadingScript(AsyncScript):
     """A script that is loaded again as often as it meets NOSCRIPT, not once: redis-py's
     own reload (``SCRIPT LOAD``, then ``EVALSHA``) can land on two servers when a failover

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import sys
 from collections.abc import Iterator
@@ -50,8 +51,13 @@ def python(code: str, *args: str) -> list[str]:
     return [sys.executable, "-c", code, *args]
 
 
-TEST_DOWN_AFTER_MS = 1_000
-"""The Sentinels of a test's replica set call a silent primary down after this long."""
+TEST_DOWN_AFTER_MS = 3_000
+"""The Sentinels of a test's replica set call a silent primary down after this long.
+
+Not shorter: a Sentinel that has just switched to a new primary counts that primary silent
+from the switch until it first answers on a new connection; on a loaded machine (a whole
+suite on two cores) that can outlast a short down-after, and the Sentinels then call the
+new primary down and fail over again."""
 TEST_FAILOVER_TIMEOUT_MS = 3_000
 
 
@@ -65,3 +71,28 @@ def stop_or_kill_replica_set(directory: Path) -> None:
             pid = int(pidfile.read_text())
             os.kill(pid, signal.SIGKILL)
             _wait_gone(pid, 5)
+
+
+_MEMBER_EVENTS = re.compile(
+    r"[+-](s|o)down|switch-master|elected-leader|selected-slave|promoted-slave|failover-end"
+    r"|failover-abort|convert-to-slave|tilt|PRIMARY MODE|REPLICAOF|Ready to accept"
+    r"|Full resync|Partial resync|Flushing old data|Finished with success|Connection with"
+)
+_LOG_TIME = re.compile(r":(\w) \d\d \w{3} \d{4} (\d\d:\d\d:\d\d\.\d{3})")
+"""A member's log line: its role then (M primary, S replica, X Sentinel) and the time."""
+
+
+def replica_set_story(directory: Path) -> str:
+    """What the members of the replica set of ``directory`` logged of down calls,
+    promotions and role changes, in time order: for the message of a failover test that
+    failed, so a failure on a loaded machine explains itself."""
+    found: list[tuple[str, str]] = []
+    for log in sorted((directory / "replicas").glob("*/valkey.log")):
+        with contextlib.suppress(OSError):
+            for line in log.read_text(errors="replace").splitlines():
+                when = _LOG_TIME.search(line)
+                if when and _MEMBER_EVENTS.search(line):
+                    event = line[when.end() :].strip()
+                    found.append((when[2], f"{log.parent.name} ({when[1]}): {event}"))
+    found.sort(key=lambda pair: pair[0])
+    return "\n".join(["the replica set's members logged:", *(f"{t} {e}" for t, e in found)])

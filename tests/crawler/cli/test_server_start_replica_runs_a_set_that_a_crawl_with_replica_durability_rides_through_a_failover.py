@@ -31,6 +31,7 @@ from tests.crawler.conftest import ROOT
 from tests.server_helpers import (
     TEST_DOWN_AFTER_MS,
     clean_env,
+    replica_set_story,
     server_dir,
     stop_or_kill_replica_set,
 )
@@ -97,19 +98,21 @@ async def test_a_crawl_with_replica_durability_finishes_through_a_failover(
         output = b"".join(printed).decode()
         reachable = {u.removeprefix(site.url) for u in site.reachable}
         served = {r.path for r in site.requests}
-    assert code == 0, output
+    # The crawl's output, then what the set's members logged: a failure explains itself.
+    told = f"{output}\n{replica_set_story(data_dir)}"
+    assert code == 0, told
     assert fetched_at_kill < len(reachable)
-    assert reachable <= served
+    assert reachable <= served, told
     failovers = [line for line in output.splitlines() if line.startswith("failover: ")]
     # One line a promotion; on a busy machine the Sentinels may also fail back.
-    assert failovers and len(set(failovers)) == len(failovers), output
-    assert "finished ha" in output, output
+    assert failovers and len(set(failovers)) == len(failovers), told
+    assert "finished ha" in output, told
     # The promotion raised the job's epoch, and only promotions did: everyone followed.
     async with connect(replica_set_url(data_dir) or "") as client:
         identity = await read_identity(client, JobKeys("ha"))
         facts = await primary_facts(client, JobKeys("ha"))
-    assert identity is not None and identity.epoch >= 2
-    assert set(facts.failovers) == set(range(2, identity.epoch + 1))
+    assert identity is not None and identity.epoch >= 2, told
+    assert set(facts.failovers) == set(range(2, identity.epoch + 1)), told
 
     stopped = crawlog("server", "stop", "--data-dir", data_dir)
     assert stopped.returncode == 0 and "stopped the replica set" in stopped.stdout

@@ -48,6 +48,7 @@ from eventlog import (
 )
 from tests.crawler.spiders import ListingSpider
 from tests.eventlog.helpers import RecordingObserver
+from tests.server_helpers import replica_set_story
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(270)]
 
@@ -115,6 +116,8 @@ class Outcome(msgspec.Struct, kw_only=True):
     listings: set[str]
     fetched_at_kill: int
     refetched_in_log: int
+    story: str
+    """What the set's members logged (`replica_set_story`): for a failing assertion."""
 
 
 async def crawl_through_a_failover(
@@ -217,6 +220,7 @@ async def crawl_through_a_failover(
         listings=listings,
         fetched_at_kill=fetched_at_kill,
         refetched_in_log=sum(n - 1 for n in pages.values()),
+        story=replica_set_story(data_dir),
     )
 
 
@@ -224,16 +228,18 @@ async def test_the_crawl_follows_the_promoted_replica_and_keeps_every_acknowledg
     replica_set: ReplicaSetInfo,
 ) -> None:
     outcome = await crawl_through_a_failover(replica_set, "replica")
-    assert outcome.fetched_at_kill < len(outcome.listings)  # the kill really was mid-crawl
-    assert outcome.listings <= set(outcome.served)
+    # The kill really was mid-crawl.
+    assert outcome.fetched_at_kill < len(outcome.listings), outcome.story
+    assert outcome.listings <= set(outcome.served), outcome.story
     failovers = [line for line in outcome.said if line.startswith("failover: ")]
-    assert failovers, outcome.said
+    assert failovers, (outcome.said, outcome.story)
     assert outcome.watched[:1] == failovers[:1]
-    assert outcome.acknowledged  # the site's listings are paginated: tasks checkpoint
-    assert [i for i in outcome.acknowledged if i not in outcome.logged] == []
+    # The site's listings are paginated: tasks checkpoint.
+    assert outcome.acknowledged, outcome.story
+    assert [i for i in outcome.acknowledged if i not in outcome.logged] == [], outcome.story
     twice = [path for path, n in outcome.served.items() if n > 1]
-    assert len(twice) <= WORKERS * CONCURRENCY, twice
-    assert outcome.refetched_in_log <= WORKERS * CONCURRENCY
+    assert len(twice) <= WORKERS * CONCURRENCY, (twice, outcome.story)
+    assert outcome.refetched_in_log <= WORKERS * CONCURRENCY, outcome.story
 
 
 async def test_with_local_durability_and_no_journal_the_same_failover_loses_checkpoints(
@@ -242,22 +248,22 @@ async def test_with_local_durability_and_no_journal_the_same_failover_loses_chec
     # What `replica` and the journals are for: the primary acknowledged them, the promoted
     # replica never had them (docs/operating.md, "Durability and failover").
     outcome = await crawl_through_a_failover(replica_set, "local")
-    assert outcome.listings <= set(outcome.served)
-    assert [i for i in outcome.acknowledged if i not in outcome.logged] != []
+    assert outcome.listings <= set(outcome.served), outcome.story
+    assert [i for i in outcome.acknowledged if i not in outcome.logged] != [], outcome.story
 
 
 async def test_with_local_durability_the_journals_give_back_what_the_new_primary_lacks(
     replica_set: ReplicaSetInfo,
 ) -> None:
     outcome = await crawl_through_a_failover(replica_set, "local", journals=True)
-    assert outcome.fetched_at_kill < len(outcome.listings)
-    assert outcome.listings <= set(outcome.served)
-    assert outcome.written  # checkpoints, pages and items the workers were told of
-    assert [i for i in outcome.written if i not in outcome.logged] == []
-    assert outcome.repeated == []  # each given back once
+    assert outcome.fetched_at_kill < len(outcome.listings), outcome.story
+    assert outcome.listings <= set(outcome.served), outcome.story
+    assert outcome.written, outcome.story  # checkpoints, pages and items the workers were told of
+    assert [i for i in outcome.written if i not in outcome.logged] == [], outcome.story
+    assert outcome.repeated == [], outcome.story  # each given back once
     # One promotion, one raise, whichever worker noticed it first.
-    assert outcome.epoch == 2
-    assert list(outcome.failovers) == [2]
+    assert outcome.epoch == 2, outcome.story
+    assert list(outcome.failovers) == [2], outcome.story
     twice = [path for path, n in outcome.served.items() if n > 1]
-    assert len(twice) <= WORKERS * CONCURRENCY, twice
-    assert outcome.refetched_in_log <= WORKERS * CONCURRENCY
+    assert len(twice) <= WORKERS * CONCURRENCY, (twice, outcome.story)
+    assert outcome.refetched_in_log <= WORKERS * CONCURRENCY, outcome.story
