@@ -23,10 +23,11 @@ import errno
 import functools
 import itertools
 import os
+import re
 import socket
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from http.client import HTTPResponse
 from http.cookiejar import CookieJar
 from types import TracebackType
@@ -38,6 +39,7 @@ import anyio
 import certifi
 import httpx
 import msgspec
+import yarl
 
 from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX, AddressRefused
 from crawler._aiohttp import aiohttp
@@ -118,6 +120,14 @@ _CA_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 _MAX_CAUSES = 8
 """How far down an exception's causes a connect error's reason is looked for."""
 _HEADER_NAMES = {name.encode(): name for name in KEPT_HEADERS}
+_CONTENT_ENCODING = "Content-Encoding"
+_PLAIN_URL = re.compile(
+    r"https?://[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]{1,5})?"
+    r"(?:[/?#](?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)?"
+)
+"""A URL that httpx and yarl read alike, neither re-encoding nor normalizing any of it (no
+dot segment either: ``"/." not in url``); yarl alone parses it for the request. Any other
+goes through httpx first, as every URL did when requests were httpx's."""
 _MAX_SITES_REMEMBERED = 65_536
 """Sites whose proxy the transport keeps at hand (past that it starts afresh)."""
 
@@ -159,7 +169,9 @@ class Fetcher:
         self._client: httpx.AsyncClient | None = None
         self._transport: AiohttpTransport | None = None
         self._headers = httpx.Headers()
+        self._header_items: list[tuple[str, str]] = []
         self._extensions: dict[str, Any] = {}
+        self._timeout: aiohttp.ClientTimeout | None = None
         self._too_large = too_large(self.config.max_response_bytes)
         # Built here, not on entry: the worker builds its fetcher in a thread, where reading
         # a CA bundle the environment names does not hold up the event loop (certifi's is
@@ -203,7 +215,9 @@ class Fetcher:
         )
         # Built once: each request reuses them rather than merging the client's defaults.
         self._headers = httpx.Headers(self._client.headers)
+        self._header_items = self._headers.multi_items()
         self._extensions = {"timeout": timeout.as_dict()}
+        self._timeout = _client_timeout(timeout.as_dict())
         return self
 
     async def __aexit__(
@@ -252,60 +266,45 @@ class Fetcher:
         if transport is None:
             raise RuntimeError("Fetcher.fetch called outside `async with Fetcher(...)`")
         started = time.perf_counter()
-        sent = self._headers
+        sent, items = self._headers, self._header_items
         if headers:
             sent = httpx.Headers(self._headers)
             sent.update(headers)
-        try:
-            request = httpx.Request(
-                method, url, headers=sent, content=body or None, extensions=self._extensions
-            )
-        except httpx.InvalidURL:
+            items = sent.multi_items()
+        target = _target(url)
+        if target is None:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
-        if request.url.scheme not in HTTP_SCHEMES or not request.url.host:
-            return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
-        chain = _Chain(url, started, sent)
+        chain = _Chain(url, started, sent, items)
         if max_redirects is not None:
             chain.max_redirects = max_redirects
         if keep_bytes is not None:
             chain.keep_bytes = keep_bytes
+        hop = _Hop(method.upper(), url, target, body or None)
         with anyio.move_on_after(self.config.total_timeout_s):
-            return await self._follow(transport, chain, request, redirect_allowed, claim_target)
+            return await self._follow(transport, chain, hop, redirect_allowed, claim_target)
         return self._result(chain, NO_RESPONSE, {}, b"", ERROR_TIMEOUT)
 
     async def _follow(
         self,
         transport: AiohttpTransport,
         chain: _Chain,
-        request: httpx.Request,
+        hop: _Hop,
         redirect_allowed: Callable[[str], bool] | None,
         claim_target: Callable[[str], Awaitable[bool]] | None,
     ) -> FetchResult:
-        """Send ``request`` and the redirects that follow it, until a response that is not
-        a redirect, or a redirect that is not followed."""
+        """Send ``hop`` and the redirects that follow it, until a response that is not a
+        redirect, or a redirect that is not followed."""
         seen: set[str] | None = None
-        cookies = self.cookies
         while True:
             try:
-                if cookies is not None:
-                    await cookies.add_to(request)
-                # Straight to the transport: the client's layers (auth flow, redirects, its
-                # cookie jar, timers, a log line) do nothing a fetch here needs.
-                response = await transport.handle_async_request(request)
-                try:
-                    if cookies is not None:
-                        await cookies.keep_from(response)
-                    status = response.status_code
-                    headers = _kept_headers(response.headers)
-                    raw = response.headers.raw
-                    # A redirect's body is read too, so that its connection can be reused.
-                    body = await self._read(response, chain)
-                finally:
-                    await response.aclose()
+                if self.cookies is None:
+                    status, headers, raw, body = await self._exchange(transport, chain, hop)
+                else:
+                    exchange = self._exchange_with_cookies(transport, chain, hop, self.cookies)
+                    status, headers, raw, body = await exchange
             except httpx.InvalidURL:
-                # Only a redirect gets here (the URL asked for was checked before sending):
-                # httpx builds the next request of every redirect, even one it does not
-                # follow, and refuses a Location such as "javascript:..." or "mailto:...".
+                # Only a redirect's can get here (the URL asked for was checked before
+                # sending): httpx refuses it as the cookies' request is built.
                 return self._result(chain, NO_RESPONSE, {}, b"", ERROR_INVALID_REDIRECT)
             except httpx.RequestError as exc:
                 return self._result(chain, NO_RESPONSE, {}, b"", _reason(exc))
@@ -317,7 +316,7 @@ class Fetcher:
                 if chain.truncated:
                     return msgspec.structs.replace(result, truncated=True)
                 return result
-            target = _resolve(request.url, location)
+            target = _resolve(httpx.URL(hop.url), location)
             if target is None:
                 return self._result(chain, status, headers, b"", ERROR_INVALID_REDIRECT, raw)
             headers["location"] = target
@@ -327,17 +326,60 @@ class Fetcher:
             error = self._refusal(key in seen, chain, target, redirect_allowed)
             if error is not None:
                 return self._result(chain, status, headers, b"", error, raw)
-            request = _redirected(chain, request, status, target)
+            hop = _redirected(chain, hop, status, target)
             # A task's own URL is a GET's: a redirect that repeats a POST is this fetch's.
-            if (
-                claim_target is not None
-                and request.method == _GET
-                and not await claim_target(target)
-            ):
+            if claim_target is not None and hop.method == _GET and not await claim_target(target):
                 stop = self._result(chain, status, headers, b"", None, raw)
                 return msgspec.structs.replace(stop, parseable=False, handed_over=True)
             seen.add(key)
             chain.redirects.append(target)
+
+    async def _exchange(self, transport: AiohttpTransport, chain: _Chain, hop: _Hop) -> _Answer:
+        """``hop`` sent straight through aiohttp: its status, kept and raw headers, and
+        body (None past the size cap); httpx's errors raised for aiohttp's."""
+        target = hop.target
+        # A redirect's target is worked out here (httpx checked it as it resolved it).
+        if target is None and (target := _target(hop.url)) is None:
+            raise httpx.UnsupportedProtocol(f"cannot request {hop.url!r}")
+        response = await transport.send(hop.method, target, chain.items, hop.content, self._timeout)
+        try:
+            raw = response.raw_headers
+            if _CONTENT_ENCODING in response.headers:
+                # httpx decodes (gzip, br, ...): the size cap is the decoded body's.
+                decoded = httpx.Response(
+                    response.status, headers=raw, stream=_AiohttpStream(response, None)
+                )
+                body = await self._read(decoded.aiter_bytes(), chain)
+            else:
+                body = await self._read(_AiohttpStream(response, None), chain)
+            return response.status, _kept_headers(raw), raw, body
+        finally:
+            # A redirect's body is read too, so that its connection can be reused.
+            response.release()
+
+    async def _exchange_with_cookies(
+        self, transport: AiohttpTransport, chain: _Chain, hop: _Hop, cookies: CookieHook
+    ) -> _Answer:
+        """``hop`` sent as an httpx request, through ``cookies``' hands both ways."""
+        try:
+            request = httpx.Request(
+                hop.method,
+                hop.url,
+                headers=chain.headers,
+                content=hop.content,
+                extensions=self._extensions,
+            )
+        except httpx.InvalidURL as exc:
+            raise httpx.UnsupportedProtocol(str(exc)) from exc  # a redirect's target
+        await cookies.add_to(request)
+        response = await transport.handle_async_request(request)
+        try:
+            await cookies.keep_from(response)
+            raw = response.headers.raw
+            body = await self._read(response.aiter_bytes(), chain)
+            return response.status_code, _kept_headers(raw), raw, body
+        finally:
+            await response.aclose()
 
     async def fetch_robots(self, site: str) -> FetchResult:
         """``site``'s robots.txt (``scheme://host[:port]``) as RFC 9309 has it fetched:
@@ -364,7 +406,7 @@ class Fetcher:
             return ERROR_REDIRECT_OUT_OF_SCOPE
         return None
 
-    async def _read(self, response: httpx.Response, chain: _Chain) -> bytes | None:
+    async def _read(self, stream: AsyncIterable[bytes], chain: _Chain) -> bytes | None:
         """The decoded body, or None once it passes the size cap (the rest is not read);
         cut at the chain's ``keep_bytes``, if it has them."""
         keep = chain.keep_bytes
@@ -372,7 +414,7 @@ class Fetcher:
         chunks: list[bytes] = []
         size = 0
         chain.truncated = False
-        async for chunk in response.aiter_bytes():
+        async for chunk in stream:
             size += len(chunk)
             if size > limit:
                 if keep is None:
@@ -411,17 +453,17 @@ class Fetcher:
         )
 
 
-def _redirected(chain: _Chain, request: httpx.Request, status: int, target: str) -> httpx.Request:
-    """The request a redirect (``status`` to ``target``) of ``request`` leads to; the
-    chain's headers become the ones it sends."""
-    method = request.method
+def _redirected(chain: _Chain, hop: _Hop, status: int, target: str) -> _Hop:
+    """The request a redirect (``status`` to ``target``) of ``hop`` leads to; the chain's
+    headers become the ones it sends."""
+    method = hop.method
     if (status == _SEE_OTHER and method != _HEAD) or (
         status in _POST_BECOMES_GET and method == _POST
     ):
         method = _GET
-    content = request.content if method == request.method else b""
-    cross_origin = _origin(request.url) != _origin(httpx.URL(target))
-    if method != request.method or cross_origin:
+    content = hop.content if method == hop.method else None
+    cross_origin = _origin(httpx.URL(hop.url)) != _origin(httpx.URL(target))
+    if method != hop.method or cross_origin:
         headers = httpx.Headers(chain.headers)
         if not content:
             # The body is not sent again: neither is what described it.
@@ -429,18 +471,28 @@ def _redirected(chain: _Chain, request: httpx.Request, status: int, target: str)
                 headers.pop(name, None)
         if cross_origin:
             headers.pop("authorization", None)  # credentials stay with their origin
-        chain.headers = headers
-    return httpx.Request(
-        method,
-        target,
-        headers=chain.headers,
-        content=content or None,
-        extensions=request.extensions,
-    )
+        chain.headers, chain.items = headers, headers.multi_items()
+    return _Hop(method, target, None, content)
 
 
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port
+
+
+def _target(url: str) -> yarl.URL | None:
+    """What a request for ``url`` is sent to, or None if it is no http(s) URL with a host."""
+    if _PLAIN_URL.fullmatch(url) is None or "/." in url:
+        try:
+            url = str(httpx.URL(url))
+        except httpx.InvalidURL:
+            return None
+    try:
+        target = yarl.URL(url)
+    except ValueError:  # a port out of range, say
+        return None
+    if target.scheme not in HTTP_SCHEMES or not target.host:
+        return None
+    return target
 
 
 def tls_context() -> ssl.SSLContext:
@@ -484,6 +536,7 @@ class _Chain:
 
     __slots__ = (
         "headers",
+        "items",
         "keep_bytes",
         "max_redirects",
         "redirects",
@@ -492,15 +545,36 @@ class _Chain:
         "url",
     )
 
-    def __init__(self, url: str, started: float, headers: httpx.Headers) -> None:
+    def __init__(
+        self, url: str, started: float, headers: httpx.Headers, items: list[tuple[str, str]]
+    ) -> None:
         self.url = url
         self.started = started
         self.redirects: list[str] = []
         self.headers = headers
-        """The headers its requests send (httpx adds Host and Content-Length to each)."""
+        """The headers its requests send (Host and Content-Length added to each)."""
+        self.items = items
+        """The same as aiohttp takes them: ``headers.multi_items()``."""
         self.max_redirects: int | None = None
         self.keep_bytes: int | None = None
         self.truncated = False
+
+
+class _Hop:
+    """One request of a fetch: the URL asked for, then each redirect's."""
+
+    __slots__ = ("content", "method", "target", "url")
+
+    def __init__(self, method: str, url: str, target: yarl.URL | None, content: bytes | None):
+        self.method = method
+        self.url = url
+        self.target = target
+        """``url`` as aiohttp sends it, None until it is worked out."""
+        self.content = content
+
+
+_Answer = tuple[int, dict[str, str], Sequence[tuple[bytes, bytes]], bytes | None]
+"""A hop's status, kept headers, raw headers and body (None past the size cap)."""
 
 
 class _NoCookieJar(CookieJar):
@@ -510,10 +584,10 @@ class _NoCookieJar(CookieJar):
         """Keep no cookie."""
 
 
-def _kept_headers(headers: httpx.Headers) -> dict[str, str]:
+def _kept_headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
     kept: dict[str, str] = {}
     # One pass over the raw list: each Headers.get would scan and decode all of it.
-    for name, value in headers.raw:
+    for name, value in raw:
         lower = name.lower()
         text = value.decode("latin-1")
         single = _HEADER_NAMES.get(lower)
@@ -625,7 +699,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._proxies = proxies
         self._by_site = rotation == "site"
         self._turns = itertools.cycle(proxies)
-        self._site_proxies: dict[tuple[str, bytes], str] = {}
+        self._site_proxies: dict[tuple[str, str], str] = {}
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request``; the response's body is streamed from the connection."""
@@ -635,26 +709,14 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             self._timeouts_seen = timeouts
             self._timeout = _client_timeout(timeouts) if timeouts else self._session.timeout
         content = await request.aread()
-        url = str(request.url)
-        if self._guard is not None:
-            parsed = request.url
-            port = parsed.port or (443 if parsed.scheme == "https" else 80)
-            try:
-                await self._guard.check_host(parsed.host, port, resolve=bool(self._proxies))
-            except OSError as exc:  # AddressRefused, or a name that does not resolve
-                raise httpx.ConnectError(str(exc), request=request) from exc
         try:
-            response = await self._session.request(
-                request.method,
-                url,
-                headers=request.headers.multi_items(),
-                data=content or None,
-                allow_redirects=False,
-                timeout=self._timeout,
-                proxy=self._proxy(request.url, url) if self._proxies else None,
-            )
-        except (aiohttp.ClientError, OSError) as exc:
-            raise _httpx_error(exc, request) from exc
+            target = yarl.URL(str(request.url))
+        except ValueError as exc:
+            raise httpx.UnsupportedProtocol(str(exc), request=request) from exc
+        headers = request.headers.multi_items()
+        response = await self.send(
+            request.method, target, headers, content or None, self._timeout, request
+        )
         return httpx.Response(
             response.status,
             headers=response.raw_headers,
@@ -662,15 +724,48 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             request=request,
         )
 
-    def _proxy(self, parsed: httpx.URL, url: str) -> str:
+    async def send(
+        self,
+        method: str,
+        target: yarl.URL,
+        headers: list[tuple[str, str]],
+        content: bytes | None,
+        timeout: aiohttp.ClientTimeout | None,
+        request: httpx.Request | None = None,
+    ) -> aiohttp.ClientResponse:
+        """Send a request to ``target`` through aiohttp alone (no httpx object built);
+        its errors raised as httpx's (given ``request``, if any). The response's body is
+        the caller's to read and release."""
+        if self._guard is not None:
+            port = target.port or (443 if target.scheme == "https" else 80)
+            try:
+                await self._guard.check_host(
+                    target.raw_host or "", port, resolve=bool(self._proxies)
+                )
+            except OSError as exc:  # AddressRefused, or a name that does not resolve
+                raise httpx.ConnectError(str(exc), request=request) from exc
+        try:
+            return await self._session.request(
+                method,
+                target,
+                headers=headers,
+                data=content,
+                allow_redirects=False,
+                timeout=self._session.timeout if timeout is None else timeout,
+                proxy=self._proxy(target) if self._proxies else None,
+            )
+        except (aiohttp.ClientError, OSError) as exc:
+            raise _httpx_error(exc, request) from exc
+
+    def _proxy(self, target: yarl.URL) -> str:
         if not self._by_site:
             return next(self._turns)
-        key = (parsed.scheme, parsed.netloc)
+        key = (target.scheme, target.raw_authority)
         proxy = self._site_proxies.get(key)
         if proxy is None:
             if len(self._site_proxies) >= _MAX_SITES_REMEMBERED:
                 self._site_proxies.clear()
-            proxy = proxy_for_site(self._proxies, site_of(url))
+            proxy = proxy_for_site(self._proxies, site_of(str(target)))
             self._site_proxies[key] = proxy
         return proxy
 
@@ -686,7 +781,7 @@ class _AiohttpStream(httpx.AsyncByteStream):
 
     __slots__ = ("_request", "_response")
 
-    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request | None) -> None:
         self._response = response
         self._request = request
 
@@ -712,7 +807,7 @@ def _client_timeout(timeouts: dict[str, float | None]) -> aiohttp.ClientTimeout:
     )
 
 
-def _httpx_error(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
+def _httpx_error(exc: BaseException, request: httpx.Request | None) -> httpx.TransportError:
     """The httpx error httpx's own transport would raise for aiohttp's ``exc``."""
     message = str(exc) or type(exc).__name__
     error: type[httpx.TransportError]

@@ -37,6 +37,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import fcntl
+import functools
 import math
 import os
 import signal
@@ -160,16 +161,23 @@ def _view(event_type: type[Any]) -> type[Any]:
     )
 
 
-_VIEWS: Final = tuple(_view(t) for t in EVENT_TYPES)
-_TAGS: Final = {view: tag_of(view) for view in _VIEWS}
+@functools.cache
+def _views() -> tuple[msgspec.msgpack.Decoder[list[Any]], dict[type[Any], str]]:
+    """The decoder of a batch's payloads into views, and each view's tag: built at the
+    first batch (a few ms), not by every projector that imports this module, most of which
+    never start a writer (a small crawl's)."""
+    views = tuple(_view(t) for t in EVENT_TYPES)
+    envelope = msgspec.defstruct(
+        "_ViewEnvelope",
+        [("version", Literal[SCHEMA_VERSION]), ("event", Union[views])],  # noqa: UP007
+        array_like=True,
+        frozen=True,
+        gc=False,
+    )
+    batch = list[envelope]  # type: ignore[valid-type]
+    return msgspec.msgpack.Decoder(batch), {view: tag_of(view) for view in views}
 
 
-class _ViewEnvelope(msgspec.Struct, array_like=True, frozen=True, gc=False):
-    version: Literal[SCHEMA_VERSION]  # type: ignore[valid-type]
-    event: Union[_VIEWS]  # type: ignore[valid-type]  # noqa: UP007
-
-
-_views_decoder = msgspec.msgpack.Decoder(list[_ViewEnvelope])
 _raw_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
 _json = msgspec.json.Encoder()
 
@@ -191,15 +199,16 @@ def table_of(count: int, ids: bytes, payloads: bytes) -> pa.Table:
         pa.binary(), count, [None, offsets.buffers()[1], pa.py_buffer(payloads)]
     )
     id_column = pc.split_pattern(pa.array([ids.decode()]), _ID_SEPARATOR).flatten()
+    views_decoder, tags = _views()
     try:
-        events = [e.event for e in _views_decoder.decode(array_of_all)]
+        events = [e.event for e in views_decoder.decode(array_of_all)]
     except (msgspec.DecodeError, msgspec.ValidationError):
         entries = zip(id_column.to_pylist(), payload_column.to_pylist(), strict=True)
         return to_table([LogEntry(i, decode(p), p) for i, p in entries])
     items = map(attrgetter("data"), events)
     columns: dict[str, pa.Array] = {
         "stream_id": id_column,
-        "type": pa.array(list(map(_TAGS.__getitem__, map(type, events))), pa.string()),
+        "type": pa.array(list(map(tags.__getitem__, map(type, events))), pa.string()),
         "data": pa.array([None if d is None else _json.encode(d).decode() for d in items]),
         "payload": payload_column,
     }

@@ -39,17 +39,42 @@ def package_directories() -> list[Path]:
 
 
 def stale_sources(directories: Iterable[Path]) -> list[Path]:
-    """The modules under ``directories`` whose bytecode is missing or older than them."""
+    """The modules under ``directories`` whose bytecode is missing or older than them.
+
+    One listing of each cache directory, not a look-up per module: this runs at the end of
+    every crawl, after its summary."""
     stale = []
     for directory in directories:
-        for source in directory.rglob("*.py"):
+        for root, subdirectories, files in os.walk(directory):
+            subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
+            sources = [name for name in files if name.endswith(".py")]
+            if not sources:
+                continue
             try:
-                cached = Path(importlib.util.cache_from_source(str(source)))
-                if cached.stat().st_mtime < source.stat().st_mtime:
-                    stale.append(source)
-            except (OSError, NotImplementedError, ValueError):
-                stale.append(source)
+                # Where imports look for this directory's bytecode, and how they name it.
+                probe = Path(importlib.util.cache_from_source(os.path.join(root, "_.py")))
+            except (NotImplementedError, ValueError):
+                stale += [Path(root, name) for name in sources]
+                continue
+            written, suffix = _mtimes(probe.parent), probe.name.removeprefix("_")
+            for name in sources:
+                source = os.path.join(root, name)
+                try:
+                    if written.get(name[:-3] + suffix, -1.0) < os.stat(source).st_mtime:
+                        stale.append(Path(source))
+                except OSError:
+                    stale.append(Path(source))
     return stale
+
+
+def _mtimes(directory: Path) -> dict[str, float]:
+    """Each file in ``directory`` → its mtime (none for a file gone meanwhile)."""
+    found: dict[str, float] = {}
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):  # replaced by a compile meanwhile
+                found[entry.name] = entry.stat().st_mtime
+    return found
 
 
 def writable(directories: Iterable[Path]) -> bool:

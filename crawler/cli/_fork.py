@@ -35,6 +35,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import anyio
 
+from crawler._gc import collector_paused
 from crawler.cli._lifeline import PARENT_ENV, die_with_parent
 
 _GO_FDS: set[int] = set()
@@ -207,11 +208,14 @@ def _child(
     os.dup2(stderr, 2)
     os.close(devnull)
     try:
-        for name in preload:
-            module, _, attribute = name.partition(":")
-            loaded = importlib.import_module(module)
-            if attribute:
-                getattr(loaded, attribute)  # a package's lazy export: loads its module
+        # As the command line's own imports (crawler/_gc.py): what the child imports lives
+        # as long as it does, out of every collection.
+        with collector_paused(freeze=True):
+            for name in preload:
+                module, _, attribute = name.partition(":")
+                loaded = importlib.import_module(module)
+                if attribute:
+                    getattr(loaded, attribute)  # a package's lazy export: loads its module
         message = _read_all(go_read)
     except KeyboardInterrupt:  # a Ctrl-C before the crawl said go: it stops too
         return 130

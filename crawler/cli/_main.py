@@ -214,6 +214,14 @@ def _version() -> str:
         return "unknown"
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, asked: bool) -> None:
+    """``--version``, as ``click.version_option`` says it; the version is looked up only
+    when asked (a look-up searches every installed distribution: a share of each start)."""
+    if asked and not ctx.resilient_parsing:
+        click.echo(f"crawlog, version {_version()}")
+        ctx.exit()
+
+
 # --- crawlog ----------------------------------------------------------------------------------
 
 
@@ -223,7 +231,15 @@ def _version() -> str:
     context_settings={"help_option_names": list(HELP_OPTIONS)},
     epilog="Example:  crawlog server start",
 )
-@click.version_option(_version(), "--version", "-V", prog_name="crawlog")
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version and exit.",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.option(
     "--log-format",

@@ -29,6 +29,7 @@ from crawler._defaults import (
     DEFAULT_SPIDER_ERROR_SHARE,
     FAIL_ON_CHOICES,
 )
+from crawler._gc import tune_worker_gc
 from crawler._job import load_config
 from crawler._loop import loop_options, running_loop
 from crawler._offline import DEFAULT_OFFLINE_PAGES, OFFLINE_PAGES_ENV
@@ -471,6 +472,7 @@ def worker_command(
                 tg.cancel_scope.cancel()
             log.info("worker %s stopped: %s", worker_name, msgspec.structs.asdict(stats))
 
+    tune_worker_gc()  # a page's leftovers examined once, not a dozen times
     anyio.run(run, backend_options=loop_options())
 
 
