@@ -291,8 +291,16 @@ def _segment_info(segment: Path, table: pa.Table) -> SegmentInfo:
 
 
 def read_table(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
-    """A segment's rows; ``ArchiveCorrupt`` naming the file if it cannot be read."""
+    """A segment's rows; ``ArchiveCorrupt`` naming the file if it cannot be read.
+
+    A segment of today's columns is read as the one file it is: ``pq.read_table`` reads
+    through Arrow's datasets, whose import (Arrow's compute functions with it) cost a
+    process's first read more than the read, a recrawl's seeding among them. One of other
+    columns is read through them, which fill in the columns it lacks."""
     try:
+        with pq.ParquetFile(path, page_checksum_verification=True) as segment:
+            if segment.schema_arrow.equals(schema()):
+                return segment.read(columns=list(columns) if columns else None)
         return pq.read_table(
             path,
             columns=list(columns) if columns else None,

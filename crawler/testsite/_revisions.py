@@ -3,7 +3,9 @@
 Every page the site serves with 200 carries an ``ETag`` (a hash of its body) and a
 ``Last-Modified`` (when the site started, or when the page was last edited), and answers a
 request whose ``If-None-Match`` names that tag (or, without one, whose ``If-Modified-Since``
-is not older) with ``304 Not Modified`` and no body, as a real server does.
+is not older) with ``304 Not Modified`` and no body, as a real server does: from the
+validators it keeps of each page it served (`Revisions.not_modified`), without rendering the
+page again, until a mutation edits the site.
 
 `Revisions.mutate` edits some item pages (their body gets a revision mark, so their tag and
 date change) and deletes others (404 from then on): what a recrawl must find changed and
@@ -33,6 +35,9 @@ ADDED_PREFIX: Final = "/fresh/"
 OK: Final = 200
 NOT_MODIFIED: Final = 304
 GONE_STATUS: Final = 404
+KEPT_VALIDATORS_MAX: Final = 1_000_000
+"""Pages whose validators the site keeps at most (a few hundred bytes each): the pages
+served after these are rendered again to answer a conditional request."""
 
 
 class Mutation(msgspec.Struct, frozen=True):
@@ -53,6 +58,10 @@ class Revisions:
         self._edited_at: dict[str, int] = {}
         self._deleted: set[str] = set()
         self._links: dict[str, str] = {}  # an edited page -> the page its edit added
+        # A page served with 200 -> its ETag and content type: what a conditional request
+        # of it is answered from while the site is not edited.
+        self._kept: dict[str, tuple[str, str]] = {}
+        self._dates: dict[int, str] = {}  # a Last-Modified second -> its header value
 
     def mutate(self, changed: int, deleted: int, seed: int, added: int = 0) -> Mutation:
         """Edit ``changed`` item pages and delete ``deleted`` others, chosen by ``seed``
@@ -66,6 +75,7 @@ class Revisions:
             self._revision[path] = self._revision.get(path, 0) + 1
             self._edited_at[path] = at
         self._deleted.update(gone)
+        self._kept.clear()
         fresh = []
         for path in edits[:added]:
             page = f"{ADDED_PREFIX}{path.rsplit('/', 1)[-1]}-{self._revision[path]}"
@@ -85,6 +95,18 @@ class Revisions:
             number("changed"), number("deleted"), number("seed"), added=number("added")
         )
         return Page(200, msgspec.json.encode(done), "application/json")
+
+    def not_modified(self, path: str, headers: dict[str, str]) -> Page | None:
+        """The 304 for a conditional request of a page served since the last mutation whose
+        validators still hold, from those it kept (the page is not rendered); None: render
+        the page and `serve` it."""
+        if (kept := self._kept.get(path)) is None:
+            return None
+        etag, content_type = kept
+        modified_at = self._edited_at.get(path, self._born)
+        if not _not_modified(headers, etag, modified_at):
+            return None
+        return Page(NOT_MODIFIED, b"", content_type, self._validators(etag, modified_at))
 
     def serve(self, path: str, page: Page, headers: dict[str, str]) -> Page:
         """``page`` as the site serves it now: deleted, edited, or as generated, with its
@@ -106,11 +128,18 @@ class Revisions:
         if (link := self._links.get(path)) is not None:
             body += f'<p><a href="{link}">new</a></p>\n'.encode()
         etag = f'"{zlib.crc32(body):08x}-{len(body):x}"'
-        modified = formatdate(self._edited_at.get(path, self._born), usegmt=True)
-        validators = (("ETag", etag), ("Last-Modified", modified))
-        if _not_modified(headers, etag, self._edited_at.get(path, self._born)):
+        modified_at = self._edited_at.get(path, self._born)
+        validators = self._validators(etag, modified_at)
+        if len(self._kept) < KEPT_VALIDATORS_MAX:
+            self._kept[path] = (etag, page.content_type)
+        if _not_modified(headers, etag, modified_at):
             return Page(NOT_MODIFIED, b"", page.content_type, validators)
         return Page(page.status, body, page.content_type, page.headers + validators)
+
+    def _validators(self, etag: str, modified_at: int) -> tuple[tuple[str, str], ...]:
+        if (date := self._dates.get(modified_at)) is None:
+            date = self._dates[modified_at] = formatdate(modified_at, usegmt=True)
+        return (("ETag", etag), ("Last-Modified", date))
 
 
 def _not_modified(headers: dict[str, str], etag: str, modified_at: int) -> bool:

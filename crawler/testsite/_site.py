@@ -260,6 +260,8 @@ class RunningSite:
             self._fault_counts[path] = seen + 1
             if seen < len(plan.failures):
                 return _failure(plan.failures[seen], self.sitemap.faults), plan.delay_s
+        if (kept := self.revisions.not_modified(path, request.headers)) is not None:
+            return kept, plan.delay_s
         page = self.sitemap.render(path) or _other_type(self.sitemap, path)
         return self.revisions.serve(path, page, request.headers), plan.delay_s
 
