@@ -30,8 +30,11 @@ async def job_names(redis: aioredis.Redis) -> list[str]:
 
 
 def did_you_mean(job: str, known: Iterable[str]) -> str:
-    """ " (did you mean 'books'?)" for the known names close to ``job``, else ""."""
-    close = difflib.get_close_matches(job, sorted(set(known)), n=CLOSE_MATCHES, cutoff=CLOSE_CUTOFF)
+    """ " (did you mean 'books'?)" for the known names close to ``job``, else "". ``job``
+    itself is no hint: a job with a log but no settings (appended to by a tool, not started
+    by ``crawl``) is known by its own name."""
+    others = sorted(set(known) - {job})
+    close = difflib.get_close_matches(job, others, n=CLOSE_MATCHES, cutoff=CLOSE_CUTOFF)
     if not close:
         return ""
     return f" (did you mean {' or '.join(repr(name) for name in close)}?)"
