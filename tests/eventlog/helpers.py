@@ -13,6 +13,8 @@ from eventlog import (
     Counts,
     Cursor,
     Event,
+    JobIdentity,
+    JobKeys,
     Lease,
     PageFetched,
     SettleMode,
@@ -21,6 +23,8 @@ from eventlog import (
     TaskDone,
     TaskQueue,
     TaskReclaimed,
+    failover_field,
+    set_identity,
 )
 
 if TYPE_CHECKING:
@@ -99,3 +103,18 @@ class RecordingObserver:
     def hooks(self) -> list[str]:
         """The hooks called, in order."""
         return [hook for hook, _ in self.calls]
+
+
+async def raise_epoch(
+    redis_client: aioredis.Redis,
+    keys: JobKeys,
+    identity: JobIdentity,
+    epoch: int,
+    *,
+    failover: bool,
+) -> None:
+    """Move the job to ``epoch``: recorded as a failover's, as FOLLOW_PRIMARY leaves it after
+    a promotion, or not, as a restore leaves it."""
+    await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=epoch))
+    if failover:
+        await redis_client.hset(keys.primary, failover_field(epoch), "")

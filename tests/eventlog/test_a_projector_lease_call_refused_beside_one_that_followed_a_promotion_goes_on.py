@@ -12,14 +12,8 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 
-from eventlog import (
-    JobIdentity,
-    JobKeys,
-    create_identity,
-    failover_field,
-    hold_projector_lease,
-    set_identity,
-)
+from eventlog import JobKeys, create_identity, hold_projector_lease
+from tests.eventlog.helpers import raise_epoch
 
 pytestmark = pytest.mark.anyio
 
@@ -45,10 +39,8 @@ async def test_a_renewal_refused_in_the_old_epoch_goes_on_once_a_publish_followe
     identity = await create_identity(redis_client, keys)
     async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
         lease.epoch = identity.epoch
-        # As FOLLOW_PRIMARY leaves it after a promotion.
         raised = identity.epoch + 1
-        await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=raised))
-        await redis_client.hset(keys.primary, failover_field(raised), "")
+        await raise_epoch(redis_client, keys, identity, raised, failover=True)
         renewal = HeldBack(lease._renew)
         lease._renew = renewal  # type: ignore[assignment]
         with anyio.fail_after(10):

@@ -8,15 +8,8 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aioredis
 
-from eventlog import (
-    JobIdentity,
-    JobKeys,
-    StoreLost,
-    create_identity,
-    failover_field,
-    hold_projector_lease,
-    set_identity,
-)
+from eventlog import JobKeys, StoreLost, create_identity, hold_projector_lease
+from tests.eventlog.helpers import raise_epoch
 
 pytestmark = pytest.mark.anyio
 
@@ -27,10 +20,8 @@ async def test_the_lease_takes_the_epoch_a_promotion_raised(
     identity = await create_identity(redis_client, keys)
     async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
         lease.epoch = identity.epoch
-        # As FOLLOW_PRIMARY leaves it after a promotion.
         raised = identity.epoch + 1
-        await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=raised))
-        await redis_client.hset(keys.primary, failover_field(raised), "")
+        await raise_epoch(redis_client, keys, identity, raised, failover=True)
         await lease.renew()
         assert lease.epoch == raised
         await lease.publish_and_trim("5-0", None)
@@ -43,9 +34,8 @@ async def test_a_restore_after_it_voids_the_lease(
     identity = await create_identity(redis_client, keys)
     async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
         lease.epoch = identity.epoch
-        await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=2))
-        await redis_client.hset(keys.primary, failover_field(2), "")
-        await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=3))
+        await raise_epoch(redis_client, keys, identity, 2, failover=True)
+        await raise_epoch(redis_client, keys, identity, 3, failover=False)
         with pytest.raises(StoreLost, match="lease went with its data"):
             await lease.publish_and_trim("5-0", None)
         assert await redis_client.get(keys.projector) is None
