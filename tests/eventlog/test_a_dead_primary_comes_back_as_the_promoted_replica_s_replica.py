@@ -15,6 +15,7 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 import redis.exceptions
+from redis.asyncio.sentinel import Sentinel
 
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
@@ -83,6 +84,26 @@ async def fail_over_to(sentinel: Member, port: int, password: str) -> None:
         await asked.aclose()
 
 
+async def until_the_sentinels_report(sentinels: list[Member], port: int, password: str) -> None:
+    """Wait until a Sentinel's table of primaries (what a client's discovery reads) names the
+    one on ``port``. The supervisor restarts a dead primary as soon as a Sentinel *names* the
+    promoted replica, which it does mid-failover, before its table switches: a client that
+    connects in between finds no primary, as it would mid-failover anywhere."""
+    asked = Sentinel(
+        [(HOST, s.port) for s in sentinels], sentinel_kwargs={"password": password}
+    )
+    try:
+        while True:
+            try:
+                if await asked.discover_master(SERVICE) == (HOST, port):
+                    return
+            except redis.exceptions.ConnectionError:  # MasterNotFoundError: mid-failover
+                pass
+            await anyio.sleep(0.05)
+    finally:
+        await asked.aclose()
+
+
 async def test_the_killed_primary_comes_back_a_replica_and_a_failover_onto_it_loses_nothing(
     replica_set: ReplicaSetInfo,
 ) -> None:
@@ -105,6 +126,8 @@ async def test_the_killed_primary_comes_back_a_replica_and_a_failover_onto_it_lo
             first = None
             while first is None:
                 first = await replication(primary.port, password)
+            sentinels = [m for m in replica_set.members if m.sentinel]
+            await until_the_sentinels_report(sentinels, replica.port, password)
             # On the new primary, and on a replica in sync (WAIT counts what its own
             # connection wrote: one pipeline, one connection).
             async with (
