@@ -9,8 +9,9 @@ become U+FFFD, so garbage never raises.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Final, cast
 
 from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
@@ -36,12 +37,15 @@ class LinkResolver:
     distinct pair once while it is kept: documentation pages repeat the same hundreds of
     navigation hrefs, relative to a directory they share with the pages beside them.
 
-    What it gives is exactly `join_href` of each href; only the cost differs. Bounded: past
-    ``max_entries`` pairs the oldest bases' tables are let go (the whole table of a base
-    that alone holds more: pages that share no links resolve as they would without it).
+    What it gives is exactly `join_href` of each href; only the cost differs. The hrefs a
+    directory's pages repeat are looked up as written, all of a page's at once, in a memo
+    of that directory (``_memo``): a page whose hrefs were all met before runs no Python
+    code per href. Bounded: past ``max_entries`` pairs (or memo entries) the oldest
+    bases' tables are let go (the whole table of a base that alone holds more: pages that
+    share no links resolve as they would without it).
     """
 
-    __slots__ = ("_entries", "_forms", "_tables", "max_entries")
+    __slots__ = ("_entries", "_forms", "_memo", "_memo_entries", "_tables", "max_entries")
 
     def __init__(self, max_entries: int = RESOLVED_LINKS_KEPT) -> None:
         self.max_entries = max_entries
@@ -52,6 +56,10 @@ class LinkResolver:
         self._forms: dict[str, tuple[str, BasePart, tuple[int, str] | None]] = {}
         """An href as written → cleaned, without its fragment, the part it reads, and its
         leading ``../`` and plain path if it is one (`plain_path_ups`)."""
+        self._memo: dict[str, dict[str, str]] = {}
+        """Directory key → href as written → canonical URL (`_NO_LINK`: none), for the
+        hrefs that read no more of their base than its directory, oldest directory first."""
+        self._memo_entries = 0
 
     def __len__(self) -> int:
         """How many (base part, href) pairs are kept."""
@@ -60,13 +68,36 @@ class LinkResolver:
     def links(self, hrefs: Iterable[str], base: URL) -> list[str]:
         """The canonical http(s) URLs ``hrefs`` (as written in the page) point to from
         ``base``: first occurrence order, no repeats, none for hrefs that are not http(s)."""
-        tables = self._tables
+        hrefs = hrefs if isinstance(hrefs, list) else list(hrefs)
+        directory = base_key(base, "directory")
+        memo = self._memo.get(directory)
+        if memo is None:
+            memo = self._memo[directory] = {}
+        # One C-level lookup of every href; Python runs only for those the memo misses
+        # and those that read the whole document ("", "?q", "#s"), found by C-level scans.
+        urls: list[str | None] = list(map(memo.get, hrefs))
+        if None in urls or _DOCUMENT in urls:
+            self._resolve_missing(hrefs, urls, base, memo)
+        if _SELF in urls:  # "#section" anchors: the page itself
+            itself = join_href("", base) or _NO_LINK
+            for index in _positions(urls, _SELF):
+                urls[index] = itself
+        found = dict.fromkeys(urls)
+        found.pop(_NO_LINK, None)
+        return cast("list[str]", list(found))  # `_resolve_missing` left no None
+
+    def _resolve_missing(
+        self, hrefs: list[str], urls: list[str | None], base: URL, memo: dict[str, str]
+    ) -> None:
+        """Fill ``urls``' gaps (None, `_DOCUMENT`) with the URL of the href at the same
+        place, or `_NO_LINK`; an href that reads no more than the directory goes into its
+        ``memo`` with its URL, one that reads the document as `_DOCUMENT`."""
+        tables, forms = self._tables, self._forms
         per_part: dict[str, dict[str, str | None]] = {}
-        found: dict[str, None] = {}
-        added = 0
-        forms = self._forms
         prefixes: dict[int, str | None] = {}
-        for raw in hrefs:
+        added = memoized = 0
+        for index in (*_positions(urls, None), *_positions(urls, _DOCUMENT)):
+            raw = hrefs[index]
             form = forms.get(raw)
             if form is None:
                 # The fragment goes before resolving (it never changes the rest), after
@@ -98,13 +129,13 @@ class LinkResolver:
                     url = join_href(href, base)
                 table[href] = url
                 added += 1
-            if url is not None:
-                found[url] = None
-        if added:
-            self._entries += added
-        if added or len(self._forms) > self.max_entries:
-            self._trim()
-        return list(found)
+            urls[index] = text = _NO_LINK if url is None else url
+            if raw not in memo:
+                memo[raw] = text if part != "document" else _SELF if not href else _DOCUMENT
+                memoized += 1
+        self._entries += added
+        self._memo_entries += memoized
+        self._trim()
 
     def _trim(self) -> None:
         if len(self._forms) > self.max_entries:
@@ -113,6 +144,33 @@ class LinkResolver:
         while self._entries > self.max_entries:
             oldest = next(iter(tables))
             self._entries -= len(tables.pop(oldest))
+        memo = self._memo
+        while self._memo_entries > self.max_entries:
+            oldest = next(iter(memo))
+            self._memo_entries -= len(memo.pop(oldest))
+
+
+_NO_LINK: Final = ""
+"""What `LinkResolver` notes for an href that is no http(s) link: no canonical URL is
+empty."""
+_DOCUMENT: Final = "document"
+"""What `LinkResolver`'s memo notes for an href that reads the whole document (``?q``):
+resolved page by page. No canonical URL is a bare word."""
+_SELF: Final = "self"
+"""What `LinkResolver`'s memo notes for an href that is the document itself (``""``,
+``#section``)."""
+
+
+def _positions(urls: list[str | None], value: str | None) -> Iterator[int]:
+    """Where ``urls`` holds ``value``, found by C-level scans (`list.index`)."""
+    start = 0
+    while True:
+        try:
+            start = urls.index(value, start)
+        except ValueError:
+            return
+        yield start
+        start += 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,9 +182,20 @@ class Page:
     """Canonical http(s) URLs of the page's ``<a href>``, first occurrence order, no repeats."""
 
 
+def _is_utf8(charset: str) -> bool:
+    try:
+        return codecs.lookup(charset).name == "utf-8"
+    except LookupError:
+        return False
+
+
 def _parse(html: bytes, charset: str | None) -> LexborHTMLParser:
     if charset and not html.startswith(_BOMS):
         # The Content-Type header's charset outranks a <meta> (and only a BOM outranks it).
+        if _is_utf8(charset):
+            # Lexbor reads bytes as UTF-8 (invalid ones become U+FFFD, as Python's
+            # "replace" makes them): no str to decode, then encode again inside.
+            return LexborHTMLParser(html)
         try:
             return LexborHTMLParser(html.decode(charset, errors="replace"))
         # A charset Python does not know, or a codec that is no page encoding and refuses
@@ -158,7 +227,7 @@ def _links(
         if base_href is not None:
             base = URL(base_href)
     if resolver is not None:
-        return resolver.links((node.attrs.get("href") or "" for node in tree.css("a[href]")), base)
+        return resolver.links([node.attrs.get("href") or "" for node in tree.css("a[href]")], base)
     # Pages repeat hrefs (navigation, "#section" anchors): resolve each distinct one once.
     resolved: dict[str, str | None] = {}
     for node in tree.css("a[href]"):

@@ -127,6 +127,12 @@ class Scraper:
         self.bulk_links = isinstance(spider, SiteSpider) and type(spider).parse is SiteSpider.parse
         """The spider's ``parse`` is the default spider's: its page's item and links are
         taken in bulk (`SiteSpider.page_outputs`), with no `Follow` per link."""
+        self._canonical_links = (
+            isinstance(spider, SiteSpider)
+            and self.bulk_links
+            and type(spider).page_outputs is SiteSpider.page_outputs
+        )
+        """The bulk links are the parser's canonical URLs: no spider code changed them."""
         self.seen: OrderedDict[str, None] = OrderedDict()
         """Fingerprints this worker enqueued (or found enqueued), the latest kept."""
         self._resolved = ResolvedUrls()
@@ -168,9 +174,11 @@ class Scraper:
             outputs = spider_outputs(self.spider, response, callback)
         async for index, yielded in outputs:
             await self._take(index, yielded, response, parsed)
-        # The default spider's links: what its Follows would come to, one plain GET each
-        # (canonical already, so resolving is a lookup for all but a link's first time).
-        self._admit_links(links, response, parsed)
+        # The default spider's links: what its Follows would come to, one plain GET each.
+        if self._canonical_links:
+            self._admit_page_links(links, response, parsed)
+        else:
+            self._admit_links(links, response, parsed)
         for reason, count in response.dropped.items():  # left out by the link rules
             parsed.drop(reason, count)
         return parsed
@@ -297,6 +305,33 @@ class Scraper:
                 priority=priority,
                 parent_task_id=parent,
                 spec=spec,
+                run=run,
+            )
+
+    def _admit_page_links(self, links: list[str], response: Response, parsed: Parsed) -> None:
+        """`_admit_links` of the default spider's links, canonical http(s) URLs already
+        (`resolve` gives each back as it is): fingerprinted from what is kept, and the
+        seen ones (most of a link-dense page's) left out before any Python runs for them."""
+        run = parsed.run
+        fps = self._resolved.fingerprints(links)
+        if run != FIRST_RUN:
+            fps = [run_fingerprint(fp, run) for fp in fps]
+        seen, fresh = self.seen, parsed.fresh
+        unseen = [i for i, fp in enumerate(fps) if fp not in seen and fp not in fresh]
+        refusal, depth, parent = self.scope.refusal, response.depth + 1, response.task_id
+        for index in unseen:
+            url, fp = links[index], fps[index]
+            if fp in fresh:
+                continue  # two links of one fingerprint (a collision): the first is the task
+            if (why := refusal(url, depth)) is not None:
+                parsed.drop(why)
+                continue
+            fresh[fp] = Task(
+                task_id=fp,
+                url=url,
+                site=site_of(url),
+                depth=depth,
+                parent_task_id=parent,
                 run=run,
             )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import Final, Literal, get_args
+from typing import Final, Literal, cast, get_args
 
 from yarl import URL
 
@@ -285,11 +285,13 @@ class ResolvedUrls:
     kept: a spider yields the same navigation URLs on every page. Bounded: past
     ``max_entries`` the oldest goes."""
 
-    __slots__ = ("_kept", "max_entries")
+    __slots__ = ("_fingerprints", "_kept", "max_entries")
 
     def __init__(self, max_entries: int = RESOLVED_URLS_KEPT) -> None:
         self.max_entries = max_entries
         self._kept: dict[str, tuple[str, str] | Dropped] = {}
+        self._fingerprints: dict[str, str] = {}
+        """Canonical URL → its `fingerprint_canonical`, oldest first."""
 
     def __len__(self) -> int:
         """How many yielded URLs are kept."""
@@ -312,6 +314,22 @@ class ResolvedUrls:
             if len(kept) > self.max_entries:
                 del kept[next(iter(kept))]
         return result
+
+    def fingerprints(self, urls: list[str]) -> list[str]:
+        """The `fingerprint_canonical` of each of ``urls`` (canonical already: what
+        `resolve` gives them back as), the kept ones by one C-level lookup of them all."""
+        kept = self._fingerprints
+        found: list[str | None] = list(map(kept.get, urls))
+        if None not in found:
+            return cast("list[str]", found)
+        fingerprints = [
+            fp if fp is not None else fingerprint_canonical(url)
+            for url, fp in zip(urls, found, strict=True)
+        ]
+        kept.update(zip(urls, fingerprints, strict=True))
+        while len(kept) > self.max_entries:
+            del kept[next(iter(kept))]
+        return fingerprints
 
 
 def fingerprint(url: str) -> str:

@@ -127,10 +127,19 @@ def test_two_bases_alike_in_the_part_an_href_reads_resolve_it_alike(
     st.integers(1, 20),
 )
 @example([("http://a.example/docs/guide/p1.html", ["//[]@", "a.html"])], 20)
+@example(
+    [
+        ("http://a.example/docs/guide/p1.html", ["#s1", "a.html", "?q", "#s2", "", "p1.html"]),
+        ("http://a.example/docs/guide/p2.html?x=1", ["p2.html?x=1", "#s1", "?q", "a.html"]),
+        ("http://a.example/docs/guide/p1.html", ["mailto:a@b.c", "#s1", "#s1"]),
+    ],
+    20,
+)
 def test_the_resolver_gives_what_resolving_every_href_gives(
     pages: list[tuple[str, list[str]]], max_entries: int
 ) -> None:
-    """Page after page, sharing bases and directories, with a bound small enough to evict."""
+    """Page after page, sharing bases and directories, with a bound small enough to evict;
+    anchors and queries (which read the whole page) beside what the directory's memo keeps."""
     resolver = LinkResolver(max_entries)
     for page, page_hrefs in pages:
         base = URL(page)

@@ -17,7 +17,7 @@ from crawler._job import JobConfig
 from crawler._spider import Item, Output, Response, SiteSpider
 from crawler._urls import fingerprint, site_of
 from crawler._worker import Worker
-from eventlog import Lease, Task
+from eventlog import FIRST_RUN, Lease, Task
 
 pytestmark = pytest.mark.anyio
 
@@ -67,12 +67,13 @@ def worker(
 
 
 async def parsed_pages(
-    work: Worker, pages: list[tuple[str, list[str]]]
+    work: Worker, pages: list[tuple[str, list[str]]], run: int = FIRST_RUN
 ) -> list[tuple[list[tuple[str, Task]], list[Item], dict[str, int]]]:
-    """What each page comes to, the fresh tasks of each enqueued before the next is parsed."""
+    """What each page comes to, the fresh tasks of each enqueued before the next is parsed;
+    the pages' tasks are of ``run``."""
     found = []
     for url, hrefs in pages:
-        task = Task(task_id=fingerprint(url), url=url, site=site_of(url), depth=1)
+        task = Task(task_id=fingerprint(url), url=url, site=site_of(url), depth=1, run=run)
         lease = Lease(lane=0, entry_id="1-0", task=task)
         result = FetchResult(
             url=url,
@@ -88,9 +89,24 @@ async def parsed_pages(
     return found
 
 
+class OwnBulkLinks(SiteSpider):
+    """A spider whose bulk links are its own: written as a page has them, not canonical."""
+
+    def page_outputs(self, response: Response) -> tuple[Item, list[str]]:
+        item, _ = super().page_outputs(response)
+        return item, ["page-2.html", "HTTP://Shop.test/docs/guide/page-3.html#x", "mailto:a@b.c"]
+
+
+class OwnLinksOneAtATime(OwnBulkLinks):
+    async def parse(self, response: Response) -> AsyncIterator[Output]:
+        async for output in super().parse(response):
+            yield output
+
+
+@pytest.mark.parametrize("run", [FIRST_RUN, FIRST_RUN + 2])
 @pytest.mark.parametrize("rules", [{}, {"deny": r"\.pdf$"}, {"allow": "/guide/"}])
 async def test_bulk_links_come_to_what_one_follow_at_a_time_does(
-    redis_client: aioredis.Redis, job: str, tmp_path: Path, rules: dict[str, str]
+    redis_client: aioredis.Redis, job: str, tmp_path: Path, rules: dict[str, str], run: int
 ) -> None:
     pages = [
         (PAGE, HREFS),
@@ -100,8 +116,9 @@ async def test_bulk_links_come_to_what_one_follow_at_a_time_does(
     bulk = worker(redis_client, f"{job}-bulk", tmp_path, SiteSpider(), **rules)
     each = worker(redis_client, f"{job}-each", tmp_path, OneFollowAtATime(), **rules)
     assert bulk.scraper.bulk_links and not each.scraper.bulk_links
-    got, expected = await parsed_pages(bulk, pages), await parsed_pages(each, pages)
+    got, expected = await parsed_pages(bulk, pages, run), await parsed_pages(each, pages, run)
     assert got == expected
+    assert all(task.run == run for fresh, _, _ in got for _, task in fresh)
     first_fresh, _, first_dropped = got[0]
     assert first_fresh, "the page has new links"
     assert first_dropped.get("out of scope" if "allow" not in rules else "denied by rule")
@@ -111,3 +128,21 @@ async def test_bulk_links_come_to_what_one_follow_at_a_time_does(
         SEED + "guide/page-2.html?q=1",
         SEED + "guide/page-9.html",
     ]
+
+
+async def test_a_spider_s_own_bulk_links_are_resolved_as_its_follows_would_be(
+    redis_client: aioredis.Redis, job: str, tmp_path: Path
+) -> None:
+    """A spider that changes ``page_outputs`` may give any text: its links are resolved
+    against the page, not taken for the parser's canonical URLs."""
+    bulk = worker(redis_client, f"{job}-bulk", tmp_path, OwnBulkLinks())
+    each = worker(redis_client, f"{job}-each", tmp_path, OwnLinksOneAtATime())
+    pages = [(PAGE, HREFS)]
+    got, expected = await parsed_pages(bulk, pages), await parsed_pages(each, pages)
+    assert got == expected
+    fresh, _, dropped = got[0]
+    assert [task.url for _, task in fresh] == [
+        SEED + "guide/page-2.html",
+        SEED + "guide/page-3.html",
+    ]
+    assert dropped == {"not http(s)": 1}
