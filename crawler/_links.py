@@ -112,9 +112,9 @@ class LinkResolver:
                 if table is None:
                     table = tables[key] = {}
                 per_part[part] = table
-            try:
-                url = table[href]
-            except KeyError:
+            # A miss is the rule on a directory's first pages: no KeyError raised for it.
+            url = table.get(href, _UNSEEN)
+            if url is _UNSEEN:
                 # A page's links to pages of other directories ("../api/x.html") miss the
                 # cache on every page of a directory: a plain path resolves by appending
                 # it to its directory's text, without a parse.
@@ -156,6 +156,8 @@ empty."""
 _DOCUMENT: Final = "document"
 """What `LinkResolver`'s memo notes for an href that reads the whole document (``?q``):
 resolved page by page. No canonical URL is a bare word."""
+_UNSEEN: Final = "unseen"
+"""What `LinkResolver`'s tables give for an href they do not hold (a bare word, no URL)."""
 _SELF: Final = "self"
 """What `LinkResolver`'s memo notes for an href that is the document itself (``""``,
 ``#section``)."""
