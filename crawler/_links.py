@@ -17,6 +17,7 @@ from selectolax.lexbor import LexborHTMLParser
 from yarl import URL
 
 from crawler._urls import (
+    FROM_ROOT,
     BasePart,
     base_key,
     base_part,
@@ -45,7 +46,15 @@ class LinkResolver:
     share no links resolve as they would without it).
     """
 
-    __slots__ = ("_entries", "_forms", "_memo", "_memo_entries", "_tables", "max_entries")
+    __slots__ = (
+        "_entries",
+        "_forms",
+        "_memo",
+        "_memo_entries",
+        "_prefixes",
+        "_tables",
+        "max_entries",
+    )
 
     def __init__(self, max_entries: int = RESOLVED_LINKS_KEPT) -> None:
         self.max_entries = max_entries
@@ -60,9 +69,12 @@ class LinkResolver:
         """Directory key → href as written → canonical URL (`_NO_LINK`: none), for the
         hrefs that read no more of their base than its directory, oldest directory first."""
         self._memo_entries = 0
+        self._prefixes: dict[str, dict[int, str | None]] = {}
+        """Directory key → `directory_prefix` of it by levels up (`plain_path_ups`)."""
 
     def __len__(self) -> int:
-        """How many (base part, href) pairs are kept."""
+        """How many (base part, href) pairs its tables keep: a plain relative path
+        (`plain_path_ups`), resolved without one, is kept in its directory's memo only."""
         return self._entries
 
     def links(self, hrefs: Iterable[str], base: URL) -> list[str]:
@@ -77,7 +89,10 @@ class LinkResolver:
         # and those that read the whole document ("", "?q", "#s"), found by C-level scans.
         urls: list[str | None] = list(map(memo.get, hrefs))
         if None in urls or _DOCUMENT in urls:
-            self._resolve_missing(hrefs, urls, base, memo)
+            prefixes = self._prefixes.get(directory)
+            if prefixes is None:
+                prefixes = self._prefixes[directory] = {}
+            self._resolve_missing(hrefs, urls, base, memo, prefixes)
         if _SELF in urls:  # "#section" anchors: the page itself
             itself = join_href("", base) or _NO_LINK
             for index in _positions(urls, _SELF):
@@ -87,14 +102,18 @@ class LinkResolver:
         return cast("list[str]", list(found))  # `_resolve_missing` left no None
 
     def _resolve_missing(
-        self, hrefs: list[str], urls: list[str | None], base: URL, memo: dict[str, str]
+        self,
+        hrefs: list[str],
+        urls: list[str | None],
+        base: URL,
+        memo: dict[str, str],
+        prefixes: dict[int, str | None],
     ) -> None:
         """Fill ``urls``' gaps (None, `_DOCUMENT`) with the URL of the href at the same
         place, or `_NO_LINK`; an href that reads no more than the directory goes into its
         ``memo`` with its URL, one that reads the document as `_DOCUMENT`."""
         tables, forms = self._tables, self._forms
         per_part: dict[str, dict[str, str | None]] = {}
-        prefixes: dict[int, str | None] = {}
         added = memoized = 0
         for index in (*_positions(urls, None), *_positions(urls, _DOCUMENT)):
             raw = hrefs[index]
@@ -105,6 +124,18 @@ class LinkResolver:
                 href = clean_href(raw).partition("#")[0]
                 form = forms[raw] = (href, base_part(href), plain_path_ups(href))
             href, part, plain = form
+            if plain is not None and plain[0] != FROM_ROOT:
+                # A plain relative path (the most of a link-dense page's misses): its
+                # directory's text, that many levels up, and the path; the memo keeps it.
+                ups, path = plain
+                if ups not in prefixes:
+                    prefixes[ups] = directory_prefix(base, ups)
+                if (prefix := prefixes[ups]) is not None:
+                    urls[index] = text = prefix + path
+                    if raw not in memo:
+                        memo[raw] = text
+                        memoized += 1
+                    continue
             table = per_part.get(part)
             if table is None:
                 key = base_key(base, part)
@@ -115,9 +146,8 @@ class LinkResolver:
             # A miss is the rule on a directory's first pages: no KeyError raised for it.
             url = table.get(href, _UNSEEN)
             if url is _UNSEEN:
-                # A page's links to pages of other directories ("../api/x.html") miss the
-                # cache on every page of a directory: a plain path resolves by appending
-                # it to its directory's text, without a parse.
+                # A plain path from the root ("/api/x.html") resolves by appending it to
+                # the origin's text, without a parse.
                 url = None
                 if plain is not None:
                     ups, path = plain
@@ -148,6 +178,8 @@ class LinkResolver:
         while self._memo_entries > self.max_entries:
             oldest = next(iter(memo))
             self._memo_entries -= len(memo.pop(oldest))
+        if len(self._prefixes) > self.max_entries:
+            self._prefixes.clear()
 
 
 _NO_LINK: Final = ""

@@ -113,9 +113,11 @@ def is_plain_path(href: str) -> bool:
     is `directory_prefix` of the base followed by the href itself."""
     if not href or not _PLAIN_PATH_CHARS.issuperset(href):
         return False
-    segments = href.split("/")
-    last = segments.pop()
-    return last not in (".", "..") and all(s and s != "." and s != ".." for s in segments)
+    # Segments between slashes, as text: no empty one but the last ("//", or a leading
+    # "/"), and no "." or ".." anywhere (the last one's closed by the slash added).
+    opened = "/" + href
+    closed = opened + "/"
+    return "//" not in opened and "/./" not in closed and "/../" not in closed
 
 
 FROM_ROOT: Final = -1

@@ -152,12 +152,14 @@ def test_the_pages_of_a_directory_resolve_their_shared_navigation_once() -> None
     nav = ["../../", "page-1.html", "./page-2.html#s1", "../api/page-3.html", "/docs/x/"]
     resolver.links(nav, URL(f"{ORIGIN}/docs/guide/page-9.html"))
     kept = len(resolver)
-    assert kept == 5
+    # The plain relative paths ("page-1.html", "../api/page-3.html") are resolved without
+    # a table, kept in the directory's memo only.
+    assert kept == 3
     links = resolver.links([*nav, "#s3", ""], URL(f"{ORIGIN}/docs/guide/page-10.html"))
     assert len(resolver) == kept + 1  # only "" (the page itself) is new: "#s3" is "" too
     assert links[:2] == [f"{ORIGIN}/", f"{ORIGIN}/docs/guide/page-1.html"]
     resolver.links(nav, URL(f"{ORIGIN}/docs/api/page-11.html"))
-    assert len(resolver) == kept + 1 + 4  # another directory: all but the absolute path
+    assert len(resolver) == kept + 1 + 2  # another directory: "../../" and "./page-2.html"
 
 
 def test_parse_page_with_a_resolver_gives_the_links_it_gives_without_on_the_link_dense_site() -> (
