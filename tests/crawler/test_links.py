@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,6 +56,20 @@ def test_the_first_base_href_is_honoured_resolved_against_the_page() -> None:
     html = b"""<head><base href="../v2/"><base href="http://ignored/"></head>
     <a href="x.html">x</a>"""
     assert extract_links(html, PAGE) == ["http://h/docs/v2/x.html"]
+
+
+@pytest.mark.parametrize(
+    ("html", "charset"),
+    [
+        (b'<p>text</p><BaSe HREF="../v2/"><a href="x.html">x</a>', None),  # in the body
+        ('<title>é</title><bAsE href="../v2/"><a href="x.html">x</a>'.encode("utf-16"), None),
+        ('<base href="../v2/"><a href="x.html">é</a>'.encode("latin-1"), "latin-1"),
+    ],
+)
+def test_a_base_href_in_any_case_anywhere_in_any_encoding_is_honoured(
+    html: bytes, charset: str | None
+) -> None:
+    assert parse_page(html, PAGE, charset=charset).links == ["http://h/docs/v2/x.html"]
 
 
 def test_a_base_href_that_is_not_http_falls_back_to_the_page() -> None:
