@@ -32,6 +32,7 @@ import redis.asyncio.connection
 import redis.exceptions
 from anyio.abc import TaskGroup
 from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import MasterNotFoundError
 from redis.backoff import EqualJitterBackoff
 from redis.commands.core import AsyncScript
 
@@ -327,6 +328,12 @@ async def ping(client: aioredis.Redis, url: str) -> None:
         raise ServerUnreachable(
             f"Redis at {redacted(url)} refused the credentials ({exc}): "
             "check the user and password in REDIS_URL"
+        ) from None
+    except MasterNotFoundError as exc:
+        raise ServerUnreachable(
+            f"the Sentinels at {redacted(url)} name no primary that answers ({exc}): a "
+            "failover may be under way (retry in a few seconds), or the service named in "
+            "REDIS_URL is not theirs; `crawlog server status` shows a replica set crawlog runs"
         ) from None
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
         # redis-py wraps a refusal of its connection set-up (CLIENT SETINFO) as a failed

@@ -89,9 +89,7 @@ async def until_the_sentinels_report(sentinels: list[Member], port: int, passwor
     one on ``port``. The supervisor restarts a dead primary as soon as a Sentinel *names* the
     promoted replica, which it does mid-failover, before its table switches: a client that
     connects in between finds no primary, as it would mid-failover anywhere."""
-    asked = Sentinel(
-        [(HOST, s.port) for s in sentinels], sentinel_kwargs={"password": password}
-    )
+    asked = Sentinel([(HOST, s.port) for s in sentinels], sentinel_kwargs={"password": password})
     try:
         while True:
             try:
