@@ -96,10 +96,16 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from crawler.cli._crawl_settings import CrawlSettings
+    from crawler.cli._progress_view import Display
     from crawler.ops import LiveProgress, Progress
     from projector import Store
 
 PROGRESS_EVERY_S = 1.0
+PROGRESS_GC_GEN0 = 100_000
+"""Allocations between two young-generation collections while the crawl shows progress
+(700 by default): each refresh decodes and folds every event appended since the last one,
+short-lived objects that make almost no cycles (as the projector's, which collects as
+rarely for the same reason)."""
 _STOPS = {signal.SIGTERM, signal.SIGINT}
 STOP_GRACE_S = 15.0
 WAITING_SHOWN = 10
@@ -715,7 +721,23 @@ async def _watch(
     from crawler.cli._progress_view import display_for
 
     source = progress()
-    with display_for(echo) as display:
+    collecting = gc.get_threshold()
+    gc.set_threshold(PROGRESS_GC_GEN0, *collecting[1:])
+    try:
+        await _show(source, workers_exited, echo, url, display_for(echo))
+    finally:
+        gc.set_threshold(*collecting)  # a crawl run in-process leaves its caller's as they were
+
+
+async def _show(
+    source: LiveProgress,
+    workers_exited: anyio.Event,
+    echo: Callable[[str], None],
+    url: str,
+    shown: Display,
+) -> None:
+    """``_watch``'s refreshes, one a period, each shown once it is read."""
+    with shown as display:
         first = True
         async with anyio.create_task_group() as tg:
             refreshed: list[Progress] = []

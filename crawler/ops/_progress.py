@@ -11,7 +11,7 @@ workers) is ``_progress_source``; how they are shown is ``crawler/cli/_progress_
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
@@ -29,6 +29,7 @@ from projector import (
     apply,
     clock_offset,
     clock_skew,
+    fold,
 )
 
 RATE_WINDOW_S = 10.0
@@ -178,12 +179,16 @@ class Tracker:
         """Fold one entry, as the projector would."""
         event = entry.event
         if type(event) is PageFetched:
-            offset, offsets = clock_offset(entry), self.clock_offsets
-            if offset > offsets.get(event.actor, offset - 1):
-                offsets[event.actor] = offset
+            _note_offset(self.clock_offsets, entry, event.actor)
         if not isinstance(event, RetryScheduled | TaskReclaimed):
             apply(self.state, entry)
             return
+        self._count_retries(entry)
+
+    def _count_retries(self, entry: LogEntry) -> None:
+        """Fold a ``RetryScheduled`` or ``TaskReclaimed``, keeping the per-site sums in step."""
+        event = entry.event
+        assert isinstance(event, RetryScheduled | TaskReclaimed)
         task = self.state.tasks.get(event.task_id)
         if task is None:
             apply(self.state, entry)  # refused by the fold: an anomaly, nothing to count
@@ -195,10 +200,28 @@ class Tracker:
         self.retries[site] = self.retries.get(site, 0) + task.retries - retries
         self.recoveries[site] = self.recoveries.get(site, 0) + task.recoveries - recoveries
 
-    def fold(self, entries: Iterable[LogEntry]) -> None:
-        """Fold entries in order."""
-        for entry in entries:
-            self.apply(entry)
+    def fold(self, entries: Sequence[LogEntry]) -> None:
+        """Fold entries in order, as :meth:`apply` would one by one.
+
+        A refresh folds every event appended since the last one: the runs between two
+        events that change a retry or recovery count go through the projector's batch
+        loop (``projector.fold``, what the projector folds with), not one ``apply`` call
+        each. A subclass that notes more per event (the console's) still gets each one.
+        """
+        if type(self).apply is not Tracker.apply:
+            for entry in entries:
+                self.apply(entry)
+            return
+        state, offsets, start = self.state, self.clock_offsets, 0
+        for at, entry in enumerate(entries):
+            event = entry.event
+            if type(event) is PageFetched:
+                _note_offset(offsets, entry, event.actor)
+            elif type(event) is RetryScheduled or type(event) is TaskReclaimed:
+                fold(entries[start:at], state)
+                self._count_retries(entry)
+                start = at + 1
+        fold(entries[start:] if start else entries, state)
 
     def snapshot(self, at: float) -> Snapshot:
         """Every site's counts now; ``at`` is the caller's clock reading."""
@@ -232,6 +255,13 @@ class Tracker:
             items_dropped=dict(sorted(job.items_dropped.items())),
             clock_skew=tuple(clock_skew(self.clock_offsets)),
         )
+
+
+def _note_offset(offsets: dict[str, float], entry: LogEntry, actor: str) -> None:
+    """Keep ``actor``'s largest clock offset (``entry`` is one of its page fetches)."""
+    offset = clock_offset(entry)
+    if offset > offsets.get(actor, offset - 1):
+        offsets[actor] = offset
 
 
 def sum_counts(sites: Iterable[SiteCounts]) -> SiteCounts:
