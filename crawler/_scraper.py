@@ -294,19 +294,7 @@ class Scraper:
                 fp = run_fingerprint(fp, run)
             if fp in seen or fp in fresh:
                 continue  # enqueued already: not a drop, the crawl has it
-            if (why := refusal(resolved, depth)) is not None:
-                parsed.drop(why)
-                continue
-            fresh[fp] = Task(
-                task_id=fp,
-                url=resolved,
-                site=site_of(resolved),
-                depth=depth,
-                priority=priority,
-                parent_task_id=parent,
-                spec=spec,
-                run=run,
-            )
+            _add_task(parsed, fp, resolved, refusal, depth, parent, spec=spec, priority=priority)
 
     def _admit_page_links(self, links: list[str], response: Response, parsed: Parsed) -> None:
         """`_admit_links` of the default spider's links, canonical http(s) URLs already
@@ -323,17 +311,7 @@ class Scraper:
             url, fp = links[index], fps[index]
             if fp in fresh:
                 continue  # two links of one fingerprint (a collision): the first is the task
-            if (why := refusal(url, depth)) is not None:
-                parsed.drop(why)
-                continue
-            fresh[fp] = Task(
-                task_id=fp,
-                url=url,
-                site=site_of(url),
-                depth=depth,
-                parent_task_id=parent,
-                run=run,
-            )
+            _add_task(parsed, fp, url, refusal, depth, parent)
 
     async def admit(self, parsed: Parsed) -> int:
         """Enqueue a page's new tasks and take its next page from the job's page bound
@@ -415,6 +393,34 @@ class Scraper:
             reason=spider_error_reason(exc, where_raised(exc)),
             traceback="".join(traceback.format_exception(exc)),
         )
+
+
+def _add_task(
+    parsed: Parsed,
+    fp: str,
+    url: str,
+    refusal: Callable[[str, int], str | None],
+    depth: int,
+    parent: str,
+    *,
+    spec: RequestSpec | None = None,
+    priority: int = 0,
+) -> None:
+    """``url`` into ``parsed.fresh`` as the task ``fp``, unless the scope's ``refusal``
+    gives a reason at ``depth``: then it is counted as dropped, by that reason."""
+    if (why := refusal(url, depth)) is not None:
+        parsed.drop(why)
+        return
+    parsed.fresh[fp] = Task(
+        task_id=fp,
+        url=url,
+        site=site_of(url),
+        depth=depth,
+        priority=priority,
+        parent_task_id=parent,
+        spec=spec,
+        run=parsed.run,
+    )
 
 
 class _Progress:
