@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import AsyncIterator, Sequence, Set
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import redis.asyncio as aioredis
@@ -17,13 +18,16 @@ from eventlog import (
     JobKeys,
     Lease,
     PageFetched,
+    ProjectorLease,
     SettleMode,
     Task,
     TaskAborted,
     TaskDone,
     TaskQueue,
     TaskReclaimed,
+    create_identity,
     failover_field,
+    hold_projector_lease,
     set_identity,
 )
 
@@ -118,3 +122,14 @@ async def raise_epoch(
     await set_identity(redis_client, keys, JobIdentity(job_id=identity.job_id, epoch=epoch))
     if failover:
         await redis_client.hset(keys.primary, failover_field(epoch), "")
+
+
+@asynccontextmanager
+async def lease_in_the_job_s_epoch(
+    redis_client: aioredis.Redis, keys: JobKeys
+) -> AsyncIterator[tuple[JobIdentity, ProjectorLease]]:
+    """A new job identity, and the projector's lease held in its epoch."""
+    identity = await create_identity(redis_client, keys)
+    async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
+        lease.epoch = identity.epoch
+        yield identity, lease

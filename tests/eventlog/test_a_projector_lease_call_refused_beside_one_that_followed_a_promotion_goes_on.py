@@ -12,8 +12,8 @@ import anyio
 import pytest
 import redis.asyncio as aioredis
 
-from eventlog import JobKeys, create_identity, hold_projector_lease
-from tests.eventlog.helpers import raise_epoch
+from eventlog import JobKeys
+from tests.eventlog.helpers import lease_in_the_job_s_epoch, raise_epoch
 
 pytestmark = pytest.mark.anyio
 
@@ -36,9 +36,7 @@ class HeldBack:
 async def test_a_renewal_refused_in_the_old_epoch_goes_on_once_a_publish_followed(
     redis_client: aioredis.Redis, keys: JobKeys
 ) -> None:
-    identity = await create_identity(redis_client, keys)
-    async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
-        lease.epoch = identity.epoch
+    async with lease_in_the_job_s_epoch(redis_client, keys) as (identity, lease):
         raised = identity.epoch + 1
         await raise_epoch(redis_client, keys, identity, raised, failover=True)
         renewal = HeldBack(lease._renew)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aioredis
 
-from eventlog import JobKeys, StoreLost, create_identity, hold_projector_lease
-from tests.eventlog.helpers import raise_epoch
+from eventlog import JobKeys, StoreLost
+from tests.eventlog.helpers import lease_in_the_job_s_epoch, raise_epoch
 
 pytestmark = pytest.mark.anyio
 
@@ -17,9 +17,7 @@ pytestmark = pytest.mark.anyio
 async def test_the_lease_takes_the_epoch_a_promotion_raised(
     redis_client: aioredis.Redis, keys: JobKeys
 ) -> None:
-    identity = await create_identity(redis_client, keys)
-    async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
-        lease.epoch = identity.epoch
+    async with lease_in_the_job_s_epoch(redis_client, keys) as (identity, lease):
         raised = identity.epoch + 1
         await raise_epoch(redis_client, keys, identity, raised, failover=True)
         await lease.renew()
@@ -31,9 +29,7 @@ async def test_the_lease_takes_the_epoch_a_promotion_raised(
 async def test_a_restore_after_it_voids_the_lease(
     redis_client: aioredis.Redis, keys: JobKeys
 ) -> None:
-    identity = await create_identity(redis_client, keys)
-    async with hold_projector_lease(redis_client, keys, "/data/one") as lease:
-        lease.epoch = identity.epoch
+    async with lease_in_the_job_s_epoch(redis_client, keys) as (identity, lease):
         await raise_epoch(redis_client, keys, identity, 2, failover=True)
         await raise_epoch(redis_client, keys, identity, 3, failover=False)
         with pytest.raises(StoreLost, match="lease went with its data"):
