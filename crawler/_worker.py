@@ -707,7 +707,11 @@ class Worker:
             pass
         except StoreLost:
             self._store_lost = True  # said once too; the restore rebuilds the lease
-        except (LeaseLost, CrawlogError) as exc:
+        except LeaseLost as exc:
+            # Nothing to give back: a step written just before the stop cut off its reply
+            # ended the task, or another worker recovered it. Either way it is not lost.
+            log.info("%s was no longer ours to release: %s", lease.entry_id, exc)
+        except CrawlogError as exc:
             log.warning("could not release %s: %s", lease.entry_id, exc)
 
     async def hold_lease(self, lease: Lease) -> None:
