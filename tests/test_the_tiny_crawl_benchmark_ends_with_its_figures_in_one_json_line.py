@@ -1,6 +1,7 @@
 """``tools/bench_tiny_crawl.py`` run once, as a subprocess: its table, then one JSON line
-with the one-page crawl's wall and CPU figures and their targets. Not a timed test: only
-that it measures."""
+with the one-page crawl's wall and CPU figures and their targets, and the raw limit beside
+them (its dependencies' imports in one bare interpreter). Not a timed test: only that it
+measures."""
 
 from __future__ import annotations
 
@@ -29,3 +30,7 @@ def test_the_tiny_crawl_benchmark_ends_with_its_figures_in_one_json_line() -> No
     assert figures["tiny_crawl_s"] == figures["tiny_crawl_wall_s"]
     assert (figures["target_wall_s"], figures["target_cpu_s"]) == (0.4, 0.35)
     assert "scrapy_tiny_wall_s" not in figures
+    assert any(line.startswith("imports ") and "cpu_s" in line for line in lines), "the floor"
+    assert figures["imports_floor_cpu_s"] > 0
+    ratio = figures["tiny_crawl_cpu_s"] / figures["imports_floor_cpu_s"]
+    assert figures["tiny_crawl_cpu_vs_imports_floor"] == pytest.approx(ratio, abs=0.01)

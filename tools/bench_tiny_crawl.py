@@ -21,9 +21,17 @@ process until a crawl has written it: ``crawler/cli/_bytecode.py``). If Scrapy i
 installed (and unless ``--no-scrapy``), a one-page ``scrapy runspider`` of the same page is
 alternated with them as the peer.
 
+The raw limit beside them (``imports``, unless ``--no-floor``): a bare interpreter importing
+every module a one-page crawl's processes import that is not crawlog's own (redis-py,
+asyncio, aiohttp, httpx, Arrow...: found once, before the rounds, by one crawl run with
+``PYTHONPROFILEIMPORTTIME``), alternated with the crawls. Its CPU is what the crawl's
+dependencies cost to load in one process, with no server, no request and no fork: a
+one-page crawl cannot cost less than that without dropping one of them.
+
 Prints a table (median, min and max per column) and, as its last line, one JSON object:
 ``tiny_crawl_wall_s`` (median wall, this checkout; ``tiny_crawl_s`` the same, its older
-name), ``tiny_crawl_cpu_s``, their spreads, ``scrapy_tiny_wall_s`` and the rest. Targets:
+name), ``tiny_crawl_cpu_s``, their spreads, ``imports_floor_cpu_s`` (and the ratio
+``tiny_crawl_cpu_vs_imports_floor``), ``scrapy_tiny_wall_s`` and the rest. Targets:
 <= 0.4 s wall and <= 0.35 s CPU.
 """
 
@@ -33,6 +41,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -68,6 +77,19 @@ class One(scrapy.Spider):
         yield {"url": response.url, "title": response.css("title::text").get()}
 """
 """A one-page Scrapy crawl: the page fetched and one item scraped, as crawlog's."""
+FLOOR = "imports"
+"""The raw limit's name among the trees in the results."""
+IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)\s*$")
+OWN_MODULES = re.compile(r"^(crawler|eventlog|projector|tests|tools)(\.|$)|^__editable__")
+"""crawlog's own modules (and its editable install's finder): not part of the floor."""
+IMPORT_ALL = """
+import importlib, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass  # an optional module the library tried and did without, as in the crawl
+"""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PACKAGES = ("crawler", "eventlog", "projector")
 
@@ -154,6 +176,43 @@ def one_run(tree: Path, url: str, scratch: Path, n: int, workers: int | None) ->
     return run
 
 
+def modules_a_crawl_imports(url: str, scratch: Path) -> list[str]:
+    """Every module the processes of one one-page crawl import that is not crawlog's own,
+    in the order first imported (``PYTHONPROFILEIMPORTTIME``: each process, forked or not,
+    writes a line per import on the stderr the crawl passes on)."""
+    data_dir = scratch / "modules"
+    command = [
+        sys.executable, "-m", "crawler.cli", "crawl", url + "/", "--depth", "0",
+        "--job", "modules", "--data-dir", str(data_dir),
+    ]  # fmt: skip
+    env = {**env_for(ROOT), "PYTHONPROFILEIMPORTTIME": "1"}
+    try:
+        done = subprocess.run(
+            command, env=env, cwd=scratch, capture_output=True, text=True,
+            timeout=RUN_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    finally:
+        stop = [sys.executable, "-m", "crawler.cli", "server", "stop", "--data-dir", str(data_dir)]
+        subprocess.run(stop, env=env_for(ROOT), cwd=scratch, capture_output=True, check=False)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the crawl to list its imports failed: {done.stderr.strip()[-500:]}")
+    names: dict[str, None] = {}
+    for line in done.stderr.splitlines():
+        if (found := IMPORT_LINE.match(line)) and not OWN_MODULES.match(found[1]):
+            names.setdefault(found[1])
+    if not names:
+        raise SystemExit("the crawl printed no import times: PYTHONPROFILEIMPORTTIME unheeded?")
+    return list(names)
+
+
+def floor_run(modules: list[str], scratch: Path, n: int) -> dict[str, float]:
+    """A bare interpreter importing ``modules``: the crawl's dependencies, loaded once."""
+    command = [sys.executable, "-c", IMPORT_ALL, *modules]
+    run = timed(command, env=env_for(ROOT), scratch=scratch, n=n)
+    return {**run, "server_cpu_s": 0.0, "tree_cpu_s": run["cpu_s"]}
+
+
 def scrapy_run(url: str, scratch: Path, n: int) -> dict[str, float]:
     """The peer: ``scrapy runspider`` of a one-page spider (the same page, one item)."""
     spider = scratch / "one_page_spider.py"
@@ -198,17 +257,24 @@ def figures_of(code: str, runs: list[dict[str, float]]) -> dict[str, object]:
 
 
 def run_all(
-    trees: dict[str, Path], url: str, runs: int, workers: int | None, scrapy: bool
+    trees: dict[str, Path], url: str, runs: int, workers: int | None, scrapy: bool, floor: bool
 ) -> dict[str, list[dict[str, float]]]:
-    """``runs`` rounds, each running every tree once (and the peer), alternated."""
+    """``runs`` rounds, each running every tree once (and the peer, and the floor),
+    alternated."""
     results: dict[str, list[dict[str, float]]] = {code: [] for code in trees}
     if scrapy:
         results[SCRAPY] = []
     with tempfile.TemporaryDirectory(prefix="crawlog-tiny-") as scratch:
+        modules = modules_a_crawl_imports(url, Path(scratch)) if floor else []
+        if floor:
+            results[FLOOR] = []
+            print(f"the floor imports {len(modules)} modules", file=sys.stderr)
         for n in range(runs):
             for code in results:
                 if code == SCRAPY:
                     run = scrapy_run(url, Path(scratch), n)
+                elif code == FLOOR:
+                    run = floor_run(modules, Path(scratch), n)
                 else:
                     run = one_run(trees[code], url, Path(scratch), n, workers)
                 results[code].append(run)
@@ -224,6 +290,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=None, help="--workers of the crawl")
     parser.add_argument("--no-compile", action="store_true", help="leave bytecode as it is")
     parser.add_argument("--no-scrapy", action="store_true", help="no Scrapy peer")
+    parser.add_argument("--no-floor", action="store_true", help="no import floor")
     args = parser.parse_args()
     trees = {"this": ROOT}
     if args.baseline is not None:
@@ -234,7 +301,7 @@ def main() -> int:
     scrapy = not args.no_scrapy and has_scrapy()
     site, url = start_site()
     try:
-        results = run_all(trees, url, args.runs, args.workers, scrapy)
+        results = run_all(trees, url, args.runs, args.workers, scrapy, not args.no_floor)
     finally:
         site.terminate()
         site.wait(timeout=RUN_TIMEOUT_S)
@@ -254,6 +321,14 @@ def main() -> int:
         figures.update(figures_of("baseline_tiny_crawl", results["baseline"]))
     if SCRAPY in results:
         figures.update(figures_of("scrapy_tiny", results[SCRAPY]))
+    if FLOOR in results:
+        cpu = [run["cpu_s"] for run in results[FLOOR]]
+        floor_cpu = statistics.median(cpu)
+        figures["imports_floor_cpu_s"] = round(floor_cpu, 3)
+        figures["imports_floor_cpu_spread_s"] = [round(min(cpu), 3), round(max(cpu), 3)]
+        figures["tiny_crawl_cpu_vs_imports_floor"] = round(
+            statistics.median(r["cpu_s"] for r in results["this"]) / floor_cpu, 3
+        )
     print(json.dumps(figures))
     return 0
 
