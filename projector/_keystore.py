@@ -34,7 +34,7 @@ else:
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, stream_id_key
 from projector._hashset import HashSet64
-from projector._taskstore import COMPRESSION, write_store_file
+from projector._taskstore import COMPRESSION, read_store_file, write_store_file
 
 KEYS_DIR: Final = "keys"
 KEY_SEGMENT_SUFFIX: Final = ".parquet"
@@ -76,10 +76,7 @@ def write_key_segment(directory: Path, keys: Iterable[str], position: str) -> Ke
 
 
 def _read(path: Path, filters: object = None) -> pa.Table:
-    try:
-        return pq.read_table(path, columns=["key"], filters=filters)
-    except (OSError, pa.ArrowException) as exc:
-        raise CrawlogError(f"key segment {path} cannot be read ({exc})") from None
+    return read_store_file(path, "key", ["key"], filters)
 
 
 def merge_key_segments(directory: Path, segments: Sequence[KeySegmentInfo]) -> KeySegmentInfo:

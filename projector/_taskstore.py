@@ -140,6 +140,23 @@ def write_store_file(directory: Path, name: str, table: pa.Table, *, row_group_s
     os.replace(tmp, directory / name)
 
 
+def read_store_file(
+    path: Path, kind: str, columns: Sequence[str] | None = None, filters: object = None
+) -> pa.Table:
+    """A task or key segment's rows (``filters`` as ``pq.read_table`` takes them);
+    ``CrawlogError`` naming the ``kind`` of segment and its file if it cannot be read."""
+    try:
+        if filters is None:
+            # As the one file it is: ``pq.read_table`` goes through Arrow's datasets, whose
+            # import costs a process's first read more than the read (the committed state
+            # a recrawl's projector and progress start from).
+            with pq.ParquetFile(path) as segment:
+                return segment.read(columns=list(columns) if columns is not None else None)
+        return pq.read_table(path, columns=columns, filters=filters)
+    except (OSError, pa.ArrowException) as exc:
+        raise CrawlogError(f"{kind} segment {path} cannot be read ({exc})") from None
+
+
 def write_task_segment(
     directory: Path,
     rows: Sequence[TaskRow],
@@ -160,10 +177,7 @@ def write_task_segment(
 
 
 def _read(path: Path, columns: Sequence[str] | None = None, filters: object = None) -> pa.Table:
-    try:
-        return pq.read_table(path, columns=columns, filters=filters)
-    except (OSError, pa.ArrowException) as exc:
-        raise CrawlogError(f"task segment {path} cannot be read ({exc})") from None
+    return read_store_file(path, "task", columns, filters)
 
 
 def latest_rows(tables: Sequence[pa.Table]) -> pa.Table:
