@@ -247,6 +247,8 @@ def fold_plain(
             dropped=dropped,
             spec=enq.spec,
             request=enq.request,
+            run=enq.run,
+            revisit=enq.revisit,
         )
         for counts in (site.tasks, job_counts):
             # Through pending and running to done: both stay, at the count they had.

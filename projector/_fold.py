@@ -313,6 +313,8 @@ def _enqueued(state: State, event: TaskEnqueued) -> None:
         request=event.request,
         updated_at=event.at,
         last_actor=event.actor,
+        run=event.run,
+        revisit=event.revisit,
     )
     counts = _site(state, event.site).tasks
     counts[PENDING] = counts.get(PENDING, 0) + 1

@@ -12,7 +12,7 @@ from typing import Final, Literal, TypeAlias
 
 import msgspec
 
-from eventlog import ORPHANED_REASON, Counts, Cursor, RequestSpec
+from eventlog import FIRST_RUN, ORPHANED_REASON, Counts, Cursor, RequestSpec, Validators
 
 TaskStatus: TypeAlias = Literal["pending", "running", "paused", "done", "failed", "aborted"]
 """Where a task is in its life, as the log tells it."""
@@ -82,6 +82,11 @@ class TaskState(msgspec.Struct, kw_only=True, gc=False):
     """Its method, body, headers, callback and data (``TaskEnqueued``): a retry keeps them."""
     request: CarriedRequest | None = None
     """The request it carries (``TaskEnqueued.request``, a Scrapy request): a retry keeps it."""
+    run: int = FIRST_RUN
+    """The job's run it belongs to (``TaskEnqueued.run``): a retry stays in that run."""
+    revisit: Validators | None = None
+    """The validators an earlier run's fetch left (``TaskEnqueued.revisit``): a retry of a
+    revisit asks the site conditionally again, as the run did."""
 
 
 class SiteState(msgspec.Struct, kw_only=True, gc=False):

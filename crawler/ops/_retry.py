@@ -30,10 +30,14 @@ def retry_of(task: TaskState, reason: str, by: str) -> Retry:
         attempt=task.attempt + 1,
         spec=task.spec,  # the same request and callback, as a redo after a kill has
         request=task.request,  # a Scrapy request, callback and meta: the same one again
+        # A recrawl's task stays in its run (its page, verdict and links are the run's) and
+        # asks the site conditionally again, with what the earlier run's fetch left.
+        run=task.run,
+        revisit=task.revisit,
     )
     return Retry(
         task=again,
-        event=TaskRetried(actor=by, task_id=task.task_id, reason=reason),
+        event=TaskRetried(actor=by, task_id=task.task_id, reason=reason, run=task.run),
         ended_attempt=task.attempt,
         # A done task is retried to fetch it again: from the start. A failed or aborted
         # one resumes where its last checkpoint left it, as after a crash.
