@@ -232,6 +232,8 @@ def _joined(task_ids: Sequence[str]) -> str:
 
 
 _JOURNALLED_ARGS = 3
+_UNCOUNTED = -1
+"""The cap an `ENQUEUE` call is sent with for tasks the ``--max-pages`` count leaves out."""
 """``SETTLE``'s arguments a journal record leaves out: the dedup ttl, the epoch and the
 restored entry (`JournalSettle.args` start at the group)."""
 
@@ -361,15 +363,19 @@ class TaskQueue:
         actor: str,
         fingerprints: Sequence[str] | None = None,
         cap: int = 0,
+        counted: bool = True,
     ) -> list[bool]:
         """Enqueue tasks whose fingerprint (default: task id) was never seen; one round trip.
 
         Returns, per task, whether it was new. Each new task gets its lane entry and its
         ``TaskEnqueued`` event in the same script, so neither exists without the other.
         With ``cap`` > 0, nothing is enqueued once the job has that many tasks (and pages
-        taken by `take_page`).
+        taken by `take_page`). ``counted=False`` (with no cap) leaves the tasks out of that
+        count: a recrawl's revisits, pages an earlier run counted already.
         """
-        new, _ = await self.enqueue_within(tasks, actor=actor, fingerprints=fingerprints, cap=cap)
+        new, _ = await self.enqueue_within(
+            tasks, actor=actor, fingerprints=fingerprints, cap=cap, counted=counted
+        )
         return new
 
     async def enqueue_within(
@@ -379,11 +385,14 @@ class TaskQueue:
         actor: str,
         fingerprints: Sequence[str] | None = None,
         cap: int = 0,
+        counted: bool = True,
     ) -> tuple[list[bool], int]:
         """`enqueue`, and how many of the tasks were refused by ``cap`` alone (never seen,
         and not enqueued because the job had reached its cap)."""
         if fingerprints is not None and len(fingerprints) != len(tasks):
             raise ValueError("one fingerprint per task")
+        if not counted and cap:
+            raise ValueError("tasks left out of the count are not capped by it")
         if not tasks:
             return [], 0
         started = time.perf_counter()
@@ -391,7 +400,7 @@ class TaskQueue:
         fps = fingerprints if fingerprints is not None else [t.task_id for t in tasks]
         dedup, ttl = self.log.dedup_args()
         keys = [self.keys.seen, self.keys.events, *dedup, *self.keys.lanes, self.keys.seen_count]
-        args: list[str | bytes | int] = [ttl, cap]
+        args: list[str | bytes | int] = [ttl, cap if counted else _UNCOUNTED]
         for task, fp in zip(tasks, fps, strict=True):
             bucket, field = seen_slot(fp)
             keys.append(self.keys.seen_bucket(bucket))
@@ -460,9 +469,10 @@ class TaskQueue:
             self.observer.controlled(event, time.perf_counter() - started)
         return moved
 
-    async def claim_url(self, fingerprint: str, task_id: str) -> bool:
+    async def claim_url(self, fingerprint: str, task_id: str, *, counted: bool = True) -> bool:
         """Whether task ``task_id`` may fetch the URL of ``fingerprint`` (a redirect
-        target): True if no task has it yet (it is then seen) or this one claimed it."""
+        target): True if no task has it yet (it is then seen) or this one claimed it.
+        ``counted=False``: marked seen without counting against ``--max-pages``."""
         bucket, field = seen_slot(fingerprint)
         keys = [
             self.keys.seen,
@@ -471,7 +481,8 @@ class TaskQueue:
             self.keys.seen_count,
         ]
         with redis_errors("claiming a redirect target"):
-            found = await self._claim_url(keys=keys, args=[fingerprint, task_id, field])
+            args: list[str | bytes] = [fingerprint, task_id, field, "1" if counted else "0"]
+            found = await self._claim_url(keys=keys, args=args)
         return bool(found)
 
     async def retry(self, retries: Sequence[Retry]) -> list[bool]:

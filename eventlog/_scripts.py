@@ -93,8 +93,9 @@ ENQUEUE = (
     + """
 -- KEYS: seen (the older set: only read), events, eids current, eids previous,
 --       lane 0 .. lane 2, seen count, then the seen bucket of each group's fingerprint
--- ARGV: dedup ttl (s), cap on tasks (0: none), then groups of: fingerprint, its field in
---       its bucket, lane, task, event_id, event
+-- ARGV: dedup ttl (s), cap on tasks (0: none; -1: none, and the tasks enqueued are not
+--       counted: a recrawl's revisits of pages counted already), then groups of:
+--       fingerprint, its field in its bucket, lane, task, event_id, event
 -- The task entry and its TaskEnqueued event are written only for an unseen fingerprint,
 -- so fifty workers enqueueing one URL at once make exactly one task.
 -- Returns per group: 1 enqueued, 0 seen already, 2 not seen but refused by the cap.
@@ -124,7 +125,7 @@ for i = 3, #ARGV, 6 do
     new[#new + 1] = 0
   end
 end
-redis.call('INCRBY', KEYS[8], added)
+if cap >= 0 then redis.call('INCRBY', KEYS[8], added) end
 redis.call('EXPIRE', KEYS[3], ARGV[1], 'NX')
 return new
 """
@@ -380,9 +381,11 @@ CLAIM_URL = (
 -- (it is then marked seen, so no task is ever enqueued for it) or this same task claimed
 -- it before (a retry, or a restart, following the same redirect).
 -- KEYS: seen (the older set), redirected, the fingerprint's seen bucket, seen count.
--- ARGV: fingerprint, task id, its field in its bucket.  Returns 1 or 0.
+-- ARGV: fingerprint, task id, its field in its bucket, and '0' to leave it out of the
+--       seen count (a page an earlier run counted: `recrawl --due` marks those not due).
+-- Returns 1 or 0.
 if mark_seen(redis.call('EXISTS', KEYS[1]) == 1, KEYS[3], ARGV[3], ARGV[1]) then
-  redis.call('INCR', KEYS[4])
+  if ARGV[4] ~= '0' then redis.call('INCR', KEYS[4]) end
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
   return 1
 end

@@ -360,9 +360,12 @@ async def enqueue_run(queue: TaskQueue, pages: RunPages) -> int:
     new = 0
     for start in range(0, len(pages.due), RECRAWL_BATCH):
         batch = pages.due[start : start + RECRAWL_BATCH]
-        new += sum(await queue.enqueue(batch, actor=RECRAWL_ACTOR))
+        # Pages earlier runs counted against --max-pages: a revisit is not one more page
+        # (else a site recrawled every day reached the default bound in days, and from then
+        # on every new page a run found was refused).
+        new += sum(await queue.enqueue(batch, actor=RECRAWL_ACTOR, counted=False))
     for task in pages.later:
-        await queue.claim_url(task.task_id, NOT_DUE)
+        await queue.claim_url(task.task_id, NOT_DUE, counted=False)
     return new
 
 
