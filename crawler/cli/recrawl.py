@@ -14,6 +14,7 @@ import anyio
 import click
 import msgspec
 
+from crawler._defaults import PAST_MAX_PAGES
 from crawler._job import JobConfig, load_config
 from crawler._recrawl import revisit_tasks
 from crawler.cli._crawl_settings import CrawlSettings
@@ -30,6 +31,7 @@ from eventlog import (
     AnyEvent,
     ConfigError,
     JobKeys,
+    PageFetched,
     RunRecord,
     Task,
     TaskEnqueued,
@@ -155,6 +157,7 @@ def recrawl_command(
         target=importlib.import_module, args=(ARCHIVE_READER,), name="import-arrow", daemon=True
     ).start()
     runs: list[int] = []
+    bound_before: list[int] = []  # links the runs before this one left past --max-pages
     try:
         elsewhere = os.environ.get(REDIS_URL_ENV) or replica_set_url(directory)
         server = None if elsewhere else ensure_server(directory)
@@ -169,7 +172,11 @@ def recrawl_command(
             job=job, data_dir=directory, config=config, workers=workers, concurrency=concurrency
         )
         seeder = _run_seeder(
-            directory, runs.append, due_only=due_only, given=(first_s, least_s, most_s)
+            directory,
+            runs.append,
+            bound_before.append,
+            due_only=due_only,
+            given=(first_s, least_s, most_s),
         )
         summary = anyio.run(
             lambda: run_crawl(
@@ -196,6 +203,12 @@ def recrawl_command(
         f"{ended} run {runs[-1] if runs else '?'} of {job} in {summary.seconds:.1f} s; "
         f"next: crawlog changes --job {job}"
     )
+    from crawler.cli._report_text import bound_reached_line
+
+    # The job's count is every run's: what this run's pages left out is what it added.
+    past = summary.past_bound - bound_before[-1] if bound_before else 0
+    if (bound := bound_reached_line(past)) is not None:
+        click.echo(bound)
     # As a crawl exits: the finalization tore down Arrow and the rest after the last line.
     exit_now(0 if summary.complete else 1)
 
@@ -223,12 +236,14 @@ def _nothing_due(exc: BaseException) -> _NothingDue | None:
 def _run_seeder(
     data_dir: Path,
     chosen: Callable[[int], None],
+    bound_before: Callable[[int], None],
     *,
     due_only: bool,
     given: tuple[float | None, float | None, float | None],
 ) -> Seeder:
     """The recrawl's seeding, under the job's crawl lock: its run chosen (told to
-    ``chosen``), the intervals ``given`` recorded, and its pages (the due ones with
+    ``chosen``, and the links the runs before it left past ``--max-pages`` to
+    ``bound_before``), the intervals ``given`` recorded, and its pages (the due ones with
     ``due_only``) enqueued. A new ``--due`` run with no page due is not started
     (`_NothingDue`): its number stays free, the intervals given are recorded."""
 
@@ -252,6 +267,7 @@ def _run_seeder(
         started = RunRecord(run=run, state=RUNNING, intervals=intervals)
         await write_run(queue.redis, queue.keys, started)
         chosen(run)
+        bound_before(past_bound_before(events, run))
         new = await enqueue_run(queue, pages)
         not_due = f", {len(pages.later)} not due" if due_only else ""
         echo(f"run {run}: {len(pages.due)} page(s) to revisit{not_due}, {new} enqueued now")
@@ -276,6 +292,16 @@ def given_policy(
 
 def _intervals(policy: RevisitPolicy) -> tuple[float, float, float]:
     return (policy.interval_s, policy.min_s, policy.max_s)
+
+
+def past_bound_before(events: Iterable[AnyEvent], run: int) -> int:
+    """Links (and next pages) the pages of the runs before ``run`` left past
+    ``--max-pages``, as their ``PageFetched`` events counted them."""
+    return sum(
+        e.dropped.get(PAST_MAX_PAGES, 0)
+        for e in events
+        if type(e) is PageFetched and e.run < run and e.dropped
+    )
 
 
 def latest_run(events: Iterable[AnyEvent]) -> int:

@@ -3,12 +3,13 @@ pages a ``--due`` run leaves for later) are pages an earlier run counted, so the
 count again. Before, every run's revisits were counted anew: a site recrawled every day
 reached the default bound within days, and from then on each new page a run found was
 refused by the bound, missing from ``crawlog changes`` with nothing said. The bound still
-refuses pages past it."""
+refuses pages past it, and the run that met it says so."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import anyio
@@ -48,7 +49,8 @@ async def test_new_pages_of_a_late_run_are_crawled_and_the_bound_still_holds(
         known = len(pages_of(site.requests))
         assert known < BOUND < 2 * known
         for _ in range(RECRAWLS_BEFORE):
-            await _run(valkey_url, "recrawl", *where)
+            said = await _run(valkey_url, "recrawl", *where)
+            assert "bound reached" not in said, said
         await _run(valkey_url, "recrawl", *where, "--due")  # nothing due: marks them all
         added = site.mutate(2, 0, seed=1, added=2).added
         await _run(valkey_url, "recrawl", *where)
@@ -56,7 +58,7 @@ async def test_new_pages_of_a_late_run_are_crawled_and_the_bound_still_holds(
         # Far past the bound now: the site grows by more pages than it leaves room for.
         room = BOUND - known - len(added)
         grown = site.mutate(room + 6, 0, seed=2, added=room + 6).added
-        await _run(valkey_url, "recrawl", *where)
+        said = await _run(valkey_url, "recrawl", *where)
         report = await _run(valkey_url, "report", *where)
         fetched = pages_of(site.requests)
 
@@ -69,3 +71,7 @@ async def test_new_pages_of_a_late_run_are_crawled_and_the_bound_still_holds(
     assert set(grown) - fetched, "some of the new pages past the bound"
     assert len(fetched) == BOUND, "as many pages as the bound allows, each run's counted once"
     assert "Bound reached" in report, report
+    # The run says what it left out itself: the links its own pages gave past the bound.
+    refused = re.search(r"bound reached: (\d+) link", said)
+    assert refused is not None, said
+    assert int(refused[1]) >= len(set(grown) - fetched)
