@@ -162,10 +162,11 @@ def fetched_validators(
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     """The tasks of ``run``: every request an earlier run enqueued whose first page was
     fetched and not gone, once, as its latest run left it, with that fetch's validators
-    (events in log order)."""
+    and how many of its pages that run fetched (events in log order)."""
     enqueued: dict[str, TaskEnqueued] = {}
     latest: dict[str, str] = {}  # a request's key -> the task id of its latest run
     fetched: dict[str, PageFetched] = {}
+    pages: dict[str, int] = {}  # a task id -> the furthest page of it fetched
     for event in events:
         if isinstance(event, TaskEnqueued) and event.run < run:
             enqueued[event.task_id] = event
@@ -178,11 +179,12 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
             latest[key] = event.task_id
         elif (
             isinstance(event, PageFetched)
-            and event.page <= 1
             and event.run < run
             and event.status  # a response, not a network error
         ):
-            fetched[event.task_id] = event
+            if event.page <= 1:
+                fetched[event.task_id] = event
+            pages[event.task_id] = max(pages.get(event.task_id, 1), event.page)
     tasks: list[Task] = []
     for key, task_id in latest.items():
         page = fetched.get(task_id)
@@ -202,6 +204,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                 revisit=Validators(
                     etag=page.etag, last_modified=page.last_modified, body_hash=page.body_hash
                 ),
+                revisit_pages=pages[task_id],
             )
         )
     return tasks

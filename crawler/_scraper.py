@@ -101,6 +101,9 @@ class Parsed(msgspec.Struct, kw_only=True):
     """Why the task ends at this page though the spider gave a next page (a loop, a cap)."""
     run: int = FIRST_RUN
     """The run of the job the page's task belongs to: its new tasks are of that run."""
+    next_counted: bool = True
+    """Whether the next page, if any, is one more page against ``--max-pages``: not for a
+    revisit's next page that the earlier run fetched (`Task.revisit_pages`)."""
 
     def drop(self, reason: str, count: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + count
@@ -155,7 +158,7 @@ class Scraper:
         Raises whatever the spider raises, and SpiderOutputError for an output crawlog
         cannot take: either fails the task, never the worker."""
         response = self._response(lease, result, page, last, body_hash)
-        parsed = Parsed(run=lease.task.run)
+        parsed = Parsed(run=lease.task.run, next_counted=page >= lease.task.revisit_pages)
         if result.error is None and self.middlewares.responses:
             hooked = await self.middlewares.response(response)
             if isinstance(hooked, DroppedByHook):
@@ -319,7 +322,12 @@ class Scraper:
         How many tasks were new to the job."""
         new, past = await self.enqueue(parsed.fresh)
         cap = self._max_pages
-        if parsed.next_page is not None and cap and not await self.queue.take_page(cap):
+        if (
+            parsed.next_page is not None
+            and cap
+            and parsed.next_counted
+            and not await self.queue.take_page(cap)
+        ):
             parsed.next_page, past = None, past + 1
         if past:
             parsed.drop(PAST_MAX_PAGES, past)

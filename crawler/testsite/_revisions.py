@@ -18,6 +18,7 @@ import html
 import random
 import time
 import zlib
+from collections.abc import Iterable
 from email.utils import formatdate, parsedate_to_datetime
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
@@ -69,19 +70,26 @@ class Revisions:
         untouched = [p for p in self._items if p not in self._revision and p not in self._deleted]
         picked = random.Random(seed).sample(untouched, min(changed + deleted, len(untouched)))
         edits, gone = sorted(picked[:changed]), sorted(picked[changed:])
-        # Later than anything served before, even within the site's first second.
-        at = max(int(time.time()), self._born + 1)
-        for path in edits:
-            self._revision[path] = self._revision.get(path, 0) + 1
-            self._edited_at[path] = at
+        self.edit(edits)
         self._deleted.update(gone)
-        self._kept.clear()
         fresh = []
         for path in edits[:added]:
             page = f"{ADDED_PREFIX}{path.rsplit('/', 1)[-1]}-{self._revision[path]}"
             self._links[path] = page
             fresh.append(page)
         return Mutation(changed=tuple(edits), deleted=tuple(gone), added=tuple(fresh))
+
+    def edit(self, paths: Iterable[str]) -> Mutation:
+        """Edit these pages, whatever they are (a listing, the home page), as `mutate`
+        edits item pages: each served from now on with another body and validators."""
+        # Later than anything served before, even within the site's first second.
+        at = max(int(time.time()), self._born + 1)
+        edits = sorted(set(paths))
+        for path in edits:
+            self._revision[path] = self._revision.get(path, 0) + 1
+            self._edited_at[path] = at
+        self._kept.clear()
+        return Mutation(changed=tuple(edits))
 
     def admin(self, target: str) -> Page:
         """The answer to `MUTATE_PATH`: the mutation it asked for, done."""

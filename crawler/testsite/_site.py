@@ -196,6 +196,10 @@ class RunningSite:
         edited ones linking a new page each (see `Revisions`)."""
         return self.revisions.mutate(changed, deleted, seed, added)
 
+    def edit(self, *paths: str) -> Mutation:
+        """Edit these pages (any the site serves: a listing, say), as `mutate` does items."""
+        return self.revisions.edit(paths)
+
     @functools.cached_property
     def reachable(self) -> frozenset[str]:
         """Absolute URLs of every page a robots-obeying crawler reaches from the home page."""
