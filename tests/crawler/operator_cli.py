@@ -39,3 +39,10 @@ async def crawlog(valkey_url: str, data_dir: Path, *args: str, stdin: str | None
         input=stdin.encode() if stdin is not None else b"",
     )
     return Ran(result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+async def crawlog_ok(valkey_url: str, data_dir: Path, *args: str) -> str:
+    """`crawlog`, which must exit 0 (the test fails with its output otherwise): its stdout."""
+    ran = await crawlog(valkey_url, data_dir, *args)
+    assert ran.returncode == 0, (args, ran.stdout, ran.stderr)
+    return ran.stdout

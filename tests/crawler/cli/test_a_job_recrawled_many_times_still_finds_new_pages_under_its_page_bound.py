@@ -8,23 +8,20 @@ refuses pages past it, and the run that met it says so."""
 from __future__ import annotations
 
 import json
-import os
 import re
+from functools import partial
 from pathlib import Path
 
-import anyio
 import pytest
 
-from crawler.cli._argv import crawlog_command
 from crawler.testsite import Request, serve_testsite
-from tests.crawler.conftest import ROOT
+from tests.crawler.operator_cli import crawlog_ok
 
 pytestmark = pytest.mark.anyio
 PAGES = 20
 BOUND = 40
 """Above the site's pages (about 25 with its listings), below two runs' worth of them."""
 RECRAWLS_BEFORE = 3
-STEP_TIMEOUT_S = 90
 
 
 def pages_of(requests: list[Request]) -> set[str]:
@@ -32,34 +29,27 @@ def pages_of(requests: list[Request]) -> set[str]:
     return {r.path for r in requests if r.status == 200 and r.path != "/robots.txt"}
 
 
-async def _run(valkey_url: str, *args: str) -> str:
-    env = {**os.environ, "REDIS_URL": valkey_url}
-    with anyio.fail_after(STEP_TIMEOUT_S):
-        result = await anyio.run_process(crawlog_command(*args), env=env, cwd=ROOT, check=False)
-    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
-    return result.stdout.decode()
-
-
 async def test_new_pages_of_a_late_run_are_crawled_and_the_bound_still_holds(
     valkey_url: str, data_dir: Path, job: str
 ) -> None:
-    where = ("--job", job, "--data-dir", str(data_dir))
+    where = ("--job", job)
+    run = partial(crawlog_ok, valkey_url, data_dir)
     async with serve_testsite(pages=PAGES, seed=3) as site:
-        await _run(valkey_url, "crawl", site.url + "/", *where, "--max-pages", str(BOUND))
+        await run("crawl", site.url + "/", *where, "--max-pages", str(BOUND))
         known = len(pages_of(site.requests))
         assert known < BOUND < 2 * known
         for _ in range(RECRAWLS_BEFORE):
-            said = await _run(valkey_url, "recrawl", *where)
+            said = await run("recrawl", *where)
             assert "bound reached" not in said, said
-        await _run(valkey_url, "recrawl", *where, "--due")  # nothing due: marks them all
+        await run("recrawl", *where, "--due")  # nothing due: marks them all
         added = site.mutate(2, 0, seed=1, added=2).added
-        await _run(valkey_url, "recrawl", *where)
-        late = await _run(valkey_url, "changes", *where, "--format", "jsonl")
+        await run("recrawl", *where)
+        late = await run("changes", *where, "--format", "jsonl")
         # Far past the bound now: the site grows by more pages than it leaves room for.
         room = BOUND - known - len(added)
         grown = site.mutate(room + 6, 0, seed=2, added=room + 6).added
-        said = await _run(valkey_url, "recrawl", *where)
-        report = await _run(valkey_url, "report", *where)
+        said = await run("recrawl", *where)
+        report = await run("report", *where)
         fetched = pages_of(site.requests)
 
     new = {
