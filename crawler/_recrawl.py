@@ -162,11 +162,12 @@ def fetched_validators(
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     """The tasks of ``run``: every request an earlier run enqueued whose first page was
     fetched and not gone, once, as its latest run left it, with that fetch's validators
-    and how many of its pages that run fetched (events in log order)."""
+    and the furthest of its pages any earlier run fetched (events in log order)."""
     enqueued: dict[str, TaskEnqueued] = {}
     latest: dict[str, str] = {}  # a request's key -> the task id of its latest run
     fetched: dict[str, PageFetched] = {}
-    pages: dict[str, int] = {}  # a task id -> the furthest page of it fetched
+    key_of: dict[str, str] = {}  # a task id -> its request's key
+    pages: dict[str, int] = {}  # a request's key -> the furthest page any run fetched
     for event in events:
         if isinstance(event, TaskEnqueued) and event.run < run:
             enqueued[event.task_id] = event
@@ -177,6 +178,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                 None if spec is None else spec.body,
             )
             latest[key] = event.task_id
+            key_of[event.task_id] = key
         elif (
             isinstance(event, PageFetched)
             and event.run < run
@@ -184,7 +186,8 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
         ):
             if event.page <= 1:
                 fetched[event.task_id] = event
-            pages[event.task_id] = max(pages.get(event.task_id, 1), event.page)
+            if (fetched_key := key_of.get(event.task_id)) is not None:
+                pages[fetched_key] = max(pages.get(fetched_key, 1), event.page)
     tasks: list[Task] = []
     for key, task_id in latest.items():
         page = fetched.get(task_id)
@@ -204,7 +207,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                 revisit=Validators(
                     etag=page.etag, last_modified=page.last_modified, body_hash=page.body_hash
                 ),
-                revisit_pages=pages[task_id],
+                revisit_pages=pages.get(key, 1),
             )
         )
     return tasks

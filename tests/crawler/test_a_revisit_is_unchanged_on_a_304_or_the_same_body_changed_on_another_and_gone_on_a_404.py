@@ -6,6 +6,7 @@ them, under task ids of their own that never meet another run's."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -113,3 +114,19 @@ def test_a_run_s_tasks_are_the_pages_earlier_runs_reached_as_their_latest_run_le
     # Run 2 again (a killed recrawl's rerun): the same tasks, from run 1 alone.
     again = revisit_tasks(events, 2)
     assert [t.task_id for t in again] == [run_fingerprint(f, 2) for f in (fa, fb, fd)]
+
+
+def test_a_revisit_knows_the_furthest_page_any_earlier_run_fetched_of_its_request() -> None:
+    # A listing of 4 pages in run 1; run 2 found its first page unchanged and went no
+    # further: run 3 still knows the 4 pages counted once against --max-pages.
+    listing = "http://a.test/list?page=1"
+    first, second = fingerprint(listing), run_fingerprint(fingerprint(listing), 2)
+    events: list[AnyEvent] = [_enqueued(first, listing, 1)]
+    for page in range(1, 5):
+        fetched = _page(first, listing, 200, 1, f"p{page}")
+        events.append(msgspec.structs.replace(fetched, page=page))
+    events += [_enqueued(second, listing, 2), _page(second, listing, 304, 2, "p1")]
+    [task] = revisit_tasks(events, 3)
+    assert task.revisit_pages == 4
+    [only_first] = revisit_tasks(events[:2], 2)
+    assert only_first.revisit_pages == 1
