@@ -740,7 +740,16 @@ async def enqueue_seeds(
     queue: TaskQueue, seeds: list[str], *, actor: str, max_pages: int = 0
 ) -> int:
     """Enqueue the seed URLs (idempotent: a seed already seen is not enqueued again)."""
+    new, _ = await enqueue_seeds_within(queue, seeds, actor=actor, max_pages=max_pages)
+    return new
+
+
+async def enqueue_seeds_within(
+    queue: TaskQueue, seeds: list[str], *, actor: str, max_pages: int = 0
+) -> tuple[int, int]:
+    """`enqueue_seeds`: how many were new, and how many ``max_pages`` refused."""
     tasks = [
         Task(task_id=fingerprint(url), url=url, site=site_of(url), priority=1) for url in seeds
     ]
-    return sum(await queue.enqueue(tasks, actor=actor, cap=max_pages))
+    new, past = await queue.enqueue_within(tasks, actor=actor, cap=max_pages)
+    return sum(new), past

@@ -161,9 +161,12 @@ RESTORE_SEEN_BUCKETS = 256
 are some 128 calls of about 8,000 fields each."""
 
 
-async def restore_seen(redis: aioredis.Redis, keys: JobKeys, fingerprints: Iterable[str]) -> int:
+async def restore_seen(
+    redis: aioredis.Redis, keys: JobKeys, fingerprints: Iterable[str], *, next_pages: int = 0
+) -> int:
     """Mark every fingerprint seen and count them (the seen count starts from what it
-    holds: a restore clears it first); how many were new."""
+    holds: a restore clears it first), with ``next_pages``: the pages past their first that
+    tasks took from the count (`TaskQueue.take_page`); how many fingerprints were new."""
     buckets: dict[int, set[bytes]] = defaultdict(set)
     for fingerprint in fingerprints:
         bucket, field = seen_slot(fingerprint)
@@ -178,6 +181,8 @@ async def restore_seen(redis: aioredis.Redis, keys: JobKeys, fingerprints: Itera
             args: list[bytes | int] = [b"".join(sorted(fields)) for _, fields in batch]
             args.append(SEEN_FIELD_BYTES)
             added += int(await script(keys=keys_, args=args))
+        if next_pages:
+            await redis.incrby(keys.seen_count, next_pages)
     return added
 
 

@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Set
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -238,19 +239,38 @@ WHERE p.type = 'task.page' AND p.page = 1 AND p.url <> e.url
 """
 
 
-def archived_landings(paths: list[Path]) -> list[PageFetched]:
-    """The archived first-page fetches that landed on another URL than their task's (a
-    redirect, or another spelling of the same URL)."""
-    if not paths:
-        return []
+_NEXT_PAGES_SQL = """
+SELECT count(*) FROM (
+    SELECT DISTINCT task_id, page FROM read_parquet({files})
+    WHERE type = 'task.page' AND page > 1
+)
+"""
+
+
+def _query_archive(paths: list[Path], sql: str) -> list[Any]:
+    """The rows of ``sql`` (its ``{files}``: the archive segments at ``paths``)."""
     import duckdb  # a restore only: the worker never loads it
 
     files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
     con = duckdb.connect(":memory:")
     try:
-        rows = con.execute(_LANDINGS_SQL.format(files=files)).fetchall()
+        return con.execute(sql.format(files=files)).fetchall()
     finally:
         con.close()
+
+
+def archived_next_pages(paths: list[Path]) -> int:
+    """How many pages past their task's first the archive holds a fetch of (each page of a
+    task once): what the tasks took from ``--max-pages`` besides their first pages."""
+    return int(_query_archive(paths, _NEXT_PAGES_SQL)[0][0]) if paths else 0
+
+
+def archived_landings(paths: list[Path]) -> list[PageFetched]:
+    """The archived first-page fetches that landed on another URL than their task's (a
+    redirect, or another spelling of the same URL)."""
+    if not paths:
+        return []
+    rows = _query_archive(paths, _LANDINGS_SQL)
     return [event for _, payload in rows if isinstance(event := decode(payload), PageFetched)]
 
 
@@ -311,9 +331,11 @@ async def _fold_tail(
     state: State,
     tail_retries: dict[str, RetryScheduled],
     tail_pages: list[PageFetched],
+    tail_next: set[tuple[str, int]],
 ) -> int:
     """Fold the log's tail after the commit into ``state``; its last retry of each task
-    into ``tail_retries``; how many events it had."""
+    into ``tail_retries``, its first-page fetches into ``tail_pages`` and the (task, page)
+    of its later pages' into ``tail_next``; how many events it had."""
     # The same log goes on after the commit: its tail is the job's too.
     tail_events = 0
     position = manifest.position
@@ -325,6 +347,8 @@ async def _fold_tail(
                 tail_retries[entry.event.task_id] = entry.event
             elif isinstance(entry.event, PageFetched) and entry.event.page == 1:
                 tail_pages.append(entry.event)
+            elif isinstance(entry.event, PageFetched) and entry.event.page > 1:
+                tail_next.add((entry.event.task_id, entry.event.page))
         tail_events += len(entries)
         position = entries[-1].stream_id
     return tail_events
@@ -347,6 +371,7 @@ async def _write(
     manifest: Manifest,
     plan: RestorePlan,
     claims: dict[str, str],
+    next_pages: int,
     *,
     continues: bool,
     identity: JobIdentity,
@@ -360,7 +385,8 @@ async def _write(
     ended = await anyio.to_thread.run_sync(
         lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
     )
-    known = await restore_seen(redis, keys, itertools.chain(plan.seen, ended, claims))
+    fingerprints = itertools.chain(plan.seen, ended, claims)
+    known = await restore_seen(redis, keys, fingerprints, next_pages=next_pages)
     await restore_redirects(redis, keys, claims)
     await restore_checkpoints(redis, keys, plan.checkpoints)
     await restore_flags(redis, keys, plan.flags)
@@ -406,10 +432,13 @@ async def restore_job(
         log = EventLog(redis, keys)
         tail_retries: dict[str, RetryScheduled] = {}
         tail_pages: list[PageFetched] = []
+        tail_next: set[tuple[str, int]] = set()
         continues = await _log_goes_on(redis, keys, manifest.position, tail_from)
         tail_events = 0
         if continues:
-            tail_events = await _fold_tail(log, store, manifest, state, tail_retries, tail_pages)
+            tail_events = await _fold_tail(
+                log, store, manifest, state, tail_retries, tail_pages, tail_next
+            )
         stored = await read_identity(redis, keys)
         epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
         job_id = archive.job_id or (stored.job_id if stored is not None else uuid.uuid4().hex)
@@ -421,10 +450,16 @@ async def restore_job(
             lambda: plan_restore(state, now=time.time(), in_flight=in_flight, retries=retries)
         )
         claims = await _redirects(store, manifest, tail_pages, landing)
+        # A page fetched again in the tail after its archived fetch counts twice: the
+        # bound errs low, never high.
+        next_pages = len(tail_next) + await anyio.to_thread.run_sync(
+            archived_next_pages, store.segment_paths(manifest)
+        )
         identity = JobIdentity(job_id=job_id, epoch=epoch)
         known, queued = await _write(
-            redis, keys, store, manifest, plan, claims, continues=continues, identity=identity
-        )
+            redis, keys, store, manifest, plan, claims, next_pages,
+            continues=continues, identity=identity,
+        )  # fmt: skip
         for path in left_by_workers:
             path.unlink(missing_ok=True)  # counted: a second restore must not count them again
     return Restored(

@@ -488,18 +488,19 @@ async def _stop_on_signal(stop: Callable[[], object]) -> None:
 @click.argument("urls", nargs=-1, required=True)
 def enqueue_command(job: str, data_dir: Path | None, urls: tuple[str, ...]) -> None:
     """Add seed URLs to a running job (a URL already seen is not enqueued again)."""
-    from crawler._worker import enqueue_seeds
+    from crawler._worker import enqueue_seeds_within
 
     canonical = [check_seed_url(u) for u in urls]
     url = resolve_url(data_dir)
 
-    async def run() -> int:
+    async def run() -> tuple[int, int]:
         async with connect(url) as client:
             config = await load_config(client, JobKeys(job))
             queue = TaskQueue(client, job, "enqueue")
-            return await enqueue_seeds(
+            return await enqueue_seeds_within(
                 queue, canonical, actor="enqueue", max_pages=config.max_pages
             )
 
-    new = anyio.run(run)
-    click.echo(f"{new} new task(s), {len(canonical) - new} already known")
+    new, past = anyio.run(run)
+    refused = f", {past} past --max-pages, not enqueued" if past else ""
+    click.echo(f"{new} new task(s), {len(canonical) - new - past} already known{refused}")
