@@ -52,7 +52,7 @@ from crawler._job import JobConfig, save_config
 from crawler._loop import loop_options
 from crawler._spider import load_spider
 from crawler._start_requests import enqueue_start_requests
-from crawler._worker import enqueue_seeds
+from crawler._worker import enqueue_seeds_within
 from crawler.cli._argv import crawlog_command
 from crawler.cli._crawl_settings import bound_line
 from crawler.cli._durability_option import durability_in_force
@@ -460,7 +460,11 @@ async def _store_and_seed(
     """Store the job's configuration (or check it is the one stored) and enqueue its seeds
     and sitemaps' URLs; the configuration stored and how many seeds were new."""
     config = await save_config(queue.redis, queue.keys, config)
-    new = await enqueue_seeds(queue, list(config.seeds), actor="crawl", max_pages=config.max_pages)
+    seeds = list(config.seeds)
+    new, past = await enqueue_seeds_within(queue, seeds, actor="crawl", max_pages=config.max_pages)
+    if past:
+        # A job at its bound refuses a new seed as it refuses a link: said, not silent.
+        echo(f"seeds: {past} past --max-pages, not enqueued")
     spider = load_spider(config.spider, config.spider_args)  # imported already: checked
     started, made, before = await enqueue_start_requests(queue, config, spider, actor="crawl")
     if made:
