@@ -77,22 +77,23 @@ def start_task(spider: Spider, output: object, index: int) -> Task:
 
 async def enqueue_start_requests(
     queue: TaskQueue, config: JobConfig, spider: Spider, *, actor: str
-) -> tuple[int, int, int]:
+) -> tuple[int, int, int, int]:
     """Run the spider's ``start_requests`` on from the job's saved position, enqueueing
     its Follows in batches and saving the position after each; (new tasks, start requests
-    in all, those a crawl of the job enqueued before). (0, 0, 0) for a spider without one."""
+    in all, those a crawl of the job enqueued before, those ``--max-pages`` refused).
+    (0, 0, 0, 0) for a spider without one."""
     produce = start_requests_of(spider)
     if produce is None:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     done = await start_requests_done(queue.redis, queue.keys)
-    new = index = 0
+    new = index = past = 0
     batch: list[Task] = []
 
     async def flush() -> None:
-        nonlocal new, batch
+        nonlocal new, past, batch
         if batch:
-            new += sum(await queue.enqueue(batch, actor=actor, cap=config.max_pages))
-            batch = []
+            added, refused = await queue.enqueue_within(batch, actor=actor, cap=config.max_pages)
+            new, past, batch = new + sum(added), past + refused, []
         await save_start_requests_done(queue.redis, queue.keys, index)
 
     async for output in produce():
@@ -104,4 +105,4 @@ async def enqueue_start_requests(
             await flush()
     if index > done:
         await flush()
-    return new, index, min(done, index)
+    return new, index, min(done, index), past

@@ -466,9 +466,15 @@ async def _store_and_seed(
         # A job at its bound refuses a new seed as it refuses a link: said, not silent.
         echo(f"seeds: {past} past --max-pages, not enqueued")
     spider = load_spider(config.spider, config.spider_args)  # imported already: checked
-    started, made, before = await enqueue_start_requests(queue, config, spider, actor="crawl")
+    started, made, before, refused = await enqueue_start_requests(
+        queue, config, spider, actor="crawl"
+    )
     if made:
-        echo(f"start_requests(): {made} request(s), {before} enqueued before, {started} new")
+        past_bound = f", {refused} past --max-pages, not enqueued" if refused else ""
+        echo(
+            f"start_requests(): {made} request(s), {before} enqueued before, {started} new"
+            f"{past_bound}"
+        )
         new += started
     if config.sitemaps or config.sitemaps_from_robots:
         # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
