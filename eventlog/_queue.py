@@ -232,10 +232,10 @@ def _joined(task_ids: Sequence[str]) -> str:
 
 
 _JOURNALLED_ARGS = 3
-_UNCOUNTED = -1
-"""The cap an `ENQUEUE` call is sent with for tasks the ``--max-pages`` count leaves out."""
 """``SETTLE``'s arguments a journal record leaves out: the dedup ttl, the epoch and the
 restored entry (`JournalSettle.args` start at the group)."""
+_UNCOUNTED = -1
+"""The cap an `ENQUEUE` call is sent with for tasks the ``--max-pages`` count leaves out."""
 
 
 def _stale_why(epoch: int, now: bytes | None) -> str:
