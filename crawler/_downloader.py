@@ -173,7 +173,7 @@ class Downloader:
             result = await self._fetcher.fetch(
                 url,
                 redirect_allowed=self._in_scope,
-                claim_target=self.claimer(task.task_id, task.run),
+                claim_target=self.claimer(task.task_id, task.run, landed=task.revisit_landed),
                 method=method,
                 body=body,
                 headers=headers,
@@ -188,18 +188,27 @@ class Downloader:
     def _in_scope(self, url: str) -> bool:
         return self.scope.allows(url, 0)
 
-    def claimer(self, task_id: str, run: int = FIRST_RUN) -> Callable[[str], Awaitable[bool]]:
+    def claimer(
+        self, task_id: str, run: int = FIRST_RUN, *, landed: str | None = None
+    ) -> Callable[[str], Awaitable[bool]]:
         """Whether the task may follow a redirect to a URL: not if a task of its own
         fetches it (enqueued, or reached by another redirect first). Without this, a page
-        linked both directly and through a redirect is fetched twice."""
+        linked both directly and through a redirect is fetched twice.
+
+        ``landed``: a revisit's earlier landing (`Task.revisit_landed`), counted against
+        ``--max-pages`` by the run that claimed it first. Without it, a site that redirects
+        every link (a trailing slash, http to https) counted each page again at every
+        recrawl, until the bound refused the new pages."""
+        counted_before = None if landed is None else fingerprint(landed)
 
         async def claim(url: str) -> bool:
-            fp = run_fingerprint(fingerprint(url), run)
+            base = fingerprint(url)
+            fp = run_fingerprint(base, run)
             if fp == task_id:
                 return True  # the same URL in another spelling: the task's own page
             if fp in self._seen:
                 return False
-            return await self.queue.claim_url(fp, task_id)
+            return await self.queue.claim_url(fp, task_id, counted=base != counted_before)
 
         return claim
 

@@ -161,8 +161,9 @@ def fetched_validators(
 
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     """The tasks of ``run``: every request an earlier run enqueued whose first page was
-    fetched and not gone, once, as its latest run left it, with that fetch's validators
-    and the furthest of its pages any earlier run fetched (events in log order)."""
+    fetched and not gone, once, as its latest run left it, with that fetch's validators,
+    the URL it landed on if a redirect took it elsewhere, and the furthest of its pages
+    any earlier run fetched (events in log order)."""
     enqueued: dict[str, TaskEnqueued] = {}
     latest: dict[str, str] = {}  # a request's key -> the task id of its latest run
     fetched: dict[str, PageFetched] = {}
@@ -208,6 +209,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                     etag=page.etag, last_modified=page.last_modified, body_hash=page.body_hash
                 ),
                 revisit_pages=pages.get(key, 1),
+                revisit_landed=page.url if page.url != event.url else None,
             )
         )
     return tasks

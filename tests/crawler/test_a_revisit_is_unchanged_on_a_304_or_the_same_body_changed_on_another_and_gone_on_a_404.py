@@ -130,3 +130,15 @@ def test_a_revisit_knows_the_furthest_page_any_earlier_run_fetched_of_its_reques
     assert task.revisit_pages == 4
     [only_first] = revisit_tasks(events[:2], 2)
     assert only_first.revisit_pages == 1
+
+
+def test_a_revisit_knows_where_its_latest_fetch_landed_when_a_redirect_took_it_elsewhere() -> None:
+    # /a redirects to /a/ (its landing was claimed, and counted, as it was followed); /b
+    # answered itself.
+    a, b = "http://a.test/a", "http://a.test/b"
+    fa, fb = fingerprint(a), fingerprint(b)
+    events: list[AnyEvent] = [
+        _enqueued(fa, a, 1), _page(fa, a + "/", 200, 1, "a1"),
+        _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
+    ]  # fmt: skip
+    assert [t.revisit_landed for t in revisit_tasks(events, 2)] == [a + "/", None]
