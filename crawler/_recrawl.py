@@ -25,7 +25,12 @@ from eventlog import (
     ConfigError,
     PageFetched,
     Task,
+    TaskAborted,
+    TaskDone,
     TaskEnqueued,
+    TaskEvent,
+    TaskFailed,
+    TaskRetried,
     Validators,
 )
 
@@ -213,3 +218,31 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
             )
         )
     return tasks
+
+
+def latest_run(events: Iterable[AnyEvent]) -> int:
+    """The highest run the log has a task of."""
+    return max((e.run for e in events if isinstance(e, TaskEnqueued)), default=FIRST_RUN)
+
+
+def run_ended(events: Sequence[AnyEvent], run: int) -> bool:
+    """Whether the log shows ``run`` over: every page it revisits (`revisit_tasks`)
+    enqueued in it, and every task of it ended (done, failed or aborted, and not retried
+    since). What a run whose record the store lost (a flush, an evicted key) is judged
+    by: taken as running whatever it was, a run that had ended was "finished" again with
+    nothing to do, and the recrawl asked for never ran."""
+    enqueued: set[str] = set()
+    ended: dict[str, bool] = {}
+    for event in events:
+        if not isinstance(event, TaskEvent) or event.run != run:
+            continue
+        if isinstance(event, TaskEnqueued):
+            enqueued.add(event.task_id)
+            ended.setdefault(event.task_id, False)
+        elif isinstance(event, TaskDone | TaskFailed | TaskAborted):
+            ended[event.task_id] = True
+        elif isinstance(event, TaskRetried):
+            ended[event.task_id] = False
+    if not all(ended.values()):
+        return False
+    return all(task.task_id in enqueued for task in revisit_tasks(events, run))

@@ -14,8 +14,9 @@ import click
 import msgspec
 
 from crawler._job import load_config
+from crawler._recrawl import latest_run
 from crawler.cli._options import data_dir_option, job_option
-from eventlog import JobKeys, connect, read_run, resolve_data_dir, resolve_url
+from eventlog import ConfigError, JobKeys, connect, read_run, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
     from projector import ItemChange
@@ -75,8 +76,13 @@ def changes_command(
         async with connect(url) as client:
             keys = JobKeys(job)
             await load_config(client, keys)  # a job nobody started: say so, exit 2
-            chosen = run if run is not None else (await read_run(client, keys)).run
+            record = await read_run(client, keys)
             entries = await log_entries(client, Store(directory, job))
+        # The log's latest run too: the record is lost with a store (a restore).
+        latest = max(record.run, latest_run(entry.event for entry in entries))
+        if run is not None and run > latest:
+            raise ConfigError(f"job {job!r} has no run {run}: its latest is run {latest}")
+        chosen = latest if run is None else run
         if of_items:
             return chosen, [_item_row(c) for c in item_changes(entries, run=chosen)]
         found = listed(page_changes(entries, run=chosen), "all" if every_page else "changed")

@@ -16,7 +16,7 @@ import msgspec
 
 from crawler._defaults import PAST_MAX_PAGES
 from crawler._job import JobConfig, load_config
-from crawler._recrawl import revisit_tasks
+from crawler._recrawl import latest_run, revisit_tasks, run_ended
 from crawler.cli._crawl_settings import CrawlSettings
 from crawler.cli._exit import exit_now
 from crawler.cli._options import concurrency_option, data_dir_option, job_option
@@ -34,7 +34,6 @@ from eventlog import (
     PageFetched,
     RunRecord,
     Task,
-    TaskEnqueued,
     TaskQueue,
     connect,
     ensure_server,
@@ -254,7 +253,10 @@ def _run_seeder(
 
         entries = await log_entries(queue.redis, Store(data_dir, queue.keys.job))
         events = [entry.event for entry in entries]
-        run, fresh = await choose_run(queue, logged=latest_run(events))
+        logged = latest_run(events)
+        run, fresh = await choose_run(
+            queue, logged=logged, logged_ended=lambda: run_ended(events, logged)
+        )
         record = await read_run(queue.redis, queue.keys)
         policy = given_policy(record, given)
         pages = run_pages(events, run, due_at=time.time() if due_only else None, policy=policy)
@@ -304,30 +306,33 @@ def past_bound_before(events: Iterable[AnyEvent], run: int) -> int:
     )
 
 
-def latest_run(events: Iterable[AnyEvent]) -> int:
-    """The highest run the log has a task of."""
-    return max((e.run for e in events if isinstance(e, TaskEnqueued)), default=FIRST_RUN)
-
-
-async def start_run(queue: TaskQueue, *, logged: int = FIRST_RUN) -> int:
+async def start_run(
+    queue: TaskQueue, *, logged: int = FIRST_RUN, logged_ended: Callable[[], bool] | None = None
+) -> int:
     """The run to work on (`choose_run`), recorded as running before any task of it is
     enqueued."""
-    run, _ = await choose_run(queue, logged=logged)
+    run, _ = await choose_run(queue, logged=logged, logged_ended=logged_ended)
     await write_run(queue.redis, queue.keys, RunRecord(run=run, state=RUNNING))
     return run
 
 
-async def choose_run(queue: TaskQueue, *, logged: int = FIRST_RUN) -> tuple[int, bool]:
+async def choose_run(
+    queue: TaskQueue, *, logged: int = FIRST_RUN, logged_ended: Callable[[], bool] | None = None
+) -> tuple[int, bool]:
     """The run to work on and whether it is a new one: the latest if it was stopped before
     it ended, else the next (not recorded here: the caller records it before it enqueues
-    a task of it). ``logged``: the latest run the log has tasks of; a later one than
-    recorded (the record lost with a store, a restore) is taken as running, to be finished
-    (its tasks enqueued already are not enqueued again)."""
+    a task of it). ``logged``: the latest run the log has tasks of. One later than
+    recorded (the record lost with a store, a restore) is finished (its tasks enqueued
+    already are not enqueued again) unless ``logged_ended`` says the log shows it over
+    (`run_ended`; None: not known); then it is followed by the next."""
     keys, redis = queue.keys, queue.redis
     record = await read_run(redis, keys)
     if logged > record.run:
-        await write_run(redis, keys, RunRecord(run=logged, state=RUNNING))
-        return logged, False
+        if logged_ended is None or not logged_ended():
+            await write_run(redis, keys, RunRecord(run=logged, state=RUNNING))
+            return logged, False
+        record = RunRecord(run=logged, state=FINISHED, intervals=record.intervals)
+        await write_run(redis, keys, record)
     if record.state == RUNNING:
         return record.run, False
     left, _ = await queue.left()

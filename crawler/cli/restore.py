@@ -120,7 +120,9 @@ def not_restored(config: JobConfig | None, sites: list[str], journals: list[str]
     lines.append(
         "not restored: redirect claims past a first page, and the hops before the last of a "
         "chain (only where a task's first page landed is logged: a page reached that way may "
-        "be fetched once more as its own task); operator retry markers: never logged"
+        "be fetched once more as its own task); operator retry markers and the revisit "
+        "intervals given to `crawlog recrawl` (the defaults apply until given again): never "
+        "logged"
     )
     if journals:
         lines.append(

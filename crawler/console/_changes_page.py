@@ -18,6 +18,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from crawler._recrawl import latest_run
 from crawler.console import _pages as pages
 from crawler.console._actions import actor_of
 from crawler.console._state import console_of, session_of
@@ -44,10 +45,13 @@ async def changes(request: Request) -> Response:
         return _answer(request, "Not here", _refused(exc), None, 404)
     try:
         given = request.query_params.get("run", "")
-        run = int(given) if given.isdigit() else (await read_run(opened.client, opened.keys)).run
+        record = await read_run(opened.client, opened.keys)
         entries = await log_entries(opened.client, Store(console.settings.data_dir, name))
     except CrawlogError as exc:
         return _answer(request, "Not here", _refused(exc), name, 409)
+    # The log's latest run too: the record is lost with a store (a restore).
+    latest = max(record.run, latest_run(entry.event for entry in entries))
+    run = int(given) if given.isdigit() else latest
     found = page_changes(entries)
     body = changes_page(
         name,

@@ -45,3 +45,11 @@ async def test_a_run_the_log_has_but_the_record_lost_is_finished(
     assert await read_run(redis_client, queue.keys) == RunRecord(run=3, state=RUNNING)
     await write_run(redis_client, queue.keys, RunRecord(run=3, state=FINISHED))
     assert await start_run(queue, logged=3) == 4
+
+
+async def test_a_run_the_log_shows_over_but_the_record_lost_is_followed(
+    redis_client: aioredis.Redis, job: str
+) -> None:
+    queue = TaskQueue(redis_client, job, "recrawl")
+    assert await start_run(queue, logged=3, logged_ended=lambda: True) == 4
+    assert await read_run(redis_client, queue.keys) == RunRecord(run=4, state=RUNNING)

@@ -19,6 +19,7 @@ def test_each_setting_names_what_it_loses_per_site() -> None:
     assert "cookie jar of http://a.test, http://b.test: never logged" in said
     assert "robots.txt" not in said
     assert "redirect claims past a first page" in said
+    assert "revisit intervals given to `crawlog recrawl`" in said
     assert "journals of w1" in said
     many = not_restored(JobConfig(seeds=()), [f"http://s{i}.test" for i in range(8)], [])
     assert "robots.txt of http://s0.test" in many[0] and "and 3 more" in many[0]
