@@ -132,6 +132,10 @@ def task_of(task: TaskState) -> Task:
         recoveries=task.recoveries,
         spec=task.spec,
         request=task.request,
+        # A recrawl's task stays in its run and asks the site conditionally again: without
+        # these, the tasks a restore put back were a first run's, fetched in full.
+        run=task.run,
+        revisit=task.revisit,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eventlog import LANE_NORMAL, LANE_RECOVERY, Cursor, RetryScheduled
+from eventlog import LANE_NORMAL, LANE_RECOVERY, Cursor, RetryScheduled, Validators
 from projector import JobState, SiteState, State, TaskState, plan_restore
 
 
@@ -63,3 +63,10 @@ def test_a_retry_not_due_yet_waits_until_due_and_one_due_goes_to_its_lane() -> N
         (150_000, "waiting", 150.0)
     ]
     assert sorted(t.task_id for _, t in plan.lanes) == ["due", "moved"]
+
+
+def test_a_recrawl_s_task_goes_back_in_its_run_with_the_validators_it_revisits_with() -> None:
+    validators = Validators(etag='"e1"', body_hash="h1")
+    state = State(tasks={"r": task("r", "pending", run=3, revisit=validators)})
+    [(_, again)] = plan_restore(state, now=1000.0).lanes
+    assert (again.run, again.revisit) == (3, validators)
