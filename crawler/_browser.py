@@ -58,6 +58,7 @@ from crawler._fetch_spec import (
     FetchResult,
     too_large,
 )
+from crawler._recrawl import CONDITIONAL_HEADERS, NOT_MODIFIED
 from crawler._urls import HTTP_SCHEMES
 from eventlog import BrowserSessionStore, ConfigError, SessionIdentity
 
@@ -104,6 +105,9 @@ HTML_MEDIA_TYPES: Final = frozenset({"text/html", "application/xhtml+xml"})
 RENDERED_CONTENT_TYPE: Final = "text/html; charset=utf-8"
 _PR_SET_PDEATHSIG: Final = 1
 _SCRIPTS_OFF: Final = "Emulation.setScriptExecutionDisabled"
+NOT_MODIFIED_WAIT_S: Final = 1.0
+"""How long a revisit's aborted navigation waits for the 304 that aborted it to be told
+(`_Navigation.not_modified`): the event and Playwright's error come apart."""
 _DOWNLOAD: Final = "Download is starting"
 """Playwright's message for a navigation that turned into a download."""
 _NET_ERRORS: Final = (
@@ -374,7 +378,7 @@ class _Context:
 class _Navigation:
     """What the interception saw of one page's navigation."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, conditional: Mapping[str, str] | None = None) -> None:
         self.url = url
         self.frame: str | None = None
         """The main frame's id: the frame of the first document requested."""
@@ -383,6 +387,17 @@ class _Navigation:
         self.error: str | None = None
         """Why the navigation was stopped here (a refused address, a redirect refused)."""
         self.handed_over: str | None = None
+        self.conditional: dict[str, str] = dict(conditional or {})
+        """A revisit's conditional headers, sent with the page's documents only: on the
+        page (``set_extra_http_headers``) they went with its scripts and styles too, which
+        a server may answer 304 that Chromium, with no copy of them, cannot use."""
+        self.documents: set[str] = set()
+        """The requests (CDP ``requestId``) of documents, while ``conditional``."""
+        self.not_modified: dict[str, str] | None = None
+        """The headers of a 304 a document got (Chromium, with nothing cached, aborts the
+        navigation on it)."""
+        self.answered = anyio.Event()
+        """Set with ``not_modified``."""
 
 
 class _Tab:
@@ -560,14 +575,16 @@ class BrowserFetcher:
         except BaseException:
             self._slots.release()
             raise
+        own = {k: v for k, v in (headers or {}).items() if k.lower() not in CONDITIONAL_HEADERS}
+        conditional = {k: v for k, v in (headers or {}).items() if k not in own}
         tab: _Tab | None = None
         try:
             tab = context.idle.pop() if context.idle else await self._new_tab(context)
-            tab.nav = _Navigation(url)
+            tab.nav = _Navigation(url, conditional)
             tab.redirect_allowed, tab.claim_target = redirect_allowed, claim_target
-            result = await self._render(tab, url, dict(headers or {}))
+            result = await self._render(tab, url, own)
             if self.session is not None and fetched(result):
-                result = await self._logged_in(tab, url, dict(headers or {}), result)
+                result = await self._logged_in(tab, url, own, result)
         except BaseException:
             await self._done_with(tab, context, broken=True)
             raise
@@ -600,8 +617,13 @@ class BrowserFetcher:
                     url,
                     redirect_allowed=tab.redirect_allowed,
                     claim_target=tab.claim_target,
-                    headers=headers,
+                    headers={**headers, **nav.conditional},
                 )
+            if nav.conditional and nav.error is None and nav.handed_over is None:
+                with anyio.move_on_after(NOT_MODIFIED_WAIT_S):
+                    await nav.answered.wait()
+            if nav.not_modified is not None:
+                return self._not_modified(nav, url, started)
             return self._failed(nav, url, exc, started)
         if response is None:  # an in-page navigation: nothing was requested
             return FetchResult(url=url, final_url=page.url, error=ERROR_CONNECT)
@@ -654,6 +676,19 @@ class BrowserFetcher:
             await session.keep(tab.page)
         return result
 
+    def _not_modified(self, nav: _Navigation, url: str, started: float) -> FetchResult:
+        """A revisit's page answered 304: unchanged, with nothing to render."""
+        assert nav.not_modified is not None
+        return FetchResult(
+            url=url,
+            final_url=nav.redirects[-1] if nav.redirects else url,
+            status=NOT_MODIFIED,
+            headers=nav.not_modified,
+            raw_headers=[(k.encode(), v.encode()) for k, v in nav.not_modified.items()],
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+            redirects=tuple(nav.redirects),
+        )
+
     def _failed(self, nav: _Navigation, url: str, exc: Exception, started: float) -> FetchResult:
         elapsed = (time.perf_counter() - started) * 1000
         final = nav.redirects[-1] if nav.redirects else url
@@ -689,8 +724,19 @@ class BrowserFetcher:
             pattern["resourceType"] = "Document"
 
         def redirected(event: dict[str, Any]) -> None:
-            if event.get("type") == "Document" and (answer := event.get("redirectResponse")):
+            if event.get("type") != "Document":
+                return
+            if answer := event.get("redirectResponse"):
                 tab.nav.redirect_status = int(answer.get("status", tab.nav.redirect_status))
+            if tab.nav.conditional:
+                tab.nav.documents.add(event["requestId"])
+
+        def answered(event: dict[str, Any]) -> None:
+            nav = tab.nav
+            if event.get("statusCode") == NOT_MODIFIED and event.get("requestId") in nav.documents:
+                given = event.get("headers", {})
+                nav.not_modified = {str(k).lower(): str(v) for k, v in given.items()}
+                nav.answered.set()
 
         async def paused(event: dict[str, Any]) -> None:
             request_id = event["requestId"]
@@ -701,7 +747,14 @@ class BrowserFetcher:
                 nav.error = nav.error or f"{type(exc).__name__}: {exc}"
                 why = "Failed"
             with contextlib.suppress(Exception):  # the page may be closing meanwhile
-                if why is None:
+                if why is None and nav.conditional and _is_main_document(event, nav):
+                    request = event["request"]["headers"]
+                    sent = [{"name": k, "value": v} for k, v in request.items()]
+                    sent += [{"name": k, "value": v} for k, v in nav.conditional.items()]
+                    await cdp.send(
+                        "Fetch.continueRequest", {"requestId": request_id, "headers": sent}
+                    )
+                elif why is None:
                     await cdp.send("Fetch.continueRequest", {"requestId": request_id})
                 else:
                     await cdp.send(
@@ -709,6 +762,7 @@ class BrowserFetcher:
                     )
 
         cdp.on("Network.requestWillBeSent", redirected)
+        cdp.on("Network.responseReceivedExtraInfo", answered)
         cdp.on("Fetch.requestPaused", paused)
         await cdp.send("Fetch.enable", {"patterns": [pattern]})
         return tab
@@ -866,6 +920,11 @@ class BrowserFetcher:
         browser = _Browser(process, connected, user_data)
         self._browsers.add(browser)
         return browser
+
+
+def _is_main_document(event: dict[str, Any], nav: _Navigation) -> bool:
+    """Whether a paused request is the page's own document (or a redirect of it)."""
+    return event.get("resourceType") == "Document" and event.get("frameId") == nav.frame
 
 
 def _net_error(message: str, kind: str) -> str:

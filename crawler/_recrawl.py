@@ -108,6 +108,11 @@ def run_fingerprint(fingerprint: str, run: int) -> str:
     return blake2b(keyed, digest_size=FINGERPRINT_BYTES).hexdigest()
 
 
+CONDITIONAL_HEADERS: Final = frozenset({"if-none-match", "if-modified-since"})
+"""What `conditional_headers` may send, lower-cased: a browser sends them with the page's
+own document only (`crawler._browser`)."""
+
+
 def conditional_headers(revisit: Validators | None) -> dict[str, str]:
     """The headers that make a revisit conditional: none for a first visit."""
     if revisit is None:
