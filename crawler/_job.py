@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 import msgspec
 import redis.asyncio as aioredis
 
@@ -42,6 +44,11 @@ DEFAULT_RECOVERY_LIMIT = 3
 DEFAULT_RETRY_ON: tuple[int, ...] = tuple(sorted(RETRYABLE_STATUSES))
 
 
+SCRAPY_SPIDER_PREFIX: Final = "scrapy:"
+"""The spider of a job a Scrapy process crawls (`crawler.scrapy`), before its name: no
+crawlog worker can run it."""
+
+
 class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     """What every worker of a job must agree on."""
 
@@ -55,7 +62,8 @@ class JobConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES
     """An item's encoded size at most (0: no cap): a larger one fails its task."""
     spider: str | None = None
-    """MODULE:CLASS, or None for the default site spider."""
+    """MODULE:CLASS, or None for the default site spider; ``scrapy:NAME``
+    (`SCRAPY_SPIDER_PREFIX`) for a job a Scrapy spider crawls through `crawler.scrapy`."""
     spider_args: tuple[tuple[str, str], ...] = ()
     """Spider arguments (``-a key=value``), (key, value) in order: every worker makes the
     spider with them (`crawler._spider.load_spider`), as attributes."""

@@ -15,7 +15,7 @@ import click
 import msgspec
 
 from crawler._defaults import PAST_MAX_PAGES
-from crawler._job import JobConfig, load_config
+from crawler._job import SCRAPY_SPIDER_PREFIX, JobConfig, load_config
 from crawler._recrawl import latest_run, revisit_tasks, run_ended
 from crawler.cli._crawl_settings import CrawlSettings
 from crawler.cli._exit import exit_now
@@ -167,6 +167,14 @@ def recrawl_command(
                 return await load_config(client, JobKeys(job))
 
         config = anyio.run(stored)
+        if config.spider is not None and config.spider.startswith(SCRAPY_SPIDER_PREFIX):
+            # crawlog's workers cannot run a Scrapy spider: refused before a task of a run
+            # is enqueued, rather than a run started and left with every task pending.
+            raise ConfigError(
+                f"job {job!r} is crawled by Scrapy (spider {config.spider}, through "
+                "crawler.scrapy): `crawlog recrawl` runs crawlog's own workers, which cannot "
+                "run it; recrawls of Scrapy jobs are not supported yet"
+            )
         settings = CrawlSettings(
             job=job, data_dir=directory, config=config, workers=workers, concurrency=concurrency
         )

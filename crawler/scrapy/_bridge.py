@@ -46,7 +46,7 @@ import anyio.abc
 import msgspec
 import redis.asyncio as aioredis
 
-from crawler._job import JobConfig, save_config
+from crawler._job import SCRAPY_SPIDER_PREFIX, JobConfig, save_config
 from crawler._politeness import Politeness, PolitenessGate
 from crawler._recovery import Recovery, aborted_for_recoveries, past_recovery_limit, recovery_of
 from crawler.scrapy._settings import PluginSettings
@@ -343,7 +343,7 @@ class Bridge:
             queue = TaskQueue(client, keys, self.name, lease_ms=self.settings.lease_ms)
             config = JobConfig(
                 seeds=self.seeds,
-                spider=f"scrapy:{self.spider_name}",
+                spider=f"{SCRAPY_SPIDER_PREFIX}{self.spider_name}",
                 politeness=self.politeness or Politeness(),
                 lease_ms=self.settings.lease_ms,
                 recovery_limit=self.settings.recovery_limit,
