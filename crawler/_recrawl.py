@@ -171,12 +171,19 @@ def fetched_validators(
 
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     """The tasks of ``run``: every request an earlier run enqueued whose first page was
-    fetched and not gone, once, as its latest run left it, with that fetch's validators,
-    the URL it landed on if a redirect took it elsewhere, and the furthest of its pages
-    any earlier run fetched (events in log order)."""
+    answered and not gone the last time it was, once, as its latest run left it, with the
+    validators of its latest content (a 2xx or 3xx, 304 included), the URL that fetch
+    landed on if a redirect took it elsewhere, and the furthest of its pages any earlier
+    run fetched (events in log order).
+
+    A run in which a page got no answer (the site down, a timeout) or an error (a 5xx)
+    neither drops it from the runs after nor gives them that error's validators: before,
+    a page a run could not fetch was never revisited again, and one it got a 500 for was
+    fetched in full next time and said changed."""
     enqueued: dict[str, TaskEnqueued] = {}
     latest: dict[str, str] = {}  # a request's key -> the task id of its latest run
-    fetched: dict[str, PageFetched] = {}
+    answered: dict[str, PageFetched] = {}  # a request's key -> its latest first-page answer
+    content: dict[str, PageFetched] = {}  # ... and its latest one with content
     key_of: dict[str, str] = {}  # a task id -> its request's key
     pages: dict[str, int] = {}  # a request's key -> the furthest page any run fetched
     for event in events:
@@ -194,16 +201,19 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
             isinstance(event, PageFetched)
             and event.run < run
             and event.status  # a response, not a network error
+            and (fetched_key := key_of.get(event.task_id)) is not None
         ):
             if event.page <= 1:
-                fetched[event.task_id] = event
-            if (fetched_key := key_of.get(event.task_id)) is not None:
-                pages[fetched_key] = max(pages.get(fetched_key, 1), event.page)
+                answered[fetched_key] = event
+                if 200 <= event.status < 400:
+                    content[fetched_key] = event
+            pages[fetched_key] = max(pages.get(fetched_key, 1), event.page)
     tasks: list[Task] = []
     for key, task_id in latest.items():
-        page = fetched.get(task_id)
-        if page is None or page.status in GONE_STATUSES:
+        last = answered.get(key)
+        if last is None or last.status in GONE_STATUSES:
             continue
+        page = content.get(key, last)
         event = enqueued[task_id]
         tasks.append(
             Task(

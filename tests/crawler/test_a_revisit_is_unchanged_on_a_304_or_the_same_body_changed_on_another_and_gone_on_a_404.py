@@ -142,3 +142,21 @@ def test_a_revisit_knows_where_its_latest_fetch_landed_when_a_redirect_took_it_e
         _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
     ]  # fmt: skip
     assert [t.revisit_landed for t in revisit_tasks(events, 2)] == [a + "/", None]
+
+
+def test_a_page_a_run_got_no_answer_or_an_error_for_is_revisited_with_its_last_content() -> None:
+    # Run 2: a got no answer (the site down), b a 500. Run 3 asks for both with what run
+    # 1 left; before, a was never revisited again and b was fetched in full.
+    a, b = "http://a.test/a", "http://a.test/b"
+    fa, fb = fingerprint(a), fingerprint(b)
+    events: list[AnyEvent] = [
+        _enqueued(fa, a, 1), _page(fa, a, 200, 1, "a1"),
+        _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
+        _enqueued(run_fingerprint(fa, 2), a, 2), _page(run_fingerprint(fa, 2), a, 0, 2),
+        _enqueued(run_fingerprint(fb, 2), b, 2), _page(run_fingerprint(fb, 2), b, 500, 2, "e"),
+    ]  # fmt: skip
+    tasks = revisit_tasks(events, 3)
+    assert [(t.url, t.revisit) for t in tasks] == [
+        (a, Validators(etag='"a1"', body_hash="a1")),
+        (b, Validators(etag='"b1"', body_hash="b1")),
+    ]
