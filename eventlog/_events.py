@@ -26,6 +26,10 @@ from eventlog._ids import new_event_id
 NO_REASON = ""
 FIRST_RUN: Final = 1
 """The run of a job's first crawl; ``crawlog recrawl`` numbers its runs on from it."""
+RECRAWL_ACTOR: Final = "recrawl"
+"""The actor of the ``TaskEnqueued`` of a recrawl's revisits (``crawlog recrawl``): pages an
+earlier run counted against ``--max-pages``, enqueued without counting them again. A
+restore, which rebuilds the count from the log, leaves them out by it."""
 
 
 def _now() -> float:

@@ -162,11 +162,18 @@ are some 128 calls of about 8,000 fields each."""
 
 
 async def restore_seen(
-    redis: aioredis.Redis, keys: JobKeys, fingerprints: Iterable[str], *, next_pages: int = 0
+    redis: aioredis.Redis,
+    keys: JobKeys,
+    fingerprints: Iterable[str],
+    *,
+    next_pages: int = 0,
+    uncounted: int = 0,
 ) -> int:
     """Mark every fingerprint seen and count them (the seen count starts from what it
     holds: a restore clears it first), with ``next_pages``: the pages past their first that
-    tasks took from the count (`TaskQueue.take_page`); how many fingerprints were new."""
+    tasks took from the count (`TaskQueue.take_page`), less ``uncounted``: how many of the
+    fingerprints were marked seen without counting (a recrawl's revisits, enqueued with
+    ``counted=False``); how many fingerprints were new."""
     buckets: dict[int, set[bytes]] = defaultdict(set)
     for fingerprint in fingerprints:
         bucket, field = seen_slot(fingerprint)
@@ -181,8 +188,8 @@ async def restore_seen(
             args: list[bytes | int] = [b"".join(sorted(fields)) for _, fields in batch]
             args.append(SEEN_FIELD_BYTES)
             added += int(await script(keys=keys_, args=args))
-        if next_pages:
-            await redis.incrby(keys.seen_count, next_pages)
+        if adjust := next_pages - min(uncounted, added):
+            await redis.incrby(keys.seen_count, adjust)
     return added
 
 

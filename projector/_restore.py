@@ -36,6 +36,7 @@ import redis.asyncio as aioredis
 
 from eventlog import (
     LANE_RECOVERY,
+    RECRAWL_ACTOR,
     CheckpointSaved,
     EventLog,
     Flags,
@@ -45,6 +46,7 @@ from eventlog import (
     PageFetched,
     RetryScheduled,
     Task,
+    TaskEnqueued,
     TaskReclaimed,
     clear_job_keys,
     copy_log_tail,
@@ -244,29 +246,56 @@ WHERE p.type = 'task.page' AND p.page = 1 AND p.url <> e.url
 
 
 _NEXT_PAGES_SQL = """
-SELECT count(*) FROM (
-    SELECT DISTINCT task_id, page FROM read_parquet({files})
-    WHERE type = 'task.page' AND page > 1
+WITH enqueued AS (
+    SELECT task_id, any_value(url) AS url, bool_or(actor = {revisit_actor}) AS revisit
+    FROM read_parquet({files}) WHERE type = 'task.enqueued' GROUP BY task_id
+), pages AS (
+    SELECT DISTINCT p.task_id, p.page, e.url, coalesce(e.revisit, false) AS revisit
+    FROM read_parquet({files}) AS p LEFT JOIN enqueued AS e ON p.task_id = e.task_id
+    WHERE p.type = 'task.page' AND p.page > 1
 )
+SELECT (SELECT count(*) FROM pages WHERE NOT revisit) + (SELECT count(*) FROM (
+    SELECT url, page FROM pages WHERE revisit
+    EXCEPT SELECT url, page FROM pages WHERE NOT revisit
+))
+"""
+"""Each later page of a first visit, and each later page of a revisit no visit before it
+fetched (the same URL and page: a revisit takes from the count only the pages of a
+listing grown since, as `TaskQueue.take_page` was asked for them)."""
+
+_REVISITS_SQL = """
+SELECT count(DISTINCT task_id) FROM read_parquet({files})
+WHERE type = 'task.enqueued' AND actor = {revisit_actor}
 """
 
 
 def _query_archive(paths: list[Path], sql: str) -> list[Any]:
-    """The rows of ``sql`` (its ``{files}``: the archive segments at ``paths``)."""
+    """The rows of ``sql`` (its ``{files}``: the archive segments at ``paths``; its
+    ``{revisit_actor}``: `RECRAWL_ACTOR`)."""
     import duckdb  # a restore only: the worker never loads it
 
-    files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+    files = "[" + ", ".join(_quoted(str(p)) for p in paths) + "]"
     con = duckdb.connect(":memory:")
     try:
-        return con.execute(sql.format(files=files)).fetchall()
+        return con.execute(sql.format(files=files, revisit_actor=_quoted(RECRAWL_ACTOR))).fetchall()
     finally:
         con.close()
 
 
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
 def archived_next_pages(paths: list[Path]) -> int:
-    """How many pages past their task's first the archive holds a fetch of (each page of a
-    task once): what the tasks took from ``--max-pages`` besides their first pages."""
+    """How many pages past their task's first the archive holds a fetch of that took from
+    ``--max-pages`` (`_NEXT_PAGES_SQL`): what the tasks counted besides their first pages."""
     return int(_query_archive(paths, _NEXT_PAGES_SQL)[0][0]) if paths else 0
+
+
+def archived_revisits(paths: list[Path]) -> int:
+    """How many tasks the archive has a recrawl's revisit enqueued as (`RECRAWL_ACTOR`):
+    pages an earlier run counted, not counted again."""
+    return int(_query_archive(paths, _REVISITS_SQL)[0][0]) if paths else 0
 
 
 def archived_landings(paths: list[Path]) -> list[PageFetched]:
@@ -286,6 +315,19 @@ def redirect_claims(fetches: Iterable[PageFetched], landing: Landing) -> dict[st
         if fetch.page == 1 and (fp := landing(fetch.url, fetch.run)) != fetch.task_id:
             claims.setdefault(fp, fetch.task_id)
     return claims
+
+
+def landed_again(fetches: Iterable[PageFetched]) -> int:
+    """How many of the redirect claims (`redirect_claims`) are of a URL a first page of an
+    earlier run landed on: a revisit following the same redirect claims it without counting
+    it (`Task.revisit_landed`), the run before counted it."""
+    first_run: dict[str, int] = {}
+    claimed: set[tuple[str, int]] = set()
+    for fetch in fetches:
+        if fetch.page == 1:
+            first_run[fetch.url] = min(first_run.get(fetch.url, fetch.run), fetch.run)
+            claimed.add((fetch.url, fetch.run))
+    return sum(1 for url, run in claimed if run > first_run[url])
 
 
 def last_retries(store: Store, manifest: Manifest, task_ids: Set[str]) -> dict[str, RetryScheduled]:
@@ -336,10 +378,12 @@ async def _fold_tail(
     tail_retries: dict[str, RetryScheduled],
     tail_pages: list[PageFetched],
     tail_next: set[tuple[str, int]],
+    tail_revisits: set[str],
 ) -> int:
     """Fold the log's tail after the commit into ``state``; its last retry of each task
-    into ``tail_retries``, its first-page fetches into ``tail_pages`` and the (task, page)
-    of its later pages' into ``tail_next``; how many events it had."""
+    into ``tail_retries``, its first-page fetches into ``tail_pages``, the (task, page)
+    of its later pages' into ``tail_next`` and the tasks it enqueued as a recrawl's
+    revisits into ``tail_revisits``; how many events it had."""
     # The same log goes on after the commit: its tail is the job's too.
     tail_events = 0
     position = manifest.position
@@ -353,6 +397,8 @@ async def _fold_tail(
                 tail_pages.append(entry.event)
             elif isinstance(entry.event, PageFetched) and entry.event.page > 1:
                 tail_next.add((entry.event.task_id, entry.event.page))
+            elif isinstance(entry.event, TaskEnqueued) and entry.event.actor == RECRAWL_ACTOR:
+                tail_revisits.add(entry.event.task_id)
         tail_events += len(entries)
         position = entries[-1].stream_id
     return tail_events
@@ -360,12 +406,14 @@ async def _fold_tail(
 
 async def _redirects(
     store: Store, manifest: Manifest, tail_pages: list[PageFetched], landing: Landing | None
-) -> dict[str, str]:
-    """The redirect claims the archive and the store's tail show (none without ``landing``)."""
+) -> tuple[dict[str, str], int]:
+    """The redirect claims the archive and the store's tail show (none without ``landing``),
+    and how many of them `landed_again`."""
     if landing is None:
-        return {}
+        return {}, 0
     archived = await anyio.to_thread.run_sync(archived_landings, store.segment_paths(manifest))
-    return redirect_claims([*archived, *tail_pages], landing)
+    fetches = [*archived, *tail_pages]
+    return redirect_claims(fetches, landing), landed_again(fetches)
 
 
 async def _write(
@@ -376,6 +424,7 @@ async def _write(
     plan: RestorePlan,
     claims: dict[str, str],
     next_pages: int,
+    uncounted: int,
     *,
     continues: bool,
     identity: JobIdentity,
@@ -390,7 +439,9 @@ async def _write(
         lambda: list(iter_task_ids(store.task_segment_paths(manifest)))
     )
     fingerprints = itertools.chain(plan.seen, ended, claims)
-    known = await restore_seen(redis, keys, fingerprints, next_pages=next_pages)
+    known = await restore_seen(
+        redis, keys, fingerprints, next_pages=next_pages, uncounted=uncounted
+    )
     await restore_redirects(redis, keys, claims)
     await restore_checkpoints(redis, keys, plan.checkpoints)
     await restore_flags(redis, keys, plan.flags)
@@ -437,11 +488,12 @@ async def restore_job(
         tail_retries: dict[str, RetryScheduled] = {}
         tail_pages: list[PageFetched] = []
         tail_next: set[tuple[str, int]] = set()
+        tail_revisits: set[str] = set()
         continues = await _log_goes_on(redis, keys, manifest.position, tail_from)
         tail_events = 0
         if continues:
             tail_events = await _fold_tail(
-                log, store, manifest, state, tail_retries, tail_pages, tail_next
+                log, store, manifest, state, tail_retries, tail_pages, tail_next, tail_revisits
             )
         stored = await read_identity(redis, keys)
         epoch = max(archive.epoch, stored.epoch if stored is not None else 0) + 1
@@ -453,15 +505,16 @@ async def restore_job(
         plan = await anyio.to_thread.run_sync(
             lambda: plan_restore(state, now=time.time(), in_flight=in_flight, retries=retries)
         )
-        claims = await _redirects(store, manifest, tail_pages, landing)
-        # A page fetched again in the tail after its archived fetch counts twice: the
-        # bound errs low, never high.
-        next_pages = len(tail_next) + await anyio.to_thread.run_sync(
-            archived_next_pages, store.segment_paths(manifest)
-        )
+        claims, claimed_again = await _redirects(store, manifest, tail_pages, landing)
+        segments = store.segment_paths(manifest)
+        # A page fetched again in the tail after its archived fetch counts twice (a
+        # revisit's too): the bound errs low, never high.
+        next_pages = len(tail_next) + await anyio.to_thread.run_sync(archived_next_pages, segments)
+        # Pages an earlier run counted, marked seen again without counting them again.
+        revisits = len(tail_revisits) + await anyio.to_thread.run_sync(archived_revisits, segments)
         identity = JobIdentity(job_id=job_id, epoch=epoch)
         known, queued = await _write(
-            redis, keys, store, manifest, plan, claims, next_pages,
+            redis, keys, store, manifest, plan, claims, next_pages, revisits + claimed_again,
             continues=continues, identity=identity,
         )  # fmt: skip
         for path in left_by_workers:

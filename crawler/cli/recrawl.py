@@ -26,6 +26,7 @@ from eventlog import (
     DEFAULT_RIDE_OUT_S,
     FINISHED,
     FIRST_RUN,
+    RECRAWL_ACTOR,
     REDIS_URL_ENV,
     RUNNING,
     AnyEvent,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
 RECRAWL_BATCH: Final = 1000
 """Pages enqueued by one script call: a run of a large job is enqueued in these steps, each
 idempotent (a page enqueued already is not again), so a killed recrawl's rerun goes on."""
-RECRAWL_ACTOR: Final = "recrawl"
 NOT_DUE: Final = "not due"
 """Who holds, in the run's seen set, a page a ``--due`` run does not revisit."""
 _SECONDS: Final = click.FloatRange(min=0, min_open=True)
