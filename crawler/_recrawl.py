@@ -235,6 +235,18 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     return tasks
 
 
+def known_requests(events: Iterable[AnyEvent], run: int) -> set[str]:
+    """The keys of the requests the runs before ``run`` enqueued (their first run's task
+    ids): what a recrawl revisits or found gone, not new to it."""
+    known: set[str] = set()
+    for event in events:
+        if isinstance(event, TaskEnqueued) and event.run < run:
+            spec = event.spec
+            method, body = ("GET", None) if spec is None else (spec.method, spec.body)
+            known.add(request_fingerprint(event.url, method, body))
+    return known
+
+
 def latest_run(events: Iterable[AnyEvent]) -> int:
     """The highest run the log has a task of."""
     return max((e.run for e in events if isinstance(e, TaskEnqueued)), default=FIRST_RUN)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 from xml.etree.ElementTree import Element, ParseError
@@ -39,10 +39,11 @@ from protego import Protego
 from yarl import URL
 
 from crawler._fetch_spec import FetchResult
+from crawler._recrawl import run_fingerprint
 from crawler._robots import ROBOTS_PATH
 from crawler._scope import Scope
 from crawler._urls import clean_href, fingerprint_canonical, join_href, site_of
-from eventlog import Task, TaskQueue
+from eventlog import FIRST_RUN, Task, TaskQueue
 
 MAX_SITEMAP_BYTES: Final = 50 * 1024 * 1024
 """A sitemap larger than this, decompressed, is refused (the sitemap protocol's limit)."""
@@ -179,10 +180,14 @@ async def seed_from_sitemaps(
     robots_sites: Iterable[str] = (),
     actor: str,
     max_pages: int = 0,
+    run: int = FIRST_RUN,
+    known: Container[str] = frozenset(),
 ) -> SitemapSeeds:
     """Read ``sitemaps`` and those the robots.txt of each of ``robots_sites``
     (``scheme://host[:port]``) names, indexes followed, and enqueue the URLs they list
-    that ``scope`` allows, in batches of :data:`ENQUEUE_BATCH` (idempotent).
+    that ``scope`` allows, in batches of :data:`ENQUEUE_BATCH` (idempotent), as tasks of
+    ``run``. ``known``: the fingerprints of pages earlier runs had (a recrawl revisits
+    them, or has found them gone): listed, not enqueued.
 
     A sitemap named by a site (robots.txt, an index) outside :func:`sitemap_scope` is not
     fetched; no sitemap's fetch follows a redirect outside it."""
@@ -219,7 +224,7 @@ async def seed_from_sitemaps(
             if (resolved := join_href(clean_href(child), base)) is not None:
                 pending.append(resolved)
         batch: list[Task] = []
-        for task in _entry_tasks(sitemap.urls, base, scope, seen, seeds):
+        for task in _entry_tasks(sitemap.urls, base, scope, seen, seeds, run, known):
             batch.append(task)
             if len(batch) >= ENQUEUE_BATCH:
                 await _enqueue(queue, batch, actor, max_pages, seeds)
@@ -245,10 +250,17 @@ async def _sitemaps_of_robots(
 
 
 def _entry_tasks(
-    entries: Iterable[SitemapEntry], base: URL, scope: Scope, seen: set[str], seeds: SitemapSeeds
+    entries: Iterable[SitemapEntry],
+    base: URL,
+    scope: Scope,
+    seen: set[str],
+    seeds: SitemapSeeds,
+    run: int,
+    known: Container[str],
 ) -> Iterator[Task]:
-    """A seed task for each of a sitemap's ``entries`` that ``scope`` allows and not
-    ``seen`` yet (added to it); the malformed and out of scope counted in ``seeds``."""
+    """A seed task of ``run`` for each of a sitemap's ``entries`` that ``scope`` allows and
+    not ``seen`` yet (added to it), nor ``known``; the malformed, out of scope and known
+    counted in ``seeds``."""
     for entry in entries:
         canonical = join_href(clean_href(entry.loc), base)
         if canonical is None:
@@ -261,13 +273,17 @@ def _entry_tasks(
         if fp in seen:
             continue
         seen.add(fp)
+        if fp in known:
+            seeds.urls += 1
+            continue
         yield Task(
-            task_id=fp,
+            task_id=run_fingerprint(fp, run),
             url=canonical,
             site=site_of(canonical),
             priority=SEED_PRIORITY,
             lastmod=entry.lastmod,
             changefreq=entry.changefreq,
+            run=run,
         )
 
 

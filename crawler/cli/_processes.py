@@ -35,7 +35,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -63,6 +63,7 @@ from crawler.cli._light import without_httpx_cli
 from crawler.cli._terminal import ChildOutput
 from eventlog import (
     DEFAULT_RIDE_OUT_S,
+    FIRST_RUN,
     MEMORY_CHECK_S,
     JobIdentity,
     JobKeys,
@@ -479,7 +480,7 @@ async def _store_and_seed(
     if config.sitemaps or config.sitemaps_from_robots:
         # Before the workers: a crawl seeded only by sitemaps has nothing else queued,
         # and its workers would find the job done.
-        await _seed_from_sitemaps(queue, config, echo)
+        await seed_sitemaps(queue, config, echo)
     return config, new
 
 
@@ -677,10 +678,16 @@ def _most_tasks(config: JobConfig) -> int | None:
     return None
 
 
-async def _seed_from_sitemaps(
-    queue: TaskQueue, config: JobConfig, echo: Callable[[str], None]
-) -> None:
-    """Enqueue what the job's sitemaps list (again on a re-run: nothing is queued twice)."""
+async def seed_sitemaps(
+    queue: TaskQueue,
+    config: JobConfig,
+    echo: Callable[[str], None],
+    *,
+    run: int = FIRST_RUN,
+    known: Container[str] = frozenset(),
+) -> int:
+    """Enqueue what the job's sitemaps list (again on a re-run: nothing is queued twice),
+    as tasks of ``run``, but for the pages ``known`` (`seed_from_sitemaps`); how many."""
     # The HTTP stack and the XML parser, only for a crawl given sitemaps.
     from crawler._fetch import Fetcher
     from crawler._sitemaps import seed_from_sitemaps
@@ -697,6 +704,8 @@ async def _seed_from_sitemaps(
             robots_sites=robots_sites,
             actor="crawl",
             max_pages=config.max_pages,
+            run=run,
+            known=known,
         )
     for url, why in seeds.robots_failed:
         echo(f"robots.txt {url} not read: {why}")
@@ -708,6 +717,7 @@ async def _seed_from_sitemaps(
         + (f", {seeds.malformed} malformed" if seeds.malformed else "")
         + (f"; {seeds.past_bound} past --max-pages, not enqueued" if seeds.past_bound else "")
     )
+    return seeds.new
 
 
 async def _watch(

@@ -16,7 +16,7 @@ import msgspec
 
 from crawler._defaults import PAST_MAX_PAGES
 from crawler._job import SCRAPY_SPIDER_PREFIX, JobConfig, load_config
-from crawler._recrawl import latest_run, revisit_tasks, run_ended
+from crawler._recrawl import known_requests, latest_run, revisit_tasks, run_ended
 from crawler.cli._crawl_settings import CrawlSettings
 from crawler.cli._exit import exit_now
 from crawler.cli._options import concurrency_option, data_dir_option, job_option
@@ -281,6 +281,13 @@ def _run_seeder(
         new = await enqueue_run(queue, pages)
         not_due = f", {len(pages.later)} not due" if due_only else ""
         echo(f"run {run}: {len(pages.due)} page(s) to revisit{not_due}, {new} enqueued now")
+        if config.sitemaps or config.sitemaps_from_robots:
+            # Read again: a page new to the site may be listed there and linked from no
+            # page a revisit finds changed.
+            from crawler.cli._processes import seed_sitemaps
+
+            known = known_requests(events, run)
+            new += await seed_sitemaps(queue, config, echo, run=run, known=known)
         return config, new
 
     return seed
