@@ -310,6 +310,7 @@ async def run_crawl(
     forks: Forks | None = None,
     seed: Seeder | None = None,
     finished: Callable[[TaskQueue], Awaitable[None]] | None = None,
+    run: Callable[[], int] | None = None,
 ) -> CrawlSummary:
     """Run the job to completion (or until interrupted); its summary.
 
@@ -322,7 +323,8 @@ async def run_crawl(
 
     ``seed``: what enqueues the job's first tasks, under the job's crawl lock (by default
     its seeds and sitemaps, ``_store_and_seed``; ``crawlog recrawl``'s run's pages);
-    ``finished``: called once every task ended, before the summary.
+    ``finished``: called once every task ended, before the summary. ``run``: the run the
+    seeding chose (``crawlog recrawl``'s), whose own tasks the progress counts.
     """
     started = time.monotonic()
     job, data_dir = settings.job, settings.data_dir
@@ -351,10 +353,11 @@ async def run_crawl(
         config, new = await (seed or _store_and_seed)(queue, settings.config, echo)
         most = _most_tasks(config)
         workers = settings.workers if most is None else min(settings.workers, most)
-        echo(
-            f"job {job}: {new} new seed(s), {workers} worker(s) x {settings.concurrency}, "
-            f"data in {data_dir}"
-        )
+        # A recrawl's are its run's tasks (its revisits and what its sitemaps list new).
+        named = f"job {job}: {new} new seed(s)"
+        if run is not None:
+            named = f"job {job} run {run()}: {new} task(s) enqueued"
+        echo(f"{named}, {workers} worker(s) x {settings.concurrency}, data in {data_dir}")
         echo(bound_line(config.max_pages))
         children = _Children(settings, url, workers, forks)
         try:
@@ -368,8 +371,9 @@ async def run_crawl(
             children.output.started()
 
             await _watch_children(
-                children, client, settings, url, config.lease_ms, server, evicting.append, echo
-            )
+                children, client, settings, url, config.lease_ms, server, evicting.append, echo,
+                run=None if run is None else run(),
+            )  # fmt: skip
             complete = await _finished(queue, echo)
             if identity is not None:
                 # "Nothing left" from a store that lost the job is no end of it.
@@ -394,9 +398,12 @@ async def _watch_children(
     server: ServerInfo | None,
     evicts: Callable[[ServerEvicts], None],
     echo: Callable[[str], None],
+    *,
+    run: int | None = None,
 ) -> None:
-    """Show progress until every worker has exited, meanwhile forwarding signals to the
-    workers, supervising the server (see ``run_crawl``) and watching its memory."""
+    """Show progress (of ``run``'s tasks, if given) until every worker has exited,
+    meanwhile forwarding signals to the workers, supervising the server (see
+    ``run_crawl``) and watching its memory."""
     data_dir = settings.data_dir
     async with anyio.create_task_group() as tg:
         tg.start_soon(_forward_signals, children.worker_processes, echo)
@@ -418,7 +425,7 @@ async def _watch_children(
             echo,
         )
         tg.start_soon(_import_progress_source)
-        progress = functools.partial(_live_progress, client, settings, lease_ms)
+        progress = functools.partial(_live_progress, client, settings, lease_ms, run)
         await _watch(progress, children.workers_exited, echo, url)
         tg.cancel_scope.cancel()
 
@@ -648,12 +655,14 @@ class _Children:
         return (projector, *(p.returncode for p in self.worker_processes))
 
 
-def _live_progress(client: aioredis.Redis, settings: CrawlSettings, lease_ms: int) -> LiveProgress:
-    """The crawl's progress source; imported once the workers are under way (it reads the
-    projector's archive)."""
+def _live_progress(
+    client: aioredis.Redis, settings: CrawlSettings, lease_ms: int, run: int | None
+) -> LiveProgress:
+    """The crawl's progress source (of ``run``'s tasks, if given); imported once the
+    workers are under way (it reads the projector's archive)."""
     from crawler.ops import LiveProgress
 
-    return LiveProgress(client, settings.job, settings.data_dir, lease_ms=lease_ms)
+    return LiveProgress(client, settings.job, settings.data_dir, lease_ms=lease_ms, run=run)
 
 
 async def _import_progress_source() -> None:

@@ -175,7 +175,8 @@ def progress_lines(report: Progress, *, detail: bool = False) -> list[str]:
     per refresh for a one-site job.
     """
     total = row_line(report.total).removeprefix("total: ")
-    lines = [f"progress {report.job}: {total}; {workers_summary(report)}{_job_flags(report)}"]
+    name = report.job if report.run is None else f"{report.job} run {report.run}"
+    lines = [f"progress {name}: {total}; {workers_summary(report)}{_job_flags(report)}"]
     if len(report.sites) > 1:
         busiest = sorted(report.sites, key=lambda r: (-r.counts.remaining, r.counts.site))
         lines += [f"  {row_line(r)}" for r in busiest[:SITE_LINES_MAX]]

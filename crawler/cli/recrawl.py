@@ -194,6 +194,7 @@ def recrawl_command(
                 forks=forks,
                 seed=seeder,
                 finished=lambda queue: _finish(queue, runs[-1]),
+                run=lambda: runs[-1],
             )
         )
     except (_NothingDue, BaseExceptionGroup) as exc:

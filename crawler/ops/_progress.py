@@ -11,7 +11,8 @@ workers) is ``_progress_source``; how they are shown is ``crawler/cli/_progress_
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
 
 import msgspec
 
@@ -122,6 +123,8 @@ class Progress(msgspec.Struct, frozen=True, kw_only=True):
     position: str
     sites: tuple[Row, ...]
     total: Row
+    run: int | None = None
+    """The run whose tasks alone the rows count (a recrawl's, `of_run`); None: every task."""
     workers: tuple[WorkerInfo, ...] = ()
     lease_ms: int | None = None
     tail_events: int = 0
@@ -262,6 +265,53 @@ def _note_offset(offsets: dict[str, float], entry: LogEntry, actor: str) -> None
     offset = clock_offset(entry)
     if offset > offsets.get(actor, offset - 1):
         offsets[actor] = offset
+
+
+_COUNTED: Final = ("discovered", "done", "failed", "running", "pending", "paused", "pages")
+_BY_STATUS: Final = {
+    DONE: "done", FAILED: "failed", ABORTED: "failed", RUNNING: "running",
+    PENDING: "pending", PAUSED: "paused",
+}  # fmt: skip
+
+
+def earlier_runs(state: State, run: int) -> dict[str, SiteCounts]:
+    """Per site, what the tasks of the runs before ``run`` count in a snapshot (tasks by
+    status, their pages, retries and recoveries): what ``run``'s own progress leaves out
+    (`of_run`). Read once, as a run starts: those tasks have ended."""
+    counts: dict[str, dict[str, int]] = {}
+    for task in state.tasks.values():
+        if task.run >= run:
+            continue
+        site = counts.setdefault(task.site, dict.fromkeys((*_COUNTED, "retries", "recoveries"), 0))
+        site["discovered"] += 1
+        if (field := _BY_STATUS.get(task.status)) is not None:
+            site[field] += 1
+        site["pages"] += task.pages_fetched
+        site["retries"] += task.retries
+        site["recoveries"] += task.recoveries
+    return {
+        name: msgspec.structs.replace(SiteCounts(site=name), **fields)
+        for name, fields in counts.items()
+    }
+
+
+def of_run(snapshot: Snapshot, earlier: Mapping[str, SiteCounts]) -> Snapshot:
+    """``snapshot`` less what ``earlier`` (`earlier_runs`) counts: a run's own tasks, so
+    that a recrawl's progress goes from 0 to its own pages, not from the runs before it."""
+    if not earlier:
+        return snapshot
+    sites = tuple(_less(counts, earlier.get(counts.site)) for counts in snapshot.sites)
+    return msgspec.structs.replace(snapshot, sites=sites, total=sum_counts(sites))
+
+
+def _less(counts: SiteCounts, before: SiteCounts | None) -> SiteCounts:
+    if before is None:
+        return counts
+    fewer = {
+        name: max(0, getattr(counts, name) - getattr(before, name))
+        for name in (*_COUNTED, "retries", "recoveries")
+    }
+    return msgspec.structs.replace(counts, **fewer)
 
 
 def sum_counts(sites: Iterable[SiteCounts]) -> SiteCounts:

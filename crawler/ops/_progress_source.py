@@ -36,7 +36,10 @@ from crawler.ops._progress import (
     HostDelay,
     Progress,
     RateWindow,
+    SiteCounts,
     Tracker,
+    earlier_runs,
+    of_run,
     progress,
 )
 from eventlog import (
@@ -78,8 +81,13 @@ class LiveProgress:
         delay_floor_ms: int | None = None,
         make_tracker: Callable[[State], Tracker] = Tracker,
         every_task: bool = True,
+        run: int | None = None,
     ) -> None:
         self.redis = redis
+        self.run = run
+        """Count only this run's tasks (a recrawl's): the earlier runs' are read once, as
+        it loads (`earlier_runs`), and left out of each snapshot. Needs ``every_task``."""
+        self._earlier: dict[str, SiteCounts] = {}
         self.every_task = every_task
         """Whether the tracker's state holds every task (the console looks tasks up in
         it), or only the live part (``crawlog status``: the ended tasks of a big job stay
@@ -134,6 +142,8 @@ class LiveProgress:
             # in the tail may be taken for a first fetch (the next commit counts it right).
             self.fetches.load(fetches)
         self.tracker = tracker
+        if self.run is not None and self.every_task:
+            self._earlier = earlier_runs(tracker.state, self.run)
         self._manifest = manifest
         self.committed = manifest.position
         self._committed_events = tracker.state.job.events
@@ -158,6 +168,7 @@ class LiveProgress:
                 )
             await self._fold_tail()
         snapshot = self.tracker.snapshot(time.monotonic() if now is None else now)
+        snapshot = of_run(snapshot, self._earlier)
         older = self.window.add(snapshot)
         workers = await read_workers(self.redis, self.keys)
         behind, behind_s = await self._projector_behind(snapshot.events)
@@ -173,6 +184,7 @@ class LiveProgress:
         )
         report = msgspec.structs.replace(
             report,
+            run=self.run,
             requests_maybe_twice=self.fetches.extra_fetches + self.fetches.unrecorded_refetches,
         )
         if self.delay_floor_ms is None:

@@ -49,6 +49,9 @@ async def test_a_page_new_to_the_sitemap_is_crawled_and_listed_new(
         listed = await run("changes", "--job", job, "--all", "--format", "jsonl")
 
     assert "sitemaps: 1 read, 3 URL(s) in scope (1 new)" in said, said
+    # The run's own tasks, counted as its own: 3 revisits and the new page.
+    assert f"job {job} run 2: 4 task(s) enqueued" in said, said
+    assert f"progress {job} run 2: 4/4 tasks ended (100.0%)" in said, said
     pages = sorted(path for path in again if path.startswith("/p/"))
     assert pages == ["/p/1", "/p/2", "/p/3"], again
     changes = {
