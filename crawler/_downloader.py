@@ -199,7 +199,6 @@ class Downloader:
         ``--max-pages`` by the run that claimed it first. Without it, a site that redirects
         every link (a trailing slash, http to https) counted each page again at every
         recrawl, until the bound refused the new pages."""
-        counted_before = None if landed is None else fingerprint(landed)
 
         async def claim(url: str) -> bool:
             base = fingerprint(url)
@@ -208,7 +207,8 @@ class Downloader:
                 return True  # the same URL in another spelling: the task's own page
             if fp in self._seen:
                 return False
-            return await self.queue.claim_url(fp, task_id, counted=base != counted_before)
+            again = landed is not None and base == fingerprint(landed)
+            return await self.queue.claim_url(fp, task_id, counted=not again)
 
         return claim
 
