@@ -20,15 +20,21 @@ Follows already enqueued (the generator is run from its start and those outputs 
 over, not enqueued again), and a batch enqueued but not yet counted is enqueued again as
 no-ops (the job's ``seen`` set): each start request is enqueued, and crawled, once. The
 generator must therefore yield the same Follows in the same order when run again.
+
+``crawlog recrawl`` runs it again for each run (`enqueue_run_start_requests`): what no
+earlier run had is a task of the run.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Container
 from typing import Any, Final
 
+from msgspec.structs import replace
+
 from crawler._job import JobConfig
+from crawler._recrawl import run_fingerprint
 from crawler._spider import Follow, Spider, SpiderOutputError, check_callback, check_output
 from crawler._urls import check_seed_url, fingerprint, request_fingerprint, site_of
 from eventlog import Task, TaskQueue, save_start_requests_done, start_requests_done
@@ -106,3 +112,41 @@ async def enqueue_start_requests(
     if index > done:
         await flush()
     return new, index, min(done, index), past
+
+
+async def enqueue_run_start_requests(
+    queue: TaskQueue,
+    config: JobConfig,
+    spider: Spider,
+    *,
+    actor: str,
+    run: int,
+    known: Container[str],
+) -> tuple[int, int, int]:
+    """Run the spider's ``start_requests`` again for ``run`` (a recrawl's) and enqueue, as
+    tasks of that run, the requests no earlier run had (``known``: their keys; those are
+    revisited, or were found gone); (new tasks, start requests in all, those
+    ``--max-pages`` refused). Not checkpointed: a rerun of the run goes through them again,
+    its enqueues no-ops for what is enqueued already (the run's ``seen`` set)."""
+    produce = start_requests_of(spider)
+    if produce is None:
+        return 0, 0, 0
+    new = made = past = 0
+    batch: list[Task] = []
+
+    async def flush() -> None:
+        nonlocal new, past, batch
+        if batch:
+            added, refused = await queue.enqueue_within(batch, actor=actor, cap=config.max_pages)
+            new, past, batch = new + sum(added), past + refused, []
+
+    async for output in produce():
+        task = start_task(spider, output, made)
+        made += 1
+        if task.task_id in known:
+            continue
+        batch.append(replace(task, task_id=run_fingerprint(task.task_id, run), run=run))
+        if len(batch) >= START_BATCH:
+            await flush()
+    await flush()
+    return new, made, past

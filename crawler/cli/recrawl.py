@@ -17,6 +17,8 @@ import msgspec
 from crawler._defaults import PAST_MAX_PAGES
 from crawler._job import SCRAPY_SPIDER_PREFIX, JobConfig, load_config
 from crawler._recrawl import known_requests, latest_run, revisit_tasks, run_ended
+from crawler._spider import load_spider
+from crawler._start_requests import enqueue_run_start_requests
 from crawler.cli._crawl_settings import CrawlSettings
 from crawler.cli._exit import exit_now
 from crawler.cli._options import concurrency_option, data_dir_option, job_option
@@ -57,6 +59,9 @@ if TYPE_CHECKING:
 RECRAWL_BATCH: Final = 1000
 """Pages enqueued by one script call: a run of a large job is enqueued in these steps, each
 idempotent (a page enqueued already is not again), so a killed recrawl's rerun goes on."""
+START_ACTOR: Final = "crawl"
+"""The actor of a run's start requests new to it: counted against ``--max-pages`` as a
+crawl's seeds are (not `RECRAWL_ACTOR`, whose revisits a restore leaves out of the count)."""
 NOT_DUE: Final = "not due"
 """Who holds, in the run's seen set, a page a ``--due`` run does not revisit."""
 _SECONDS: Final = click.FloatRange(min=0, min_open=True)
@@ -282,16 +287,37 @@ def _run_seeder(
         new = await enqueue_run(queue, pages)
         not_due = f", {len(pages.later)} not due" if due_only else ""
         echo(f"run {run}: {len(pages.due)} page(s) to revisit{not_due}, {new} enqueued now")
+        known = known_requests(events, run)
         if config.sitemaps or config.sitemaps_from_robots:
             # Read again: a page new to the site may be listed there and linked from no
             # page a revisit finds changed.
             from crawler.cli._processes import seed_sitemaps
 
-            known = known_requests(events, run)
             new += await seed_sitemaps(queue, config, echo, run=run, known=known)
+        new += await _start_requests_again(queue, config, echo, run=run, known=known)
         return config, new
 
     return seed
+
+
+async def _start_requests_again(
+    queue: TaskQueue,
+    config: JobConfig,
+    echo: Callable[[str], None],
+    *,
+    run: int,
+    known: set[str],
+) -> int:
+    """The spider's ``start_requests()`` run again for ``run``: the requests no earlier run
+    had enqueued as the run's (`enqueue_run_start_requests`), said in one line; how many."""
+    spider = load_spider(config.spider, config.spider_args)
+    new, made, past = await enqueue_run_start_requests(
+        queue, config, spider, actor=START_ACTOR, run=run, known=known
+    )
+    if made:
+        past_bound = f", {past} past --max-pages, not enqueued" if past else ""
+        echo(f"start_requests(): {made} request(s), {new} new to run {run}{past_bound}")
+    return new
 
 
 def given_policy(
