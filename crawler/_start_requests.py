@@ -81,6 +81,26 @@ def start_task(spider: Spider, output: object, index: int) -> Task:
     return Task(task_id=task_id, url=url, site=site_of(url), priority=priority, spec=spec)
 
 
+class _Batches:
+    """Start requests enqueued `START_BATCH` at a time under the job's ``--max-pages``: how
+    many were new, and how many the bound refused."""
+
+    def __init__(self, queue: TaskQueue, config: JobConfig, actor: str) -> None:
+        self.queue, self.cap, self.actor = queue, config.max_pages, actor
+        self.batch: list[Task] = []
+        self.new = self.past = 0
+
+    def full(self) -> bool:
+        return len(self.batch) >= START_BATCH
+
+    async def flush(self) -> None:
+        if self.batch:
+            added, refused = await self.queue.enqueue_within(
+                self.batch, actor=self.actor, cap=self.cap
+            )
+            self.new, self.past, self.batch = self.new + sum(added), self.past + refused, []
+
+
 async def enqueue_start_requests(
     queue: TaskQueue, config: JobConfig, spider: Spider, *, actor: str
 ) -> tuple[int, int, int, int]:
@@ -92,26 +112,23 @@ async def enqueue_start_requests(
     if produce is None:
         return 0, 0, 0, 0
     done = await start_requests_done(queue.redis, queue.keys)
-    new = index = past = 0
-    batch: list[Task] = []
+    batches = _Batches(queue, config, actor)
+    index = 0
 
     async def flush() -> None:
-        nonlocal new, past, batch
-        if batch:
-            added, refused = await queue.enqueue_within(batch, actor=actor, cap=config.max_pages)
-            new, past, batch = new + sum(added), past + refused, []
+        await batches.flush()
         await save_start_requests_done(queue.redis, queue.keys, index)
 
     async for output in produce():
         index += 1
         if index <= done:
             continue  # enqueued by a crawl of this job before
-        batch.append(start_task(spider, output, index - 1))
-        if len(batch) >= START_BATCH:
+        batches.batch.append(start_task(spider, output, index - 1))
+        if batches.full():
             await flush()
     if index > done:
         await flush()
-    return new, index, min(done, index), past
+    return batches.new, index, min(done, index), batches.past
 
 
 async def enqueue_run_start_requests(
@@ -131,22 +148,15 @@ async def enqueue_run_start_requests(
     produce = start_requests_of(spider)
     if produce is None:
         return 0, 0, 0
-    new = made = past = 0
-    batch: list[Task] = []
-
-    async def flush() -> None:
-        nonlocal new, past, batch
-        if batch:
-            added, refused = await queue.enqueue_within(batch, actor=actor, cap=config.max_pages)
-            new, past, batch = new + sum(added), past + refused, []
-
+    batches = _Batches(queue, config, actor)
+    made = 0
     async for output in produce():
         task = start_task(spider, output, made)
         made += 1
         if task.task_id in known:
             continue
-        batch.append(replace(task, task_id=run_fingerprint(task.task_id, run), run=run))
-        if len(batch) >= START_BATCH:
-            await flush()
-    await flush()
-    return new, made, past
+        batches.batch.append(replace(task, task_id=run_fingerprint(task.task_id, run), run=run))
+        if batches.full():
+            await batches.flush()
+    await batches.flush()
+    return batches.new, made, batches.past

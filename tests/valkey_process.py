@@ -76,6 +76,14 @@ class ValkeyProcess:
                         raise RuntimeError(f"valkey-server did not start:\n{log[-2000:]}") from None
                 time.sleep(0.02)
 
+    def flushall(self) -> None:
+        """Lose every key, as a real ``FLUSHALL`` does: the store a restore rebuilds."""
+        client = redis.Redis.from_url(self.url)
+        try:
+            client.flushall()
+        finally:
+            client.close()
+
     def kill(self) -> None:
         """SIGKILL the server (no shutdown save) and reap it."""
         if self.process is not None and self.process.poll() is None:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import Request, serve_testsite
@@ -47,11 +46,7 @@ async def test_the_recrawl_after_a_restore_is_a_new_run_that_revisits_every_page
             await crawlog(*crawl)
             first = pages_of(site.requests)
             await crawlog("recrawl", "--workers", "1")
-            client = aioredis.Redis.from_url(server.url)
-            try:
-                await client.flushall()
-            finally:
-                await client.aclose()
+            server.flushall()
             await crawlog("restore", "--yes")
             await crawlog(*crawl)  # its settings, lost with the store, given again
             before = len(site.requests)

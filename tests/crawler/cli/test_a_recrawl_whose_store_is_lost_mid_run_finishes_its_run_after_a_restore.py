@@ -15,7 +15,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
@@ -71,11 +70,7 @@ async def test_the_restored_tasks_of_a_recrawl_are_revisits_of_its_run(tmp_path:
                 await killed.wait()
                 await killed.aclose()
             at_kill = len(site.requests)
-            client = aioredis.Redis.from_url(server.url)
-            try:
-                await client.flushall()
-            finally:
-                await client.aclose()
+            server.flushall()
             await crawlog("restore", "--yes")
             await crawlog(*crawl)  # its settings, lost with the store, given again
             listed = await crawlog("changes", "--format", "jsonl")

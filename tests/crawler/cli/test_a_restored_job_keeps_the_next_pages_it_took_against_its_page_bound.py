@@ -10,7 +10,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
@@ -46,11 +45,7 @@ async def test_a_restored_job_at_its_bound_still_refuses_a_new_page(tmp_path: Pa
             )  # fmt: skip
             await crawlog(*crawl)
             assert sorted(r.path for r in site.requests) == sorted(listing)
-            client = aioredis.Redis.from_url(server.url)
-            try:
-                await client.flushall()
-            finally:
-                await client.aclose()
+            server.flushall()
             await crawlog("restore", "--yes")
             await crawlog(*crawl)  # its settings, lost with the store, given again
             said = await crawlog("enqueue", site.url + "/item/1")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-import redis.asyncio as aioredis
 
 from crawler.cli._argv import crawlog_command
 from crawler.testsite import Request, serve_testsite
@@ -50,11 +49,7 @@ async def test_new_pages_after_a_restore_of_a_recrawled_job_are_crawled(tmp_path
             await crawlog(*crawl)
             for _ in range(RECRAWLS):
                 await crawlog("recrawl", "--workers", "1")
-            client = aioredis.Redis.from_url(server.url)
-            try:
-                await client.flushall()
-            finally:
-                await client.aclose()
+            server.flushall()
             await crawlog("restore", "--yes")
             await crawlog(*crawl)  # its settings, lost with the store, given again
             added = site.mutate(2, 0, seed=1, added=2).added
