@@ -7,6 +7,8 @@ import socket
 import subprocess
 from pathlib import Path
 
+import anyio
+
 from crawler.cli._argv import crawlog_command
 from tests.crawler.conftest import ROOT
 
@@ -41,3 +43,15 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def crawlog_done(*args: str, env: dict[str, str] | None = None) -> str:
+    """``crawlog ARGS`` run to its end without blocking the event loop, in ``env`` (else a
+    clean one), its exit 0 asserted (the test fails with its output otherwise); its stdout."""
+    with anyio.fail_after(CLI_TIMEOUT_S):
+        done = await anyio.run_process(
+            crawlog_command(*args), cwd=ROOT, env=env if env is not None else clean_env(),
+            check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, (args, done.stdout.decode(), done.stderr.decode())
+    return done.stdout.decode()

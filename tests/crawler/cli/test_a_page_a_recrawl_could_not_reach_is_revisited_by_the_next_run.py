@@ -9,31 +9,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 
-from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
-from tests.crawler.cli_run import clean_env
-from tests.crawler.conftest import ROOT
+from tests.crawler.cli_run import crawlog_done
 from tests.server_helpers import stop_or_kill
 
 pytestmark = pytest.mark.anyio
 PAGES = 6
 SEED = 3
-STEP_TIMEOUT_S = 60
 OPTIONS = ("--retries", "0", "--ignore-robots", "--circuit-cooldown", "0")
 """Each failure final at once, and the circuit the failures open probed at once."""
-
-
-async def crawlog(*args: str) -> str:
-    """``crawlog ARGS`` run to its end, exit 0 asserted; its stdout."""
-    with anyio.fail_after(STEP_TIMEOUT_S):
-        done = await anyio.run_process(
-            crawlog_command(*args), cwd=ROOT, env=clean_env(), check=False
-        )
-    assert done.returncode == 0, (args, done.stdout.decode(), done.stderr.decode())
-    return done.stdout.decode()
 
 
 async def test_the_run_after_an_outage_revisits_every_page_conditionally(tmp_path: Path) -> None:
@@ -42,13 +28,13 @@ async def test_the_run_after_an_outage_revisits_every_page_conditionally(tmp_pat
     try:
         async with serve_testsite(pages=PAGES, seed=SEED) as site:
             port = int(site.url.rsplit(":", 1)[1])
-            await crawlog("crawl", site.url + "/", *where, *OPTIONS)
+            await crawlog_done("crawl", site.url + "/", *where, *OPTIONS)
             first = {r.path for r in site.requests if r.status == 200}
-        down = await crawlog("recrawl", *where)  # nothing listens on the port
+        down = await crawlog_done("recrawl", *where)  # nothing listens on the port
         async with serve_testsite(pages=PAGES, seed=SEED, port=port) as back:
-            said = await crawlog("recrawl", *where)
+            said = await crawlog_done("recrawl", *where)
             answered = [(r.path, r.status) for r in back.requests]
-        listed = await crawlog("changes", *where, "--all", "--format", "jsonl")
+        listed = await crawlog_done("changes", *where, "--all", "--format", "jsonl")
     finally:
         stop_or_kill(data_dir)
 

@@ -8,18 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from crawler.cli._argv import crawlog_command
 from crawler.testsite import serve_testsite
-from tests.crawler.cli_run import clean_env
-from tests.crawler.conftest import ROOT
+from tests.crawler.cli_run import clean_env, crawlog_done
 from tests.valkey_process import running_valkey
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(150)]
 LISTING_SPIDER = "tests.crawler.spiders:ListingSpider"
-STEP_TIMEOUT_S = 60
 
 
 async def test_a_restored_job_at_its_bound_still_refuses_a_new_page(tmp_path: Path) -> None:
@@ -28,11 +24,7 @@ async def test_a_restored_job_at_its_bound_still_refuses_a_new_page(tmp_path: Pa
         env = clean_env(REDIS_URL=server.url)
 
         async def crawlog(*args: str) -> str:
-            command = crawlog_command(*args, "--job", "j", "--data-dir", str(data_dir))
-            with anyio.fail_after(STEP_TIMEOUT_S):
-                done = await anyio.run_process(command, cwd=ROOT, env=env, check=False)
-            assert done.returncode == 0, (args, done.stdout.decode(), done.stderr.decode())
-            return done.stdout.decode()
+            return await crawlog_done(*args, "--job", "j", "--data-dir", str(data_dir), env=env)
 
         async with serve_testsite(pages=200, seed=3) as site:
             sitemap = site.sitemap

@@ -10,13 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import anyio
 import pytest
 
-from crawler.cli._argv import crawlog_command
 from crawler.testsite import Request, serve_testsite
-from tests.crawler.cli_run import clean_env
-from tests.crawler.conftest import ROOT
+from tests.crawler.cli_run import clean_env, crawlog_done
 from tests.valkey_process import running_valkey
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
@@ -24,7 +21,6 @@ PAGES = 20
 BOUND = 40
 """Above the site's pages (about 25 with its listings), below two runs' worth of them."""
 RECRAWLS = 3
-STEP_TIMEOUT_S = 60
 
 
 def pages_of(requests: list[Request]) -> set[str]:
@@ -38,11 +34,7 @@ async def test_new_pages_after_a_restore_of_a_recrawled_job_are_crawled(tmp_path
         env = clean_env(REDIS_URL=server.url)
 
         async def crawlog(*args: str) -> str:
-            command = crawlog_command(*args, "--job", "j", "--data-dir", str(data_dir))
-            with anyio.fail_after(STEP_TIMEOUT_S):
-                done = await anyio.run_process(command, cwd=ROOT, env=env, check=False)
-            assert done.returncode == 0, (args, done.stdout.decode(), done.stderr.decode())
-            return done.stdout.decode()
+            return await crawlog_done(*args, "--job", "j", "--data-dir", str(data_dir), env=env)
 
         async with serve_testsite(pages=PAGES, seed=3) as site:
             crawl = ("crawl", site.url + "/", "--max-pages", str(BOUND), "--workers", "1")

@@ -7,34 +7,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from crawler.cli._argv import crawlog_command
 from crawler.testsite import Faults, serve_testsite
 from projector import Store, read_committed
-from tests.crawler.cli_run import clean_env
-from tests.crawler.conftest import ROOT
+from tests.crawler.cli_run import crawlog_done
 from tests.server_helpers import stop_or_kill
 
 pytestmark = pytest.mark.anyio
 PAGES = 6
 SEED = 3
-STEP_TIMEOUT_S = 60
 EVERY_PAGE_FAILS = Faults(error_500_rate=1.0, error_500_times=1_000)
 OPTIONS = ("--retries", "0", "--ignore-robots", "--circuit-cooldown", "0")
 """Each failure final at once; the site's circuit, opened by run 2's failures, probed as
 soon as the retried pages come (its wait is not what is tested here)."""
-
-
-async def crawlog(*args: str) -> str:
-    """``crawlog ARGS`` run to its end, exit 0 asserted; its stdout."""
-    with anyio.fail_after(STEP_TIMEOUT_S):
-        done = await anyio.run_process(
-            crawlog_command(*args), cwd=ROOT, env=clean_env(), check=False
-        )
-    assert done.returncode == 0, (args, done.stdout.decode(), done.stderr.decode())
-    return done.stdout.decode()
 
 
 async def test_a_recrawl_s_failed_page_retried_is_asked_conditionally_as_its_run(
@@ -45,14 +31,14 @@ async def test_a_recrawl_s_failed_page_retried_is_asked_conditionally_as_its_run
     try:
         async with serve_testsite(pages=PAGES, seed=SEED) as site:
             port = int(site.url.rsplit(":", 1)[1])
-            await crawlog("crawl", site.url + "/", *where, *OPTIONS)
+            await crawlog_done("crawl", site.url + "/", *where, *OPTIONS)
             first = {r.path for r in site.requests if r.status == 200}
         # The same site, failing every request: each revisit of run 2 fails.
         async with serve_testsite(pages=PAGES, seed=SEED, port=port, faults=EVERY_PAGE_FAILS):
-            await crawlog("recrawl", *where)
+            await crawlog_done("recrawl", *where)
         async with serve_testsite(pages=PAGES, seed=SEED, port=port) as back:
-            await crawlog("retry", *where, "--failed", "--reason", "site back", "--yes")
-            await crawlog("crawl", back.url + "/", *where, *OPTIONS)  # the seed is seen
+            await crawlog_done("retry", *where, "--failed", "--reason", "site back", "--yes")
+            await crawlog_done("crawl", back.url + "/", *where, *OPTIONS)  # the seed is seen
             answered = [(r.path, r.status) for r in back.requests]
     finally:
         stop_or_kill(data_dir)
