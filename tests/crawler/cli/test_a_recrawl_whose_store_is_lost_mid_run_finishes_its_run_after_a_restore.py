@@ -43,8 +43,9 @@ async def test_the_restored_tasks_of_a_recrawl_are_revisits_of_its_run(tmp_path:
             assert done.returncode == 0, (args, out)
             return done.stdout.decode()
 
-        # One request at a time, spaced: the kill lands with the run part done.
-        polite = ("--workers", "1", "--concurrency", "4", "--per-host", "1", "--delay", "0.05")
+        # One request at a time, spaced: the kill lands with the run part done, its first
+        # commits made (the projector's interval is a second) on a loaded machine too.
+        polite = ("--workers", "1", "--concurrency", "4", "--per-host", "1", "--delay", "0.1")
         async with serve_testsite(pages=PAGES, seed=4) as site:
             crawl = ("crawl", site.url + "/", *polite)
             await crawlog(*crawl)
