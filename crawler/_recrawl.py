@@ -189,12 +189,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     for event in events:
         if isinstance(event, TaskEnqueued) and event.run < run:
             enqueued[event.task_id] = event
-            spec = event.spec
-            key = request_fingerprint(
-                event.url,
-                "GET" if spec is None else spec.method,
-                None if spec is None else spec.body,
-            )
+            key = request_key(event)
             latest[key] = event.task_id
             key_of[event.task_id] = key
         elif (
@@ -241,15 +236,23 @@ def known_requests(events: Iterable[AnyEvent], run: int) -> set[str]:
     known: set[str] = set()
     for event in events:
         if isinstance(event, TaskEnqueued) and event.run < run:
-            spec = event.spec
-            method, body = ("GET", None) if spec is None else (spec.method, spec.body)
-            known.add(request_fingerprint(event.url, method, body))
+            known.add(request_key(event))
     return known
 
 
-def latest_run(events: Iterable[AnyEvent]) -> int:
-    """The highest run the log has a task of."""
-    return max((e.run for e in events if isinstance(e, TaskEnqueued)), default=FIRST_RUN)
+def request_key(event: TaskEnqueued) -> str:
+    """The key of the request a task was enqueued for: its first run's task id, the same in
+    every run (a run's task id is made from it, `run_fingerprint`)."""
+    spec = event.spec
+    method, body = ("GET", None) if spec is None else (spec.method, spec.body)
+    return request_fingerprint(event.url, method, body)
+
+
+def latest_run(events: Iterable[AnyEvent], *, recorded: int = FIRST_RUN) -> int:
+    """The highest run the log has a task of, or ``recorded`` (the job's run record's) if
+    higher: the record is lost with a store, and a run it started may have no task yet."""
+    logged = max((e.run for e in events if isinstance(e, TaskEnqueued)), default=FIRST_RUN)
+    return max(recorded, logged)
 
 
 def run_ended(events: Sequence[AnyEvent], run: int) -> bool:

@@ -78,8 +78,7 @@ def changes_command(
             await load_config(client, keys)  # a job nobody started: say so, exit 2
             record = await read_run(client, keys)
             entries = await log_entries(client, Store(directory, job))
-        # The log's latest run too: the record is lost with a store (a restore).
-        latest = max(record.run, latest_run(entry.event for entry in entries))
+        latest = latest_run((entry.event for entry in entries), recorded=record.run)
         if run is not None and run > latest:
             raise ConfigError(f"job {job!r} has no run {run}: its latest is run {latest}")
         chosen = latest if run is None else run

@@ -49,8 +49,7 @@ async def changes(request: Request) -> Response:
         entries = await log_entries(opened.client, Store(console.settings.data_dir, name))
     except CrawlogError as exc:
         return _answer(request, "Not here", _refused(exc), name, 409)
-    # The log's latest run too: the record is lost with a store (a restore).
-    latest = max(record.run, latest_run(entry.event for entry in entries))
+    latest = latest_run((entry.event for entry in entries), recorded=record.run)
     run = int(given) if given.isdigit() else latest
     found = page_changes(entries)
     body = changes_page(
