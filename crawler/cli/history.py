@@ -11,6 +11,7 @@ import anyio
 import click
 import msgspec
 
+from crawler._recrawl import run_fingerprint
 from crawler.cli._exit import EXIT_NO
 from crawler.cli._operator import echo_json
 from crawler.cli._options import data_dir_option, job_option, json_option
@@ -27,9 +28,11 @@ from crawler.ops import (
     task_id_of,
 )
 from eventlog import (
+    FIRST_RUN,
     JobKeys,
     LogEntry,
     PageFetched,
+    TaskEvent,
     TaskFailed,
     stream_id_key,
     tag_of,
@@ -79,18 +82,26 @@ def history_command(
     """
     task_id, url = task_id_of(target)
 
-    async def run() -> tuple[list[LogEntry], bool]:
-        from eventlog import is_seen
+    async def run() -> tuple[list[LogEntry], bool, list[str]]:
+        from eventlog import is_seen, read_run
         from projector import task_history
 
         async with open_log(data_dir, job) as (client, store):
             entries = await task_history(client, store, [task_id], page_url=url)
-            return entries, await is_seen(client, JobKeys(job), task_id)
+            ids = [task_id]
+            if url is not None:
+                # A URL is a task in each run that asked for it (`run_fingerprint`): the
+                # runs are the record's and those whose fetches of the URL the log has.
+                record = await read_run(client, JobKeys(job))
+                ids = run_task_ids(task_id, latest_run_of(entries, record.run))
+                if len(ids) > 1:
+                    entries = await task_history(client, store, ids, page_url=url)
+            return entries, await is_seen(client, JobKeys(job), task_id), ids
 
-    entries, seen = anyio.run(run)
-    own = [e for e in entries if getattr(e.event, "task_id", None) == task_id]
-    state = fold(own)
-    task = state.tasks.get(task_id)
+    entries, seen, ids = anyio.run(run)
+    tasks = {t: fold(_of_task(entries, t)).tasks.get(t) for t in ids}
+    runs = [task for task in tasks.values() if task is not None]
+    task = runs[0] if runs else None
     if as_json:
         from projector import fetch_attempts
 
@@ -112,6 +123,10 @@ def history_command(
                     }
                     for e in entries
                 ],
+                "runs": [
+                    {"run": t.run, "task_id": t.task_id, "status": t.status, "attempt": t.attempt}
+                    for t in runs
+                ],
             }
         )
         if task is None:
@@ -120,7 +135,31 @@ def history_command(
     if task is None:
         click.echo(_never(job, task_id, url, seen, entries))
         ctx.exit(EXIT_NO)
-    click.echo("\n".join(_history_text(task, entries, job)))
+    if len(runs) == 1:
+        click.echo("\n".join(_history_text(task, entries, job)))
+        return
+    blocks = []
+    for each in runs:
+        # Each run's task with its own events: another run's fetch of the URL is in that
+        # run's block, not listed here as a fetch "by another task".
+        others = {t.task_id for t in runs} - {each.task_id}
+        mine = [e for e in entries if getattr(e.event, "task_id", None) not in others]
+        blocks.append("\n".join([f"run {each.run}:", *_history_text(each, mine, job)]))
+    click.echo(f"{url}: a task in each of {len(runs)} runs\n\n" + "\n\n".join(blocks))
+
+
+def run_task_ids(task_id: str, runs: int) -> list[str]:
+    """The task ids of a request in runs 1 to ``runs``, ``task_id`` being its first run's."""
+    return [run_fingerprint(task_id, run) for run in range(FIRST_RUN, runs + 1)]
+
+
+def latest_run_of(entries: Sequence[LogEntry], recorded: int) -> int:
+    """The latest run ``entries`` have an event of, or ``recorded`` if later."""
+    return max([recorded, *(e.event.run for e in entries if isinstance(e.event, TaskEvent))])
+
+
+def _of_task(entries: Sequence[LogEntry], task_id: str) -> list[LogEntry]:
+    return [e for e in entries if getattr(e.event, "task_id", None) == task_id]
 
 
 def _never(job: str, task_id: str, url: str | None, seen: bool, entries: list[LogEntry]) -> str:

@@ -72,6 +72,7 @@ def detail_of(event: AnyEvent) -> str:
             items = "".join(f", {n} {why}" for why, n in sorted(event.items_dropped.items()))
             return (
                 f"page {event.page} {outcome}, {event.bytes} B, {event.elapsed_ms:.0f} ms"
+                + (f", {event.change}" if event.change is not None else "")
                 + (f"; URLs dropped{dropped}" if dropped else "")
                 + (f"; items dropped by pipelines{items}" if items else "")
             )
