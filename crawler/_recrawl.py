@@ -125,12 +125,21 @@ def conditional_headers(revisit: Validators | None) -> dict[str, str]:
     return headers
 
 
-def change_of(task: Task, status: int, new_hash: str | None) -> Change | None:
+def change_of(
+    task: Task, status: int, new_hash: str | None, *, moved: bool = False
+) -> Change | None:
     """What a run past the first found of a task's page: None in the first run, or for an
-    answer that says nothing about the page (a 5xx, no response: the task is retried)."""
+    answer that says nothing about the page (a 5xx, no response: the task is retried).
+
+    ``moved``: the URL now redirects to a page another task fetches, or out of the crawl's
+    scope. A page that had content of its own (a 2xx last time) is gone from it: its items
+    are removed, and the page it redirects to is its own task's. A redirect it already was
+    is no verdict, nor is a new one (it is not a page)."""
     if task.run == FIRST_RUN:
         return None
     revisit = task.revisit
+    if moved:
+        return "gone" if revisit is not None and had_content(revisit.status) else None
     if revisit is None:
         return "new" if 200 <= status < 400 and status != NOT_MODIFIED else None
     if status == NOT_MODIFIED:
@@ -140,6 +149,12 @@ def change_of(task: Task, status: int, new_hash: str | None) -> Change | None:
     if 200 <= status < 300:
         return "unchanged" if new_hash == revisit.body_hash else "changed"
     return None
+
+
+def had_content(status: int) -> bool:
+    """Whether a fetch of ``status`` found a page of its own: a 2xx, or a 304 (its earlier
+    content as it was), not a redirect (nor 0: a status not recorded)."""
+    return 200 <= status < 300 or status == NOT_MODIFIED
 
 
 def fetched_validators(
@@ -221,7 +236,10 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                 request=event.request,
                 run=run,
                 revisit=Validators(
-                    etag=page.etag, last_modified=page.last_modified, body_hash=page.body_hash
+                    etag=page.etag,
+                    last_modified=page.last_modified,
+                    body_hash=page.body_hash,
+                    status=page.status,
                 ),
                 revisit_pages=pages.get(key, 1),
                 revisit_landed=page.url if page.url != event.url else None,

@@ -356,6 +356,8 @@ class TaskSteps:
             self.change_rule,
             hashed=step.body_hash,
         )
+        # Its URL now redirects to another task's page, or out of the crawl.
+        moved = result.handed_over or result.error == ERROR_REDIRECT_OUT_OF_SCOPE
         return PageFetched(
             actor=self.name,
             task_id=task.task_id,
@@ -370,7 +372,11 @@ class TaskSteps:
             last_modified=seen.last_modified,
             body_hash=seen.body_hash,
             run=task.run,
-            change=change_of(task, result.status, seen.body_hash) if step.page == 1 else None,
+            change=(
+                change_of(task, result.status, seen.body_hash, moved=moved)
+                if step.page == 1
+                else None
+            ),
         )
 
     async def _parse_step(self, lease: Lease, step: _Step, result: FetchResult) -> Parsed | None:

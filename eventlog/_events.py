@@ -112,6 +112,9 @@ class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     etag: str | None = None
     last_modified: str | None = None
     body_hash: str | None = None
+    status: int = 0
+    """The status that fetch got (0: not recorded, a log of before it was): a page of its
+    own (2xx) or a redirect (3xx), which a revisit's verdict tells apart (`Change`)."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -5,7 +5,8 @@ A run past the first is ``crawlog recrawl``'s: its worker says on each first-pag
 what it found (`PageFetched.change`), with the body hash it compares. A change is a page's
 *last* verdict in its run (a retried 5xx has none; a kill and a second delivery record the
 same verdict once more, counted once here), so each page is listed once per run. The first
-run has no verdicts: every page it fetched is ``new`` there.
+run has no verdicts: every page it fetched (a 2xx: not a redirect another task's page
+answers) is ``new`` there.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from projector._store import Manifest, Store
 CHANGES: Final[tuple[Change, ...]] = ("new", "changed", "gone", "unchanged")
 CHANGED_ONLY: Final[tuple[Change, ...]] = ("new", "changed", "gone")
 """What ``changes`` lists unless asked for every page (``--all``)."""
-ERROR_STATUS: Final = 400
-"""A first run's fetch of this status or above found no page."""
+PAGE_STATUSES: Final = range(200, 300)
+"""The statuses of a first run's fetch that found a page: not an error, nor a redirect
+whose target another task fetched (that one is listed, by its own task)."""
 
 
 class PageChange(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,7 +80,7 @@ def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list
         if run is not None and event.run != run:
             continue
         change: Change | None = event.change
-        if event.run == FIRST_RUN and change is None and 0 < event.status < ERROR_STATUS:
+        if event.run == FIRST_RUN and change is None and event.status in PAGE_STATUSES:
             change = "new"
         if change is None:
             continue

@@ -57,6 +57,24 @@ def test_a_revisit_s_answer_is_its_page_s_verdict(
     assert change_of(_revisit(), status, new_hash) == expected
 
 
+@pytest.mark.parametrize(
+    ("before", "expected"),
+    [
+        (200, "gone"),  # a page of its own last time: its content left this URL
+        (304, "gone"),  # ... found as it was the time before
+        (301, None),  # a redirect already: no verdict again
+        (0, None),  # not recorded (a log of before the status was): as before
+    ],
+)
+def test_a_revisit_redirected_to_another_task_s_page_or_out_of_scope_is_gone_if_it_was_a_page(
+    before: int, expected: str | None
+) -> None:
+    revisit = msgspec.structs.replace(BEFORE, status=before)
+    assert change_of(_revisit(revisit), 301, None, moved=True) == expected
+    # A redirect new to the job is no page either.
+    assert change_of(_revisit(None), 301, None, moved=True) is None
+
+
 def test_a_page_no_earlier_run_had_is_new_and_the_first_run_says_nothing() -> None:
     assert change_of(_revisit(None), 200, "h") == "new"
     assert change_of(_revisit(None), 404, None) is None
@@ -108,8 +126,8 @@ def test_a_run_s_tasks_are_the_pages_earlier_runs_reached_as_their_latest_run_le
         (b, run_fingerprint(fb, 3), 3),
     ]
     assert [t.revisit for t in tasks] == [
-        Validators(etag='"a2"', body_hash="a2"),
-        Validators(etag='"b1"', body_hash="b1"),
+        Validators(etag='"a2"', body_hash="a2", status=200),
+        Validators(etag='"b1"', body_hash="b1", status=304),
     ]
     # Run 2 again (a killed recrawl's rerun): the same tasks, from run 1 alone.
     again = revisit_tasks(events, 2)
@@ -157,6 +175,6 @@ def test_a_page_a_run_got_no_answer_or_an_error_for_is_revisited_with_its_last_c
     ]  # fmt: skip
     tasks = revisit_tasks(events, 3)
     assert [(t.url, t.revisit) for t in tasks] == [
-        (a, Validators(etag='"a1"', body_hash="a1")),
-        (b, Validators(etag='"b1"', body_hash="b1")),
+        (a, Validators(etag='"a1"', body_hash="a1", status=200)),
+        (b, Validators(etag='"b1"', body_hash="b1", status=200)),
     ]
