@@ -186,10 +186,11 @@ def fetched_validators(
 
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     """The tasks of ``run``: every request an earlier run enqueued whose first page was
-    answered and not gone the last time it was, once, as its latest run left it, with the
-    validators of its latest content (a 2xx or 3xx, 304 included), the URL that fetch
-    landed on if a redirect took it elsewhere, and the furthest of its pages any earlier
-    run fetched (events in log order).
+    answered and not gone (a 404 or 410, or a verdict ``gone``: moved away) the last time
+    it was, once, as its latest run left it, with the validators of its latest content (a
+    2xx or 3xx, 304 included), the URL that fetch landed on if a redirect took it
+    elsewhere, and the furthest of its pages any earlier run fetched (events in log
+    order).
 
     A run in which a page got no answer (the site down, a timeout) or an error (a 5xx)
     neither drops it from the runs after nor gives them that error's validators: before,
@@ -221,8 +222,8 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     tasks: list[Task] = []
     for key, task_id in latest.items():
         last = answered.get(key)
-        if last is None or last.status in GONE_STATUSES:
-            continue
+        if last is None or last.status in GONE_STATUSES or last.change == "gone":
+            continue  # gone: a 404 or 410, or moved away (`change_of`)
         page = content.get(key, last)
         event = enqueued[task_id]
         tasks.append(

@@ -26,9 +26,11 @@ if TYPE_CHECKING:
         CHANGES,
         PageChange,
         RunSummary,
+        Unjudged,
         listed,
         page_changes,
         run_summaries,
+        unjudged,
     )
     from projector._committed import committed_position, read_committed, wait_for_position
     from projector._continuity import ArchiveBehind
@@ -195,6 +197,7 @@ __all__ = [
     "TaskFilter",
     "TaskSpill",
     "TaskState",
+    "Unjudged",
     "WriterFailed",
     "apply",
     "archive_facts",
@@ -248,6 +251,7 @@ __all__ = [
     "summarize",
     "task_history",
     "tune_gc",
+    "unjudged",
     "verify",
     "wait_for_position",
     "write_segment",

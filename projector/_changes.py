@@ -23,7 +23,12 @@ from eventlog import (
     Change,
     LogEntry,
     PageFetched,
+    TaskAborted,
+    TaskDone,
     TaskEnqueued,
+    TaskEvent,
+    TaskFailed,
+    TaskRetried,
 )
 from projector._item_changes import ITEM_CHANGES, register_item_changes
 from projector._replay import archived_entries
@@ -98,6 +103,52 @@ def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list
             new_hash=None if change == "gone" else event.body_hash,
         )
     return list(found.values())
+
+
+class Unjudged(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's tasks whose page has no verdict: those that failed (or were aborted), by
+    their last reason, and those not ended yet."""
+
+    failed: dict[str, int] = msgspec.field(default_factory=dict)
+    open: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.failed.values()) + self.open
+
+
+def unjudged(entries: Iterable[LogEntry], run: int) -> Unjudged:
+    """``run``'s tasks whose first page got no verdict (`page_changes` lists none for
+    them): failed or aborted (a redirect loop, robots.txt, a 5xx past its retries), or not
+    ended yet. What a run's "no changes" must not hide. A task retried since its failure is
+    open again; one the first run fetched as a page has its verdict (``new``)."""
+    judged: set[str] = set()
+    ended: dict[str, str | None] = {}  # task id -> its failure's reason, None: not ended
+    for entry in entries:
+        event = entry.event
+        if not isinstance(event, TaskEvent) or event.run != run:
+            continue
+        if isinstance(event, TaskEnqueued):
+            ended.setdefault(event.task_id, None)
+        elif isinstance(event, PageFetched) and event.page <= 1:
+            if event.change is not None or (run == FIRST_RUN and event.status in PAGE_STATUSES):
+                judged.add(event.task_id)
+        elif isinstance(event, TaskFailed | TaskAborted):
+            ended[event.task_id] = event.reason
+        elif isinstance(event, TaskDone):
+            ended[event.task_id] = ""
+        elif isinstance(event, TaskRetried):
+            ended[event.task_id] = None
+    failed: dict[str, int] = {}
+    still_open = 0
+    for task_id, reason in ended.items():
+        if task_id in judged or reason == "":
+            continue
+        if reason is None:
+            still_open += 1
+        else:
+            failed[reason] = failed.get(reason, 0) + 1
+    return Unjudged(failed=failed, open=still_open)
 
 
 def run_summaries(changes: Iterable[PageChange]) -> list[RunSummary]:

@@ -19,7 +19,7 @@ from crawler.cli._options import data_dir_option, job_option
 from eventlog import ConfigError, JobKeys, connect, read_run, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
-    from projector import ItemChange
+    from projector import ItemChange, Unjudged
 
 ChangesFormat = Literal["table", "jsonl", "csv"]
 CHANGES_FORMATS: Final[tuple[str, ...]] = get_args(ChangesFormat)
@@ -68,11 +68,13 @@ def changes_command(
     """List each page a run found new, changed or gone (with --all, unchanged too): its
     URL, what it found, the run, when, and the body's hash before and after. With --items,
     each item the run added, changed or removed: its key, page, data and data before."""
-    from projector import Store, item_changes, listed, log_entries, page_changes
+    from projector import Store, Unjudged, item_changes, listed, log_entries, page_changes, unjudged
 
     url, directory = resolve_url(data_dir), resolve_data_dir(data_dir)
+    left = Unjudged()
 
     async def read() -> tuple[int, list[dict[str, object]]]:
+        nonlocal left
         async with connect(url) as client:
             keys = JobKeys(job)
             await load_config(client, keys)  # a job nobody started: say so, exit 2
@@ -82,6 +84,7 @@ def changes_command(
         if run is not None and run > latest:
             raise ConfigError(f"job {job!r} has no run {run}: its latest is run {latest}")
         chosen = latest if run is None else run
+        left = unjudged(entries, chosen)
         if of_items:
             return chosen, [_item_row(c) for c in item_changes(entries, run=chosen)]
         found = listed(page_changes(entries, run=chosen), "all" if every_page else "changed")
@@ -100,6 +103,23 @@ def changes_command(
         sys.stdout.write(out.getvalue())
     else:
         _table(job, chosen, rows, "key" if of_items else "url")
+        if left.total:
+            click.echo(unjudged_line(job, left))
+
+
+def unjudged_line(job: str, left: Unjudged) -> str:
+    """What a run's list leaves out: its pages with no verdict, failed (by reason) or not
+    ended, and where to look."""
+    parts = []
+    if left.failed:
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(left.failed.items()))
+        parts.append(f"{sum(left.failed.values())} failed ({reasons})")
+    if left.open:
+        parts.append(f"{left.open} not ended yet")
+    return (
+        f"not judged: {left.total} page(s), {'; '.join(parts)}; their tasks: "
+        f"crawlog report --job {job}"
+    )
 
 
 def _row(change: dict[str, object]) -> dict[str, object]:

@@ -73,7 +73,7 @@ def test_unchanged_pages_are_listed_only_when_asked_for() -> None:
 def test_a_golden_log_written_before_runs_is_one_run_of_new_pages() -> None:
     entries = list(read_entries(GOLDEN / "scripted-crawl.parquet"))
     pages = [e.event for e in entries if isinstance(e.event, PageFetched)]
-    answered = {p.url for p in pages if 0 < p.status < 400 and p.page <= 1}
+    answered = {p.url for p in pages if 200 <= p.status < 300 and p.page <= 1}
     found = page_changes(entries)
     assert answered and {c.url for c in found} == answered
     assert {(c.run, c.change) for c in found} == {(1, "new")}
