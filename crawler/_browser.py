@@ -44,6 +44,7 @@ import anyio
 from crawler._addresses import AddressRefused
 from crawler._browser_session import ERROR_LOGIN, fetched, session_for
 from crawler._fetch_spec import (
+    CONDITIONAL_HEADERS,
     ERROR_CONNECT,
     ERROR_CONNECT_REFUSED,
     ERROR_CONNECTION_CLOSED,
@@ -58,8 +59,8 @@ from crawler._fetch_spec import (
     FetchResult,
     too_large,
 )
-from crawler._recrawl import CONDITIONAL_HEADERS, NOT_MODIFIED
-from crawler._urls import HTTP_SCHEMES
+from crawler._recrawl import NOT_MODIFIED
+from crawler._urls import HTTP_SCHEMES, url_key
 from eventlog import BrowserSessionStore, ConfigError, SessionIdentity
 
 if TYPE_CHECKING:
@@ -378,7 +379,12 @@ class _Context:
 class _Navigation:
     """What the interception saw of one page's navigation."""
 
-    def __init__(self, url: str, conditional: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        conditional: Mapping[str, str] | None = None,
+        validators_of: str | None = None,
+    ) -> None:
         self.url = url
         self.frame: str | None = None
         """The main frame's id: the frame of the first document requested."""
@@ -391,6 +397,10 @@ class _Navigation:
         """A revisit's conditional headers, sent with the page's documents only: on the
         page (``set_extra_http_headers``) they went with its scripts and styles too, which
         a server may answer 304 that Chromium, with no copy of them, cannot use."""
+        self.validators_of = validators_of
+        self.conditional_key = url_key(validators_of or url)
+        """The URL the conditional headers are of: they go with its document only, not a
+        redirect's elsewhere (`crawler._fetch_spec.CONDITIONAL_HEADERS`)."""
         self.documents: set[str] = set()
         """The requests (CDP ``requestId``) of documents, while ``conditional``."""
         self.not_modified: dict[str, str] | None = None
@@ -553,6 +563,7 @@ class BrowserFetcher:
         method: str = "GET",
         body: bytes | None = None,
         headers: Mapping[str, str] | None = None,
+        validators_of: str | None = None,
     ) -> FetchResult:
         """Render ``url`` (a request that is not a plain GET goes over HTTP): a result as
         `crawler._fetch.Fetcher.fetch` gives, its page open (`page_for`) when it is a page
@@ -565,6 +576,7 @@ class BrowserFetcher:
                 method=method,
                 body=body,
                 headers=headers,
+                validators_of=validators_of,
             )
         parts = urlsplit(url)
         if parts.scheme not in HTTP_SCHEMES or not parts.hostname:
@@ -580,7 +592,7 @@ class BrowserFetcher:
         tab: _Tab | None = None
         try:
             tab = context.idle.pop() if context.idle else await self._new_tab(context)
-            tab.nav = _Navigation(url, conditional)
+            tab.nav = _Navigation(url, conditional, validators_of)
             tab.redirect_allowed, tab.claim_target = redirect_allowed, claim_target
             result = await self._render(tab, url, own)
             if self.session is not None and fetched(result):
@@ -618,6 +630,7 @@ class BrowserFetcher:
                     redirect_allowed=tab.redirect_allowed,
                     claim_target=tab.claim_target,
                     headers={**headers, **nav.conditional},
+                    validators_of=nav.validators_of,
                 )
             if nav.conditional and nav.error is None and nav.handed_over is None:
                 with anyio.move_on_after(NOT_MODIFIED_WAIT_S):
@@ -747,7 +760,12 @@ class BrowserFetcher:
                 nav.error = nav.error or f"{type(exc).__name__}: {exc}"
                 why = "Failed"
             with contextlib.suppress(Exception):  # the page may be closing meanwhile
-                if why is None and nav.conditional and _is_main_document(event, nav):
+                if (
+                    why is None
+                    and nav.conditional
+                    and _is_main_document(event, nav)
+                    and url_key(event["request"]["url"]) == nav.conditional_key
+                ):
                     request = event["request"]["headers"]
                     sent = [{"name": k, "value": v} for k, v in request.items()]
                     sent += [{"name": k, "value": v} for k, v in nav.conditional.items()]

@@ -24,7 +24,7 @@ from crawler._job import JobConfig
 from crawler._middlewares import Dropped, Middlewares, OutgoingRequest
 from crawler._offline import DEFAULT_OFFLINE_PAGES, OfflineRide
 from crawler._politeness import PolitenessGate
-from crawler._recrawl import conditional_headers, run_fingerprint
+from crawler._recrawl import conditional_headers, landed_before, run_fingerprint
 from crawler._robots import (
     RobotsCache,
     RobotsRules,
@@ -173,10 +173,11 @@ class Downloader:
             result = await self._fetcher.fetch(
                 url,
                 redirect_allowed=self._in_scope,
-                claim_target=self.claimer(task.task_id, task.run, landed=task.revisit_landed),
+                claim_target=self.claimer(task.task_id, task.run, landed=landed_before(task)),
                 method=method,
                 body=body,
                 headers=headers,
+                validators_of=(landed_before(task) or url) if first else None,
             )
         if self.gate.politeness.autothrottle:
             # After the slot is done with: the next request to the host need not wait for this.
@@ -195,7 +196,7 @@ class Downloader:
         fetches it (enqueued, or reached by another redirect first). Without this, a page
         linked both directly and through a redirect is fetched twice.
 
-        ``landed``: a revisit's earlier landing (`Task.revisit_landed`), counted against
+        ``landed``: a revisit's earlier landing (`Validators.landed`), counted against
         ``--max-pages`` by the run that claimed it first. Without it, a site that redirects
         every link (a trailing slash, http to https) counted each page again at every
         recrawl, until the bound refused the new pages."""

@@ -44,6 +44,7 @@ import yarl
 from crawler._addresses import ERROR_REFUSED_ADDRESS_PREFIX, AddressRefused
 from crawler._aiohttp import aiohttp
 from crawler._fetch_spec import (
+    CONDITIONAL_HEADERS,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_USER_AGENT,
     ERROR_BAD_ENCODING,
@@ -73,7 +74,7 @@ from crawler._identity import ProxyRotation, proxy_for_site
 from crawler._resolver import GuardedResolver
 from crawler._robots import MAX_ROBOTS_BYTES, ROBOTS_MAX_REDIRECTS, ROBOTS_PATH
 from crawler._tls import check_ca_location, deferred_default_context
-from crawler._urls import HTTP_SCHEMES, canonical_url, site_of
+from crawler._urls import HTTP_SCHEMES, site_of, url_key
 from eventlog import ConfigError
 
 __all__ = [
@@ -246,6 +247,7 @@ class Fetcher:
         headers: Mapping[str, str] | None = None,
         max_redirects: int | None = None,
         keep_bytes: int | None = None,
+        validators_of: str | None = None,
     ) -> FetchResult:
         """GET ``url`` (or send ``method`` with ``body``), following redirects that
         ``redirect_allowed`` (if given) accepts, at most ``max_redirects`` of them (the
@@ -261,6 +263,10 @@ class Fetcher:
         ``claim_target`` is asked, for each redirect about to be followed as a GET, whether
         this fetch may have that URL; if not (another task fetches it), the redirect is the
         result, ``handed_over``.
+
+        ``validators_of``: the URL the conditional headers among ``headers`` (a revisit's
+        `CONDITIONAL_HEADERS`) are of; they go with the request for that URL only, the
+        first or a redirect's (None: with the first).
         """
         transport = self._transport
         if transport is None:
@@ -275,6 +281,8 @@ class Fetcher:
         if target is None:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
         chain = _Chain(url, started, sent, items)
+        if headers and (held := _conditional_of(headers)):
+            chain.hold_conditional(held, url_key(validators_of or url))
         if max_redirects is not None:
             chain.max_redirects = max_redirects
         if keep_bytes is not None:
@@ -321,8 +329,8 @@ class Fetcher:
                 return self._result(chain, status, headers, b"", ERROR_INVALID_REDIRECT, raw)
             headers["location"] = target
             if seen is None:
-                seen = {_chain_key(chain.url)}
-            key = _chain_key(target)
+                seen = {url_key(chain.url)}
+            key = url_key(target)
             error = self._refusal(key in seen, chain, target, redirect_allowed)
             if error is not None:
                 return self._result(chain, status, headers, b"", error, raw)
@@ -341,7 +349,8 @@ class Fetcher:
         # A redirect's target is worked out here (httpx checked it as it resolved it).
         if target is None and (target := _target(hop.url)) is None:
             raise httpx.UnsupportedProtocol(f"cannot request {hop.url!r}")
-        response = await transport.send(hop.method, target, chain.items, hop.content, self._timeout)
+        _, items = chain.headers_for(hop.url)
+        response = await transport.send(hop.method, target, items, hop.content, self._timeout)
         try:
             raw = response.raw_headers
             if _CONTENT_ENCODING in response.headers:
@@ -365,7 +374,7 @@ class Fetcher:
             request = httpx.Request(
                 hop.method,
                 hop.url,
-                headers=chain.headers,
+                headers=chain.headers_for(hop.url)[0],
                 content=hop.content,
                 extensions=self._extensions,
             )
@@ -535,6 +544,8 @@ class _Chain:
     """One fetch under way: the URL asked for, the redirects followed, when it started."""
 
     __slots__ = (
+        "conditional",
+        "conditional_key",
         "headers",
         "items",
         "keep_bytes",
@@ -558,6 +569,27 @@ class _Chain:
         self.max_redirects: int | None = None
         self.keep_bytes: int | None = None
         self.truncated = False
+        self.conditional: dict[str, str] = {}
+        """A revisit's validators, held out of ``headers``: sent with the request for the
+        URL they are of (`conditional_key`) only."""
+        self.conditional_key = ""
+
+    def hold_conditional(self, held: dict[str, str], key: str) -> None:
+        """Take ``held`` out of the headers every request sends, for the request whose URL's
+        `url_key` is ``key`` only."""
+        headers = httpx.Headers(self.headers)
+        for name in held:
+            headers.pop(name, None)
+        self.headers, self.items = headers, headers.multi_items()
+        self.conditional, self.conditional_key = held, key
+
+    def headers_for(self, url: str) -> tuple[httpx.Headers, list[tuple[str, str]]]:
+        """The headers a request for ``url`` sends, and the same as aiohttp takes them."""
+        if not self.conditional or url_key(url) != self.conditional_key:
+            return self.headers, self.items
+        headers = httpx.Headers(self.headers)
+        headers.update(self.conditional)
+        return headers, headers.multi_items()
 
 
 class _Hop:
@@ -610,12 +642,13 @@ def _resolve(base: httpx.URL, location: str) -> str | None:
     return str(target)
 
 
-def _chain_key(url: str) -> str:
-    """What makes two URLs of a redirect chain the same (the crawler's canonical form)."""
-    try:
-        return canonical_url(url)
-    except ValueError:
-        return url
+def _conditional_of(headers: Mapping[str, str]) -> dict[str, str]:
+    """The `CONDITIONAL_HEADERS` among ``headers``, their names lower-cased."""
+    return {
+        name.lower(): value
+        for name, value in headers.items()
+        if name.lower() in CONDITIONAL_HEADERS
+    }
 
 
 def _reason(exc: Exception) -> str:

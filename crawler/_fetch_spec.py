@@ -78,6 +78,10 @@ ERROR_REDIRECT_OUT_OF_SCOPE = "redirect out of scope"
 
 NO_RESPONSE = 0
 """The ``status`` of a result for which no response arrived."""
+CONDITIONAL_HEADERS: Final = frozenset({"if-none-match", "if-modified-since"})
+"""A revisit's validators, lower-cased: sent only with the request for the URL they are of
+(``validators_of``), not to a redirect's other target: they belong to their resource
+(RFC 9110, section 15.4), and a 304 from another URL says nothing of the page."""
 
 
 ERROR_TOO_LARGE_PREFIX = "response larger than "

@@ -108,11 +108,6 @@ def run_fingerprint(fingerprint: str, run: int) -> str:
     return blake2b(keyed, digest_size=FINGERPRINT_BYTES).hexdigest()
 
 
-CONDITIONAL_HEADERS: Final = frozenset({"if-none-match", "if-modified-since"})
-"""What `conditional_headers` may send, lower-cased: a browser sends them with the page's
-own document only (`crawler._browser`)."""
-
-
 def conditional_headers(revisit: Validators | None) -> dict[str, str]:
     """The headers that make a revisit conditional: none for a first visit."""
     if revisit is None:
@@ -126,7 +121,12 @@ def conditional_headers(revisit: Validators | None) -> dict[str, str]:
 
 
 def change_of(
-    task: Task, status: int, new_hash: str | None, *, moved: bool = False
+    task: Task,
+    status: int,
+    new_hash: str | None,
+    *,
+    moved: bool = False,
+    landed: str | None = None,
 ) -> Change | None:
     """What a run past the first found of a task's page: None in the first run, or for an
     answer that says nothing about the page (a 5xx, no response: the task is retried).
@@ -134,12 +134,24 @@ def change_of(
     ``moved``: the URL now redirects to a page another task fetches, or out of the crawl's
     scope. A page that had content of its own (a 2xx last time) is gone from it: its items
     are removed, and the page it redirects to is its own task's. A redirect it already was
-    is no verdict, nor is a new one (it is not a page)."""
+    is no verdict, nor is a new one (it is not a page).
+
+    ``landed``: where a redirect took this fetch (None: the task's own URL). A page found
+    at another URL than the last time is changed, whatever its body: parsed, its items are
+    those of the URL it is at now (`projector.page_changes` lists the move as the old URL
+    gone and the new one new)."""
     if task.run == FIRST_RUN:
         return None
     revisit = task.revisit
     if moved:
         return "gone" if revisit is not None and had_content(revisit.status) else None
+    if (
+        revisit is not None
+        and 200 <= status < 300
+        and had_content(revisit.status)
+        and landed != revisit.landed
+    ):
+        return "changed"
     if revisit is None:
         return "new" if 200 <= status < 400 and status != NOT_MODIFIED else None
     if status == NOT_MODIFIED:
@@ -149,6 +161,11 @@ def change_of(
     if 200 <= status < 300:
         return "unchanged" if new_hash == revisit.body_hash else "changed"
     return None
+
+
+def landed_before(task: Task) -> str | None:
+    """Where a revisit's earlier fetch landed, if a redirect took it elsewhere."""
+    return task.revisit.landed if task.revisit is not None else None
 
 
 def had_content(status: int) -> bool:
@@ -241,9 +258,9 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                     last_modified=page.last_modified,
                     body_hash=page.body_hash,
                     status=page.status,
+                    landed=page.url if page.url != event.url else None,
                 ),
                 revisit_pages=pages.get(key, 1),
-                revisit_landed=page.url if page.url != event.url else None,
             )
         )
     return tasks

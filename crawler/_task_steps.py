@@ -358,11 +358,12 @@ class TaskSteps:
         )
         # Its URL now redirects to another task's page, or out of the crawl.
         moved = result.handed_over or result.error == ERROR_REDIRECT_OUT_OF_SCOPE
+        url = result.final_url or step.url
         return PageFetched(
             actor=self.name,
             task_id=task.task_id,
             attempt=task.attempt,
-            url=result.final_url or step.url,
+            url=url,
             status=result.status,
             bytes=len(result.body),
             elapsed_ms=result.elapsed_ms,
@@ -373,7 +374,13 @@ class TaskSteps:
             body_hash=seen.body_hash,
             run=task.run,
             change=(
-                change_of(task, result.status, seen.body_hash, moved=moved)
+                change_of(
+                    task,
+                    result.status,
+                    seen.body_hash,
+                    moved=moved,
+                    landed=url if url != task.url else None,
+                )
                 if step.page == 1
                 else None
             ),

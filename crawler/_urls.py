@@ -86,6 +86,15 @@ def canonical_url(url: str) -> str:
     return _serialise(_http_url(parse_url(url)))
 
 
+def url_key(url: str) -> str:
+    """What makes two URLs the same request target: the canonical form (`canonical_url`),
+    or the URL itself if it has none."""
+    try:
+        return canonical_url(url)
+    except ValueError:
+        return url
+
+
 def clean_href(href: str) -> str:
     """An href as a browser reads it: ends trimmed, tabs and newlines dropped."""
     href = href.strip(_TRIMMED_FROM_HREF)

@@ -115,6 +115,10 @@ class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     status: int = 0
     """The status that fetch got (0: not recorded, a log of before it was): a page of its
     own (2xx) or a redirect (3xx), which a revisit's verdict tells apart (`Change`)."""
+    landed: str | None = None
+    """The URL that fetch landed on when a redirect took it elsewhere (None: the task's
+    own). That run counted it against ``--max-pages`` as it claimed it: following the same
+    redirect again does not count it again; landing elsewhere is a move (`Change`)."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):

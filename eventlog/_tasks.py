@@ -52,10 +52,6 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     """For a revisit: how many pages of it (its first and next pages) the earlier run
     fetched. Its next pages up to that one were counted against ``--max-pages`` then: a
     run going through them again does not count them again."""
-    revisit_landed: str | None = None
-    """For a revisit whose earlier fetch was redirected: the URL it landed on. That run
-    counted it against ``--max-pages`` as it claimed it: following the same redirect again
-    does not count it again (a redirect to another URL does)."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -32,6 +32,7 @@ from eventlog import (
 )
 from projector._item_changes import ITEM_CHANGES, register_item_changes
 from projector._replay import archived_entries
+from projector._revisits import RequestKey, request_key
 from projector._state_tables import MICROS
 from projector._store import Manifest, Store
 
@@ -72,27 +73,34 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list[PageChange]:
     """Every page's verdict of every run (of ``run`` only if given), in the order each was
-    first found; pure."""
+    first found; pure.
+
+    A page a revisit found at another URL than the last time (its redirect now lands
+    elsewhere) is two changes: the URL it was at ``gone``, the one it is at ``new``, as its
+    items are (the worker says it ``changed``, and parses it)."""
     previous: dict[str, str | None] = {}  # task id -> the hash its revisit compared with
+    request_of: dict[str, RequestKey] = {}  # task id -> its request, the same every run
+    at: dict[RequestKey, tuple[int, str]] = {}  # request -> (run, URL) of its latest page
     found: dict[tuple[int, str], PageChange] = {}
     for entry in entries:
         event = entry.event
-        if isinstance(event, TaskEnqueued) and event.revisit is not None:
-            previous[event.task_id] = event.revisit.body_hash
+        if isinstance(event, TaskEnqueued):
+            request_of[event.task_id] = request_key(event.url, event.spec)
+            if event.revisit is not None:
+                previous[event.task_id] = event.revisit.body_hash
             continue
         if not isinstance(event, PageFetched) or event.page > 1:
-            continue
-        if run is not None and event.run != run:
             continue
         change: Change | None = event.change
         if event.run == FIRST_RUN and change is None and event.status in PAGE_STATUSES:
             change = "new"
-        if change is None:
+        request = request_of.get(event.task_id)
+        was = at.get(request) if request is not None else None
+        if request is not None and change in _FOUND_AT:
+            at[request] = (event.run, event.url)
+        if change is None or (run is not None and event.run != run):
             continue
-        key = (event.run, event.url)
-        if key in found and found[key].change == change:
-            continue  # the same verdict again (a redelivered task)
-        found[key] = PageChange(
+        made = PageChange(
             url=event.url,
             change=change,
             run=event.run,
@@ -102,7 +110,24 @@ def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list
             previous_hash=previous.get(event.task_id),
             new_hash=None if change == "gone" else event.body_hash,
         )
+        if was is not None and was[0] < event.run and was[1] != event.url and change in _FOUND_AT:
+            # Moved: its old URL is gone, its new one new.
+            left = msgspec.structs.replace(made, url=was[1], change="gone", new_hash=None)
+            _add(found, left)
+            made = msgspec.structs.replace(made, change="new", previous_hash=None)
+        _add(found, made)
     return list(found.values())
+
+
+_FOUND_AT: Final = frozenset({"new", "changed", "unchanged"})
+"""The verdicts that found the page at the URL fetched (not ``gone``)."""
+
+
+def _add(found: dict[tuple[int, str], PageChange], change: PageChange) -> None:
+    key = (change.run, change.url)
+    if key in found and found[key].change == change.change:
+        return  # the same verdict again (a redelivered task)
+    found[key] = change
 
 
 class Unjudged(msgspec.Struct, frozen=True, kw_only=True):

@@ -320,7 +320,7 @@ def redirect_claims(fetches: Iterable[PageFetched], landing: Landing) -> dict[st
 def landed_again(fetches: Iterable[PageFetched]) -> int:
     """How many of the redirect claims (`redirect_claims`) are of a URL a first page of an
     earlier run landed on: a revisit following the same redirect claims it without counting
-    it (`Task.revisit_landed`), the run before counted it."""
+    it (`Validators.landed`), the run before counted it."""
     first_run: dict[str, int] = {}
     claimed: set[tuple[str, int]] = set()
     for fetch in fetches:

@@ -38,6 +38,8 @@ class HostileSite:
     port: int
     routes: dict[str, Route]
     requests: list[str] = field(default_factory=list)
+    heads: list[str] = field(default_factory=list)
+    """Each request's head as sent (request line and headers), in order."""
     connections: int = 0
     """Connections accepted, whether or not a request came over them."""
     host: str = "127.0.0.1"
@@ -63,6 +65,7 @@ async def serve_hostile(
             head = await reader.readuntil(b"\r\n\r\n")
             target = head.split(b" ", 2)[1].decode("latin-1")
             site.requests.append(target)
+            site.heads.append(head.decode("latin-1"))
             route = site.routes.get(target, Route(b"not here", status=404))
             if site.requests.count(target) <= route.unavailable_first:
                 route = Route(b"try later", status=503)

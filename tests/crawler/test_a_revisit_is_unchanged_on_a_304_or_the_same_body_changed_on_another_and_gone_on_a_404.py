@@ -159,7 +159,7 @@ def test_a_revisit_knows_where_its_latest_fetch_landed_when_a_redirect_took_it_e
         _enqueued(fa, a, 1), _page(fa, a + "/", 200, 1, "a1"),
         _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
     ]  # fmt: skip
-    assert [t.revisit_landed for t in revisit_tasks(events, 2)] == [a + "/", None]
+    assert [t.revisit and t.revisit.landed for t in revisit_tasks(events, 2)] == [a + "/", None]
 
 
 def test_a_page_a_run_got_no_answer_or_an_error_for_is_revisited_with_its_last_content() -> None:
