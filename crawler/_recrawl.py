@@ -163,6 +163,11 @@ def change_of(
     return None
 
 
+def pages_before(task: Task) -> int:
+    """How many pages of a revisit any earlier run fetched (0: none, a first visit)."""
+    return task.revisit.pages if task.revisit is not None else 0
+
+
 def landed_before(task: Task) -> str | None:
     """Where a revisit's earlier fetch landed, if a redirect took it elsewhere."""
     return task.revisit.landed if task.revisit is not None else None
@@ -259,8 +264,8 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                     body_hash=page.body_hash,
                     status=page.status,
                     landed=page.url if page.url != event.url else None,
+                    pages=pages.get(key, 1),
                 ),
-                revisit_pages=pages.get(key, 1),
             )
         )
     return tasks

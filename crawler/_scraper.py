@@ -30,7 +30,7 @@ from crawler._middlewares import Dropped as DroppedByHook
 from crawler._middlewares import DropRequest, middlewares_of
 from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
-from crawler._recrawl import run_fingerprint
+from crawler._recrawl import pages_before, run_fingerprint
 from crawler._scope import Scope
 from crawler._spider import (
     ActionMark,
@@ -103,7 +103,7 @@ class Parsed(msgspec.Struct, kw_only=True):
     """The run of the job the page's task belongs to: its new tasks are of that run."""
     next_counted: bool = True
     """Whether the next page, if any, is one more page against ``--max-pages``: not for a
-    revisit's next page that the earlier run fetched (`Task.revisit_pages`)."""
+    revisit's next page that an earlier run fetched (`Validators.pages`)."""
 
     def drop(self, reason: str, count: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + count
@@ -158,7 +158,7 @@ class Scraper:
         Raises whatever the spider raises, and SpiderOutputError for an output crawlog
         cannot take: either fails the task, never the worker."""
         response = self._response(lease, result, page, last, body_hash)
-        parsed = Parsed(run=lease.task.run, next_counted=page >= lease.task.revisit_pages)
+        parsed = Parsed(run=lease.task.run, next_counted=page >= pages_before(lease.task))
         if result.error is None and self.middlewares.responses:
             hooked = await self.middlewares.response(response)
             if isinstance(hooked, DroppedByHook):

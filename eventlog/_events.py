@@ -106,8 +106,11 @@ a 304), or a 404/410 where the page was."""
 
 
 class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """What a page's last fetch said of its body: what a revisit asks the server with
-    (``If-None-Match``, ``If-Modified-Since``) and compares a new body's hash with."""
+    """What the earlier runs left of a page, carried by its revisit (`Task.revisit`, and its
+    `TaskEnqueued`, so a restored or retried revisit has it too): what its last fetch said
+    of its body, which the revisit asks the server with (``If-None-Match``,
+    ``If-Modified-Since``) and compares a new body's hash with; that fetch's status and
+    landing; how many of its pages were fetched."""
 
     etag: str | None = None
     last_modified: str | None = None
@@ -119,6 +122,10 @@ class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """The URL that fetch landed on when a redirect took it elsewhere (None: the task's
     own). That run counted it against ``--max-pages`` as it claimed it: following the same
     redirect again does not count it again; landing elsewhere is a move (`Change`)."""
+    pages: int = 0
+    """How many pages of it (its first and next pages) any earlier run fetched. Its next
+    pages up to that one were counted against ``--max-pages`` then: a run going through them
+    again does not count them again (0: not recorded, a log of before it was)."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -48,10 +48,6 @@ class Task(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fal
     revisit: Validators | None = None
     """For a page an earlier run fetched: its validators then, sent as a conditional
     request (None: a first visit)."""
-    revisit_pages: int = 0
-    """For a revisit: how many pages of it (its first and next pages) the earlier run
-    fetched. Its next pages up to that one were counted against ``--max-pages`` then: a
-    run going through them again does not count them again."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, gc=False):

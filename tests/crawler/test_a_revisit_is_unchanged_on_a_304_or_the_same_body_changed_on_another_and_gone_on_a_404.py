@@ -126,8 +126,8 @@ def test_a_run_s_tasks_are_the_pages_earlier_runs_reached_as_their_latest_run_le
         (b, run_fingerprint(fb, 3), 3),
     ]
     assert [t.revisit for t in tasks] == [
-        Validators(etag='"a2"', body_hash="a2", status=200),
-        Validators(etag='"b1"', body_hash="b1", status=304),
+        Validators(etag='"a2"', body_hash="a2", status=200, pages=1),
+        Validators(etag='"b1"', body_hash="b1", status=304, pages=1),
     ]
     # Run 2 again (a killed recrawl's rerun): the same tasks, from run 1 alone.
     again = revisit_tasks(events, 2)
@@ -145,9 +145,9 @@ def test_a_revisit_knows_the_furthest_page_any_earlier_run_fetched_of_its_reques
         events.append(msgspec.structs.replace(fetched, page=page))
     events += [_enqueued(second, listing, 2), _page(second, listing, 304, 2, "p1")]
     [task] = revisit_tasks(events, 3)
-    assert task.revisit_pages == 4
+    assert task.revisit is not None and task.revisit.pages == 4
     [only_first] = revisit_tasks(events[:2], 2)
-    assert only_first.revisit_pages == 1
+    assert only_first.revisit is not None and only_first.revisit.pages == 1
 
 
 def test_a_revisit_knows_where_its_latest_fetch_landed_when_a_redirect_took_it_elsewhere() -> None:
@@ -175,6 +175,6 @@ def test_a_page_a_run_got_no_answer_or_an_error_for_is_revisited_with_its_last_c
     ]  # fmt: skip
     tasks = revisit_tasks(events, 3)
     assert [(t.url, t.revisit) for t in tasks] == [
-        (a, Validators(etag='"a1"', body_hash="a1", status=200)),
-        (b, Validators(etag='"b1"', body_hash="b1", status=200)),
+        (a, Validators(etag='"a1"', body_hash="a1", status=200, pages=1)),
+        (b, Validators(etag='"b1"', body_hash="b1", status=200, pages=1)),
     ]

@@ -66,7 +66,7 @@ def test_a_retry_not_due_yet_waits_until_due_and_one_due_goes_to_its_lane() -> N
 
 
 def test_a_recrawl_s_task_goes_back_in_its_run_with_the_validators_it_revisits_with() -> None:
-    validators = Validators(etag='"e1"', body_hash="h1")
+    validators = Validators(etag='"e1"', body_hash="h1", status=200, landed="http://a/x/", pages=2)
     state = State(tasks={"r": task("r", "pending", run=3, revisit=validators)})
     [(_, again)] = plan_restore(state, now=1000.0).lanes
     assert (again.run, again.revisit) == (3, validators)

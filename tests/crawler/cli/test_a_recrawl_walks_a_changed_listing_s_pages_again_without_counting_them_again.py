@@ -1,6 +1,6 @@
 """A recrawl of a paginated listing whose first page changed walks its next pages again
 (``NextPage``, fetched in full as a spider's next pages are); pages the earlier run fetched
-are not counted against ``--max-pages`` a second time (`Task.revisit_pages`). Before, each
+are not counted against ``--max-pages`` a second time (`Validators.pages`). Before, each
 run counted them again: with a bound that left room for the listing once, the run stopped
 after its second page, the rest refused as past the bound."""
 
