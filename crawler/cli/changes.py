@@ -16,6 +16,7 @@ import msgspec
 from crawler._job import load_config
 from crawler._recrawl import latest_run
 from crawler.cli._options import data_dir_option, job_option
+from crawler.ops import unjudged_phrase
 from eventlog import ConfigError, JobKeys, connect, read_run, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
@@ -108,18 +109,9 @@ def changes_command(
 
 
 def unjudged_line(job: str, left: Unjudged) -> str:
-    """What a run's list leaves out: its pages with no verdict, failed (by reason) or not
-    ended, and where to look."""
-    parts = []
-    if left.failed:
-        reasons = ", ".join(f"{n} {why}" for why, n in sorted(left.failed.items()))
-        parts.append(f"{sum(left.failed.values())} failed ({reasons})")
-    if left.open:
-        parts.append(f"{left.open} not ended yet")
-    return (
-        f"not judged: {left.total} page(s), {'; '.join(parts)}; their tasks: "
-        f"crawlog report --job {job}"
-    )
+    """What a run's list leaves out: its pages with no verdict, and where to look."""
+    phrase = unjudged_phrase(left.failed, left.open)
+    return f"not judged: {phrase}; their tasks: crawlog report --job {job}"
 
 
 def _row(change: dict[str, object]) -> dict[str, object]:

@@ -22,8 +22,9 @@ from crawler._recrawl import latest_run
 from crawler.console import _pages as pages
 from crawler.console._actions import actor_of
 from crawler.console._state import console_of, session_of
+from crawler.ops import unjudged_phrase
 from eventlog import ConfigError, CrawlogError, read_run
-from projector import ItemChange, PageChange, RunSummary
+from projector import ItemChange, PageChange, RunSummary, Unjudged
 
 CHANGES_SHOWN: Final = 1_000
 """Page changes and item changes listed each, at most (the counts are of all)."""
@@ -35,7 +36,15 @@ _json = msgspec.json.Encoder()
 async def changes(request: Request) -> Response:
     """``/jobs/{job}/changes[?run=N]``: the job's runs, and what run N (the latest if not
     given) changed."""
-    from projector import Store, item_changes, listed, log_entries, page_changes, run_summaries
+    from projector import (
+        Store,
+        item_changes,
+        listed,
+        log_entries,
+        page_changes,
+        run_summaries,
+        unjudged,
+    )
 
     name = request.path_params["job"]
     console = console_of(request)
@@ -58,6 +67,7 @@ async def changes(request: Request) -> Response:
         run_summaries(found),
         listed([c for c in found if c.run == run]),
         item_changes(entries, run=run),
+        unjudged(entries, run),
     )
     return _answer(request, f"Changes of {name}", body, name, 200)
 
@@ -78,8 +88,10 @@ def changes_page(
     runs: Sequence[RunSummary],
     found: Sequence[PageChange],
     items: Sequence[ItemChange],
+    left: Unjudged | None = None,
 ) -> str:
-    """The runs table, then run ``run``'s page changes and item changes."""
+    """The runs table, then run ``run``'s page changes and item changes, and its pages with
+    no verdict (``left``) if any."""
     base = f"/jobs/{quote(job, safe='')}/changes"
     runs_table = pages.table(
         ["run", "started", "ended", "pages", "new", "changed", "gone", "unchanged"],
@@ -104,6 +116,7 @@ def changes_page(
         f"<h2>Runs</h2>{runs_table if runs else '<p>No page fetched yet.</p>'}"
         f"<h2>Run {run}</h2>"
         f'<p id="run-counts">{_counts(found, "page")}; {_counts(items, "item")}</p>'
+        f"{_not_judged(left)}"
         f"<h3>Pages new, changed or gone</h3>"
         f"{pages.table(['change', 'time', 'url'], page_rows, id_='page-changes')}"
         f"<h3>Items added, changed or removed</h3>"
@@ -111,6 +124,13 @@ def changes_page(
         f"<p>The same from the command line: <code>crawlog changes --job {escape(job)} "
         f"--run {run} [--items]</code></p>"
     )
+
+
+def _not_judged(left: Unjudged | None) -> str:
+    if left is None or not left.total:
+        return ""
+    phrase = escape(unjudged_phrase(left.failed, left.open))
+    return f'<p id="not-judged">Not judged: {phrase} (their tasks: the report).</p>'
 
 
 def _counts(changes: Sequence[PageChange] | Sequence[ItemChange], what: str) -> str:

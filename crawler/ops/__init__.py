@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         flow_tail_lines,
         flow_tails,
     )
-    from crawler.ops._format import format_duration, table_lines, twice_phrase
+    from crawler.ops._format import format_duration, table_lines, twice_phrase, unjudged_phrase
     from crawler.ops._history import detail_of, request_summary
     from crawler.ops._job import (
         OpenJob,
@@ -111,6 +111,7 @@ __all__ = [
     "table_lines",
     "task_id_of",
     "twice_phrase",
+    "unjudged_phrase",
 ]
 
 _install_lazy_importer(globals())

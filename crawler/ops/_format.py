@@ -1,11 +1,12 @@
-"""How the command line writes durations, tables and refetches: one way for every command.
+"""How the command line writes durations, tables, refetches and pages not judged: one way
+for every command (and the console).
 
 Both are plain text with no dependency, so the lightest command (and a worker) can use them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 UNKNOWN: Final = "-"
@@ -72,3 +73,15 @@ def twice_phrase(requests: int) -> str:
     """``N requests may have reached the site twice``: refetches as the site may count them
     (``projector.Totals.requests_maybe_twice``), one wording for every command."""
     return f"{requests:,} request{'' if requests == 1 else 's'} may have reached the site twice"
+
+
+def unjudged_phrase(failed: Mapping[str, int], still_open: int) -> str:
+    """``N page(s), F failed (n reason, ...); O not ended yet``: a run's pages with no
+    verdict (``projector.unjudged``), one wording for ``crawlog changes`` and the console."""
+    parts = []
+    if failed:
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(failed.items()))
+        parts.append(f"{sum(failed.values())} failed ({reasons})")
+    if still_open:
+        parts.append(f"{still_open} not ended yet")
+    return f"{sum(failed.values()) + still_open} page(s), {'; '.join(parts)}"
