@@ -177,7 +177,7 @@ class Downloader:
                 method=method,
                 body=body,
                 headers=headers,
-                validators_of=(landed_before(task) or url) if first else None,
+                validators_of=landed_before(task) if first else None,
             )
         if self.gate.politeness.autothrottle:
             # After the slot is done with: the next request to the host need not wait for this.

@@ -282,7 +282,10 @@ class Fetcher:
             return FetchResult(url=url, final_url=url, error=ERROR_INVALID_URL)
         chain = _Chain(url, started, sent, items)
         if headers and (held := _conditional_of(headers)):
-            chain.hold_conditional(held, url_key(validators_of or url))
+            chain.conditional = held
+            if validators_of is not None:
+                chain.conditional_key = url_key(validators_of)
+                chain.aim_conditional(url)
         if max_redirects is not None:
             chain.max_redirects = max_redirects
         if keep_bytes is not None:
@@ -335,6 +338,8 @@ class Fetcher:
             if error is not None:
                 return self._result(chain, status, headers, b"", error, raw)
             hop = _redirected(chain, hop, status, target)
+            if chain.conditional:
+                chain.aim_conditional(target)
             # A task's own URL is a GET's: a redirect that repeats a POST is this fetch's.
             if claim_target is not None and hop.method == _GET and not await claim_target(target):
                 stop = self._result(chain, status, headers, b"", None, raw)
@@ -349,8 +354,7 @@ class Fetcher:
         # A redirect's target is worked out here (httpx checked it as it resolved it).
         if target is None and (target := _target(hop.url)) is None:
             raise httpx.UnsupportedProtocol(f"cannot request {hop.url!r}")
-        _, items = chain.headers_for(hop.url)
-        response = await transport.send(hop.method, target, items, hop.content, self._timeout)
+        response = await transport.send(hop.method, target, chain.items, hop.content, self._timeout)
         try:
             raw = response.raw_headers
             if _CONTENT_ENCODING in response.headers:
@@ -374,7 +378,7 @@ class Fetcher:
             request = httpx.Request(
                 hop.method,
                 hop.url,
-                headers=chain.headers_for(hop.url)[0],
+                headers=chain.headers,
                 content=hop.content,
                 extensions=self._extensions,
             )
@@ -570,26 +574,24 @@ class _Chain:
         self.keep_bytes: int | None = None
         self.truncated = False
         self.conditional: dict[str, str] = {}
-        """A revisit's validators, held out of ``headers``: sent with the request for the
-        URL they are of (`conditional_key`) only."""
-        self.conditional_key = ""
+        """A revisit's validators (`CONDITIONAL_HEADERS`): sent with the request for the
+        URL they are of only."""
+        self.conditional_key: str | None = None
+        """That URL's `url_key`; None: the URL asked for (the first request's)."""
 
-    def hold_conditional(self, held: dict[str, str], key: str) -> None:
-        """Take ``held`` out of the headers every request sends, for the request whose URL's
-        `url_key` is ``key`` only."""
+    def aim_conditional(self, url: str) -> None:
+        """The validators in the headers of the request for ``url`` if they are of it, out
+        of them otherwise."""
+        wanted = self.conditional_key is not None and url_key(url) == self.conditional_key
+        if wanted == (next(iter(self.conditional)) in self.headers):
+            return
         headers = httpx.Headers(self.headers)
-        for name in held:
-            headers.pop(name, None)
+        if wanted:
+            headers.update(self.conditional)
+        else:
+            for name in self.conditional:
+                headers.pop(name, None)
         self.headers, self.items = headers, headers.multi_items()
-        self.conditional, self.conditional_key = held, key
-
-    def headers_for(self, url: str) -> tuple[httpx.Headers, list[tuple[str, str]]]:
-        """The headers a request for ``url`` sends, and the same as aiohttp takes them."""
-        if not self.conditional or url_key(url) != self.conditional_key:
-            return self.headers, self.items
-        headers = httpx.Headers(self.headers)
-        headers.update(self.conditional)
-        return headers, headers.multi_items()
 
 
 class _Hop:
