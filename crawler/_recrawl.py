@@ -20,6 +20,8 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from crawler._urls import FINGERPRINT_BYTES, request_fingerprint
 from eventlog import (
     FIRST_RUN,
+    ActionDone,
+    ActionResolved,
     AnyEvent,
     Change,
     ConfigError,
@@ -163,6 +165,12 @@ def change_of(
     return None
 
 
+def done_before(task: Task, action_id: str) -> bool:
+    """Whether an earlier run's visit of a revisit's page did ``response.once``'s
+    ``action_id`` (`Validators.actions_done`)."""
+    return task.revisit is not None and action_id in task.revisit.actions_done
+
+
 def pages_before(task: Task) -> int:
     """How many pages of a revisit any earlier run fetched (0: none, a first visit)."""
     return task.revisit.pages if task.revisit is not None else 0
@@ -211,8 +219,8 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     answered and not gone (a 404 or 410, or a verdict ``gone``: moved away) the last time
     it was, once, as its latest run left it, with the validators of its latest content (a
     2xx or 3xx, 304 included), the URL that fetch landed on if a redirect took it
-    elsewhere, and the furthest of its pages any earlier run fetched (events in log
-    order).
+    elsewhere, the furthest of its pages any earlier run fetched, and the ``once`` actions
+    any earlier run did on it (events in log order).
 
     A run in which a page got no answer (the site down, a timeout) or an error (a 5xx)
     neither drops it from the runs after nor gives them that error's validators: before,
@@ -224,6 +232,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     content: dict[str, PageFetched] = {}  # ... and its latest one with content
     key_of: dict[str, str] = {}  # a task id -> its request's key
     pages: dict[str, int] = {}  # a request's key -> the furthest page any run fetched
+    done: dict[str, set[str]] = {}  # a request's key -> the once actions done on it
     for event in events:
         if isinstance(event, TaskEnqueued) and event.run < run:
             enqueued[event.task_id] = event
@@ -241,6 +250,13 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                 if 200 <= event.status < 400:
                     content[fetched_key] = event
             pages[fetched_key] = max(pages.get(fetched_key, 1), event.page)
+        elif (
+            isinstance(event, ActionDone | ActionResolved)
+            and event.run < run
+            and (action_key := key_of.get(event.task_id)) is not None
+            and (isinstance(event, ActionDone) or event.decision == "done")
+        ):
+            done.setdefault(action_key, set()).add(event.action_id)
     tasks: list[Task] = []
     for key, task_id in latest.items():
         last = answered.get(key)
@@ -265,6 +281,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                     status=page.status,
                     landed=page.url if page.url != event.url else None,
                     pages=pages.get(key, 1),
+                    actions_done=tuple(sorted(done.get(key, ()))),
                 ),
             )
         )

@@ -30,7 +30,7 @@ from crawler._middlewares import Dropped as DroppedByHook
 from crawler._middlewares import DropRequest, middlewares_of
 from crawler._pipelines import Dropped as DroppedItem
 from crawler._pipelines import is_item, pipeline_of
-from crawler._recrawl import pages_before, run_fingerprint
+from crawler._recrawl import done_before, pages_before, run_fingerprint
 from crawler._scope import Scope
 from crawler._spider import (
     ActionMark,
@@ -349,14 +349,15 @@ class Scraper:
 
     def once_for(self, lease: Lease) -> Once:
         """``response.once`` for the task of ``lease``: an action run at most once for the
-        task, whatever kills or retries come; UncertainAction (the task paused for a person)
-        if a run of it may have been cut short."""
+        task, whatever kills or retries come, and not again by a recrawl's revisit of its
+        page once an earlier run did it; UncertainAction (the task paused for a person) if
+        a run of it may have been cut short."""
         task_id = lease.task.task_id
 
         async def once(action_id: str, action: Callable[[], Awaitable[Any]]) -> Any:
             state = await self.queue.action_state(task_id, action_id)
-            if state == "done":
-                return None
+            if state == "done" or (state is None and done_before(lease.task, action_id)):
+                return None  # done by this task, or on this page by an earlier run
             if state == "aborted":
                 raise ActionAborted(f"action {action_id!r}: a person decided to stop the task")
             if state == "intended":
@@ -462,7 +463,11 @@ class _Progress:
         await scraper.queue.checkpoint(self._lease, saved, before=written)
 
     async def mark(self, action_id: str) -> ActionMark | None:
-        return await self._scraper.queue.action_state(self._lease.task.task_id, action_id)
+        task = self._lease.task
+        state = await self._scraper.queue.action_state(task.task_id, action_id)
+        if state is None and done_before(task, action_id):
+            return "done"  # on this page, by an earlier run
+        return state
 
     async def intend(self, action_id: str) -> None:
         scraper, task_id = self._scraper, self._lease.task.task_id

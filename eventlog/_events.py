@@ -110,7 +110,7 @@ class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     `TaskEnqueued`, so a restored or retried revisit has it too): what its last fetch said
     of its body, which the revisit asks the server with (``If-None-Match``,
     ``If-Modified-Since``) and compares a new body's hash with; that fetch's status and
-    landing; how many of its pages were fetched."""
+    landing; how many of its pages were fetched; the actions done on it."""
 
     etag: str | None = None
     last_modified: str | None = None
@@ -126,6 +126,10 @@ class Validators(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """How many pages of it (its first and next pages) any earlier run fetched. Its next
     pages up to that one were counted against ``--max-pages`` then: a run going through them
     again does not count them again (0: not recorded, a log of before it was)."""
+    actions_done: tuple[str, ...] = ()
+    """The ``response.once`` actions an earlier run's visit of it did (their ids, sorted):
+    a revisit parsing it again does not do them again. Once is once per page for the job,
+    not per run: a recrawl of a changed page must not ship an order twice."""
 
 
 class Counts(msgspec.Struct, frozen=True, kw_only=True, gc=False):

@@ -20,7 +20,16 @@ from crawler._recrawl import (
     run_fingerprint,
 )
 from crawler._urls import fingerprint
-from eventlog import AnyEvent, PageFetched, Task, TaskEnqueued, Validators
+from eventlog import (
+    ActionDone,
+    ActionIntended,
+    ActionResolved,
+    AnyEvent,
+    PageFetched,
+    Task,
+    TaskEnqueued,
+    Validators,
+)
 
 URL = "http://a.test/item/1"
 BEFORE = Validators(etag='"v1"', last_modified="Sun, 06 Dec 2026 10:00:00 GMT", body_hash="h1")
@@ -178,3 +187,24 @@ def test_a_page_a_run_got_no_answer_or_an_error_for_is_revisited_with_its_last_c
         (a, Validators(etag='"a1"', body_hash="a1", status=200, pages=1)),
         (b, Validators(etag='"b1"', body_hash="b1", status=200, pages=1)),
     ]
+
+
+def test_a_revisit_knows_the_once_actions_earlier_runs_did_on_its_page() -> None:
+    # Run 1 did "ship" on a; run 2 left "confirm" uncertain, then a person said it was done;
+    # "mail" was only intended (its task aborted): not done, so not skipped.
+    a = "http://a.test/a"
+    fa, fa2 = fingerprint(a), run_fingerprint(fingerprint(a), 2)
+    events: list[AnyEvent] = [
+        _enqueued(fa, a, 1), _page(fa, a, 200, 1, "a1"),
+        ActionDone(actor="w", task_id=fa, action_id="ship"),
+        _enqueued(fa2, a, 2), _page(fa2, a, 200, 2, "a2"),
+        ActionIntended(actor="w", task_id=fa2, action_id="confirm", run=2),
+        ActionResolved(
+            actor="op", task_id=fa2, action_id="confirm", decision="done", reason="seen", run=2
+        ),
+        ActionIntended(actor="w", task_id=fa2, action_id="mail", run=2),
+    ]  # fmt: skip
+    [task] = revisit_tasks(events, 3)
+    assert task.revisit is not None and task.revisit.actions_done == ("confirm", "ship")
+    [again] = revisit_tasks(events, 2)
+    assert again.revisit is not None and again.revisit.actions_done == ("ship",)
