@@ -217,19 +217,24 @@ def fetched_validators(
 def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
     """The tasks of ``run``: every request an earlier run enqueued whose first page was
     answered and not gone (a 404 or 410, or a verdict ``gone``: moved away) the last time
-    it was, once, as its latest run left it, with the validators of its latest content (a
-    2xx or 3xx, 304 included), the URL that fetch landed on if a redirect took it
-    elsewhere, the furthest of its pages any earlier run fetched, and the ``once`` actions
-    any earlier run did on it (events in log order).
+    it was, once, as its latest run left it, with the validators of the latest content the
+    crawl took in (a 2xx or 3xx, 304 included, fetched by a task that ended done), the URL
+    that fetch landed on if a redirect took it elsewhere, the furthest of its pages any
+    earlier run fetched, and the ``once`` actions any earlier run did on it (events in log
+    order).
 
     A run in which a page got no answer (the site down, a timeout) or an error (a 5xx)
     neither drops it from the runs after nor gives them that error's validators: before,
     a page a run could not fetch was never revisited again, and one it got a 500 for was
-    fetched in full next time and said changed."""
+    fetched in full next time and said changed. A page whose task failed after its fetch
+    (its spider raised, a pipeline refused it) was not taken in: the revisit asks for it
+    without validators, and parses it. Before, it was unchanged to every later run, so a
+    page a spider's bug failed never had its items, the spider fixed or not."""
     enqueued: dict[str, TaskEnqueued] = {}
     latest: dict[str, str] = {}  # a request's key -> the task id of its latest run
     answered: dict[str, PageFetched] = {}  # a request's key -> its latest first-page answer
-    content: dict[str, PageFetched] = {}  # ... and its latest one with content
+    fetched: dict[str, PageFetched] = {}  # a task id -> its latest first page with content
+    taken: dict[str, PageFetched] = {}  # a request's key -> the latest one taken in
     key_of: dict[str, str] = {}  # a task id -> its request's key
     pages: dict[str, int] = {}  # a request's key -> the furthest page any run fetched
     done: dict[str, set[str]] = {}  # a request's key -> the once actions done on it
@@ -248,8 +253,17 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
             if event.page <= 1:
                 answered[fetched_key] = event
                 if 200 <= event.status < 400:
-                    content[fetched_key] = event
+                    fetched[event.task_id] = event
             pages[fetched_key] = max(pages.get(fetched_key, 1), event.page)
+        elif (
+            isinstance(event, TaskDone)
+            and event.run < run
+            and (page := fetched.get(event.task_id)) is not None
+        ):
+            key = key_of[event.task_id]
+            # A page found as it was is taken in only if what it was is.
+            if key in taken or (page.status != NOT_MODIFIED and page.change != UNCHANGED):
+                taken[key] = page
         elif (
             isinstance(event, ActionDone | ActionResolved)
             and event.run < run
@@ -262,7 +276,7 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
         last = answered.get(key)
         if last is None or last.status in GONE_STATUSES or last.change == "gone":
             continue  # gone: a 404 or 410, or moved away (`change_of`)
-        page = content.get(key, last)
+        page = taken.get(key, _NOT_TAKEN_IN)
         event = enqueued[task_id]
         tasks.append(
             Task(
@@ -279,13 +293,17 @@ def revisit_tasks(events: Iterable[AnyEvent], run: int) -> list[Task]:
                     last_modified=page.last_modified,
                     body_hash=page.body_hash,
                     status=page.status,
-                    landed=page.url if page.url != event.url else None,
+                    landed=page.url if page.url and page.url != event.url else None,
                     pages=pages.get(key, 1),
                     actions_done=tuple(sorted(done.get(key, ()))),
                 ),
             )
         )
     return tasks
+
+
+_NOT_TAKEN_IN: Final = PageFetched(actor="", task_id="", attempt=0, url="", status=0)
+"""What a revisit of a page no task took in is asked with: no validators, no status."""
 
 
 def known_requests(events: Iterable[AnyEvent], run: int) -> set[str]:

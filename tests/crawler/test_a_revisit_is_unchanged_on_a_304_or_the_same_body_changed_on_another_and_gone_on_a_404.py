@@ -27,7 +27,9 @@ from eventlog import (
     AnyEvent,
     PageFetched,
     Task,
+    TaskDone,
     TaskEnqueued,
+    TaskFailed,
     Validators,
 )
 
@@ -116,17 +118,25 @@ def _page(task_id: str, url: str, status: int, run: int, h: str | None = None) -
     )  # fmt: skip
 
 
+def _visit(task_id: str, url: str, status: int, run: int, h: str | None = None) -> list[AnyEvent]:
+    """A page fetched and its task done: the page taken in."""
+    return [
+        _page(task_id, url, status, run, h),
+        TaskDone(actor="w", task_id=task_id, attempt=1, run=run),
+    ]
+
+
 def test_a_run_s_tasks_are_the_pages_earlier_runs_reached_as_their_latest_run_left_them() -> None:
     a, b, c, d = (f"http://a.test/{n}" for n in "abcd")
     fa, fb, fc, fd = map(fingerprint, (a, b, c, d))
     events: list[AnyEvent] = [
-        _enqueued(fa, a, 1), _page(fa, a, 200, 1, "a1"),
-        _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
+        _enqueued(fa, a, 1), *_visit(fa, a, 200, 1, "a1"),
+        _enqueued(fb, b, 1), *_visit(fb, b, 200, 1, "b1"),
         _enqueued(fc, c, 1), _page(fc, c, 0, 1),  # never answered: nothing to revisit
-        _enqueued(fd, d, 1), _page(fd, d, 200, 1, "d1"),
+        _enqueued(fd, d, 1), *_visit(fd, d, 200, 1, "d1"),
         # Run 2: a changed, d is gone.
-        _enqueued(run_fingerprint(fa, 2), a, 2), _page(run_fingerprint(fa, 2), a, 200, 2, "a2"),
-        _enqueued(run_fingerprint(fb, 2), b, 2), _page(run_fingerprint(fb, 2), b, 304, 2, "b1"),
+        _enqueued(run_fingerprint(fa, 2), a, 2), *_visit(run_fingerprint(fa, 2), a, 200, 2, "a2"),
+        _enqueued(run_fingerprint(fb, 2), b, 2), *_visit(run_fingerprint(fb, 2), b, 304, 2, "b1"),
         _enqueued(run_fingerprint(fd, 2), d, 2), _page(run_fingerprint(fd, 2), d, 404, 2),
     ]  # fmt: skip
     tasks = revisit_tasks(events, 3)
@@ -152,7 +162,7 @@ def test_a_revisit_knows_the_furthest_page_any_earlier_run_fetched_of_its_reques
     for page in range(1, 5):
         fetched = _page(first, listing, 200, 1, f"p{page}")
         events.append(msgspec.structs.replace(fetched, page=page))
-    events += [_enqueued(second, listing, 2), _page(second, listing, 304, 2, "p1")]
+    events += [_enqueued(second, listing, 2), *_visit(second, listing, 304, 2, "p1")]
     [task] = revisit_tasks(events, 3)
     assert task.revisit is not None and task.revisit.pages == 4
     [only_first] = revisit_tasks(events[:2], 2)
@@ -165,8 +175,8 @@ def test_a_revisit_knows_where_its_latest_fetch_landed_when_a_redirect_took_it_e
     a, b = "http://a.test/a", "http://a.test/b"
     fa, fb = fingerprint(a), fingerprint(b)
     events: list[AnyEvent] = [
-        _enqueued(fa, a, 1), _page(fa, a + "/", 200, 1, "a1"),
-        _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
+        _enqueued(fa, a, 1), *_visit(fa, a + "/", 200, 1, "a1"),
+        _enqueued(fb, b, 1), *_visit(fb, b, 200, 1, "b1"),
     ]  # fmt: skip
     assert [t.revisit and t.revisit.landed for t in revisit_tasks(events, 2)] == [a + "/", None]
 
@@ -177,8 +187,8 @@ def test_a_page_a_run_got_no_answer_or_an_error_for_is_revisited_with_its_last_c
     a, b = "http://a.test/a", "http://a.test/b"
     fa, fb = fingerprint(a), fingerprint(b)
     events: list[AnyEvent] = [
-        _enqueued(fa, a, 1), _page(fa, a, 200, 1, "a1"),
-        _enqueued(fb, b, 1), _page(fb, b, 200, 1, "b1"),
+        _enqueued(fa, a, 1), *_visit(fa, a, 200, 1, "a1"),
+        _enqueued(fb, b, 1), *_visit(fb, b, 200, 1, "b1"),
         _enqueued(run_fingerprint(fa, 2), a, 2), _page(run_fingerprint(fa, 2), a, 0, 2),
         _enqueued(run_fingerprint(fb, 2), b, 2), _page(run_fingerprint(fb, 2), b, 500, 2, "e"),
     ]  # fmt: skip
@@ -195,9 +205,9 @@ def test_a_revisit_knows_the_once_actions_earlier_runs_did_on_its_page() -> None
     a = "http://a.test/a"
     fa, fa2 = fingerprint(a), run_fingerprint(fingerprint(a), 2)
     events: list[AnyEvent] = [
-        _enqueued(fa, a, 1), _page(fa, a, 200, 1, "a1"),
+        _enqueued(fa, a, 1), *_visit(fa, a, 200, 1, "a1"),
         ActionDone(actor="w", task_id=fa, action_id="ship"),
-        _enqueued(fa2, a, 2), _page(fa2, a, 200, 2, "a2"),
+        _enqueued(fa2, a, 2), *_visit(fa2, a, 200, 2, "a2"),
         ActionIntended(actor="w", task_id=fa2, action_id="confirm", run=2),
         ActionResolved(
             actor="op", task_id=fa2, action_id="confirm", decision="done", reason="seen", run=2
@@ -208,3 +218,32 @@ def test_a_revisit_knows_the_once_actions_earlier_runs_did_on_its_page() -> None
     assert task.revisit is not None and task.revisit.actions_done == ("confirm", "ship")
     [again] = revisit_tasks(events, 2)
     assert again.revisit is not None and again.revisit.actions_done == ("ship",)
+
+
+def test_a_page_whose_task_failed_after_its_fetch_is_revisited_without_validators() -> None:
+    # Run 1: a's spider raised (its task failed after the fetch): a was never taken in.
+    # Run 2, by a crawlog of before this: a found "unchanged" (a 304 against run 1's
+    # validators) and done, which takes in nothing more. Run 3 still asks for a in full;
+    # b, taken in by run 1 and found unchanged by run 2, keeps its validators.
+    a, b = "http://a.test/a", "http://a.test/b"
+    fa, fb = fingerprint(a), fingerprint(b)
+    failed = TaskFailed(actor="w", task_id=fa, attempt=1, reason="spider error")
+    events: list[AnyEvent] = [
+        _enqueued(fa, a, 1), _page(fa, a, 200, 1, "a1"), failed,
+        _enqueued(fb, b, 1), *_visit(fb, b, 200, 1, "b1"),
+    ]  # fmt: skip
+    [first, _] = revisit_tasks(events, 2)
+    assert first.revisit == Validators(pages=1)
+    fa2, fb2 = run_fingerprint(fa, 2), run_fingerprint(fb, 2)
+    events += [
+        _enqueued(fa2, a, 2), *_visit(fa2, a, 304, 2, "a1"),
+        _enqueued(fb2, b, 2), *_visit(fb2, b, 304, 2, "b1"),
+    ]  # fmt: skip
+    again, kept = revisit_tasks(events, 3)
+    assert again.revisit == Validators(pages=1)
+    assert kept.revisit == Validators(etag='"b1"', body_hash="b1", status=304, pages=1)
+    # Parsed in full once the spider is fixed: taken in from then on.
+    fa3 = run_fingerprint(fa, 3)
+    events += [_enqueued(fa3, a, 3), *_visit(fa3, a, 200, 3, "a1")]
+    [after, _] = revisit_tasks(events, 4)
+    assert after.revisit == Validators(etag='"a1"', body_hash="a1", status=200, pages=1)
