@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         in_flight_path,
     )
     from projector._integrity import files_warning, stream_gap
-    from projector._item_changes import ITEM_CHANGES, SUB_SEQ, ItemChange, item_changes
+    from projector._item_changes import ITEM_CHANGES, SUB_SEQ, ItemChange, item_changes, live_items
     from projector._pg_feed import (
         FeedDatabaseError,
         PostgresFeed,
@@ -225,6 +225,7 @@ __all__ = [
     "item_changes",
     "job_dir",
     "listed",
+    "live_items",
     "log_entries",
     "next_interval",
     "page_changes",

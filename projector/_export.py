@@ -23,6 +23,7 @@ import duckdb
 
 from eventlog import CrawlogError
 from projector._defaults import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
+from projector._item_changes import register_live_items
 from projector._item_fields import (
     EMPTY_COLUMN,
     column_names,
@@ -32,7 +33,7 @@ from projector._item_fields import (
     pointer,
 )
 from projector._store import Store
-from projector._views import ITEM_EVENTS, Committed, run_on_committed, sql_string
+from projector._views import Committed, run_on_committed, sql_string
 
 _COPY_OPTIONS: Final[dict[str, str]] = {
     "jsonl": "FORMAT json",
@@ -63,19 +64,20 @@ def export(
 
     def run(committed: Committed) -> int:
         con = committed.con
+        # A recrawled job's items as its latest run left them, not each key's first scrape.
+        items = "" if what == "pages" else register_live_items(con, store, committed.manifest)
         if what == "pages" or (with_meta and fmt != "csv"):
-            view = "pages" if what == "pages" else ITEM_EVENTS
-            select = f"SELECT * EXCLUDE (stream_ms, stream_seq) FROM {view} {_LOG_ORDER}"
+            view = "pages" if what == "pages" else items
+            select = f"SELECT * EXCLUDE (stream_ms, stream_seq) FROM {view}"
         elif with_meta:
-            select = f"SELECT {flat_item_columns(field_names(con))} FROM {ITEM_EVENTS} {_LOG_ORDER}"
+            select = f"SELECT {flat_item_columns(field_names(con, items))} FROM {items}"
         elif fmt == "jsonl":
-            return _write_item_lines(con, out)
+            return _write_item_lines(con, out, items)
         elif fmt == "csv":
-            select = (
-                f"SELECT {plain_item_columns(field_names(con))} FROM {ITEM_EVENTS} {_LOG_ORDER}"
-            )
+            select = f"SELECT {plain_item_columns(field_names(con, items))} FROM {items}"
         else:
-            select = f"SELECT {', '.join(field_columns(con))} FROM {ITEM_EVENTS} {_LOG_ORDER}"
+            select = f"SELECT {', '.join(field_columns(con, items))} FROM {items}"
+        select += f" {_LOG_ORDER}"
         copy = f"COPY ({select}) TO {sql_string(str(out))} ({_COPY_OPTIONS[fmt]})"
         written = con.execute(copy).fetchone()
         return int(written[0]) if written else 0
@@ -83,9 +85,9 @@ def export(
     return run_on_committed(store, run, read_state=False, doing=f"exporting {what} to {out}")
 
 
-def _write_item_lines(con: duckdb.DuckDBPyConnection, out: Path) -> int:
+def _write_item_lines(con: duckdb.DuckDBPyConnection, out: Path, source: str) -> int:
     """Each item's object as the log holds it (the JSON it was archived as), a line each."""
-    cursor = con.execute(f"SELECT CAST(data AS VARCHAR) FROM {ITEM_EVENTS} {_LOG_ORDER}")
+    cursor = con.execute(f"SELECT CAST(data AS VARCHAR) FROM {source} {_LOG_ORDER}")
     written = 0
     with out.open("w", encoding="utf-8") as sink:
         while rows := cursor.fetchmany(ITEM_LINES_BATCH):

@@ -23,6 +23,7 @@ import msgspec
 import pyarrow as pa
 
 from eventlog import (
+    RECRAWL_ACTOR,
     START,
     Change,
     ItemScraped,
@@ -36,6 +37,7 @@ from projector._archive import ArchiveCorrupt
 from projector._replay import archived_batches, archived_entries
 from projector._state_tables import MICROS
 from projector._store import Manifest, Store
+from projector._views import ITEM_EVENTS
 
 ItemChangeKind = Literal["added", "changed", "removed"]
 ITEM_CHANGES: Final = "item_changes"
@@ -74,6 +76,7 @@ class _Items:
         self.tasks: dict[str, tuple[int, str]] = {}  # task id -> (run, url)
         self.verdicts: dict[str, Change] = {}  # task id -> its first page's verdict
         self.scraped: dict[str, set[str]] = {}  # task id -> keys it scraped
+        self.scrapes: dict[str, tuple[ItemScraped, str]] = {}  # key -> its live scrape, where
 
 
 def item_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list[ItemChange]:
@@ -137,7 +140,7 @@ def _fold(memory: _Items, entry: LogEntry) -> list[ItemChange]:
     if isinstance(event, TaskEnqueued):
         memory.tasks[event.task_id] = (event.run, event.url)
     elif isinstance(event, ItemScraped):
-        return _scraped(memory, event)
+        return _scraped(memory, event, entry.stream_id)
     elif isinstance(event, PageFetched) and event.page <= 1 and event.change is not None:
         memory.verdicts[event.task_id] = event.change
         if event.change == "gone":
@@ -148,7 +151,7 @@ def _fold(memory: _Items, entry: LogEntry) -> list[ItemChange]:
     return []
 
 
-def _scraped(memory: _Items, event: ItemScraped) -> list[ItemChange]:
+def _scraped(memory: _Items, event: ItemScraped, stream_id: str) -> list[ItemChange]:
     run, url = memory.tasks.get(event.task_id, (event.run, ""))
     memory.scraped.setdefault(event.task_id, set()).add(event.key)
     if (run, event.key) in memory.looked:
@@ -156,6 +159,7 @@ def _scraped(memory: _Items, event: ItemScraped) -> list[ItemChange]:
     memory.looked.add((run, event.key))
     before = memory.live.get(event.key)
     memory.live[event.key] = (event.data, url)
+    memory.scrapes[event.key] = (event, stream_id)
     if before is not None and before[0] == event.data:
         return []
     return [
@@ -183,6 +187,7 @@ def _removed(memory: _Items, task_id: str, at: float, *, kept: set[str] | None) 
     changes = []
     for key in lost:
         data, _ = memory.live.pop(key)
+        memory.scrapes.pop(key, None)
         memory.looked.add((run, key))
         changes.append(
             ItemChange(
@@ -213,6 +218,76 @@ _COLUMNS: Final = pa.schema(
         ("stream_seq", pa.int64()),
     ]
 )
+
+
+LIVE_ITEM_EVENTS: Final = "live_item_events"
+"""The items as the job's latest run left them (`register_live_items`), in the
+``item_events`` view's columns."""
+_LIVE_COLUMNS: Final = pa.schema(
+    [
+        ("key", pa.string()),
+        ("task_id", pa.string()),
+        ("data", pa.string()),
+        ("worker", pa.string()),
+        ("epoch_s", pa.float64()),
+        ("stream_id", pa.string()),
+        ("stream_ms", pa.int64()),
+        ("stream_seq", pa.int64()),
+    ]
+)
+
+
+def live_items(entries: Iterable[LogEntry]) -> list[tuple[ItemScraped, str]]:
+    """Each item key live at the end of ``entries`` (not removed by a run), with the scrape
+    that made it what it is and that scrape's stream ID, in log order; pure."""
+    memory = _Items()
+    for entry in entries:
+        _fold(memory, entry)
+    return sorted(memory.scrapes.values(), key=lambda found: stream_id_key(found[1]))
+
+
+def register_live_items(con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest) -> str:
+    """The view the items of the archive ``manifest`` commits are read from: `ITEM_EVENTS`
+    (each key's first scrape) for a job crawled once; for a recrawled one (a
+    `RECRAWL_ACTOR` enqueue in ``con``'s ``events``), `LIVE_ITEM_EVENTS`, added to ``con``:
+    each key as its latest run left it, none a run removed (`live_items`, the whole
+    archive folded). A changed item's first scrape was its data before: exported, a
+    recrawled job's items were its first run's."""
+    recrawled = con.execute(
+        "SELECT 1 FROM events WHERE type = 'task.enqueued' AND actor = ? LIMIT 1",
+        [RECRAWL_ACTOR],
+    ).fetchall()
+    if not recrawled:
+        return ITEM_EVENTS
+    try:
+        found = live_items(archived_entries(store, manifest))
+    except ArchiveCorrupt as exc:
+        if store.read_manifest() == manifest:
+            raise
+        raise duckdb.IOException(str(exc)) from None
+    rows = []
+    for event, stream_id in found:
+        ms, _, seq = stream_id.partition("-")
+        rows.append(
+            {
+                "key": event.key,
+                "task_id": event.task_id,
+                "data": _json.encode(event.data).decode(),
+                "worker": event.actor,
+                "epoch_s": event.at,
+                "stream_id": stream_id,
+                "stream_ms": int(ms),
+                "stream_seq": int(seq or 0),
+            }
+        )
+    con.register("_live_items", pa.Table.from_pylist(rows, schema=_LIVE_COLUMNS))
+    con.execute(
+        f"CREATE OR REPLACE VIEW {LIVE_ITEM_EVENTS} AS SELECT key, task_id, "
+        "CAST(data AS JSON) AS data, worker, epoch_s, "
+        f"make_timestamp(CAST(round(epoch_s * {MICROS}) AS BIGINT)) AS time, stream_id, "
+        "stream_ms, stream_seq FROM _live_items"
+    )
+    return LIVE_ITEM_EVENTS
 
 
 def register_item_changes(

@@ -83,10 +83,11 @@ def field_columns(con: duckdb.DuckDBPyConnection, source: str = ITEM_EVENTS) -> 
     return columns
 
 
-def create_items_view(con: duckdb.DuckDBPyConnection) -> None:
-    """The ``items`` view on ``con``: the ``item_events`` items as columns."""
-    columns = ", ".join(field_columns(con))
-    con.execute(f"CREATE OR REPLACE VIEW {ITEMS} AS SELECT {columns} FROM {ITEM_EVENTS}")
+def create_items_view(con: duckdb.DuckDBPyConnection, source: str = ITEM_EVENTS) -> None:
+    """The ``items`` view on ``con``: the items of ``source`` (an ``item_events``-like view)
+    as columns."""
+    columns = ", ".join(field_columns(con, source))
+    con.execute(f"CREATE OR REPLACE VIEW {ITEMS} AS SELECT {columns} FROM {source}")
 
 
 def column_structure(found: object) -> str:

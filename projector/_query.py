@@ -25,6 +25,7 @@ import msgspec
 
 from eventlog import ConfigError, CrawlogError
 from projector._changes import RUN_VIEWS, register_run_views
+from projector._item_changes import register_live_items
 from projector._item_fields import ITEMS, create_items_view
 from projector._state_tables import register_state, state_views_used, tables_named
 from projector._store import Store
@@ -62,7 +63,7 @@ def query(store: Store, sql: str, *, unsafe: bool = False) -> QueryResult:
             register_state(con, committed.manifest, committed.state, needed)
         register_run_views(con, store, committed.manifest, runs)
         if fields:
-            create_items_view(con)
+            create_items_view(con, register_live_items(con, store, committed.manifest))
         if not unsafe:
             _confine(con, store.segment_paths(committed.manifest))
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from eventlog import AnyEvent, Change, ItemScraped, LogEntry, PageFetched, TaskDone, TaskEnqueued
-from projector import SUB_SEQ, ItemChange, item_changes
+from projector import SUB_SEQ, ItemChange, item_changes, live_items
 
 SITE = "http://a.test"
 
@@ -89,3 +89,17 @@ def test_each_change_has_its_own_place_after_its_entry_s() -> None:
         f"{ms}-{int(seq) * SUB_SEQ}",
         f"{ms}-{int(seq) * SUB_SEQ + 1}",
     ]
+
+
+def test_the_live_items_are_each_key_as_the_latest_run_left_it() -> None:
+    # `live_items`: what a recrawled job's `items` view and export read.
+    log = [
+        *_visit(1, "/a", {"a1": 1, "a2": 2}),
+        *_visit(1, "/b", {"b1": 1}),
+        *_visit(1, "/d", {"d1": 1}),
+        *_visit(2, "/a", {"a1": 5}, "changed"),  # a1 now 5, a2 dropped
+        *_visit(2, "/b", {}, "gone", status=404),
+        *_visit(2, "/d", {}, "unchanged", status=304),
+    ]
+    live = [(event.key, event.data, event.run) for event, _ in live_items(_entries(log))]
+    assert live == [("d1", {"v": 1}, 1), ("a1", {"v": 5}, 2)]
