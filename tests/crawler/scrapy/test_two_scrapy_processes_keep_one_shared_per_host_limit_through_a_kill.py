@@ -21,7 +21,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from crawler.testsite import Faults, RunningSite, serve_testsite
-from eventlog import EventLog, JobKeys, TaskReclaimed
+from eventlog import JobKeys
 from tests.crawler.left_behind import kill_while
 from tests.crawler.scrapy.conftest import SCRAPY_PAGES
 
@@ -47,14 +47,6 @@ def overlaps(site: RunningSite) -> list[tuple[str, str, float]]:
         for before, after in itertools.pairwise(site.requests)
         if after.path != ROBOTS and after.time - before.time < SLOW_S - MARGIN_S
     ]
-
-
-async def reclaimed_from(log: EventLog, owner: str) -> bool:
-    """Whether another process has taken back a task ``owner`` held (its lease expired)."""
-    return any(
-        isinstance(e.event, TaskReclaimed) and e.event.previous_owner == owner
-        for e in await log.read_range()
-    )
 
 
 async def slot_holders(redis: aioredis.Redis, keys: JobKeys, host: str) -> set[str]:
@@ -90,15 +82,13 @@ async def test_two_processes_never_overlap_on_a_host_and_a_killed_one_frees_its_
 
             await kill_while(doomed, doomed_holds_it)
             await doomed.wait()
-            if await redis_client.zcard(keys.host_slots(host)) == 0:
-                # A doomed process that stalled past its lease on a loaded machine had its
-                # tasks taken by the survivor, and its slot with them, before the kill
-                # (seen once in CI): freed by that recovery, and by nothing else.
-                assert await reclaimed_from(EventLog(redis_client, keys), "doomed"), (
-                    "the killed process's slot was freed, but not by a recovery of its tasks"
-                )
-            else:
+            if await redis_client.zcard(keys.host_slots(host)) != 0:
                 assert await redis_client.zcard(keys.host_slots(host)) == 1, "the kill held it"
+            # Else the kill held nothing: the slot went before it, by a release the doomed
+            # process had sent before its stop (bytes already in its socket, which the
+            # server read after the look), or by a recovery of its tasks if it stalled past
+            # its lease (both seen in CI on a loaded machine). The checks below hold either
+            # way: no overlap, every page fetched, no slot left.
             assert await survivor.wait() == 0
         assert not overlaps(site), overlaps(site)[:5]
         pages = {p for p in site.fetch_counts() if p != ROBOTS}
