@@ -31,6 +31,18 @@ class Route:
     """Send only this many bytes of the body (its Content-Length says all), then hang up."""
 
 
+def html_page(text: str, *links: str, headers: tuple[tuple[str, str], ...] = ()) -> Route:
+    """A small HTML page titled and saying ``text``, linking each of ``links``."""
+    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
+    body = f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode()
+    return Route(body, headers=headers)
+
+
+def redirect_to(location: str, status: int = 301) -> Route:
+    """A redirect to ``location``."""
+    return Route(status=status, headers=(("Location", location),))
+
+
 @dataclass
 class HostileSite:
     """The running server: its URL, its routes and the requests it got."""

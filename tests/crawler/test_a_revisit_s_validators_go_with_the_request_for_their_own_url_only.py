@@ -11,21 +11,17 @@ from collections.abc import AsyncIterator
 import pytest
 
 from crawler._fetch import Fetcher
-from tests.crawler.hostile_site import HostileSite, Route, serve_hostile
+from tests.crawler.hostile_site import HostileSite, Route, redirect_to, serve_hostile
 
 pytestmark = pytest.mark.anyio
 
 VALIDATORS = {"If-None-Match": '"v1"', "If-Modified-Since": "Sun, 06 Dec 2026 10:00:00 GMT"}
 
 
-def redirect(to: str) -> Route:
-    return Route(status=301, headers=(("Location", to),))
-
-
 @pytest.fixture
 async def site() -> AsyncIterator[HostileSite]:
-    routes = {"/own": Route(b"own"), "/moved": redirect("/new"), "/new": Route(b"new")}
-    routes |= {"/slash": redirect("/slash/"), "/slash/": Route(b"slash")}
+    routes = {"/own": Route(b"own"), "/moved": redirect_to("/new"), "/new": Route(b"new")}
+    routes |= {"/slash": redirect_to("/slash/"), "/slash/": Route(b"slash")}
     async with serve_hostile(routes) as served:
         yield served
 

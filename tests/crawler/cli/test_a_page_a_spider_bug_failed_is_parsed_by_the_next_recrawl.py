@@ -13,7 +13,7 @@ import pytest
 
 from crawler.cli._argv import crawlog_command
 from tests.crawler.cli_run import CLI_TIMEOUT_S, clean_env, crawlog_done
-from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.hostile_site import Route, html_page, serve_hostile
 from tests.crawler.recrawl_spiders import BROKEN_ENV
 
 pytestmark = pytest.mark.anyio
@@ -22,9 +22,7 @@ ETAG = (("ETag", '"v1"'),)
 
 
 def page(text: str, *links: str) -> Route:
-    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    body = f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode()
-    return Route(body, headers=ETAG)
+    return html_page(text, *links, headers=ETAG)
 
 
 async def test_a_page_the_spider_failed_on_is_parsed_once_the_spider_is_fixed(

@@ -12,19 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.hostile_site import html_page, redirect_to, serve_hostile
 from tests.crawler.operator_cli import crawlog_ok
 
 pytestmark = pytest.mark.anyio
-
-
-def page(text: str, *links: str) -> Route:
-    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    return Route(f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode())
-
-
-def redirect(to: str) -> Route:
-    return Route(status=301, headers=(("Location", to),))
 
 
 async def test_a_page_that_became_a_redirect_is_gone_once_and_loses_its_items(
@@ -32,11 +23,11 @@ async def test_a_page_that_became_a_redirect_is_gone_once_and_loses_its_items(
 ) -> None:
     run = partial(crawlog_ok, valkey_url, data_dir)
     routes = {
-        "/": page("home", "/a", "/b", "/c", "/old"),
-        "/a": page("a"),
-        "/b": page("b"),
-        "/c": page("c"),
-        "/old": redirect("/a"),
+        "/": html_page("home", "/a", "/b", "/c", "/old"),
+        "/a": html_page("a"),
+        "/b": html_page("b"),
+        "/c": html_page("c"),
+        "/old": redirect_to("/a"),
     }
 
     async def changes(*args: str) -> dict[str, str]:
@@ -50,8 +41,8 @@ async def test_a_page_that_became_a_redirect_is_gone_once_and_loses_its_items(
         where = ("--job", job, "--workers", "1")
         await run("crawl", site.url + "/", *where, "--delay", "0")
         first = await changes("--run", "1")
-        site.routes["/b"] = redirect("/a")
-        site.routes["/c"] = redirect("http://127.0.0.2:9/c")
+        site.routes["/b"] = redirect_to("/a")
+        site.routes["/c"] = redirect_to("http://127.0.0.2:9/c")
         await run("recrawl", *where)
         second, second_items = await changes("--run", "2"), await changes("--run", "2", "--items")
         await run("recrawl", *where)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.hostile_site import Route, html_page, redirect_to, serve_hostile
 from tests.crawler.operator_cli import crawlog_ok
 
 pytestmark = pytest.mark.anyio
@@ -21,13 +21,7 @@ SAME = (("ETag", '"same"'),)
 
 
 def page(text: str, *links: str) -> Route:
-    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    body = f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode()
-    return Route(body, headers=SAME)
-
-
-def redirect(to: str) -> Route:
-    return Route(status=301, headers=(("Location", to),))
+    return html_page(text, *links, headers=SAME)
 
 
 async def test_a_moved_page_is_its_old_url_gone_and_its_new_one_new_once(
@@ -37,7 +31,7 @@ async def test_a_moved_page_is_its_old_url_gone_and_its_new_one_new_once(
     routes = {
         "/": page("home", "/item-old", "/p"),
         "/item-old": page("item"),
-        "/p": redirect("/p/"),
+        "/p": redirect_to("/p/"),
         "/p/": page("p"),
     }
 
@@ -51,7 +45,7 @@ async def test_a_moved_page_is_its_old_url_gone_and_its_new_one_new_once(
     async with serve_hostile(routes) as site:
         where = ("--job", job, "--workers", "1")
         await run("crawl", site.url + "/", *where, "--delay", "0")
-        site.routes["/item-old"] = redirect("/item-new")
+        site.routes["/item-old"] = redirect_to("/item-new")
         site.routes["/item-new"] = page("item")  # the same content, the same ETag
         before = len(site.heads)
         await run("recrawl", *where)

@@ -11,16 +11,11 @@ from pathlib import Path
 import pytest
 
 from tests.crawler.cli_run import clean_env, crawlog_done
-from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.hostile_site import html_page, serve_hostile
 from tests.crawler.recrawl_spiders import EFFECTS_ENV
 
 pytestmark = pytest.mark.anyio
 SPIDER = ("--spider", "tests.crawler.recrawl_spiders:NotifyingSpider")
-
-
-def page(text: str, *links: str) -> Route:
-    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    return Route(f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode())
 
 
 async def test_a_changed_page_s_action_is_not_run_again_and_a_new_page_s_is(
@@ -30,12 +25,12 @@ async def test_a_changed_page_s_action_is_not_run_again_and_a_new_page_s_is(
     env = clean_env(REDIS_URL=valkey_url, CRAWLOG_HOME=str(data_dir), **{EFFECTS_ENV: str(effects)})
     where = ("--job", job, "--workers", "1")
     async with serve_hostile(
-        {"/": page("home", "/a", "/b"), "/a": page("a"), "/b": page("b")}
+        {"/": html_page("home", "/a", "/b"), "/a": html_page("a"), "/b": html_page("b")}
     ) as site:
         await crawlog_done("crawl", site.url + "/", *where, *SPIDER, "--delay", "0", env=env)
         first = effects.read_text().splitlines()
-        site.routes["/a"] = page("a, edited", "/c")
-        site.routes["/c"] = page("c")
+        site.routes["/a"] = html_page("a, edited", "/c")
+        site.routes["/c"] = html_page("c")
         await crawlog_done("recrawl", *where, env=env)
         second = effects.read_text().splitlines()[len(first) :]
         changes = await crawlog_done("changes", "--job", job, env=env)

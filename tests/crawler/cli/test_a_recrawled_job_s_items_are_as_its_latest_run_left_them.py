@@ -11,27 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.hostile_site import html_page, serve_hostile
 from tests.crawler.operator_cli import crawlog_ok
 
 pytestmark = pytest.mark.anyio
-
-
-def page(text: str, *links: str) -> Route:
-    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    return Route(f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode())
 
 
 async def test_a_changed_item_is_its_latest_data_and_a_removed_one_is_left_out(
     valkey_url: str, data_dir: Path, job: str
 ) -> None:
     run = partial(crawlog_ok, valkey_url, data_dir)
-    routes = {"/": page("home", "/a", "/b"), "/a": page("price 1"), "/b": page("b")}
+    routes = {"/": html_page("home", "/a", "/b"), "/a": html_page("price 1"), "/b": html_page("b")}
     async with serve_hostile(routes) as site:
         where = ("--job", job, "--workers", "1")
         await run("crawl", site.url + "/", *where, "--delay", "0")
         first = await run("export", "--job", job, "--what", "items", "--format", "jsonl", "-")
-        site.routes["/a"] = page("price 2")
+        site.routes["/a"] = html_page("price 2")
         del site.routes["/b"]  # 404 from now on
         await run("recrawl", *where)
         exported = await run("export", "--job", job, "--what", "items", "--format", "jsonl", "-")

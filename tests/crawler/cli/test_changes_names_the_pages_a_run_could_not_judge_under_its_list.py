@@ -9,22 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.hostile_site import Route, html_page, serve_hostile
 from tests.crawler.operator_cli import crawlog_ok
 
 pytestmark = pytest.mark.anyio
-
-
-def page(text: str, *links: str) -> Route:
-    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    return Route(f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode())
 
 
 async def test_a_run_whose_revisit_failed_says_so_under_no_changes(
     valkey_url: str, data_dir: Path, job: str
 ) -> None:
     run = partial(crawlog_ok, valkey_url, data_dir)
-    async with serve_hostile({"/": page("home", "/a"), "/a": page("a")}) as site:
+    async with serve_hostile({"/": html_page("home", "/a"), "/a": html_page("a")}) as site:
         where = ("--job", job, "--workers", "1")
         await run("crawl", site.url + "/", *where, "--delay", "0")
         site.routes["/a"] = Route(status=302, headers=(("Location", "/a"),))

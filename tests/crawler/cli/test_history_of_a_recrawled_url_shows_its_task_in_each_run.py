@@ -13,29 +13,24 @@ import pytest
 
 from crawler._recrawl import run_fingerprint
 from crawler._urls import fingerprint
-from tests.crawler.hostile_site import Route, serve_hostile
+from tests.crawler.hostile_site import Route, html_page, serve_hostile
 from tests.crawler.operator_cli import crawlog_ok
 
 pytestmark = pytest.mark.anyio
-
-
-def page(text: str, *links: str) -> Route:
-    anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    return Route(f"<!DOCTYPE html>\n<title>{text}</title>\n<p>{text}</p>\n{anchors}".encode())
 
 
 async def test_each_run_s_task_of_the_url_is_shown_with_its_own_fetches_and_verdict(
     valkey_url: str, data_dir: Path, job: str
 ) -> None:
     run = partial(crawlog_ok, valkey_url, data_dir)
-    routes = {"/": page("home", "/a", "/b"), "/a": page("a"), "/b": page("b")}
+    routes = {"/": html_page("home", "/a", "/b"), "/a": html_page("a"), "/b": html_page("b")}
     async with serve_hostile(routes) as site:
         where = ("--job", job, "--workers", "1")
         await run("crawl", site.url + "/", *where, "--delay", "0")
         await run("recrawl", *where)
-        site.routes["/a"] = page("a, edited")
+        site.routes["/a"] = html_page("a, edited")
         site.routes["/b"] = Route(status=301, headers=(("Location", "/c"),))
-        site.routes["/c"] = page("c")
+        site.routes["/c"] = html_page("c")
         await run("recrawl", *where)
         shown = await run("history", "--job", job, site.url + "/a")
         moved = await run("history", "--job", job, site.url + "/b")
