@@ -105,6 +105,8 @@ def history_command(
     if as_json:
         from projector import fetch_attempts
 
+        # The earliest run's task (the first run's, unless the URL was new to a later one).
+        task_id = task.task_id if task else task_id
         echo_json(
             {
                 "task_id": task_id,
