@@ -81,6 +81,7 @@ def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list
     previous: dict[str, str | None] = {}  # task id -> the hash its revisit compared with
     request_of: dict[str, RequestKey] = {}  # task id -> its request, the same every run
     at: dict[RequestKey, tuple[int, str]] = {}  # request -> (run, URL) of its latest page
+    before: dict[RequestKey, tuple[int, str]] = {}  # ... of its latest in a run before that
     found: dict[tuple[int, str], PageChange] = {}
     for entry in entries:
         event = entry.event
@@ -95,9 +96,16 @@ def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list
         if event.run == FIRST_RUN and change is None and event.status in PAGE_STATUSES:
             change = "new"
         request = request_of.get(event.task_id)
-        was = at.get(request) if request is not None else None
-        if request is not None and change in _FOUND_AT:
-            at[request] = (event.run, event.url)
+        was = None
+        if request is not None:
+            # Where an earlier run found the page: a redelivery's second fetch in the same
+            # run compares with the same place as its first.
+            latest = at.get(request)
+            was = latest if latest is not None and latest[0] < event.run else before.get(request)
+            if change in _FOUND_AT:
+                if latest is not None and latest[0] < event.run:
+                    before[request] = latest
+                at[request] = (event.run, event.url)
         if change is None or (run is not None and event.run != run):
             continue
         made = PageChange(
@@ -110,7 +118,7 @@ def page_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list
             previous_hash=previous.get(event.task_id),
             new_hash=None if change == "gone" else event.body_hash,
         )
-        if was is not None and was[0] < event.run and was[1] != event.url and change in _FOUND_AT:
+        if was is not None and was[1] != event.url and change in _FOUND_AT:
             # Moved: its old URL is gone, its new one new.
             left = msgspec.structs.replace(made, url=was[1], change="gone", new_hash=None)
             _add(found, left)

@@ -77,3 +77,24 @@ def test_a_golden_log_written_before_runs_is_one_run_of_new_pages() -> None:
     found = page_changes(entries)
     assert answered and {c.url for c in found} == answered
     assert {(c.run, c.change) for c in found} == {(1, "new")}
+
+
+def test_a_page_found_at_another_url_is_its_old_url_gone_and_its_new_one_new_once() -> None:
+    # Run 1 found /a at /a; run 2's revisit landed on /c (delivered twice: a kill between);
+    # run 3 found it at /c again.
+    moved = "http://a.test/c"
+    log = _entries(
+        TaskEnqueued(actor="w", task_id="a", url=A, site="http://a.test"),
+        _page("a", A, 200, body_hash="a1"),
+        TaskEnqueued(actor="r", task_id="a2", url=A, site="http://a.test", run=2),
+        _page("a2", moved, 200, run=2, body_hash="a1", change="changed"),
+        _page("a2", moved, 200, run=2, body_hash="a1", change="changed"),
+        TaskEnqueued(actor="r", task_id="a3", url=A, site="http://a.test", run=3),
+        _page("a3", moved, 304, run=3, body_hash="a1", change="unchanged"),
+    )
+    assert [(c.run, c.url, c.change) for c in page_changes(log)] == [
+        (1, A, "new"),
+        (2, A, "gone"),
+        (2, moved, "new"),
+        (3, moved, "unchanged"),
+    ]
