@@ -16,7 +16,7 @@ among that entry's changes (`SUB_SEQ`), so a feed of them resumes after the last
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 import duckdb
 import msgspec
@@ -67,16 +67,24 @@ class ItemChange(msgspec.Struct, frozen=True, kw_only=True):
     change's place among the entry's."""
 
 
+class _Live(NamedTuple):
+    """A live item: the scrape that made it what it is, the page holding it, where in the
+    log that scrape is."""
+
+    scrape: ItemScraped
+    page: str
+    stream_id: str
+
+
 class _Items:
     """The fold's memory: every live item, the page holding it, and what each task did."""
 
     def __init__(self) -> None:
-        self.live: dict[str, tuple[dict[str, Any], str]] = {}  # key -> (data, page url)
+        self.live: dict[str, _Live] = {}  # key -> its scrape now, and the page holding it
         self.looked: set[tuple[int, str]] = set()  # (run, key) already looked at
         self.tasks: dict[str, tuple[int, str]] = {}  # task id -> (run, url)
         self.verdicts: dict[str, Change] = {}  # task id -> its first page's verdict
         self.scraped: dict[str, set[str]] = {}  # task id -> keys it scraped
-        self.scrapes: dict[str, tuple[ItemScraped, str]] = {}  # key -> its live scrape, where
 
 
 def item_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list[ItemChange]:
@@ -158,9 +166,8 @@ def _scraped(memory: _Items, event: ItemScraped, stream_id: str) -> list[ItemCha
         return []
     memory.looked.add((run, event.key))
     before = memory.live.get(event.key)
-    memory.live[event.key] = (event.data, url)
-    memory.scrapes[event.key] = (event, stream_id)
-    if before is not None and before[0] == event.data:
+    memory.live[event.key] = _Live(event, url, stream_id)
+    if before is not None and before.scrape.data == event.data:
         return []
     return [
         ItemChange(
@@ -171,7 +178,7 @@ def _scraped(memory: _Items, event: ItemScraped, stream_id: str) -> list[ItemCha
             task_id=event.task_id,
             time=event.at,
             data=event.data,
-            previous=None if before is None else before[0],
+            previous=None if before is None else before.scrape.data,
         )
     ]
 
@@ -181,13 +188,12 @@ def _removed(memory: _Items, task_id: str, at: float, *, kept: set[str] | None) 
     run, url = memory.tasks.get(task_id, (0, ""))
     lost = [
         key
-        for key, (_, page) in memory.live.items()
-        if page == url and key not in (kept or set()) and (run, key) not in memory.looked
+        for key, live in memory.live.items()
+        if live.page == url and key not in (kept or set()) and (run, key) not in memory.looked
     ]
     changes = []
     for key in lost:
-        data, _ = memory.live.pop(key)
-        memory.scrapes.pop(key, None)
+        data = memory.live.pop(key).scrape.data
         memory.looked.add((run, key))
         changes.append(
             ItemChange(
@@ -243,7 +249,8 @@ def live_items(entries: Iterable[LogEntry]) -> list[tuple[ItemScraped, str]]:
     memory = _Items()
     for entry in entries:
         _fold(memory, entry)
-    return sorted(memory.scrapes.values(), key=lambda found: stream_id_key(found[1]))
+    found = sorted(memory.live.values(), key=lambda live: stream_id_key(live.stream_id))
+    return [(live.scrape, live.stream_id) for live in found]
 
 
 def register_live_items(con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest) -> str:
