@@ -71,7 +71,16 @@ if TYPE_CHECKING:
         in_flight_path,
     )
     from projector._integrity import files_warning, stream_gap
-    from projector._item_changes import ITEM_CHANGES, SUB_SEQ, ItemChange, item_changes, live_items
+    from projector._item_changes import (
+        ITEM_CHANGES,
+        SUB_SEQ,
+        ItemChange,
+        ItemTally,
+        ItemTallyFold,
+        item_changes,
+        item_tally,
+        live_items,
+    )
     from projector._pg_feed import (
         FeedDatabaseError,
         PostgresFeed,
@@ -174,6 +183,8 @@ __all__ = [
     "FeedWhat",
     "FetchTracker",
     "ItemChange",
+    "ItemTally",
+    "ItemTallyFold",
     "JobState",
     "Manifest",
     "NoProjectedData",
@@ -223,6 +234,7 @@ __all__ = [
     "index_archive",
     "is_due",
     "item_changes",
+    "item_tally",
     "job_dir",
     "listed",
     "live_items",

@@ -76,15 +76,51 @@ class _Live(NamedTuple):
     stream_id: str
 
 
+class ItemTally(msgspec.Struct, frozen=True, kw_only=True):
+    """A job's items over its runs, as the item changes have them (`item_tally`)."""
+
+    runs: int
+    """The job's latest run in the log."""
+    keys: int
+    """Item keys any run scraped."""
+    live: int
+    """Keys live after the latest run: ``keys`` less those a run removed and none
+    scraped again."""
+    scraped_again: int
+    """Scrapes of a key an earlier run had, each run and key once: a recrawl's new look
+    at an item, which the job's totals count with the duplicates it ignored."""
+
+
 class _Items:
     """The fold's memory: every live item, the page holding it, and what each task did."""
 
     def __init__(self) -> None:
         self.live: dict[str, _Live] = {}  # key -> its scrape now, and the page holding it
+        self.on_page: dict[str, dict[str, None]] = {}  # page -> its live keys, in order
+        self.removed: set[str] = set()  # keys a run removed and none scraped again
         self.looked: set[tuple[int, str]] = set()  # (run, key) already looked at
         self.tasks: dict[str, tuple[int, str]] = {}  # task id -> (run, url)
         self.verdicts: dict[str, Change] = {}  # task id -> its first page's verdict
         self.scraped: dict[str, set[str]] = {}  # task id -> keys it scraped
+        self.runs = 0
+        self.scraped_again = 0
+
+    def hold(self, key: str, live: _Live) -> _Live | None:
+        """``key`` live as ``live`` now, on its page; what it was before (None: not live)."""
+        before = self.live.get(key)
+        if before is not None and before.page != live.page:
+            del self.on_page[before.page][key]
+        self.live[key] = live
+        self.on_page.setdefault(live.page, {})[key] = None
+        self.removed.discard(key)
+        return before
+
+    def drop(self, key: str) -> _Live:
+        """``key`` no longer live (a run removed it); what it was."""
+        live = self.live.pop(key)
+        del self.on_page[live.page][key]
+        self.removed.add(key)
+        return live
 
 
 def item_changes(entries: Iterable[LogEntry], *, run: int | None = None) -> list[ItemChange]:
@@ -143,10 +179,40 @@ class ItemChangeFold:
         return list(self._found)
 
 
+def item_tally(entries: Iterable[LogEntry]) -> ItemTally:
+    """The items of the log ``entries`` over its runs; pure."""
+    fold = ItemTallyFold()
+    for entry in entries:
+        fold.add(entry)
+    return fold.tally()
+
+
+class ItemTallyFold:
+    """`item_tally`, an entry at a time: for a pass over the log that folds other things
+    too (``crawlog report``'s, with the revisit schedules)."""
+
+    def __init__(self) -> None:
+        self._memory = _Items()
+
+    def add(self, entry: LogEntry) -> None:
+        _fold(self._memory, entry)
+
+    def tally(self) -> ItemTally:
+        """The items of the entries added so far."""
+        memory = self._memory
+        return ItemTally(
+            runs=memory.runs,
+            keys=len(memory.live) + len(memory.removed),
+            live=len(memory.live),
+            scraped_again=memory.scraped_again,
+        )
+
+
 def _fold(memory: _Items, entry: LogEntry) -> list[ItemChange]:
     event = entry.event
     if isinstance(event, TaskEnqueued):
         memory.tasks[event.task_id] = (event.run, event.url)
+        memory.runs = max(memory.runs, event.run)
     elif isinstance(event, ItemScraped):
         return _scraped(memory, event, entry.stream_id)
     elif isinstance(event, PageFetched) and event.page <= 1 and event.change is not None:
@@ -165,8 +231,9 @@ def _scraped(memory: _Items, event: ItemScraped, stream_id: str) -> list[ItemCha
     if (run, event.key) in memory.looked:
         return []
     memory.looked.add((run, event.key))
-    before = memory.live.get(event.key)
-    memory.live[event.key] = _Live(event, url, stream_id)
+    if event.key in memory.live or event.key in memory.removed:
+        memory.scraped_again += 1
+    before = memory.hold(event.key, _Live(event, url, stream_id))
     if before is not None and before.scrape.data == event.data:
         return []
     return [
@@ -186,14 +253,11 @@ def _scraped(memory: _Items, event: ItemScraped, stream_id: str) -> list[ItemCha
 def _removed(memory: _Items, task_id: str, at: float, *, kept: set[str] | None) -> list[ItemChange]:
     """The items the page of ``task_id`` held and did not scrape again (``kept``)."""
     run, url = memory.tasks.get(task_id, (0, ""))
-    lost = [
-        key
-        for key, live in memory.live.items()
-        if live.page == url and key not in (kept or set()) and (run, key) not in memory.looked
-    ]
+    held = memory.on_page.get(url, {})
+    lost = [k for k in held if k not in (kept or set()) and (run, k) not in memory.looked]
     changes = []
     for key in lost:
-        data = memory.live.pop(key).scrape.data
+        data = memory.drop(key).scrape.data
         memory.looked.add((run, key))
         changes.append(
             ItemChange(

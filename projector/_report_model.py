@@ -16,6 +16,7 @@ from typing import Final
 import msgspec
 
 from projector._fetches import ClockSkew, RefetchedPage, clock_skew
+from projector._item_changes import ItemTally
 from projector._state import STATUSES, JobState, SiteState
 from projector._store import Manifest
 from projector._summary import (
@@ -227,6 +228,11 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     """Workers whose clock is off the server's by more than ``CLOCK_SKEW_WARNING_S``."""
     robots: list[RobotsNote] = []
     """Sites whose robots.txt could not be read, or was cut at 500 KiB, by site."""
+    items_over_runs: ItemTally | None = None
+    """A job run more than once: its items as its latest run left them (`item_tally`),
+    where ``totals`` counts every key any run scraped, and a later run's new look at an
+    item with the duplicates. None for a job run once, or whose log was not read for it
+    (``crawlog report`` reads it up to a length)."""
 
 
 def assemble(

@@ -80,12 +80,26 @@ def _text_totals(report: Report) -> list[str]:
         f"Tasks: {_n(t.tasks)}",
         *table_lines(rows, [False, True], "  "),
         f"Pages: {_n(t.pages)} fetched ({twice_phrase(t.requests_maybe_twice)}), {_size(t.bytes)}",
-        f"Items: {_n(t.items)} ({_count(t.duplicate_items, 'duplicate')} ignored)",
+        _items_line(report),
         f"URLs dropped: {_n(sum(t.dropped.values()))}"
         + "".join(f", {reason} {_n(n)}" for reason, n in t.dropped.items()),
         *_items_dropped(t.items_dropped),
         *_bound_reached(t.dropped),
     ]
+
+
+def _items_line(report: Report) -> str:
+    t, runs = report.totals, report.items_over_runs
+    if runs is None:
+        return f"Items: {_n(t.items)} ({_count(t.duplicate_items, 'duplicate')} ignored)"
+    # The totals count a later run's new look at a key among the duplicates ignored.
+    duplicates = max(0, t.duplicate_items - runs.scraped_again)
+    return (
+        f"Items: {_n(runs.live)} live after run {runs.runs} ({_n(runs.keys)} keys over "
+        f"{runs.runs} runs: {_n(runs.keys - runs.live)} removed, "
+        f"{_n(runs.scraped_again)} scraped again by a later run; "
+        f"{_count(duplicates, 'duplicate')} ignored)"
+    )
 
 
 def clock_skew_lines(skews: Sequence[ClockSkew]) -> list[str]:

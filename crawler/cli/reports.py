@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from numbers import Number
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,6 +26,8 @@ from crawler.cli._options import data_dir_option, job_option, json_option
 from crawler.ops import table_lines
 from eventlog import (
     DEFAULT_LEASE_MS,
+    FIRST_RUN,
+    AnyEvent,
     ConfigError,
     CrawlogError,
     did_you_mean,
@@ -35,7 +38,7 @@ from projector import EXPORT_FORMATS, EXPORT_WHAT, ExportFormat, ExportWhat
 
 if TYPE_CHECKING:
     from eventlog import ProjectorHolder
-    from projector import Feed, PostgresFeed, QueryResult, Store
+    from projector import Feed, ItemTally, PostgresFeed, QueryResult, Store
 
 DEFAULT_LEASE_S = DEFAULT_LEASE_MS / 1000
 FOLLOW_EVERY_S = 1.0
@@ -162,13 +165,15 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     if lease_s is None:
         lease_s = _stored_lease_s(job, data_dir)
     report = build_report(store, lease_s=lease_s, now=time.time())
+    revisits, items = _read_log(store, resolve_data_dir(data_dir))
+    if items is not None and items.runs > FIRST_RUN:
+        report = msgspec.structs.replace(report, items_over_runs=items)
     waiting = waiting_for_a_person(job, data_dir, store)
     if as_json:
         body = {**msgspec.to_builtins(report), "needs_a_person": waiting_json(waiting)}
         click.echo(msgspec.json.format(msgspec.json.encode(body)).decode())
     else:
         click.echo(format_report(report), nl=False)
-        revisits = _revisits(store, resolve_data_dir(data_dir))
         if revisits:
             click.echo(revisits)
         tails = {w.task_id: w.flow for w in waiting or () if w.flow is not None}
@@ -177,24 +182,32 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
             click.echo(line)
 
 
-def _revisits(store: Store, directory: Path) -> str:
-    """The report's line on revisits: the pages the committed archive has, due now
-    (nothing where a committed file cannot be read: the warning above said so)."""
+def _read_log(store: Store, directory: Path) -> tuple[str, ItemTally | None]:
+    """What the report takes from the committed archive read whole, in one pass: its line
+    on revisits (the pages due now) and the job's items over its runs. An archive too long
+    to read gives a line saying so and no items; one with a committed file that cannot be
+    read, neither (the warning above said so)."""
     import anyio
 
     from crawler.cli._revisit_text import due_line, due_of, stored_policy, too_long_to_scan
-    from projector import archived_entries
+    from projector import ItemTallyFold, archived_entries
 
     skipped = too_long_to_scan(store)
     if skipped is not None:
-        return skipped
+        return skipped, None
     now = time.time()
     policy = anyio.run(stored_policy, store.job, directory)
-    events = (entry.event for entry in archived_entries(store, store.read_manifest()))
+    items = ItemTallyFold()
+
+    def events() -> Iterator[AnyEvent]:
+        for entry in archived_entries(store, store.read_manifest()):
+            items.add(entry)
+            yield entry.event
+
     try:
-        return due_line(due_of(events, policy, now), now)
+        return due_line(due_of(events(), policy, now), now), items.tally()
     except CrawlogError:
-        return ""
+        return "", None
 
 
 @click.command(
