@@ -7,7 +7,11 @@ what it was, and nothing if the same; a key scraped again in the same run (a red
 task, another page) is not looked at again. A page a run found ``gone`` removes every item
 it held; a page a run found ``changed`` removes, when its task is done, the items it held
 and did not scrape again. An unchanged page is not parsed: its items stay as they are.
-The first run's items are all ``added``.
+The first run's items are all ``added``. An item is held by the page that scraped it last:
+one that moves to another page (its key scraped there) is not removed with the page it
+left, and one removed and then scraped by another page of the same run (a page now
+redirecting to another task's) is ``added`` back, whichever of the two came first in the
+log.
 
 Each change is placed in the log by the entry that made it: its stream ID, and its place
 among that entry's changes (`SUB_SEQ`), so a feed of them resumes after the last written.
@@ -258,7 +262,6 @@ def _removed(memory: _Items, task_id: str, at: float, *, kept: set[str] | None) 
     changes = []
     for key in lost:
         data = memory.drop(key).scrape.data
-        memory.looked.add((run, key))
         changes.append(
             ItemChange(
                 key=key,

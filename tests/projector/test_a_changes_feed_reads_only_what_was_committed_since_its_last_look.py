@@ -10,47 +10,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from eventlog import (
     START,
-    AnyEvent,
-    Change,
     EventLog,
-    ItemScraped,
-    PageFetched,
-    TaskDone,
-    TaskEnqueued,
     connect,
     stream_id_key,
 )
 from projector import CHANGES_FED, Feed, Projector, Store, item_changes, log_entries
 from projector._item_changes import ItemChangeFold
+from tests.projector.recrawl_logs import visit as _visit
 
 pytestmark = pytest.mark.anyio
-SITE = "http://a.test"
-
-
-def _visit(
-    run: int, page: str, items: dict[str, Any], change: Change | None = None, status: int = 200
-) -> list[AnyEvent]:
-    task = f"{page}@{run}"
-    url = SITE + page
-    return [
-        TaskEnqueued(actor="t", task_id=task, url=url, site=SITE, run=run),
-        PageFetched(
-            actor="w", task_id=task, attempt=1, url=url, status=status, page=1, run=run,
-            change=change,
-        ),
-        *(
-            ItemScraped(actor="w", task_id=task, key=key, data={"v": value}, run=run)
-            for key, value in items.items()
-        ),
-        TaskDone(actor="w", task_id=task, attempt=1, run=run),
-    ]  # fmt: skip
-
 
 FIRST = [e for n in range(20) for e in _visit(1, f"/p{n}", {f"k{n}": n, f"x{n}": n})]
 SECOND = [

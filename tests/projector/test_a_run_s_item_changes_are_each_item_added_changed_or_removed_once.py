@@ -7,32 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventlog import AnyEvent, Change, ItemScraped, LogEntry, PageFetched, TaskDone, TaskEnqueued
+from eventlog import PageFetched
 from projector import SUB_SEQ, ItemChange, item_changes, live_items
-
-SITE = "http://a.test"
-
-
-def _visit(
-    run: int, page: str, items: dict[str, Any], change: Change | None = None, status: int = 200
-) -> list[AnyEvent]:
-    task = f"{page}@{run}"
-    events: list[AnyEvent] = [
-        TaskEnqueued(actor="t", task_id=task, url=SITE + page, site=SITE, run=run),
-        PageFetched(
-            actor="w", task_id=task, attempt=1, url=SITE + page, status=status, page=1,
-            run=run, change=change,
-        ),
-    ]  # fmt: skip
-    events += [
-        ItemScraped(actor="w", task_id=task, key=key, data={"v": value}, run=run)
-        for key, value in items.items()
-    ]
-    return [*events, TaskDone(actor="w", task_id=task, attempt=1, run=run)]
-
-
-def _entries(events: list[AnyEvent]) -> list[LogEntry]:
-    return [LogEntry(f"{1000 + n}-{n % 3}", event, b"") for n, event in enumerate(events)]
+from tests.projector.recrawl_logs import SITE
+from tests.projector.recrawl_logs import entries as _entries
+from tests.projector.recrawl_logs import visit as _visit
 
 
 def _seen(changes: list[ItemChange]) -> list[tuple[int, str, str, Any, Any]]:

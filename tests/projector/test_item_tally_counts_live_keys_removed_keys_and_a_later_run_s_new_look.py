@@ -5,37 +5,13 @@ key (which the fold counts with the duplicates it ignored, `crawlog report` take
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventlog import AnyEvent, Change, ItemScraped, LogEntry, PageFetched, TaskDone, TaskEnqueued
+from eventlog import AnyEvent
 from projector import ItemTally, fold, item_tally, live_items
-
-SITE = "http://a.test"
-
-
-def _visit(
-    run: int, page: str, items: dict[str, Any], change: Change | None = None, status: int = 200
-) -> list[AnyEvent]:
-    task = f"{page}@{run}"
-    events: list[AnyEvent] = [
-        TaskEnqueued(actor="t", task_id=task, url=SITE + page, site=SITE, run=run),
-        PageFetched(
-            actor="w", task_id=task, attempt=1, url=SITE + page, status=status, page=1,
-            run=run, change=change,
-        ),
-    ]  # fmt: skip
-    events += [
-        ItemScraped(actor="w", task_id=task, key=key, data={"v": value}, run=run)
-        for key, value in items.items()
-    ]
-    return [*events, TaskDone(actor="w", task_id=task, attempt=1, run=run)]
-
-
-def _entries(events: list[AnyEvent]) -> list[LogEntry]:
-    return [LogEntry(f"{1000 + n}-0", event, b"") for n, event in enumerate(events)]
+from tests.projector.recrawl_logs import entries as _entries
+from tests.projector.recrawl_logs import visit as _visit
 
 
 def test_a_gone_page_s_keys_leave_the_live_count_and_a_changed_page_s_are_scraped_again() -> None:
