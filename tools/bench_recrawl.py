@@ -13,6 +13,11 @@ the body bytes the site sent for each command (its request log). The changed run
 checked: ``crawlog changes`` lists exactly the pages edited, deleted and added, no page
 was sent in full that did not change, and ``crawlog changes --items`` counts no item twice.
 
+Between the crawl and the recrawl, the raw limit (``tools/raw_revisit.py``): the same
+pages asked for once more with their validators by bare aiohttp in as many processes as
+workers, no queue, log or lease, timed whole too (``raw_s``). Its ratio to the crawl
+(``raw_revisit_vs_crawl``) is what no recrawl of the site can go below on this machine.
+
 With ``--baseline DIR`` (another checkout), runs alternate between DIR and this one.
 Prints a table (median, min, max per column) and, as its last line, one JSON object:
 ``recrawl_vs_crawl`` (the medians' ratio of an unchanged recrawl's wall time to the first
@@ -45,7 +50,7 @@ SHARE_CHANGED = 0.05
 TARGET_RATIO = 0.4
 TARGET_BYTES = 0.05
 COLUMNS = ("crawl_s", "recrawl_s", "changed_recrawl_s", "ratio", "bytes_share", "crawl_cpu_s",
-           "recrawl_cpu_s", "cpu_ratio")  # fmt: skip
+           "recrawl_cpu_s", "cpu_ratio", "raw_s", "raw_cpu_s", "raw_ratio")  # fmt: skip
 
 
 def env_for(tree: Path) -> dict[str, str]:
@@ -98,8 +103,9 @@ def one_run(tree: Path, scratch: Path, n: int, pages: int, workers: int) -> dict
         _, crawl_s, crawl_cpu = crawlog(tree, scratch, "crawl", url + "/", *where, "--workers",
                                 str(workers), "--delay", "0", "--per-host", "16",
                                 "--concurrency", "16", timed=True)  # fmt: skip
-        crawled = len(read_request_log(log))
         crawl_bytes, _ = served(log, 0)
+        raw_s, raw_cpu = raw_revisit(scratch, n, url, read_request_log(log), workers)
+        crawled = len(read_request_log(log))
         _, recrawl_s, recrawl_cpu = crawlog(
             tree, scratch, "recrawl", *where, "--workers", str(workers), timed=True
         )
@@ -128,7 +134,33 @@ def one_run(tree: Path, scratch: Path, n: int, pages: int, workers: int) -> dict
         "crawl_cpu_s": crawl_cpu,
         "recrawl_cpu_s": recrawl_cpu,
         "cpu_ratio": recrawl_cpu / crawl_cpu,
+        "raw_s": raw_s,
+        "raw_cpu_s": raw_cpu,
+        "raw_ratio": raw_s / crawl_s,
     }
+
+
+def raw_revisit(
+    scratch: Path, n: int, url: str, requests: list[Any], workers: int
+) -> tuple[float, float]:
+    """The raw limit (``tools/raw_revisit.py``): the pages the crawl fetched whole, each
+    asked for once more with its validator by bare aiohttp in ``workers`` processes, timed
+    whole as a command; (wall s, CPU s). Its requests reach the site's log before the
+    recrawl's, which are counted after them."""
+    pages = sorted({r.path for r in requests if r.status == 200 and r.path != "/robots.txt"})
+    urls, validators = scratch / f"urls{n}.txt", scratch / f"validators{n}.json"
+    urls.write_text("\n".join(url + path for path in pages))
+    tool = [sys.executable, str(ROOT / "tools" / "raw_revisit.py")]
+    subprocess.run([*tool, "prepare", str(urls), str(validators)], check=True, timeout=TIMEOUT_S)
+    times = scratch / "raw_time.txt"
+    command = [TIME, "-f", TIME_FORMAT, "-o", str(times), *tool, "revisit", str(validators),
+               "--processes", str(workers)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=TIMEOUT_S)
+    said = done.stdout.split()
+    if int(said[2]) or int(said[0]) != len(pages):
+        raise SystemExit(f"the raw revisit was not all 304s: {done.stdout.strip()}")
+    wall, user, system = times.read_text().split()[-3:]
+    return float(wall), float(user) + float(system)
 
 
 def check_changes(
@@ -205,6 +237,8 @@ def main() -> int:
         "crawl_s": round(crawl, 2),
         "recrawl_s": round(recrawl, 2),
         "changed_recrawl_s": round(statistics.median(r["changed_recrawl_s"] for r in this), 2),
+        "raw_revisit_vs_crawl": round(statistics.median(r["raw_s"] for r in this) / crawl, 3),
+        "raw_revisit_s": round(statistics.median(r["raw_s"] for r in this), 2),
         "changes_exact": True,
         "pages": args.pages,
         "workers": args.workers,
