@@ -35,7 +35,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Container, Sequence
+from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -248,8 +248,9 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     """Exit statuses of the projector and the workers, in that order."""
     past_bound: int = 0
     """URLs (and next pages) not crawled because the job had fetched ``--max-pages`` pages."""
-    spider_failures: int = 0
-    """Failed tasks whose spider failed them (``is_spider_failure``), not the site."""
+    spider_failures: int | None = None
+    """Failed tasks whose spider failed them (``is_spider_failure``), not the site; None
+    where not counted (`spider_failures_counted`: no count could pass the share)."""
     orphaned: int = 0
     """Journalled writes refused as their task's lease was taken over (``JobState.orphaned``):
     by design after a store loss or stall, so not among the anomalies."""
@@ -289,7 +290,7 @@ def failure(
         return None
     if aborted:
         return f"{aborted} task(s) aborted: recovered too often (each killed its workers)"
-    tasks, spider = sum(summary.tasks.values()), summary.spider_failures
+    tasks, spider = sum(summary.tasks.values()), summary.spider_failures or 0
     if fail_on == "spider-errors" and spider > spider_error_share * tasks:
         return (
             f"{spider} of {tasks} task(s) ({spider / tasks:.0%}) failed through spider errors, "
@@ -311,6 +312,7 @@ async def run_crawl(
     seed: Seeder | None = None,
     finished: Callable[[TaskQueue], Awaitable[None]] | None = None,
     run: Callable[[], int] | None = None,
+    spider_error_share: float | None = None,
 ) -> CrawlSummary:
     """Run the job to completion (or until interrupted); its summary.
 
@@ -325,6 +327,8 @@ async def run_crawl(
     its seeds and sitemaps, ``_store_and_seed``; ``crawlog recrawl``'s run's pages);
     ``finished``: called once every task ended, before the summary. ``run``: the run the
     seeding chose (``crawlog recrawl``'s), whose own tasks the progress counts.
+    ``spider_error_share``: ``--fail-on spider-errors``'s share, for the summary to count
+    the spider failures that could pass it (None: the exit does not judge them).
     """
     started = time.monotonic()
     job, data_dir = settings.job, settings.data_dir
@@ -385,7 +389,11 @@ async def run_crawl(
                 await children.stop()
     _raise_why_stopped(children, job, evicting)
     return _summary(
-        settings, complete=complete, seconds=time.monotonic() - started, exits=children.exits()
+        settings,
+        complete=complete,
+        seconds=time.monotonic() - started,
+        exits=children.exits(),
+        spider_error_share=spider_error_share,
     )
 
 
@@ -491,17 +499,36 @@ async def _store_and_seed(
     return config, new
 
 
+def spider_failures_counted(tasks: Mapping[str, int], share: float | None) -> bool:
+    """Whether a crawl's spider failures must be counted (every task's state read) to
+    judge ``--fail-on spider-errors`` with ``share`` (None: not judged, as a recrawl's
+    exit is not): only if its failed tasks are more than that share of its tasks, for its
+    spider failures are some of them."""
+    return share is not None and tasks.get("failed", 0) > share * sum(tasks.values())
+
+
 def _summary(
-    settings: CrawlSettings, *, complete: bool, seconds: float, exits: tuple[int | None, ...]
+    settings: CrawlSettings,
+    *,
+    complete: bool,
+    seconds: float,
+    exits: tuple[int | None, ...],
+    spider_error_share: float | None,
 ) -> CrawlSummary:
-    """The crawl's summary, from the projector's last commit."""
+    """The crawl's summary, from the projector's last commit (its spider failures counted
+    if `spider_failures_counted` says so)."""
     from projector import Store, read_committed
 
     job = settings.job
     store = Store(settings.data_dir, job)
     manifest, state = read_committed(store, tasks=False)  # totals only
-    # Every task's state is read only if some task failed: to tell the spider's from the site's.
-    spider_failures = _spider_failures(store) if state.job.tasks.get("failed") else 0
+    # Every task's state is read (for a recrawled job, every run's) only when its count
+    # could fail the crawl: to tell the spider's failures from the site's.
+    spider_failures = (
+        _spider_failures(store)
+        if spider_failures_counted(state.job.tasks, spider_error_share)
+        else None
+    )
     fetches = manifest.summary.fetches if manifest.summary else None
     return CrawlSummary(
         requests_maybe_twice=(

@@ -291,7 +291,16 @@ def crawl_command(**params: Any) -> None:
         )
         with beside or nullcontext():
             summary = anyio.run(
-                lambda: run_crawl(settings, url, echo=echo_line, server=server, forks=forks)
+                lambda: run_crawl(
+                    settings,
+                    url,
+                    echo=echo_line,
+                    server=server,
+                    forks=forks,
+                    spider_error_share=(
+                        options.spider_error_share if options.fail_on == "spider-errors" else None
+                    ),
+                )
             )
     finally:
         if forks is not None:
