@@ -66,6 +66,8 @@ class ItemChange(msgspec.Struct, frozen=True, kw_only=True):
     """The item now (None: removed)."""
     previous: dict[str, Any] | None = None
     """The item before (None: added)."""
+    worker: str = ""
+    """The worker that scraped it (empty for ``removed``)."""
     stream_id: str = "0-0"
     """Where in the feed: the entry's stream ID, its sequence part times `SUB_SEQ` plus the
     change's place among the entry's."""
@@ -250,6 +252,7 @@ def _scraped(memory: _Items, event: ItemScraped, stream_id: str) -> list[ItemCha
             time=event.at,
             data=event.data,
             previous=None if before is None else before.scrape.data,
+            worker=event.actor,
         )
     ]
 
@@ -320,6 +323,32 @@ def live_items(entries: Iterable[LogEntry]) -> list[tuple[ItemScraped, str]]:
     return [(live.scrape, live.stream_id) for live in found]
 
 
+def recrawled(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the job whose archive ``con``'s ``events`` view reads was run again (a
+    `RECRAWL_ACTOR` enqueue): its items are then what its runs' changes left."""
+    return bool(
+        con.execute(
+            "SELECT 1 FROM events WHERE type = 'task.enqueued' AND actor = ? LIMIT 1",
+            [RECRAWL_ACTOR],
+        ).fetchall()
+    )
+
+
+def changes_after(
+    fold: ItemChangeFold, store: Store, manifest: Manifest, after: str
+) -> list[ItemChange]:
+    """``fold`` advanced to the archive ``manifest`` commits: its changes after ``after``.
+    A segment the projector merged away meanwhile is said as DuckDB says a file gone
+    (`duckdb.IOException`), which `run_on_committed` reads the new manifest again for."""
+    try:
+        fold.advance(store, manifest)
+    except ArchiveCorrupt as exc:
+        if store.read_manifest() == manifest:
+            raise
+        raise duckdb.IOException(str(exc)) from None
+    return fold.take_after(after)
+
+
 def register_live_items(con: duckdb.DuckDBPyConnection, store: Store, manifest: Manifest) -> str:
     """The view the items of the archive ``manifest`` commits are read from: `ITEM_EVENTS`
     (each key's first scrape) for a job crawled once; for a recrawled one (a
@@ -327,11 +356,7 @@ def register_live_items(con: duckdb.DuckDBPyConnection, store: Store, manifest: 
     each key as its latest run left it, none a run removed (`live_items`, the whole
     archive folded). A changed item's first scrape was its data before: exported, a
     recrawled job's items were its first run's."""
-    recrawled = con.execute(
-        "SELECT 1 FROM events WHERE type = 'task.enqueued' AND actor = ? LIMIT 1",
-        [RECRAWL_ACTOR],
-    ).fetchall()
-    if not recrawled:
+    if not recrawled(con):
         return ITEM_EVENTS
     try:
         found = live_items(archived_entries(store, manifest))
@@ -379,16 +404,15 @@ def register_item_changes(
 
     A segment the projector merged away meanwhile is said as DuckDB says a file gone
     (`duckdb.IOException`), which `run_on_committed` reads the new manifest again for."""
-    try:
-        if fold is None:
+    if fold is not None:
+        changes = changes_after(fold, store, manifest, after)
+    else:
+        try:
             changes = item_changes(archived_entries(store, manifest))
-        else:
-            fold.advance(store, manifest)
-            changes = fold.take_after(after)
-    except ArchiveCorrupt as exc:
-        if store.read_manifest() == manifest:
-            raise
-        raise duckdb.IOException(str(exc)) from None
+        except ArchiveCorrupt as exc:
+            if store.read_manifest() == manifest:
+                raise
+            raise duckdb.IOException(str(exc)) from None
     rows = []
     for change in changes:
         ms, _, seq = change.stream_id.partition("-")

@@ -34,6 +34,13 @@ import msgspec
 
 from eventlog import ConfigError, CrawlogError
 from projector._feed import FEED_BATCH, after_position, job_ended
+from projector._item_changes import (
+    SUB_SEQ,
+    ItemChange,
+    ItemChangeFold,
+    changes_after,
+    recrawled,
+)
 from projector._pg_columns import (
     CREATED_META,
     MAX_IDENTIFIER_BYTES,
@@ -145,6 +152,13 @@ class PostgresFeed:
         """Where its position is kept, in the same database."""
         self.position = PostgresPosition()
         self._con: psycopg.Connection[Any] | None = None
+        self._changes: ItemChangeFold | None = None
+        """Set once the job is found recrawled: the feed follows its item changes."""
+
+    @property
+    def unit(self) -> str:
+        """What a row it writes is: an item, or a run's change to one."""
+        return "items" if self._changes is None else "item changes"
 
     def _ident(self, name: str) -> sql.Identifier:
         from psycopg import sql
@@ -316,6 +330,9 @@ class PostgresFeed:
     # --- one batch ---------------------------------------------------------------------------
 
     def _batch(self, committed: Committed) -> int:
+        if self._changes is not None or recrawled(committed.con):
+            self._changes = self._changes or ItemChangeFold()
+            return self._changes_batch(committed, self._changes)
         with self._driver_errors("writing to"), self.con.transaction(), self.con.cursor() as cur:
             position = self._lock_position(cur)
             select = _SELECT.format(view=ITEM_EVENTS, after=after_position(position.stream_id))
@@ -342,6 +359,54 @@ class PostgresFeed:
             self._record(cur, position)
         self.position = position
         return len(rows)
+
+    def _changes_batch(self, committed: Committed, fold: ItemChangeFold) -> int:
+        """A recrawled job's next changes (whole log entries), as the table's rows: the
+        last change of each key in the batch upserted, or its row deleted if removed."""
+        with self._driver_errors("writing to"), self.con.transaction(), self.con.cursor() as cur:
+            position = self._lock_position(cur)
+            pending = changes_after(
+                fold, self.store, committed.manifest, _after_entry(position.stream_id)
+            )
+            batch = _whole_entries(pending, FEED_BATCH)
+            if not batch:
+                self.position = position
+                return 0
+            latest = {change.key: change for change in batch}
+            kept = [c for c in latest.values() if c.change != "removed"]
+            rows = [
+                (c.key, c.task_id, None, c.worker, c.time, _entry_of(c.stream_id)) for c in kept
+            ]
+            items = [_item(msgspec.json.encode(c.data).decode()) for c in kept]
+            values: dict[str, list[Any]] = {}
+            for item, _ in items:
+                for field, value in item.items():
+                    values.setdefault(field, []).append(value)
+            columns = self._columns(cur)
+            fields, add = plan_columns(values, position.fields, columns)
+            if add:
+                self._add_columns(cur, add)
+                columns = self._columns(cur)
+            if rows:
+                self._upsert(cur, rows, items, fields, columns)
+            if gone := [scrub(c.key) for c in latest.values() if c.change == "removed"]:
+                self._delete(cur, gone)
+            position = PostgresPosition(
+                stream_id=_entry_of(batch[-1].stream_id),
+                rows=position.rows + len(batch),
+                fields=fields,
+            )
+            self._record(cur, position)
+        self.position = position
+        return len(batch)
+
+    def _delete(self, cur: psycopg.Cursor[Any], keys: list[str]) -> None:
+        from psycopg import sql
+
+        cur.execute(
+            sql.SQL("DELETE FROM {} WHERE key = ANY(%s)").format(self._ident(self.table_name)),
+            (keys,),
+        )
 
     def _add_columns(self, cur: psycopg.Cursor[Any], add: list[tuple[str, str]]) -> None:
         from psycopg import sql
@@ -418,6 +483,30 @@ class PostgresFeed:
                 self.table_name,
             ),
         )
+
+
+def _entry_of(change_id: str) -> str:
+    """The stream ID of the log entry a change (`ItemChange.stream_id`) was made by."""
+    ms, _, placed = change_id.partition("-")
+    return f"{ms}-{int(placed or 0) // SUB_SEQ}"
+
+
+def _after_entry(stream_id: str) -> str:
+    """The change ID after which come the changes of the entries after ``stream_id``."""
+    ms, _, seq = stream_id.partition("-")
+    return f"{ms}-{int(seq or 0) * SUB_SEQ + SUB_SEQ - 1}"
+
+
+def _whole_entries(changes: list[ItemChange], size: int) -> list[ItemChange]:
+    """The first ``size`` of ``changes``, and the rest of the last one's entry: the
+    position is an entry's, so a batch ends where an entry does (a gone page's removals
+    are one entry's)."""
+    end = min(size, len(changes))
+    while end < len(changes) and _entry_of(changes[end].stream_id) == _entry_of(
+        changes[end - 1].stream_id
+    ):
+        end += 1
+    return changes[:end]
 
 
 def _item(data: str) -> tuple[dict[str, Any], str]:

@@ -458,7 +458,7 @@ def _export_to_postgres(
         feed.open()
         written = feed.poll(need_data=True)
         click.echo(
-            f"exported {written:,} items to {feed.name} ({feed.position.rows:,} in all, "
+            f"exported {written:,} {feed.unit} to {feed.name} ({feed.position.rows:,} in all, "
             f"log position {feed.position.stream_id})"
         )
     finally:
