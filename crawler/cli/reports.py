@@ -476,7 +476,6 @@ def _follow(feed: Feed | PostgresFeed, *, until_done: bool, every: float) -> Non
     else:
         out = feed.name
         kept = f"position in its table {feed.positions_table}"
-    what = feed.what
     position = feed.open()
     stop = threading.Event()
 
@@ -487,12 +486,12 @@ def _follow(feed: Feed | PostgresFeed, *, until_done: bool, every: float) -> Non
     previous = {sig: signal.signal(sig, stopping) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if position.rows:
-            click.echo(f"feed {out}: resuming after {position.rows:,} {what}", err=True)
+            click.echo(f"feed {out}: resuming after {position.rows:,} {_unit(feed)}", err=True)
         while not stop.is_set():
             ended = until_done and feed.job_ended()
             if written := feed.poll(stop.is_set):
                 click.echo(
-                    f"feed {out}: {feed.position.rows:,} {what} (+{written:,}), "
+                    f"feed {out}: {feed.position.rows:,} {_unit(feed)} (+{written:,}), "
                     f"log position {feed.position.stream_id}",
                     err=True,
                 )
@@ -503,7 +502,15 @@ def _follow(feed: Feed | PostgresFeed, *, until_done: bool, every: float) -> Non
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     why = "the job ended" if not stop.is_set() else "stopped"
-    click.echo(f"feed {out}: {why}; {feed.position.rows:,} {what} written, {kept}", err=True)
+    click.echo(f"feed {out}: {why}; {feed.position.rows:,} {_unit(feed)} written, {kept}", err=True)
+
+
+def _unit(feed: Feed | PostgresFeed) -> str:
+    """What a row the feed writes is (a PostgreSQL feed of a recrawled job writes item
+    changes, once its first look found the job recrawled)."""
+    from projector import Feed
+
+    return feed.what if isinstance(feed, Feed) else feed.unit
 
 
 def register_report_commands(group: click.Group) -> None:
