@@ -19,7 +19,7 @@ import click
 
 from crawler._job import load_config
 from crawler.cli._options import data_dir_option, job_option, json_option
-from eventlog import JobKeys, connect, resolve_data_dir, resolve_url
+from eventlog import FIRST_RUN, JobKeys, connect, read_run, resolve_data_dir, resolve_url
 
 if TYPE_CHECKING:
     from crawler.ops import LiveProgress, Progress
@@ -87,13 +87,20 @@ def status_command(
             config = await load_config(client, JobKeys(job))  # an unknown job fails here
             politeness = config.politeness
             floor_ms = round(politeness.delay_s * 1000) if politeness.autothrottle else None
+            # A recrawled job's progress is its latest run's, as the recrawl shows it: the
+            # runs before it ended, and their failures (a page gone) are not this run's.
+            latest = (await read_run(client, JobKeys(job))).run
+            run = latest if latest > FIRST_RUN else None
             source = LiveProgress(
                 client,
                 job,
                 directory,
                 lease_ms=config.lease_ms,
                 delay_floor_ms=floor_ms,
-                every_task=False,  # counts per site: the ended tasks stay in the task store
+                # Counts per site (the ended tasks stay in the task store), but for a run's
+                # own, which leave out the tasks of the runs before it.
+                every_task=run is not None,
+                run=run,
             )
             ended = await _show(source, watch=watch, as_json=as_json, interval=interval)
             if not watch and not as_json:
