@@ -45,10 +45,12 @@ from typing import Any, Final
 import msgspec
 
 from eventlog import (
+    RECRAWL_ACTOR,
     LogEntry,
     PageFetched,
     RobotsNotWhole,
     TaskClaimed,
+    TaskEnqueued,
     TaskOrphaned,
     TaskReclaimed,
     TaskReleased,
@@ -174,6 +176,10 @@ class FetchFigures(msgspec.Struct, frozen=True, kw_only=True):
     robots: dict[str, str] = {}
     """Site -> why its robots.txt was last not taken whole (``site.robots``'s reason):
     it could not be read, or was cut at 500 KiB."""
+    recrawled: bool | None = None
+    """Whether the log has a run past the first (a `RECRAWL_ACTOR` enqueue): the report
+    then reads the archive for the items its latest run left. None: not known (figures
+    committed before this was kept)."""
 
 
 class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
@@ -200,6 +206,7 @@ class TrackedFetches(msgspec.Struct, frozen=True, kw_only=True, array_like=True)
     clock_offsets: dict[str, float] = {}
     robots: dict[str, str] = {}
     restored: list[str] = []
+    recrawled: bool | None = None
 
 
 _TRACKED_ENCODER: Final = msgspec.msgpack.Encoder()
@@ -285,6 +292,8 @@ class FetchTracker:
         """Tasks reclaimed by a restore and not claimed since (`FetchFigures.restored`)."""
         self.clock_offsets: dict[str, float] = {}
         self.robots: dict[str, str] = {}
+        self.recrawled: bool | None = False
+        """`FetchFigures.recrawled`: True from the first recrawl's enqueue on."""
 
     def response_times(self) -> tuple[float | None, float | None]:
         """(average, p95) in ms of every fetch counted, the p95 within ``RELATIVE_ERROR``
@@ -306,7 +315,7 @@ class FetchTracker:
         fetches = released = retry_fetches = pages_retried = extra_fetches = unrecorded = 0
         elapsed_sum = self.elapsed_sum_ms
         page_fetched, task_released = PageFetched, TaskReleased
-        retakes = _RETAKE_KINDS
+        retakes, task_enqueued = _RETAKE_KINDS, TaskEnqueued
         retaken, offsets, ms_per_minute = self.retaken, self.clock_offsets, MS_PER_MINUTE
         for entry in entries:
             event: Any = entry.event
@@ -318,6 +327,8 @@ class FetchTracker:
                     self.robots[event.site] = event.reason
                 elif kind in retakes:
                     _note_retake(event, self.restored, retaken)
+                elif kind is task_enqueued and event.actor == RECRAWL_ACTOR:
+                    self.recrawled = True
                 continue
             fetches += 1
             stream_id = entry.stream_id
@@ -431,6 +442,7 @@ class FetchTracker:
             clock_offsets=dict(sorted(self.clock_offsets.items())),
             robots=dict(sorted(self.robots.items())),
             restored=tuple(sorted(self.restored)),
+            recrawled=self.recrawled,
         )
 
     def load(self, figures: FetchFigures) -> None:
@@ -461,6 +473,7 @@ class FetchTracker:
             clock_offsets=self.clock_offsets,
             robots=self.robots,
             restored=sorted(self.restored),
+            recrawled=self.recrawled,
         )
         return _TRACKED_ENCODER.encode(tracked)
 
@@ -491,6 +504,7 @@ class FetchTracker:
         self.restored = set(source.restored)
         self.clock_offsets = dict(source.clock_offsets)
         self.robots = dict(source.robots)
+        self.recrawled = source.recrawled
 
 
 _RETAKE_KINDS: Final = frozenset({TaskClaimed, TaskReclaimed, TaskOrphaned})
@@ -692,6 +706,9 @@ def counts_from_archive(con: Any) -> FetchTracker:
     con.execute(_PAGES_SQL)
     con.execute(_HISTORY_SQL)
     tracker = FetchTracker()
+    (tracker.recrawled,) = con.execute(
+        "SELECT count(*) > 0 FROM src WHERE type = 'task.enqueued' AND actor = ?", [RECRAWL_ACTOR]
+    ).fetchone()
     row = con.execute("SELECT count(*), coalesce(sum(elapsed_ms), 0.0) FROM fetches").fetchone()
     tracker.fetches, tracker.elapsed_sum_ms = row
     (tracker.released,) = con.execute(

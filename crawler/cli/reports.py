@@ -165,7 +165,9 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
     if lease_s is None:
         lease_s = _stored_lease_s(job, data_dir)
     report = build_report(store, lease_s=lease_s, now=time.time())
-    revisits, items = _read_log(store, resolve_data_dir(data_dir))
+    revisits, items = _read_log(
+        store, resolve_data_dir(data_dir), revisits=not as_json, items=_maybe_recrawled(store)
+    )
     if items is not None and items.runs > FIRST_RUN:
         report = msgspec.structs.replace(report, items_over_runs=items)
     waiting = waiting_for_a_person(job, data_dir, store)
@@ -182,30 +184,50 @@ def report_command(job: str, data_dir: Path | None, as_json: bool, lease_s: floa
             click.echo(line)
 
 
-def _read_log(store: Store, directory: Path) -> tuple[str, ItemTally | None]:
+def _maybe_recrawled(store: Store) -> bool:
+    """Whether the job may have been run more than once, as the projector's figures say
+    (`FetchFigures.recrawled`); True where they do not say (committed before they did)."""
+    summary = store.read_manifest().summary
+    figures = summary.fetches if summary is not None else None
+    return figures is None or figures.recrawled is not False
+
+
+def _read_log(
+    store: Store, directory: Path, *, revisits: bool, items: bool
+) -> tuple[str, ItemTally | None]:
     """What the report takes from the committed archive read whole, in one pass: its line
-    on revisits (the pages due now) and the job's items over its runs. An archive too long
-    to read gives a line saying so and no items; one with a committed file that cannot be
-    read, neither (the warning above said so)."""
+    on revisits (the pages due now, if ``revisits``) and the job's items over its runs (if
+    ``items``); nothing read for neither. An archive too long to read gives a line saying
+    so and no items; one with a committed file that cannot be read, neither (the warning
+    above said so)."""
     import anyio
 
     from crawler.cli._revisit_text import due_line, due_of, stored_policy, too_long_to_scan
-    from projector import ItemTallyFold, archived_entries
+    from projector import ItemTallyFold, RevisitPolicy, archived_entries
 
+    if not (revisits or items):
+        return "", None
     skipped = too_long_to_scan(store)
     if skipped is not None:
         return skipped, None
     now = time.time()
-    policy = anyio.run(stored_policy, store.job, directory)
-    items = ItemTallyFold()
+    policy = anyio.run(stored_policy, store.job, directory) if revisits else RevisitPolicy()
+    fold = ItemTallyFold() if items else None
 
     def events() -> Iterator[AnyEvent]:
         for entry in archived_entries(store, store.read_manifest()):
-            items.add(entry)
+            if fold is not None:
+                fold.add(entry)
             yield entry.event
 
     try:
-        return due_line(due_of(events(), policy, now), now), items.tally()
+        if revisits:
+            line = due_line(due_of(events(), policy, now), now)
+        else:
+            line = ""
+            for _ in events():
+                pass
+        return line, None if fold is None else fold.tally()
     except CrawlogError:
         return "", None
 
