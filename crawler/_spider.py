@@ -366,12 +366,10 @@ class Response:
                 or html_body_declared_encoding(body)
             )
             if encoding is None:
-                encoding = html_to_unicode(
-                    self.headers.get("content-type"),
-                    body,
-                    default_encoding=_DEFAULT_ENCODING,
-                    auto_detect_fun=_auto_detect,
-                )[0]
+                # What ``html_to_unicode`` did with Scrapy's ``auto_detect_fun`` and
+                # ``default_encoding`` once the BOM, the header and the page named none:
+                # w3lib 2.6 deprecated both, and Scrapy still passes them.
+                encoding = _auto_detect(body) or _DEFAULT_ENCODING
             text = html_to_unicode(f"charset={encoding}", body)[1]
         except (LookupError, UnicodeError):  # a codec that is no text encoding (``idna``)
             encoding, text = "utf-8", body.decode("utf-8", errors="replace")
