@@ -35,6 +35,8 @@ import pyarrow.compute as pc
 import redis.asyncio as aioredis
 
 from eventlog import (
+    FINISHED,
+    FIRST_RUN,
     LANE_RECOVERY,
     RECRAWL_ACTOR,
     CheckpointSaved,
@@ -45,6 +47,7 @@ from eventlog import (
     OperatorRefused,
     PageFetched,
     RetryScheduled,
+    RunRecord,
     Task,
     TaskEnqueued,
     TaskReclaimed,
@@ -56,6 +59,7 @@ from eventlog import (
     log_continues,
     publish_projector_position,
     read_identity,
+    read_run,
     record_restore,
     restart_log,
     restore_checkpoints,
@@ -66,7 +70,9 @@ from eventlog import (
     restore_redirects,
     restore_seen,
     set_identity,
+    write_run,
 )
+from eventlog import RUNNING as RUN_GOING
 from projector._archive import read_table
 from projector._committed import live_state
 from projector._fold import STORE_RESTORED, fold
@@ -298,6 +304,35 @@ def archived_revisits(paths: list[Path]) -> int:
     return int(_query_archive(paths, _REVISITS_SQL)[0][0]) if paths else 0
 
 
+_LATEST_RECRAWL_SQL = """
+SELECT payload FROM read_parquet({files})
+WHERE type = 'task.enqueued' AND actor = {revisit_actor}
+ORDER BY CAST(split_part(stream_id, '-', 1) AS BIGINT) DESC,
+         CAST(split_part(stream_id, '-', 2) AS BIGINT) DESC
+LIMIT 1
+"""
+
+
+def archived_latest_run(paths: list[Path]) -> int:
+    """The latest run the archive has a recrawl's revisit of (its last one's run: a run's
+    revisits are enqueued before the next run starts); `FIRST_RUN` if none."""
+    rows = _query_archive(paths, _LATEST_RECRAWL_SQL) if paths else []
+    event = decode(rows[0][0]) if rows else None
+    return event.run if isinstance(event, TaskEnqueued) else FIRST_RUN
+
+
+def restored_run(archived: int, state: State) -> RunRecord | None:
+    """The job's run record as its log has it: its latest run (of the archive's revisits,
+    ``archived``, and the tasks in ``state``: the live ones and the tail's), running while
+    a task of it has not ended; None for a job never run again (it had no record). The
+    revisit intervals given to `crawlog recrawl` were never logged: the defaults apply."""
+    latest = max([archived, *(task.run for task in state.tasks.values())], default=FIRST_RUN)
+    if latest <= FIRST_RUN:
+        return None
+    going = any(t.run == latest and t.status not in TERMINAL for t in state.tasks.values())
+    return RunRecord(run=latest, state=RUN_GOING if going else FINISHED)
+
+
 def archived_landings(paths: list[Path]) -> list[PageFetched]:
     """The archived first-page fetches that landed on another URL than their task's (a
     redirect, or another spelling of the same URL)."""
@@ -512,11 +547,20 @@ async def restore_job(
         next_pages = len(tail_next) + await anyio.to_thread.run_sync(archived_next_pages, segments)
         # Pages an earlier run counted, marked seen again without counting them again.
         revisits = len(tail_revisits) + await anyio.to_thread.run_sync(archived_revisits, segments)
+        run = restored_run(await anyio.to_thread.run_sync(archived_latest_run, segments), state)
+        if run is not None:
+            # Intervals a store that still has the record kept (they are not logged).
+            given = (await read_run(redis, keys)).intervals
+            run = msgspec.structs.replace(run, intervals=given)
         identity = JobIdentity(job_id=job_id, epoch=epoch)
         known, queued = await _write(
             redis, keys, store, manifest, plan, claims, next_pages, revisits + claimed_again,
             continues=continues, identity=identity,
         )  # fmt: skip
+        if run is not None:
+            # After the keys: the store's were cleared with the job's. Which run is the
+            # latest, and whether it ended, is the log's (``crawlog recrawl`` reads it so too).
+            await write_run(redis, keys, run)
         for path in left_by_workers:
             path.unlink(missing_ok=True)  # counted: a second restore must not count them again
     return Restored(
