@@ -32,7 +32,9 @@ from anyio.abc import TaskGroup
 from crawler.console._task_index import TaskIndex
 from crawler.ops import LiveProgress, Progress, Row, Tracker
 from eventlog import (
+    FIRST_RUN,
     CrawlogError,
+    JobKeys,
     JobResumed,
     LogEntry,
     PageFetched,
@@ -41,6 +43,7 @@ from eventlog import (
     SiteResumed,
     TaskAborted,
     TaskFailed,
+    read_run,
     stream_id_key,
 )
 from projector import ABORTED, FAILED, State
@@ -221,6 +224,8 @@ class JobWatch:
         self._loaded = anyio.Event()
         self._loading = False
         self._history_read = False
+        self._aborted_before: tuple[int | None, int] = (None, 0)
+        """(run, the aborted tasks of the runs before it), for `_aborted`."""
 
     @property
     def state(self) -> State:
@@ -260,6 +265,9 @@ class JobWatch:
             now = time.monotonic()
             if not fresh and self._last is not None and now - self._last[0] < FRESH_S:
                 return self._last[1]
+            # A recrawled job's panel counts its latest run, as `crawlog status` does.
+            latest = (await read_run(self._source.redis, JobKeys(self.job))).run
+            self._source.follow_run(latest if latest > FIRST_RUN else None)
             report = await self._source.refresh(now=now)
             self.observed.sample(time.time(), report.total)
             # Replaced by each start from a commit: read again after every refresh.
@@ -267,6 +275,18 @@ class JobWatch:
             self._last = (now, report)
             self._loaded.set()
             return report
+
+    def _aborted(self, run: int | None) -> int:
+        """The aborted tasks the panel's failed count holds: the job's, or ``run``'s (the
+        job's less the runs' before it, counted once a run: they have ended)."""
+        job = self.state.job.tasks.get(ABORTED, 0)
+        if run is None:
+            return job
+        if self._aborted_before[0] != run:
+            tasks = self.state.tasks.values()
+            before = sum(1 for t in tasks if t.run < run and t.status == ABORTED)
+            self._aborted_before = (run, before)
+        return job - self._aborted_before[1]
 
     async def panel(self, tg: TaskGroup) -> PanelView:
         """The panel's numbers: live once the state is read, the last commit's till then."""
@@ -292,7 +312,7 @@ class JobWatch:
         recent = self.observed.response_times()
         return PanelView(
             report=report,
-            aborted=self.state.job.tasks.get(ABORTED, 0),
+            aborted=self._aborted(report.run),
             peak_retries=self.observed.peak_retries,
             response_ms=recent if recent[0] is not None else self._source.fetches.response_times(),
         )

@@ -116,6 +116,17 @@ class LiveProgress:
         """The manifest the tracker started from: its task store has the ended tasks the
         tail may name."""
 
+    def follow_run(self, run: int | None) -> None:
+        """Count ``run``'s tasks from the next refresh on (None: every run's): a console
+        open when a recrawl starts goes on with the new run, its rates measured anew."""
+        if run == self.run:
+            return
+        self.run = run
+        self._earlier = {}
+        if run is not None and self.every_task and self._loaded:
+            self._earlier = earlier_runs(self.tracker.state, run)
+        self.window = RateWindow(self.window.window_s)
+
     async def load(self) -> None:
         """Start from what the projector committed (read without its lock)."""
 
