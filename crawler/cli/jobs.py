@@ -40,8 +40,10 @@ def jobs_command(ctx: click.Context, data_dir: Path | None, as_json: bool) -> No
     """Every job in the data directory and on its server: status, tasks, last activity.
 
     Status: running (a worker is alive or holds a lease), done (no task left), unfinished
-    (tasks left, nobody working: run the same `crawl` again), empty (no task yet). Done and
-    failed counts are the projector's last commit; remaining is live when the server runs.
+    (tasks left, nobody working: run the same `crawl` again), empty (no task yet). Run is
+    the job's latest (past 1: `crawlog recrawl` ran it again), from the server. Ended and
+    failed count every run's tasks, as of the projector's last commit; remaining is live
+    when the server runs.
     Exit status 1 when there is no job.
     """
     from projector import Store, files_warning, projected_jobs
@@ -91,6 +93,7 @@ def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
         columns=(
             "job",
             "status",
+            "run",
             "ended",
             "failed",
             "remaining",
@@ -102,6 +105,7 @@ def _print(rows: list[JobRow], directory: Path, url: str | None) -> None:
             (
                 r.job,
                 r.status,
+                r.run,
                 r.done,
                 r.failed,
                 r.remaining,

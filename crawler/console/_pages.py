@@ -168,6 +168,7 @@ def jobs_page(rows: Sequence[JobRow]) -> str:
             [
                 f'<a href="/jobs/{quote(name, safe="")}">{escape(name)}</a>',
                 escape(r.status),
+                _n(r.run),
                 _n(r.done),
                 _n(r.failed),
                 _n(r.remaining),
@@ -175,7 +176,7 @@ def jobs_page(rows: Sequence[JobRow]) -> str:
                 ago,
             ]
         )
-    head = ("job", "status", "ended", "failed", "remaining", "workers", "last activity")
+    head = ("job", "status", "run", "ended", "failed", "remaining", "workers", "last activity")
     return f'<div id="jobs" data-live>{table(head, lines)}</div>'
 
 

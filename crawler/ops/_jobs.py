@@ -24,6 +24,7 @@ from eventlog import (
     TaskQueue,
     connect,
     job_names,
+    read_run,
     read_workers,
     stream_id_key,
 )
@@ -48,6 +49,10 @@ class JobRow(msgspec.Struct, kw_only=True):
     """Unix time of the job's last event (its stream ID's clock)."""
     on_server: bool
     in_data_dir: bool
+    run: int | None = None
+    """The job's latest run (past 1: ``crawlog recrawl`` ran it again; a restore puts it
+    back from the log), from the server (None: not asked). ``done`` and ``failed`` count
+    every run's tasks."""
 
 
 class _ServerSide(msgspec.Struct):
@@ -55,6 +60,7 @@ class _ServerSide(msgspec.Struct):
     alive: int
     leases: int
     last_ms: int | None
+    run: int
 
 
 async def read_job_rows(directory: Path, url: str | None) -> list[JobRow]:
@@ -90,6 +96,7 @@ async def _read_server(url: str) -> dict[str, _ServerSide]:
                 alive=sum(w.alive for w in workers),
                 leases=sum(w.leases for w in workers),
                 last_ms=stream_id_key(last)[0] if last else None,
+                run=(await read_run(client, keys)).run,
             )
     return found
 
@@ -121,4 +128,5 @@ def _row(job: str, server: _ServerSide | None, tasks: dict[str, int] | None) -> 
         last_activity=server.last_ms / 1000 if server and server.last_ms else None,
         on_server=server is not None,
         in_data_dir=tasks is not None,
+        run=server.run if server is not None else None,
     )

@@ -14,7 +14,17 @@ import redis.asyncio as aioredis
 
 from crawler._job import JobConfig, save_config
 from crawler._worker import enqueue_seeds
-from eventlog import EventLog, JobKeys, TaskClaimed, TaskDone, TaskEnqueued, TaskQueue
+from eventlog import (
+    RUNNING,
+    EventLog,
+    JobKeys,
+    RunRecord,
+    TaskClaimed,
+    TaskDone,
+    TaskEnqueued,
+    TaskQueue,
+    write_run,
+)
 from eventlog._server import PID_FILE
 from projector._projector import Projector
 from tests.crawler.cli_run import clean_env, crawlog
@@ -51,6 +61,8 @@ async def test_jobs_on_the_server_and_in_the_data_dir_with_their_status(
         await save_config(redis_client, JobKeys(name), JobConfig(seeds=(f"{SITE}/{name}",)))
         await enqueue_seeds(TaskQueue(redis_client, name, "t"), [f"{SITE}/{name}"], actor="t")
     assert await TaskQueue(redis_client, busy, "w9").claim(1)  # a lease held: running
+    # A job run again (`crawlog recrawl` records its run so, and a restore from its log).
+    await write_run(redis_client, JobKeys(left), RunRecord(run=2, state=RUNNING))
     before = time.time()
 
     env = clean_env(REDIS_URL=valkey_url)
@@ -63,11 +75,12 @@ async def test_jobs_on_the_server_and_in_the_data_dir_with_their_status(
     assert rows[left]["status"] == "unfinished" and rows[left]["remaining"] == 1
     assert rows[left]["on_server"] and not rows[left]["in_data_dir"]
     assert rows[busy]["status"] == "running"
+    assert (rows[done]["run"], rows[left]["run"]) == (1, 2)
 
     text = crawlog("jobs", "--data-dir", str(data_dir), env=env)
     assert text.returncode == 0, text.stderr
     line = next(x for x in text.stdout.splitlines() if x.startswith(done + " "))
-    assert line.split()[:5] == [done, "done", "1", "0", "0"], line
+    assert line.split()[:6] == [done, "done", "1", "1", "0", "0"], line  # run 1, 1 ended
     assert "ago)" in line and "server+data dir" in line
 
 
