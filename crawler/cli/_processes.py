@@ -35,7 +35,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -341,6 +341,7 @@ async def run_crawl(
     # then; a connection found dead is opened again by the ride-out's retry.
     async with (
         connect(url, ride_out_s=DEFAULT_RIDE_OUT_S, quiet=True, health_check_s=0) as client,
+        _said_if_full(client, job, url, echo),
         hold_job_crawl(client, JobKeys(job)),
     ):
         if durability_in_force() == "replica":
@@ -395,6 +396,22 @@ async def run_crawl(
         exits=children.exits(),
         spider_error_share=spider_error_share,
     )
+
+
+@contextlib.asynccontextmanager
+async def _said_if_full(
+    client: aioredis.Redis, job: str, url: str, echo: Callable[[str], None]
+) -> AsyncIterator[None]:
+    """Say, before the crawl's first write, that the server is out of memory if it is: the
+    write waits for room (`ride_out_retry`), and `watch_memory` says it only once the
+    workers run, so a crawl started on a full server waited in silence."""
+    memory = await read_memory(client)
+    if memory is not None and memory.full:
+        echo(
+            f"crawl {job}: {out_of_memory_advice(redacted(url))}; the crawl waits for room "
+            f"to start (up to {DEFAULT_RIDE_OUT_S:.0f} s)"
+        )
+    yield
 
 
 async def _watch_children(
