@@ -25,6 +25,7 @@ from projector import (
     PAUSED,
     PENDING,
     RUNNING,
+    TERMINAL,
     ClockSkew,
     State,
     apply,
@@ -275,12 +276,14 @@ _BY_STATUS: Final = {
 
 
 def earlier_runs(state: State, run: int) -> dict[str, SiteCounts]:
-    """Per site, what the tasks of the runs before ``run`` count in a snapshot (tasks by
-    status, their pages, retries and recoveries): what ``run``'s own progress leaves out
-    (`of_run`). Read once, as a run starts: those tasks have ended."""
+    """Per site, what the ended tasks of the runs before ``run`` count in a snapshot
+    (tasks by status, their pages, retries and recoveries): what ``run``'s own progress
+    leaves out (`of_run`). Read once, as a run starts or a status loads: those tasks have
+    ended. One of them not ended (retried by ``crawlog retry`` since) stays in the
+    progress: work left is never left out."""
     counts: dict[str, dict[str, int]] = {}
     for task in state.tasks.values():
-        if task.run >= run:
+        if task.run >= run or task.status not in TERMINAL:
             continue
         site = counts.setdefault(task.site, dict.fromkeys((*_COUNTED, "retries", "recoveries"), 0))
         site["discovered"] += 1

@@ -88,6 +88,8 @@ class LiveProgress:
         """Count only this run's tasks (a recrawl's): the earlier runs' are read once, as
         it loads (`earlier_runs`), and left out of each snapshot. Needs ``every_task``."""
         self._earlier: dict[str, SiteCounts] = {}
+        self._earlier_due = False
+        """`_earlier` is read from the state at the next refresh, once its tail is folded."""
         self.every_task = every_task
         """Whether the tracker's state holds every task (the console looks tasks up in
         it), or only the live part (``crawlog status``: the ended tasks of a big job stay
@@ -153,8 +155,8 @@ class LiveProgress:
             # in the tail may be taken for a first fetch (the next commit counts it right).
             self.fetches.load(fetches)
         self.tracker = tracker
-        if self.run is not None and self.every_task:
-            self._earlier = earlier_runs(tracker.state, self.run)
+        # After the tail is folded (`refresh`): a task the tail retried has not ended.
+        self._earlier_due = self.run is not None and self.every_task
         self._manifest = manifest
         self.committed = manifest.position
         self._committed_events = tracker.state.job.events
@@ -178,6 +180,9 @@ class LiveProgress:
                     "with the --data-dir the job's projector writes to"
                 )
             await self._fold_tail()
+        if self._earlier_due and self.run is not None:
+            self._earlier = earlier_runs(self.tracker.state, self.run)
+            self._earlier_due = False
         snapshot = self.tracker.snapshot(time.monotonic() if now is None else now)
         snapshot = of_run(snapshot, self._earlier)
         older = self.window.add(snapshot)

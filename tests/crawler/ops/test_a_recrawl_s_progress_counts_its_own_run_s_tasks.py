@@ -33,3 +33,12 @@ def test_the_run_s_tasks_alone_are_counted() -> None:
     assert (total.discovered, total.done, total.pending, total.pages) == (2, 1, 1, 2)
     # No earlier run: nothing left out.
     assert of_run(Tracker(state).snapshot(0.0), {}).total.discovered == 5
+
+
+def test_an_earlier_run_s_task_not_ended_stays_in_the_progress() -> None:
+    # ``crawlog retry`` of an earlier run's failed task: work left is never left out.
+    state = State()
+    fold(as_entries([*visit("a", 1), *visit("b", 1, done=False)]), state)
+    fold(as_entries([*visit("a@2", 2)]), state)
+    total = of_run(Tracker(state).snapshot(0.0), earlier_runs(state, 2)).total
+    assert (total.discovered, total.done, total.running + total.pending) == (2, 1, 1)
