@@ -343,15 +343,7 @@ class PostgresFeed:
                 self.position = position
                 return 0
             items = [_item(str(row[2]) if row[2] is not None else "") for row in rows]
-            values: dict[str, list[Any]] = {}
-            for item, _ in items:
-                for field, value in item.items():
-                    values.setdefault(field, []).append(value)
-            columns = self._columns(cur)
-            fields, add = plan_columns(values, position.fields, columns)
-            if add:
-                self._add_columns(cur, add)
-                columns = self._columns(cur)
+            fields, columns = self._fitted(cur, items, position)
             self._upsert(cur, rows, items, fields, columns)
             position = PostgresPosition(
                 stream_id=str(rows[-1][5]), rows=position.rows + len(rows), fields=fields
@@ -359,6 +351,25 @@ class PostgresFeed:
             self._record(cur, position)
         self.position = position
         return len(rows)
+
+    def _fitted(
+        self,
+        cur: psycopg.Cursor[Any],
+        items: list[tuple[dict[str, Any], str]],
+        position: PostgresPosition,
+    ) -> tuple[list[tuple[str, str]], dict[str, str]]:
+        """The batch's fields with their columns (``plan_columns``), the columns the new
+        fields need added to the table; and the table's columns then."""
+        values: dict[str, list[Any]] = {}
+        for item, _ in items:
+            for field, value in item.items():
+                values.setdefault(field, []).append(value)
+        columns = self._columns(cur)
+        fields, add = plan_columns(values, position.fields, columns)
+        if add:
+            self._add_columns(cur, add)
+            columns = self._columns(cur)
+        return fields, columns
 
     def _changes_batch(self, committed: Committed, fold: ItemChangeFold) -> int:
         """A recrawled job's next changes (whole log entries), as the table's rows: the
@@ -378,15 +389,7 @@ class PostgresFeed:
                 (c.key, c.task_id, None, c.worker, c.time, _entry_of(c.stream_id)) for c in kept
             ]
             items = [_item(msgspec.json.encode(c.data).decode()) for c in kept]
-            values: dict[str, list[Any]] = {}
-            for item, _ in items:
-                for field, value in item.items():
-                    values.setdefault(field, []).append(value)
-            columns = self._columns(cur)
-            fields, add = plan_columns(values, position.fields, columns)
-            if add:
-                self._add_columns(cur, add)
-                columns = self._columns(cur)
+            fields, columns = self._fitted(cur, items, position)
             if rows:
                 self._upsert(cur, rows, items, fields, columns)
             if gone := [scrub(c.key) for c in latest.values() if c.change == "removed"]:

@@ -130,3 +130,48 @@ def write_counts(url: str, table: str, *, inserted: int, timeout_s: float = 20) 
             if counts[0] >= inserted or time.monotonic() > deadline:
                 return counts
             time.sleep(0.05)
+
+
+HOLD: int = 4040
+"""The advisory lock `killed_at_its_position` holds and the positions table's trigger waits
+for."""
+# The feed's rows are in, its position is being moved: the moment a feed that wrote its
+# position in a transaction of its own would have the rows committed and not the position.
+GATE = f"""
+CREATE FUNCTION wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN PERFORM pg_advisory_xact_lock_shared({HOLD}); RETURN NEW; END $$;
+CREATE TRIGGER gate BEFORE UPDATE ON crawlog_feed_positions
+FOR EACH ROW WHEN (NEW.table_name = 'held') EXECUTE FUNCTION wait_for_the_test();
+"""
+
+
+async def killed_at_its_position(
+    url: str, command: list[str], *, env: dict[str, str], cwd: Path, timeout_s: float = 60
+) -> None:
+    """Run the feed ``command`` (into the table ``held`` of the database at ``url``, whose
+    positions table exists), and SIGKILL it while a trigger holds it inside a batch's
+    transaction: its rows written, its position being moved. The gate is left in place,
+    open."""
+    import signal
+
+    import anyio
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as gate:
+        gate.execute(GATE)
+        gate.execute("SELECT pg_advisory_lock(%s)", (HOLD,))
+        feed = await anyio.open_process(command, env=env, cwd=cwd)
+        try:
+            with anyio.fail_after(timeout_s):
+                while not gate.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                    "'crawlog export' AND wait_event = 'advisory'"
+                ).fetchall()[0][0]:
+                    await anyio.sleep(0.05)
+            feed.send_signal(signal.SIGKILL)
+            assert await feed.wait() == -signal.SIGKILL
+        finally:
+            if feed.returncode is None:
+                feed.kill()
+            await feed.aclose()
+            gate.execute("SELECT pg_advisory_unlock(%s)", (HOLD,))

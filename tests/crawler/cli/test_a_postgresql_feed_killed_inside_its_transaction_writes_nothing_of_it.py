@@ -6,7 +6,6 @@ every item once, none of them over a row already there."""
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import anyio
@@ -15,19 +14,9 @@ import pytest
 
 from crawler.cli._argv import crawlog_command
 from tests.crawler.conftest import ROOT
-from tests.postgres_process import write_counts
+from tests.postgres_process import killed_at_its_position, write_counts
 
 pytestmark = pytest.mark.anyio
-HOLD: int = 4040
-"""The advisory lock the test holds and the positions table's trigger waits for."""
-# The feed's rows are in, its position is being moved: the moment a feed that wrote its
-# position in a transaction of its own would have the rows committed and not the position.
-GATE = f"""
-CREATE FUNCTION wait_for_the_test() RETURNS trigger LANGUAGE plpgsql AS
-$$ BEGIN PERFORM pg_advisory_xact_lock_shared({HOLD}); RETURN NEW; END $$;
-CREATE TRIGGER gate BEFORE UPDATE ON crawlog_feed_positions
-FOR EACH ROW WHEN (NEW.table_name = 'held') EXECUTE FUNCTION wait_for_the_test();
-"""
 
 
 @pytest.mark.timeout(120)
@@ -44,24 +33,8 @@ async def test_a_feed_killed_between_its_rows_and_its_position_writes_each_item_
     first = await anyio.run_process(feed("first"), env={**os.environ}, cwd=ROOT, check=False)
     assert first.returncode == 0, first.stderr
     command = feed("held")
+    await killed_at_its_position(postgres_url, command, env={**os.environ}, cwd=ROOT)
     with psycopg.connect(postgres_url, autocommit=True) as gate:
-        gate.execute(GATE)
-        gate.execute("SELECT pg_advisory_lock(%s)", (HOLD,))
-        feed = await anyio.open_process(command, env={**os.environ}, cwd=ROOT)
-        try:
-            with anyio.fail_after(60):
-                while not gate.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                    "'crawlog export' AND wait_event = 'advisory'"
-                ).fetchall()[0][0]:
-                    await anyio.sleep(0.05)
-            feed.send_signal(signal.SIGKILL)
-            assert await feed.wait() == -signal.SIGKILL
-        finally:
-            if feed.returncode is None:
-                feed.kill()
-            await feed.aclose()
-        gate.execute("SELECT pg_advisory_unlock(%s)", (HOLD,))
         [(inserted, position)] = gate.execute(
             "SELECT (SELECT count(*) FROM held), rows FROM crawlog_feed_positions "
             "WHERE table_name = 'held'"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,10 @@ import psycopg
 import pytest
 
 from crawler.cli._argv import crawlog_command
-from tests.crawler.cli.test_a_postgresql_feed_killed_inside_its_transaction_writes_nothing_of_it import (  # noqa: E501
-    GATE,
-    HOLD,
-)
 from tests.crawler.conftest import ROOT
 from tests.crawler.hostile_site import html_page, serve_hostile
 from tests.crawler.operator_cli import crawlog_ok
-from tests.postgres_process import write_counts
+from tests.postgres_process import killed_at_its_position, write_counts
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 FIRST = ("/", "/a", "/b", "/c")
@@ -94,24 +89,8 @@ async def test_a_feed_killed_inside_a_batch_of_changes_leaves_nothing_of_it(
     assert set(first) == {url + p for p in FIRST}
     command = crawlog_command(*feed, "--data-dir", str(data_dir))
     env = {**os.environ, "REDIS_URL": valkey_url}
+    await killed_at_its_position(postgres_url, command, env=env, cwd=ROOT)
     with psycopg.connect(postgres_url, autocommit=True) as gate:
-        gate.execute(GATE)
-        gate.execute("SELECT pg_advisory_lock(%s)", (HOLD,))
-        process = await anyio.open_process(command, env=env, cwd=ROOT)
-        try:
-            with anyio.fail_after(60):
-                while not gate.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
-                    "'crawlog export' AND wait_event = 'advisory'"
-                ).fetchall()[0][0]:
-                    await anyio.sleep(0.05)
-            process.send_signal(signal.SIGKILL)
-            assert await process.wait() == -signal.SIGKILL
-        finally:
-            if process.returncode is None:
-                process.kill()
-            await process.aclose()
-        gate.execute("SELECT pg_advisory_unlock(%s)", (HOLD,))
         # Its upserts and its delete were undone with its transaction.
         assert _table(postgres_url, "held") == first
         [(rows,)] = gate.execute(
