@@ -325,7 +325,8 @@ def restored_run(archived: int, state: State) -> RunRecord | None:
     """The job's run record as its log has it: its latest run (of the archive's revisits,
     ``archived``, and the tasks in ``state``: the live ones and the tail's), running while
     a task of it has not ended; None for a job never run again (it had no record). The
-    revisit intervals given to `crawlog recrawl` were never logged: the defaults apply."""
+    revisit intervals given to `crawlog recrawl` are not logged: the caller keeps those the
+    store still holds."""
     latest = max([archived, *(task.run for task in state.tasks.values())], default=FIRST_RUN)
     if latest <= FIRST_RUN:
         return None

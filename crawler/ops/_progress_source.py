@@ -125,8 +125,7 @@ class LiveProgress:
             return
         self.run = run
         self._earlier = {}
-        if run is not None and self.every_task and self._loaded:
-            self._earlier = earlier_runs(self.tracker.state, run)
+        self._earlier_due = run is not None and self.every_task  # as `load` leaves it
         self.window = RateWindow(self.window.window_s)
 
     async def load(self) -> None:
