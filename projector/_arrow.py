@@ -34,6 +34,12 @@ class LazyModule:
         return f"<lazy module {self._name!r}>"
 
 
+SMALL_TABLE_ROWS = 4_096
+"""Up to this many rows, the archive's and the task and key stores' writers sort, key and
+coalesce in Python instead of calling Arrow's compute functions: a short crawl's projector,
+whose commits are all small, then never imports ``pyarrow.compute``, which costs a process
+more CPU than the Python loops over that many rows. Past it, Arrow's C loops are cheaper."""
+
 pa = LazyModule("pyarrow")
 pc = LazyModule("pyarrow.compute")
 pq = LazyModule("pyarrow.parquet")

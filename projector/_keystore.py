@@ -33,6 +33,7 @@ else:
     from projector._arrow import pa, pq
 
 from eventlog import CrawlogError, ItemScraped, LogEntry, stream_id_key
+from projector._arrow import SMALL_TABLE_ROWS
 from projector._hashset import HashSet64
 from projector._taskstore import COMPRESSION, read_store_file, write_store_file
 
@@ -66,10 +67,14 @@ def _name(position: str, suffix: str = "") -> str:
 def write_key_segment(directory: Path, keys: Iterable[str], position: str) -> KeySegmentInfo:
     """Write ``keys`` (each once, none stored yet) sorted as a new key segment (not
     committed)."""
-    # Sorted by Arrow: cheaper than Python's sort of as many strings.
-    table = pa.table({"key": pa.array(list(keys), pa.string())}, schema=_key_schema()).sort_by(
-        "key"
+    # Sorted by Arrow: cheaper than Python's sort of as many strings, unless they are few.
+    listed = list(keys)
+    small = len(listed) <= SMALL_TABLE_ROWS
+    table = pa.table(
+        {"key": pa.array(sorted(listed) if small else listed, pa.string())}, schema=_key_schema()
     )
+    if not small:
+        table = table.sort_by("key")
     name = _name(position)
     write_store_file(directory, name, table, row_group_size=KEY_ROW_GROUP)
     return KeySegmentInfo(name=name, keys=table.num_rows, position=position)

@@ -48,6 +48,7 @@ else:
     from projector._arrow import pa, pc, pq
 
 from eventlog import CrawlogError
+from projector._arrow import SMALL_TABLE_ROWS
 
 INDEX_SUFFIX = ".idx"
 INDEX_VERSION = 1
@@ -89,6 +90,8 @@ def index_keys(table: pa.Table, row_groups: Sequence[int]) -> tuple[pa.Array, li
     Only each distinct task id and URL is hashed in Python; the keys of the rows are
     built, deduplicated and sorted by Arrow (a Python int per row cost about as much
     CPU as writing the segment)."""
+    if table.num_rows <= SMALL_TABLE_ROWS:
+        return _small_index_keys(table, row_groups)
     group = pa.concat_arrays(
         [pa.repeat(pa.scalar(g, pa.uint64()), rows) for g, rows in enumerate(row_groups)]
     )
@@ -100,6 +103,27 @@ def index_keys(table: pa.Table, row_groups: Sequence[int]) -> tuple[pa.Array, li
     url_keys = _keys(urls, url_key, pc.filter(group, pages))
     keys = pc.unique(pa.concat_arrays([task_keys, url_keys]))
     return pc.take(keys, pc.sort_indices(keys)), sorted(untasked)
+
+
+def _small_index_keys(table: pa.Table, row_groups: Sequence[int]) -> tuple[pa.Array, list[int]]:
+    """``index_keys`` of a small table, row by row in Python: the same keys."""
+    task_ids = table.column("task_id").to_pylist()
+    types = table.column("type").to_pylist()
+    urls = table.column("url").to_pylist()
+    groups = [g for g, rows in enumerate(row_groups) for _ in range(rows)]
+    hashed: dict[str, int] = {}
+    keys: set[int] = set()
+    untasked: set[int] = set()
+    for task_id, kind, url, group in zip(task_ids, types, urls, groups, strict=True):
+        if task_id is None:
+            untasked.add(group)
+        else:
+            if (high := hashed.get(task_id)) is None:
+                high = hashed[task_id] = task_key(task_id) << 32
+            keys.add(high | group)
+        if kind == PAGE_TYPE and url is not None:
+            keys.add(url_key(url) << 32 | group)
+    return pa.array(sorted(keys), pa.uint64()), sorted(untasked)
 
 
 def _keys(values: pa.DictionaryArray, key: Callable[[str], int], group: pa.Array) -> pa.Array:

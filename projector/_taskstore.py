@@ -37,6 +37,7 @@ else:
     from projector._arrow import pa, pc, pq
 
 from eventlog import CrawlogError, stream_id_key
+from projector._arrow import SMALL_TABLE_ROWS
 from projector._hashset import HashSet64
 from projector._state import ABORTED, FAILED, TaskState
 
@@ -167,9 +168,14 @@ def write_task_segment(
 ) -> TaskSegmentInfo:
     """Write ``rows`` (one per task) sorted by task id as a new task segment (not committed);
     ``replacing``: how many may replace an older segment's row, if known."""
-    # Sorted by Arrow, not by a Python key function over the rows.
+    # Sorted by Arrow, not by a Python key function over the rows, unless they are few.
+    small = len(rows) <= SMALL_TABLE_ROWS
+    if small:
+        rows = sorted(rows, key=attrgetter("task_id"))
     columns = {field: list(map(attrgetter(field), rows)) for field in task_schema().names}
-    table = pa.table(columns, schema=task_schema()).sort_by("task_id")
+    table = pa.table(columns, schema=task_schema())
+    if not small:
+        table = table.sort_by("task_id")
     ms, seq = stream_id_key(position)
     name = f"tasks-{ms:015d}-{seq:08d}{tag}{TASK_SEGMENT_SUFFIX}"
     write_store_file(directory, name, table, row_group_size=TASK_ROW_GROUP)

@@ -49,13 +49,12 @@ from contextlib import AsyncExitStack
 from operator import attrgetter
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final, Literal, Self, Union
+from typing import IO, TYPE_CHECKING, Any, Final, Literal, Self, Union
 
 import anyio
 import anyio.to_thread
 import msgspec
 import pyarrow as pa
-import pyarrow.compute as pc
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -70,6 +69,13 @@ from eventlog import (
     tag_of,
 )
 from projector._archive import SCHEMA, SegmentInfo, to_table, write_table
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
+else:
+    # Only the writer process computes with Arrow: a projector that never starts one (a
+    # short crawl's) does not pay for importing the compute functions.
+    from projector._arrow import pc
 
 WRITER_MIN_EVENTS: Final = 10_000
 """A projector starts its writer process once it has this many events to commit (or a

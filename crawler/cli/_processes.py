@@ -119,7 +119,6 @@ PROJECTOR_PRELOAD = (
     "crawler.cli.projector",
     "projector:Projector",
     "pyarrow",
-    "pyarrow.compute",
     "pyarrow.json",
     "pyarrow.parquet",
 )

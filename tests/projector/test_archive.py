@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 
-from eventlog import ItemScraped, LogEntry
+from eventlog import CheckpointSaved, ItemScraped, LogEntry, TaskAborted
 from projector._archive import (
     SCHEMA,
     ArchiveCorrupt,
@@ -49,6 +49,17 @@ def test_every_event_is_one_row_with_its_fields_in_typed_columns(log: list[LogEn
         assert row["task_id"] == getattr(event, "task_id", None)
         assert row["attempt"] == getattr(event, "attempt", None)
         assert row["payload"] == entry.payload
+        if isinstance(event, CheckpointSaved):  # its cursor fills the page and key columns
+            assert (row["page"], row["key"]) == (event.cursor.page, event.cursor.last_item_key)
+        else:
+            assert (row["page"], row["key"]) == (
+                getattr(event, "page", None),
+                getattr(event, "key", None),
+            )
+        error = (
+            event.last_error if isinstance(event, TaskAborted) else getattr(event, "error", None)
+        )
+        assert row["error"] == error
 
 
 def test_item_data_is_kept_as_json() -> None:
