@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,9 +22,9 @@ import projector._segment_index
 import projector._taskstore
 from eventlog import LogEntry
 from projector._archive import to_table
-from projector._keystore import write_key_segment
+from projector._keystore import KeySegmentInfo, write_key_segment
 from projector._segment_index import index_keys
-from projector._taskstore import TaskRow, write_task_segment
+from projector._taskstore import TaskRow, TaskSegmentInfo, write_task_segment
 from tests.projector.strategies import logs
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -56,21 +56,24 @@ def test_a_small_segment_s_index_has_the_keys_arrow_finds(log: list[LogEntry], s
     assert untasked == arrow_untasked
 
 
-def written(write: object) -> pa.Table:
+def written(write: Callable[[Path], KeySegmentInfo | TaskSegmentInfo]) -> pa.Table:
     with tempfile.TemporaryDirectory() as tmp:
-        info = write(Path(tmp))  # type: ignore[operator]
-        return pq.read_table(Path(tmp) / info.name)
+        return pq.read_table(Path(tmp) / write(Path(tmp)).name)
+
+
+def written_both_ways(
+    write: Callable[[Path], KeySegmentInfo | TaskSegmentInfo],
+) -> tuple[pa.Table, pa.Table]:
+    """The file ``write`` makes on the path for few rows, then on Arrow's, read back."""
+    python = written(write)
+    with through_arrow():
+        return python, written(write)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(texts, unique=True, max_size=30))
 def test_a_small_key_segment_is_sorted_as_arrow_sorts(keys: list[str]) -> None:
-    def write(directory: Path) -> object:
-        return write_key_segment(directory, keys, "5-0")
-
-    python = written(write)
-    with through_arrow():
-        arrow = written(write)
+    python, arrow = written_both_ways(lambda directory: write_key_segment(directory, keys, "5-0"))
     assert python.equals(arrow)
     assert python.column("key").to_pylist() == sorted(keys)
 
@@ -91,13 +94,9 @@ task_rows = st.builds(
 @settings(max_examples=100, deadline=None)
 @given(st.lists(task_rows, unique_by=lambda row: row.task_id, max_size=30))
 def test_a_small_task_segment_is_sorted_as_arrow_sorts(rows: list[TaskRow]) -> None:
-    def write(directory: Path) -> object:
-        return write_task_segment(directory, rows, "5-0")
-
-    python = written(write)
-    with through_arrow():
-        arrow = written(write)
+    python, arrow = written_both_ways(lambda directory: write_task_segment(directory, rows, "5-0"))
     assert python.equals(arrow)
+    assert python.column("task_id").to_pylist() == sorted(row.task_id for row in rows)
 
 
 SMALL_COMMIT = """
