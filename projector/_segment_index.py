@@ -89,7 +89,8 @@ def index_keys(table: pa.Table, row_groups: Sequence[int]) -> tuple[pa.Array, li
 
     Only each distinct task id and URL is hashed in Python; the keys of the rows are
     built, deduplicated and sorted by Arrow (a Python int per row cost about as much
-    CPU as writing the segment)."""
+    CPU as writing the segment), except in a table of up to ``SMALL_TABLE_ROWS`` rows,
+    keyed row by row in Python (``_small_index_keys``: no ``pyarrow.compute`` import)."""
     if table.num_rows <= SMALL_TABLE_ROWS:
         return _small_index_keys(table, row_groups)
     group = pa.concat_arrays(
