@@ -73,10 +73,11 @@ class PlainTasks(NamedTuple):
 
 
 def plain_tasks(
-    table: pa.Table, item_keys: Collection[str], known: Callable[[str], bool]
+    table: pa.Table, item_keys: Collection[str], known: Callable[[list[str]], Collection[str]]
 ) -> PlainTasks | None:
     """The plain tasks of ``table`` (a slice of a segment with ``COLUMNS``), or None if it
-    has none. ``known`` says whether a task id may be in the state or the stored tasks."""
+    has none. ``known`` gives those of some task ids that may be in the state or the
+    stored tasks."""
     n = table.num_rows
     rows = pa.array(range(n), pa.int64())
     tags = pa.array([tag_of(t) for t in _SEQUENCE], pa.string())
@@ -128,13 +129,13 @@ def _chosen(
     g: pa.Table,
     code: pa.ChunkedArray,
     item_keys: Collection[str],
-    known: Callable[[str], bool],
+    known: Callable[[list[str]], Collection[str]],
 ) -> PlainTasks | None:
     """The candidates ``g`` less those the state or its item keys rule out."""
     task_ids = table.column("task_id")
     is_item = pc.fill_null(pc.equal(code, ITEM), False)
     candidates = g.column("task_id").combine_chunks()
-    ruled_out = {t for t in candidates.to_pylist() if known(t)}
+    ruled_out = set(known(candidates.to_pylist()))
     if item_keys:
         item_rows = pc.and_(is_item, pc.is_in(task_ids, value_set=candidates))
         for task_id, key in zip(

@@ -406,10 +406,10 @@ _PLAIN_COLUMNS: Final = (*PLAIN_COLUMNS, "payload")
 def _plain(state: State, spill: TaskSpill, table: pa.Table) -> PlainTasks | None:
     """The plain tasks of a segment's slice, with every event id of the slice added to the
     dedup windows; None (and the windows unchanged) if it has none, or has a repeat."""
-    hashes, tasks = spill.stored.hashes, state.tasks
+    tasks = state.tasks
 
-    def known(task_id: str) -> bool:
-        return task_id in tasks or (len(hashes) > 0 and hash(task_id) in hashes)
+    def known(task_ids: list[str]) -> list[str]:
+        return [t for t in task_ids if t in tasks] + list(spill.stored.missing(tasks, task_ids))
 
     plain = plain_tasks(table, state.item_keys, known)
     if plain is None or not mark_new(state, table.column("event_id").to_pylist()):

@@ -375,11 +375,9 @@ class StoredTasks:
     def add(self, rows: Iterable[TaskRow]) -> None:
         """Rows that leave memory with the commit being started."""
         self.in_flight = {row.task_id: row.state for row in rows}
-        hashes = self.hashes
-        # Before they are added: a hash known already is a task stored before (or a
-        # collision, which only costs the merge a read of task ids).
-        self.replacing = sum(hash(t) in hashes for t in self.in_flight) if len(hashes) else 0
-        hashes.update(map(hash, self.in_flight))
+        # A hash known already is a task stored before (or a collision, which only costs
+        # the merge a read of task ids).
+        self.replacing = len(self.in_flight) - self.hashes.update(map(hash, self.in_flight))
 
     def landed(self) -> None:
         """The commit of the ``in_flight`` rows is in the store now."""
